@@ -1,0 +1,195 @@
+"""The `benchsmith` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+import yaml
+
+from benchsmith.console import console, errors, progress_bar
+from benchsmith.errors import BenchsmithError
+from benchsmith.settings import Settings, load_settings
+
+app = typer.Typer(
+    name="benchsmith",
+    help="Build SEED-Bench-style multimodal multiple-choice benchmarks: ingest images, extract what is in "
+         "them, generate questions, drop those a blind LLM can answer, review them in Label Studio, publish "
+         "a Hugging Face dataset.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
+    add_completion=False,
+)
+scenes_app = typer.Typer(help="Synthetic oracle scenes with exact ground truth.", no_args_is_help=True)
+config_app = typer.Typer(help="Inspect the effective settings.", no_args_is_help=True)
+app.add_typer(scenes_app, name="scenes")
+app.add_typer(config_app, name="config")
+
+
+@dataclass
+class Context:
+    settings_path: Optional[Path]
+    profile: Optional[str]
+    workspace: Optional[Path]
+    _settings: Optional[Settings] = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            env = None
+            if self.workspace is not None:
+                import os
+                env = dict(os.environ, BENCHSMITH_WORKSPACE=str(self.workspace))
+            self._settings = load_settings(self.settings_path, profile=self.profile, env=env)
+        return self._settings
+
+    def store(self):
+        from benchsmith.store import Store
+        return Store(self.settings.db_url)
+
+
+def context(ctx: typer.Context) -> Context:
+    return ctx.find_root().obj
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    settings: Annotated[Optional[Path], typer.Option(
+        "--settings", "-s", help="Settings file merged over the defaults (default: ./benchsmith.yaml if present, "
+                                 "or $BENCHSMITH_SETTINGS).")] = None,
+    profile: Annotated[Optional[str], typer.Option(
+        "--profile", "-p", help="Settings profile: 'local' (offline, CPU) or 'gpu' (production models).")] = None,
+    workspace: Annotated[Optional[Path], typer.Option(
+        "--workspace", "-w", help="Folder for the store, media and caches (default: ./bench).")] = None,
+) -> None:
+    ctx.obj = Context(settings, profile, workspace)
+
+
+# ---------------------------------------------------------------------------------------------------
+
+@app.command()
+def ingest(
+    ctx: typer.Context,
+    sources: Annotated[list[Path], typer.Argument(
+        help="Folders of images, .jsonl/.csv manifests (paths relative to the manifest, with optional "
+             "annotations), or Hugging Face datasets (save_to_disk folders or .parquet).")],
+    source: Annotated[str, typer.Option(help="Source name recorded on each item (default: the folder name).")] = "",
+    license: Annotated[str, typer.Option(help="License recorded on items that do not name one.")] = "",
+    image_column: Annotated[Optional[str], typer.Option(help="Image column of a Hugging Face dataset.")] = None,
+    workers: Annotated[int, typer.Option(help="Processes that decode images in parallel.")] = 1,
+) -> None:
+    """Read image collections into the store.
+
+    Every file is checked (readable, a real image, not truncated, not a decompression bomb, big enough,
+    not a duplicate) and normalised to RGB with its EXIF orientation applied. Refused files are recorded
+    with a reason and the run goes on; `benchsmith status` lists them. Re-ingesting adds nothing new.
+    """
+    from benchsmith.ingest import ingest_sources
+
+    c = context(ctx)
+    with c.store() as store:
+        reports = ingest_sources(store, c.settings, sources, source=source, license=license,
+                                 image_column=image_column, workers=workers)
+    for location, report in reports:
+        console.print(f"[bold]{location}[/]: {report.summary()}")
+
+
+@app.command()
+def status(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")] = False,
+) -> None:
+    """Show counts per stage, status and dimension."""
+    from benchsmith.status import status_tables, store_status
+
+    c = context(ctx)
+    with c.store() as store:
+        state = store_status(store)
+    if as_json:
+        print(json.dumps(state, indent=2, default=str))
+        return
+    console.print(f"store: {_safe_url(c.settings.db_url)}   profile: {c.settings.profile}")
+    for t in status_tables(state):
+        console.print(t)
+
+
+@scenes_app.command("make")
+def scenes_make(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the images and manifest.jsonl into.")],
+    n: Annotated[int, typer.Option("--n", min=1, help="How many scenes.")] = 50,
+    seed: Annotated[int, typer.Option(help="Seed; the same seed always renders the same scenes.")] = 0,
+) -> None:
+    """Render synthetic scenes with exact ground truth (shapes, colours, sizes, positions, counts, sign text).
+
+    The manifest is in ingest format, so `benchsmith ingest OUT/manifest.jsonl` brings the truth in as
+    supplied annotations.
+    """
+    from benchsmith.scenes import make_scenes
+
+    with progress_bar("rendering scenes", n) as advance:
+        manifest = make_scenes(out, n, seed, progress=advance)
+    console.print(f"wrote {n} scenes and {manifest}")
+
+
+@config_app.command("show")
+def config_show(ctx: typer.Context) -> None:
+    """Print the effective settings (defaults, settings file, profile, environment), secrets masked."""
+    print(yaml.safe_dump(context(ctx).settings.masked(), sort_keys=False), end="")
+
+
+@app.command()
+def build(
+    ctx: typer.Context,
+    sources: Annotated[Optional[list[Path]], typer.Argument(help="Image folders, manifests or datasets to ingest.")] = None,
+    scenes: Annotated[int, typer.Option(help="Also render and ingest this many oracle scenes.")] = 0,
+    scenes_seed: Annotated[int, typer.Option(help="Seed for the oracle scenes.")] = 0,
+) -> None:
+    """Run the pipeline as one Prefect flow, doing only the work that is missing.
+
+    Prefect runs in ephemeral mode unless PREFECT_API_URL points at a server.
+    """
+    from flows.build import run_build
+
+    c = context(ctx)
+    summary = run_build(c.settings, sources or [], scenes=scenes, scenes_seed=scenes_seed)
+    for stage, result in summary.items():
+        console.print(f"[bold]{stage}[/]: {result}")
+
+
+# ---------------------------------------------------------------------------------------------------
+
+def _safe_url(url: str) -> str:
+    import sqlalchemy as sa
+    return sa.make_url(url).render_as_string(hide_password=True)
+
+
+def _register_stage_commands() -> None:
+    """Each stage package adds its own commands."""
+    from annotation import cli as annotation_cli
+    from extractors import cli as extractors_cli
+    from filters import cli as filters_cli
+    from generators import cli as generators_cli
+    from benchsmith import publish_cli
+
+    for module in (extractors_cli, generators_cli, filters_cli, annotation_cli, publish_cli):
+        module.register(app, context)
+
+
+_register_stage_commands()
+
+
+def main() -> None:
+    try:
+        app()
+    except BenchsmithError as exc:
+        errors.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        errors.print("interrupted; finished work is saved, rerun the command to go on")
+        sys.exit(130)

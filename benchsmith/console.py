@@ -1,0 +1,32 @@
+"""Terminal output shared by the CLI commands: one console, progress bars, tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+console = Console(stderr=False)
+errors = Console(stderr=True)
+
+
+@contextmanager
+def progress_bar(description: str, total: int | None) -> Iterator:
+    """Yields advance(n). Quiet when output is not a terminal, apart from the final line."""
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TimeRemainingColumn())
+    with Progress(*columns, console=errors, transient=False, disable=not errors.is_terminal) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda n=1: progress.advance(task, n)
+
+
+def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Table:
+    out = Table(title=title, title_justify="left", header_style="bold")
+    for header in headers:
+        out.add_column(header, justify="right" if header in ("n", "count") else "left")
+    for row in rows:
+        out.add_row(*(str(v) for v in row))
+    return out

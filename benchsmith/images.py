@@ -1,0 +1,119 @@
+"""Checking and normalising one image file: the pure part of ingestion.
+
+`inspect_image` never raises for a bad file. It returns either an accepted image with the bytes to
+store, or a rejection with a reason code and a sentence a maintainer can act on.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass
+
+from PIL import Image as PILImage
+from PIL import ImageOps, UnidentifiedImageError
+
+from benchsmith.records import sha256_bytes
+
+# We apply our own pixel limit, so Pillow's warning-then-error scheme is switched off here.
+PILImage.MAX_IMAGE_PIXELS = None
+
+
+@dataclass(frozen=True)
+class Accepted:
+    id: str
+    data: bytes          # what to store: the original bytes when no change was needed, else re-encoded
+    extension: str
+    width: int
+    height: int
+    changes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Rejected:
+    rule: str
+    reason: str
+    id: str = ""
+
+
+def _flatten(img: PILImage.Image) -> tuple[PILImage.Image, list[str]]:
+    """Return an 8-bit RGB image, noting what had to change."""
+    changes: list[str] = []
+    mode = img.mode
+    if mode == "RGB":
+        return img, changes
+    if mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+        changes.append(f"{mode}->8bit")
+        arr = img.convert("F") if mode != "F" else img
+        lo, hi = arr.getextrema()
+        scale = 255.0 / (hi - lo) if hi > lo else 0.0
+        img = arr.point(lambda v: (v - lo) * scale).convert("L")
+        mode = "L"
+    if mode in ("P", "PA"):
+        changes.append("palette->rgb")
+        img = img.convert("RGBA")
+        mode = "RGBA"
+    if mode in ("RGBA", "LA", "La", "RGBa"):
+        changes.append("alpha->white")
+        rgba = img.convert("RGBA")
+        canvas = PILImage.new("RGB", rgba.size, (255, 255, 255))
+        canvas.paste(rgba, mask=rgba.getchannel("A"))
+        return canvas, changes
+    changes.append(f"{mode}->rgb")
+    return img.convert("RGB"), changes
+
+
+def inspect_image(data: bytes, *, min_side: int, max_pixels: int) -> Accepted | Rejected:
+    if not data:
+        return Rejected("empty", "file is empty (0 bytes)")
+    image_id = sha256_bytes(data)
+    try:
+        img = PILImage.open(io.BytesIO(data))
+    except UnidentifiedImageError:
+        return Rejected("not_an_image", "not an image Pillow can read (unknown or unsupported format)", image_id)
+    except Exception as exc:  # noqa: BLE001 - any decoder failure is a property of the file
+        return Rejected("corrupt", f"header cannot be read: {exc}", image_id)
+    width, height = img.size
+    if width * height > max_pixels:
+        return Rejected("too_many_pixels", f"{width}x{height} is over the {max_pixels:,}-pixel limit "
+                        "(possible decompression bomb)", image_id)
+    fmt = img.format or ""
+    n_frames = getattr(img, "n_frames", 1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            img.seek(0)
+            img.load()
+    except OSError as exc:
+        rule = "truncated" if "truncated" in str(exc).lower() else "corrupt"
+        return Rejected(rule, f"pixel data cannot be decoded: {exc}", image_id)
+    except Exception as exc:  # noqa: BLE001
+        return Rejected("corrupt", f"pixel data cannot be decoded: {exc}", image_id)
+    changes: list[str] = []
+    if n_frames > 1:
+        changes.append("first-frame")
+    orientation = img.getexif().get(0x0112, 1)
+    if orientation not in (1, None):
+        img = ImageOps.exif_transpose(img)
+        changes.append("exif-orientation")
+    img, flattened = _flatten(img)
+    changes.extend(flattened)
+    width, height = img.size
+    if min(width, height) < min_side:
+        return Rejected("too_small", f"{width}x{height} is below the minimum side of {min_side} px", image_id)
+    if not changes and fmt in ("JPEG", "PNG"):
+        return Accepted(image_id, data, ".jpg" if fmt == "JPEG" else ".png", width, height, ())
+    buffer = io.BytesIO()
+    if fmt == "JPEG":
+        img.save(buffer, "JPEG", quality=95)
+        extension = ".jpg"
+    else:
+        img.save(buffer, "PNG", compress_level=1)
+        extension = ".png"
+    return Accepted(image_id, buffer.getvalue(), extension, width, height, tuple(changes))
+
+
+def open_rgb(path) -> PILImage.Image:
+    """Open a stored (already normalised) image as RGB."""
+    with PILImage.open(path) as img:
+        return img.convert("RGB")

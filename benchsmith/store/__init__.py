@@ -1,0 +1,129 @@
+"""The SQL store that holds the state of every item, fact, question and review.
+
+SQLite (one file) by default, PostgreSQL by URL. The schema is versioned with Alembic; opening a
+store migrates it forward, or says clearly why it cannot.
+"""
+
+from __future__ import annotations
+
+from benchsmith.errors import BenchsmithError
+
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from benchsmith.store.facts import FactsMixin
+from benchsmith.store.items import ItemsMixin
+from benchsmith.store.llm_calls import LlmCallsMixin
+from benchsmith.store.questions import QuestionsMixin
+from benchsmith.store.releases import ReleasesMixin
+from benchsmith.store.reviews import ReviewsMixin
+from benchsmith.store.runs import RunsMixin
+from benchsmith.store.verdicts import VerdictsMixin
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+
+class StoreError(BenchsmithError, RuntimeError):
+    """The store cannot be opened or used as asked; the message says what to do."""
+
+
+def alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return config
+
+
+def _make_engine(url: str) -> sa.Engine:
+    if url.startswith("sqlite"):
+        engine = sa.create_engine(url, connect_args={"timeout": 60})
+
+        @sa.event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection, _record):  # WAL lets readers run beside one writer
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA busy_timeout=60000")
+            cursor.close()
+
+        return engine
+    return sa.create_engine(url, pool_pre_ping=True)
+
+
+def migrate(engine: sa.Engine, revision: str = "head") -> None:
+    """Bring the schema to `revision`, refusing stores this code does not know."""
+    config = alembic_config()
+    script = ScriptDirectory.from_config(config)
+    known = {rev.revision for rev in script.walk_revisions()}
+    with engine.begin() as conn:
+        current = MigrationContext.configure(conn).get_current_revision()
+        tables = set(sa.inspect(conn).get_table_names()) - {"alembic_version"}
+        if current is None and tables:
+            raise StoreError(
+                f"the database at {engine.url.render_as_string(hide_password=True)} has tables "
+                f"({', '.join(sorted(tables)[:5])}) but no benchsmith schema version; "
+                "point BENCHSMITH_DB_URL at an empty database or a benchsmith store"
+            )
+        if current is not None and current not in known:
+            raise StoreError(
+                f"this store has schema version {current}, which is newer than this benchsmith "
+                f"knows (latest {script.get_current_head()}); upgrade benchsmith to open it"
+            )
+        if revision == "head" and current == script.get_current_head():
+            return
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)
+
+
+class Store(
+    ItemsMixin, FactsMixin, QuestionsMixin, VerdictsMixin, LlmCallsMixin, ReviewsMixin, ReleasesMixin,
+    RunsMixin,
+):
+    """All persistent state. Methods are grouped by record in the mixins beside this file."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        if url.startswith("sqlite:///"):
+            Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        self.engine = _make_engine(url)
+        try:
+            migrate(self.engine)
+        except sa.exc.OperationalError as exc:
+            self.engine.dispose()
+            raise StoreError(
+                f"cannot reach the store at {sa.make_url(url).render_as_string(hide_password=True)}: "
+                f"{exc.orig}".strip()
+            ) from None
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def state_token(self) -> str:
+        """Changes whenever any table gains or changes rows: a cheap key for caching whole stages."""
+        from benchsmith.records import stable_hash
+        from benchsmith.store.schema import metadata
+
+        parts = []
+        with self.engine.connect() as conn:
+            for table in metadata.sorted_tables:
+                stamp = table.c.get("updated_at", table.c.get("created_at"))
+                query = sa.select(sa.func.count(), sa.func.max(stamp) if stamp is not None else sa.null())
+                parts.append((table.name, *map(str, conn.execute(query).one())))
+        return stable_hash(parts)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.close()
+
+
+__all__ = ["Store", "StoreError", "migrate", "alembic_config"]

@@ -1,0 +1,69 @@
+"""Items: ingested images and videos."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+
+from benchsmith.records import Image, Video, utcnow
+from benchsmith.store.schema import items
+from benchsmith.store.sql import chunks, insert_new
+
+_COLUMNS = ("id", "kind", "path", "width", "height", "source", "license", "original_name", "annotations")
+
+
+def _to_row(item: Image | Video) -> dict:
+    row = {c: getattr(item, c) for c in _COLUMNS}
+    meta = {} if item.kind == "image" else {"fps": item.fps, "n_frames": item.n_frames, "frames": item.frames}
+    return row | {"meta": meta, "status": "ok", "created_at": utcnow()}
+
+
+def _from_row(row) -> Image | Video:
+    fields = {c: getattr(row, c) for c in _COLUMNS if c != "kind"}
+    if row.kind == "image":
+        return Image(**fields)
+    return Video(**fields, **row.meta)
+
+
+class ItemsMixin:
+    engine: sa.Engine
+
+    def add_items(self, records: Sequence[Image | Video]) -> int:
+        """Store items that are not there yet; return how many were new."""
+        with self.engine.begin() as conn:
+            return len(insert_new(conn, items, [_to_row(r) for r in records]))
+
+    def known_item_ids(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        with self.engine.connect() as conn:
+            for batch in chunks(list(ids)):
+                found.update(conn.scalars(sa.select(items.c.id).where(items.c.id.in_(batch))))
+        return found
+
+    def get_items(self, ids: Sequence[str] | None = None, *, kind: str | None = None,
+                  status: str | None = "ok") -> list[Image | Video]:
+        query = sa.select(items).order_by(items.c.created_at, items.c.id)
+        if kind:
+            query = query.where(items.c.kind == kind)
+        if status:
+            query = query.where(items.c.status == status)
+        with self.engine.connect() as conn:
+            if ids is None:
+                return [_from_row(r) for r in conn.execute(query)]
+            out = []
+            for batch in chunks(list(ids)):
+                out.extend(_from_row(r) for r in conn.execute(query.where(items.c.id.in_(batch))))
+            return out
+
+    def set_item_status(self, ids: Sequence[str], status: str) -> None:
+        with self.engine.begin() as conn:
+            for batch in chunks(list(ids)):
+                conn.execute(sa.update(items).where(items.c.id.in_(batch)).values(status=status))
+
+    def item_counts(self) -> dict[tuple[str, str], int]:
+        """(kind, status) -> count."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(items.c.kind, items.c.status, sa.func.count()).group_by(
+                items.c.kind, items.c.status))
+            return {(kind, status): n for kind, status, n in rows}

@@ -1,0 +1,171 @@
+"""The store's tables, as SQLAlchemy Core metadata. Migrations in `migrations/versions` build exactly
+this shape; `tests/benchsmith/test_store.py` fails if the two drift apart."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+ID = sa.String(64)
+When = sa.DateTime(timezone=True)
+
+items = sa.Table(
+    "items", metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("kind", sa.String(8), nullable=False),
+    sa.Column("path", sa.Text, nullable=False),
+    sa.Column("width", sa.Integer, nullable=False),
+    sa.Column("height", sa.Integer, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False, server_default="ok"),
+    sa.Column("source", sa.Text, nullable=False, server_default=""),
+    sa.Column("license", sa.Text, nullable=False, server_default=""),
+    sa.Column("original_name", sa.Text, nullable=False, server_default=""),
+    sa.Column("annotations", sa.JSON, nullable=False),
+    sa.Column("meta", sa.JSON, nullable=False),
+    sa.Column("created_at", When, nullable=False),
+)
+
+facts = sa.Table(
+    "facts", metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("item_id", ID, nullable=False, index=True),
+    sa.Column("extractor", sa.String(200), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("box", sa.JSON),
+    sa.Column("quad", sa.JSON),
+    sa.Column("score", sa.Float),
+    sa.Column("attributes", sa.JSON, nullable=False),
+    sa.Column("provenance", sa.JSON, nullable=False),
+    sa.Column("created_at", When, nullable=False),
+)
+
+# One row per (item, extractor) once the extractor has run on it, even if it found nothing.
+extractions = sa.Table(
+    "extractions", metadata,
+    sa.Column("item_id", ID, primary_key=True),
+    sa.Column("extractor", sa.String(200), primary_key=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False, server_default=""),
+    sa.Column("n_facts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("seconds", sa.Float, nullable=False, server_default="0"),
+    sa.Column("created_at", When, nullable=False),
+)
+
+questions = sa.Table(
+    "questions", metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("item_id", ID, nullable=False, index=True),
+    sa.Column("dimension_id", sa.Integer, nullable=False, index=True),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("options", sa.JSON, nullable=False),
+    sa.Column("answer", sa.Integer, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False, index=True),
+    sa.Column("generator", sa.String(64), nullable=False),
+    sa.Column("model", sa.Text),
+    sa.Column("prompt_version", sa.String(64)),
+    sa.Column("provenance", sa.JSON, nullable=False),
+    sa.Column("meta", sa.JSON, nullable=False),
+    sa.Column("review_answer", sa.Integer),
+    sa.Column("review_dimension_id", sa.Integer),
+    sa.Column("created_at", When, nullable=False),
+    sa.Column("updated_at", When, nullable=False),
+)
+
+# Every status change of a question, in order: the audit trail behind its current status.
+question_events = sa.Table(
+    "question_events", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("question_id", ID, nullable=False, index=True),
+    sa.Column("from_status", sa.String(16)),
+    sa.Column("to_status", sa.String(16), nullable=False),
+    sa.Column("stage", sa.String(32), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False, server_default=""),
+    sa.Column("created_at", When, nullable=False),
+)
+
+verdicts = sa.Table(
+    "verdicts", metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("subject_id", sa.Text, nullable=False),
+    sa.Column("subject_kind", sa.String(16), nullable=False),
+    sa.Column("stage", sa.String(32), nullable=False),
+    sa.Column("rule", sa.String(64), nullable=False),
+    sa.Column("passed", sa.Boolean, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False, server_default=""),
+    sa.Column("details", sa.JSON, nullable=False),
+    sa.Column("created_at", When, nullable=False),
+    sa.Index("ix_verdicts_subject_stage", "subject_id", "stage"),
+    sa.Index("ix_verdicts_stage_passed", "stage", "passed"),
+)
+
+# The durable cache and ledger of paid LLM calls, keyed by a hash of model, messages and parameters.
+llm_calls = sa.Table(
+    "llm_calls", metadata,
+    sa.Column("key", ID, primary_key=True),
+    sa.Column("purpose", sa.String(32), nullable=False),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("request", sa.JSON, nullable=False),
+    sa.Column("response", sa.JSON),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("error", sa.Text, nullable=False, server_default=""),
+    sa.Column("tokens_in", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("tokens_out", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("cost_usd", sa.Float, nullable=False, server_default="0"),
+    sa.Column("seconds", sa.Float, nullable=False, server_default="0"),
+    sa.Column("created_at", When, nullable=False),
+)
+
+review_tasks = sa.Table(
+    "review_tasks", metadata,
+    sa.Column("question_id", ID, primary_key=True),
+    sa.Column("project_id", sa.Integer, nullable=False),
+    sa.Column("task_id", sa.Integer),
+    sa.Column("pushed_at", When, nullable=False),
+)
+
+reviews = sa.Table(
+    "reviews", metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("question_id", ID, nullable=False, index=True),
+    sa.Column("task_id", sa.Integer, nullable=False),
+    sa.Column("annotation_id", sa.Integer, nullable=False),
+    sa.Column("annotator", sa.Text, nullable=False),
+    sa.Column("answer", sa.Integer),
+    sa.Column("dimension_id", sa.Integer),
+    sa.Column("keep", sa.Boolean, nullable=False),
+    sa.Column("reasons", sa.JSON, nullable=False),
+    sa.Column("comment", sa.Text, nullable=False, server_default=""),
+    sa.Column("created_at", When, nullable=False),
+)
+
+releases = sa.Table(
+    "releases", metadata,
+    sa.Column("version", sa.String(64), primary_key=True),
+    sa.Column("path", sa.Text, nullable=False, server_default=""),
+    sa.Column("n_questions", sa.Integer, nullable=False),
+    sa.Column("changelog", sa.JSON, nullable=False),
+    sa.Column("meta", sa.JSON, nullable=False),
+    sa.Column("created_at", When, nullable=False),
+)
+
+# Which questions a release holds, with a hash of their published content so no change is silent.
+release_questions = sa.Table(
+    "release_questions", metadata,
+    sa.Column("version", sa.String(64), primary_key=True),
+    sa.Column("question_id", ID, primary_key=True),
+    sa.Column("content_hash", ID, nullable=False),
+)
+
+# One row per stage per command run: timings and counters for the run report.
+stage_runs = sa.Table(
+    "stage_runs", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(64), nullable=False, index=True),
+    sa.Column("stage", sa.String(32), nullable=False),
+    sa.Column("started_at", When, nullable=False),
+    sa.Column("finished_at", When),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("stats", sa.JSON, nullable=False),
+)

@@ -1,0 +1,55 @@
+"""Dialect-neutral insert helpers shared by the store mixins."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+CHUNK = 500  # keeps IN lists and parameter counts well under every backend's limits
+
+
+def chunks(values: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(values), size):
+        yield values[start:start + size]
+
+
+def _insert(conn: sa.Connection, table: sa.Table):
+    return (postgresql if conn.dialect.name == "postgresql" else sqlite).insert(table)
+
+
+def insert_new(conn: sa.Connection, table: sa.Table, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Insert rows whose primary key is not there yet; return the rows that were new.
+
+    Safe against a concurrent writer: a key that appears in between is skipped, not an error.
+    """
+    keys = [col.name for col in table.primary_key.columns]
+    unique: dict[tuple, dict[str, Any]] = {}
+    for row in rows:
+        unique.setdefault(tuple(row[k] for k in keys), row)
+    new: list[dict[str, Any]] = []
+    for batch in chunks(list(unique.items())):
+        if len(keys) == 1:
+            col = table.c[keys[0]]
+            have = {(k,) for k in conn.scalars(sa.select(col).where(col.in_([key[0] for key, _ in batch])))}
+        else:
+            cond = sa.or_(*[sa.and_(*[table.c[k] == v for k, v in zip(keys, key)]) for key, _ in batch])
+            have = {tuple(r) for r in conn.execute(sa.select(*[table.c[k] for k in keys]).where(cond))}
+        fresh = [row for key, row in batch if key not in have]
+        if fresh:
+            conn.execute(_insert(conn, table).on_conflict_do_nothing(index_elements=keys), fresh)
+            new.extend(fresh)
+    return new
+
+
+def upsert(conn: sa.Connection, table: sa.Table, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert rows, or overwrite the non-key columns of rows that exist."""
+    if not rows:
+        return
+    keys = [col.name for col in table.primary_key.columns]
+    for batch in chunks(list(rows)):
+        stmt = _insert(conn, table)
+        updates = {c: stmt.excluded[c] for c in batch[0] if c not in keys}
+        conn.execute(stmt.on_conflict_do_update(index_elements=keys, set_=updates), list(batch))

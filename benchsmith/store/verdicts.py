@@ -1,0 +1,45 @@
+"""Verdicts: the recorded outcome of every check, passed or not."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+
+from benchsmith.records import Verdict, utcnow
+from benchsmith.store.schema import verdicts
+from benchsmith.store.sql import upsert
+
+
+class VerdictsMixin:
+    engine: sa.Engine
+
+    def add_verdicts(self, records: Sequence[Verdict], conn: sa.Connection | None = None) -> None:
+        """Record verdicts; a check made again on the same subject replaces its earlier outcome."""
+        rows = [r.model_dump() | {"id": r.id, "created_at": utcnow()} for r in records]
+        if conn is not None:
+            upsert(conn, verdicts, rows)
+            return
+        with self.engine.begin() as own:
+            upsert(own, verdicts, rows)
+
+    def get_verdicts(self, *, stage: str | None = None, passed: bool | None = None,
+                     subject_kind: str | None = None, subject_id: str | None = None) -> list[Verdict]:
+        query = sa.select(verdicts).order_by(verdicts.c.created_at)
+        for col, value in (("stage", stage), ("passed", passed), ("subject_kind", subject_kind),
+                           ("subject_id", subject_id)):
+            if value is not None:
+                query = query.where(verdicts.c[col] == value)
+        with self.engine.connect() as conn:
+            return [Verdict(**{k: v for k, v in r._mapping.items() if k not in ("id", "created_at")})
+                    for r in conn.execute(query)]
+
+    def verdict_counts(self, stage: str | None = None) -> dict[tuple[str, str, bool, str], int]:
+        """(stage, rule, passed, reason) -> count."""
+        query = sa.select(verdicts.c.stage, verdicts.c.rule, verdicts.c.passed, verdicts.c.reason,
+                          sa.func.count()).group_by(verdicts.c.stage, verdicts.c.rule, verdicts.c.passed,
+                                                    verdicts.c.reason)
+        if stage:
+            query = query.where(verdicts.c.stage == stage)
+        with self.engine.connect() as conn:
+            return {(s, r, bool(p), reason): n for s, r, p, reason, n in conn.execute(query)}
