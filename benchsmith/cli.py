@@ -175,7 +175,7 @@ def _register_stage_commands() -> None:
     from extractors import cli as extractors_cli
     from filters import cli as filters_cli
     from generators import cli as generators_cli
-    from benchsmith import publish_cli
+    from benchsmith.publish import cli as publish_cli
 
     for module in (extractors_cli, generators_cli, filters_cli, annotation_cli, publish_cli):
         module.register(app, context)

@@ -1,0 +1,1 @@
+"""Publishing: Hugging Face dataset folders, VLMEvalKit TSV, dataset cards, versions and stats."""

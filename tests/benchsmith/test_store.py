@@ -1,0 +1,137 @@
+"""The store on SQLite and on a real PostgreSQL: idempotent upserts, status moves, migrations."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from benchsmith.records import Fact, Image, Provenance, Question, Verdict
+from benchsmith.store import Store, StoreError, alembic_config, migrate
+from benchsmith.store.questions import TransitionError
+from benchsmith.store.schema import metadata
+
+PROV = Provenance(backend="programmatic", model=None, prompt_version="t1")
+
+
+def image(n: int) -> Image:
+    return Image(id=f"{n:064x}", path=f"{n:02x}/{n}.png", width=64, height=48, source="test")
+
+
+def question(item: str, text: str, answer: int = 0) -> Question:
+    return Question(item_id=item, dimension_id=5, text=text, options=["1", "2", "3", "4"], answer=answer,
+                    provenance=PROV)
+
+
+def test_adding_items_twice_stores_them_once(store):
+    assert store.add_items([image(1), image(2)]) == 2
+    assert store.add_items([image(2), image(3)]) == 1
+    assert [i.id for i in store.get_items()] == [image(n).id for n in (1, 2, 3)]
+
+
+def test_questions_move_through_the_allowed_statuses_and_keep_their_history(store):
+    store.add_items([image(1)])
+    q = question(image(1).id, "How many circles are there?")
+    assert store.add_questions([q, q], stage="generate") == 1
+    assert store.add_questions([q], stage="generate") == 0
+    store.move_questions([q.id], "in_review", stage="review")
+    store.move_questions([q.id], "accepted", stage="review")
+    assert store.move_questions([q.id], "accepted", stage="review") == 0  # repeating is harmless
+    store.move_questions([q.id], "published", stage="publish", reason="v1")
+    events = store.question_events(q.id)
+    assert [(e["from_status"], e["to_status"]) for e in events] == [
+        (None, "candidate"), ("candidate", "in_review"), ("in_review", "accepted"), ("accepted", "published")]
+
+
+def test_a_dropped_question_stays_with_its_reason_and_cannot_come_back(store):
+    store.add_items([image(1)])
+    q = question(image(1).id, "How many squares?")
+    store.add_questions([q], stage="generate")
+    drop = Verdict(subject_id=q.id, subject_kind="question", stage="blind", rule="seed_all_correct",
+                   passed=False, reason="all 3 solvers answered without the image")
+    store.move_questions([q.id], "dropped", stage="blind", reason=drop.reason, verdicts_to_add=[drop])
+    with pytest.raises(TransitionError):
+        store.move_questions([q.id], "in_review", stage="review")
+    [kept] = store.get_questions(status="dropped")
+    assert kept.id == q.id
+    assert store.get_verdicts(subject_id=q.id)[0].reason == "all 3 solvers answered without the image"
+
+
+def test_pending_work_is_what_a_stage_has_not_judged(store):
+    store.add_items([image(1)])
+    a, b = question(image(1).id, "How many stars?"), question(image(1).id, "How many hexagons?")
+    store.add_questions([a, b], stage="generate")
+    store.add_verdicts([Verdict(subject_id=a.id, subject_kind="question", stage="blind", rule="kept",
+                                passed=True)])
+    assert [q.id for q in store.get_questions(status="candidate", without_verdict_from="blind")] == [b.id]
+
+
+def test_question_ids_ignore_option_order_and_spacing():
+    a = question("x" * 64, "How many  circles are there?")
+    b = a.model_copy(update={"options": ["4", "3", "2", "1"], "answer": 3, "text": "how many circles are there"})
+    assert a.id == b.id
+
+
+def test_facts_and_extraction_runs_make_reruns_do_nothing(store):
+    store.add_items([image(1), image(2)])
+    fact = Fact(item_id=image(1).id, kind="object", text="circle", box=(0.1, 0.1, 0.5, 0.5), score=0.9,
+                provenance=Provenance(backend="supplied"))
+    assert store.items_without_extraction("supplied") == [image(1).id, image(2).id]
+    store.record_extraction(image(1).id, "supplied", [fact, fact])
+    store.record_extraction(image(2).id, "supplied", [])
+    assert store.items_without_extraction("supplied") == []
+    assert store.get_facts([image(1).id])[image(1).id] == [fact]
+
+
+def test_the_state_token_changes_only_when_the_store_does(store):
+    before = store.state_token()
+    assert store.state_token() == before
+    store.add_items([image(9)])
+    assert store.state_token() != before
+
+
+def test_migrations_build_exactly_the_declared_schema(store):
+    with store.engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), metadata) == []
+
+
+def test_an_older_store_is_migrated_forward_keeping_its_rows(store_url):
+    engine = sa.create_engine(store_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)"))
+    engine.dispose()
+    with Store(store_url) as store:  # an empty versioned store is brought to head
+        store.add_items([image(4)])
+    with Store(store_url) as store:
+        assert [i.id for i in store.get_items()] == [image(4).id]
+
+
+def test_a_store_from_a_newer_benchsmith_is_refused_with_a_clear_message(store_url):
+    Store(store_url).close()
+    engine = sa.create_engine(store_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '9999'"))
+    with pytest.raises(StoreError, match="newer than this benchsmith"):
+        migrate(engine)
+    engine.dispose()
+
+
+def test_a_foreign_database_is_refused_not_mangled(store_url):
+    engine = sa.create_engine(store_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE customers (id INTEGER PRIMARY KEY)"))
+    with pytest.raises(StoreError, match="no benchsmith schema version"):
+        Store(store_url)
+    engine.dispose()
+
+
+def test_an_unreachable_database_is_a_clear_error():
+    with pytest.raises(StoreError, match="cannot reach the store"):
+        Store("postgresql+psycopg://nobody:secret@127.0.0.1:1/none")
+
+
+def test_alembic_config_points_at_the_packaged_migrations():
+    assert alembic_config().get_main_option("script_location").endswith("migrations")
+    assert command  # the migration commands are importable for maintainers' use

@@ -1,0 +1,143 @@
+"""A scripted OpenAI-compatible HTTP server on 127.0.0.1 for tests and benchmarks.
+
+The real `openai` client talks to it over HTTP. A test decides each reply with a responder: a function
+from the parsed request body to a `Reply`. Helpers build the common replies: valid chat completions,
+malformed content, HTTP errors with Retry-After, and slow or hanging answers. Every request is logged.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None            # dict -> JSON; str -> sent as is
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0          # seconds to wait before answering
+
+
+def chat_completion(content: str, *, model: str = "scripted", prompt_tokens: int = 100,
+                    completion_tokens: int = 50, logprobs: list[dict] | None = None) -> Reply:
+    """A well-formed chat completion whose message content is `content`."""
+    choice: dict[str, Any] = {"index": 0, "finish_reason": "stop",
+                              "message": {"role": "assistant", "content": content}}
+    if logprobs is not None:
+        choice["logprobs"] = {"content": logprobs}
+    return Reply(body={
+        "id": f"chatcmpl-{time.monotonic_ns()}", "object": "chat.completion", "created": int(time.time()),
+        "model": model, "choices": [choice],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    })
+
+
+def json_completion(payload: Any, **kwargs) -> Reply:
+    return chat_completion(json.dumps(payload), **kwargs)
+
+
+def error(status: int, message: str = "scripted error", *, retry_after: float | None = None) -> Reply:
+    headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
+    return Reply(status=status, body={"error": {"message": message, "type": "scripted", "code": status}},
+                 headers=headers)
+
+
+Responder = Callable[[dict], Reply]
+
+
+class ScriptedOpenAI:
+    """Start with `with ScriptedOpenAI(responder) as server:`; point clients at `server.base_url`."""
+
+    def __init__(self, responder: Responder | None = None) -> None:
+        self.responder: Responder = responder or (lambda _req: chat_completion("ok"))
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self.max_in_flight = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *_args) -> None:  # keep test output clean
+                pass
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(Reply(body={"object": "list", "data": [{"id": "scripted", "object": "model"}]}))
+                else:
+                    self._send(error(404, "not found"))
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    body = {"_raw": raw.decode("utf-8", "replace")}
+                body["_path"] = self.path
+                body["_authorization"] = self.headers.get("authorization", "")
+                with server._lock:
+                    server.requests.append(body)
+                    server._in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server._in_flight)
+                try:
+                    reply = server.responder(body)
+                    if reply.delay:
+                        time.sleep(reply.delay)
+                    self._send(reply)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    with server._lock:
+                        server._in_flight -= 1
+
+            def _send(self, reply: Reply) -> None:
+                payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body or {})
+                data = payload.encode("utf-8")
+                self.send_response(reply.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+    def __enter__(self) -> ScriptedOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+if __name__ == "__main__":  # a standalone server for manual runs and benchmarks in another process
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--delay", type=float, default=0.0)
+    args = parser.parse_args()
+    with ScriptedOpenAI(lambda _r: Reply(**{**chat_completion("ok").__dict__, "delay": args.delay})) as srv:
+        print(srv.base_url, flush=True)
+        threading.Event().wait()
