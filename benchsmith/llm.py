@@ -1,0 +1,316 @@
+"""Calls to any OpenAI-compatible chat endpoint: concurrent, rate limited, retried, cached and costed.
+
+Every stage that talks to an LLM goes through `LlmClient.run`. It takes many `LlmRequest`s and returns
+one `LlmResult` per request, in order, and never raises for one bad call: a call that still fails after
+its retries, or whose output is not the JSON asked for, comes back with `ok=False`, a reason and the
+raw text.
+
+A request's key is a hash of its model, messages and parameters. A call that succeeded is stored in
+the store's `llm_calls` table under that key as soon as it returns, so a rerun, or a run resumed after
+a crash, reads it back and makes no HTTP request for it. Calls that failed at the HTTP level are
+recorded too, but a rerun tries them again.
+
+Retries are ours, not the openai client's (its own are switched off): 429, 5xx, timeouts and dropped
+connections are retried up to `max_retries` times, waiting what the server's Retry-After says, or an
+exponential backoff when it says nothing. Doing it here keeps every wait inside the concurrency slot
+and the rate limiter, and makes the policy a setting.
+
+The API key comes only from `settings.secrets.openai_api_key`; it never enters a request record, a
+cache row, a log line or an error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import jsonschema
+import openai
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchsmith.errors import BenchsmithError
+from benchsmith.records import stable_hash
+from benchsmith.settings import Settings
+
+Purpose = Literal["generate", "solve"]
+PLACEHOLDER_KEY = "not-needed"  # local OpenAI-compatible servers accept any key; the client wants one
+
+
+class LlmError(BenchsmithError, RuntimeError):
+    """The LLM cannot be called as configured; the message says what to set."""
+
+
+class Price(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input_per_mtok: float = 0.0   # US dollars per million prompt tokens
+    output_per_mtok: float = 0.0  # US dollars per million completion tokens
+
+
+class LlmOptions(BaseModel):
+    """How a stage calls its LLM. Each stage embeds one of these in its own settings section."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int = Field(8, ge=1)              # requests in flight at once
+    requests_per_minute: float = Field(0, ge=0)    # 0: no limit
+    tokens_per_minute: float = Field(0, ge=0)      # 0: no limit; counts prompt estimate + max_tokens
+    max_retries: int = Field(4, ge=0)              # on 429, 5xx, timeouts, dropped connections
+    timeout_s: float = Field(60, gt=0)             # per HTTP attempt
+    backoff_s: float = Field(1.0, ge=0)            # first wait when the server gives no Retry-After
+    max_retry_after_s: float = Field(120, ge=0)    # never wait longer than this for one retry
+    prices: dict[str, Price] = Field(default_factory=dict)  # model name -> price; unknown models cost 0
+
+
+class LlmRequest(BaseModel):
+    """One chat completion to make. Everything except `purpose` and `tag` goes into the cache key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    purpose: Purpose
+    model: str
+    messages: list[dict[str, Any]]
+    temperature: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+    response_format: dict[str, Any] | None = None  # {"type": "json_schema", "json_schema": {...}} or json_object
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+    tag: str = ""  # caller's label (an item id, say), kept with the cached row for audits
+
+    def params(self) -> dict[str, Any]:
+        fields = ("temperature", "seed", "max_tokens", "response_format", "logprobs", "top_logprobs")
+        return {name: getattr(self, name) for name in fields if getattr(self, name) is not None}
+
+    @property
+    def key(self) -> str:
+        return stable_hash("chat.completions", self.model, self.messages, self.params(), length=40)
+
+    def estimated_tokens(self) -> int:
+        """A cheap upper-ish guess for the token limiter: ~4 characters a token, plus the output cap."""
+        return len(json.dumps(self.messages, ensure_ascii=False)) // 4 + (self.max_tokens or 256)
+
+
+class LlmResult(BaseModel):
+    """What one request produced. `ok=False` carries `reason` and whatever raw text came back."""
+
+    key: str
+    ok: bool
+    content: str = ""
+    parsed: Any = None               # the JSON value when the request asked for JSON output
+    reason: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    logprobs: list[dict[str, Any]] | None = None
+    cached: bool = False
+    attempts: int = 0
+    seconds: float = 0.0
+
+
+def cost_of(prices: dict[str, Price], model: str, tokens_in: int, tokens_out: int) -> float:
+    price = prices.get(model)
+    if price is None:
+        return 0.0
+    return (tokens_in * price.input_per_mtok + tokens_out * price.output_per_mtok) / 1_000_000
+
+
+def check_output(request: LlmRequest, content: str) -> tuple[Any, str]:
+    """Parse and validate the content against what the request asked for: (value, '') or (None, reason)."""
+    fmt = request.response_format or {}
+    if fmt.get("type") not in ("json_schema", "json_object"):
+        return None, ""
+    try:
+        value = json.loads(content)
+    except (json.JSONDecodeError, TypeError) as exc:
+        return None, f"invalid JSON: {exc}"
+    schema = (fmt.get("json_schema") or {}).get("schema")
+    if schema is not None:
+        try:
+            jsonschema.validate(value, schema)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+            return None, f"schema violation at {where}: {exc.message}"
+    elif not isinstance(value, dict):
+        return None, "JSON output is not an object"
+    return value, ""
+
+
+class RateLimiter:
+    """Requests and tokens per minute, as two token buckets that refill continuously."""
+
+    def __init__(self, requests_per_minute: float, tokens_per_minute: float) -> None:
+        self._limits = {"requests": requests_per_minute, "tokens": tokens_per_minute}
+        self._level = {name: limit for name, limit in self._limits.items()}
+        self._stamp = time.monotonic()
+        self._lock = asyncio.Lock()
+
+    async def acquire(self, tokens: int) -> None:
+        want = {"requests": 1.0, "tokens": float(tokens)}
+        async with self._lock:  # first come, first served
+            while True:
+                now = time.monotonic()
+                for name, limit in self._limits.items():
+                    if limit:
+                        self._level[name] = min(limit, self._level[name] + (now - self._stamp) * limit / 60)
+                self._stamp = now
+                # a request bigger than a whole minute's budget waits for a full bucket, then goes
+                short = {name: min(want[name], limit) - self._level[name]
+                         for name, limit in self._limits.items() if limit}
+                waits = [need * 60 / self._limits[name] for name, need in short.items() if need > 0]
+                if not waits:
+                    for name, limit in self._limits.items():
+                        if limit:
+                            self._level[name] -= want[name]
+                    return
+                await asyncio.sleep(max(waits))
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    value = exc.response.headers.get("retry-after") if exc.response is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+_RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
+              openai.APIConnectionError)
+
+
+class LlmClient:
+    """Runs batches of chat requests against the endpoint in `settings.services.openai_base_url`."""
+
+    def __init__(self, settings: Settings, options: LlmOptions, store=None) -> None:
+        self.base_url = settings.services.openai_base_url or None
+        secret = settings.secrets.openai_api_key
+        self._api_key = secret.get_secret_value() if secret else None
+        self.options = options
+        self.store = store
+        self.http_calls = 0  # requests actually sent, retries included
+
+    def _key_for_http(self) -> str:
+        if self._api_key:
+            return self._api_key
+        if self.base_url is None:
+            raise LlmError("OPENAI_API_KEY is not set; set it, or point OPENAI_BASE_URL (services.openai_base_url) "
+                           "at a local OpenAI-compatible server")
+        return PLACEHOLDER_KEY
+
+    def run(self, requests: Sequence[LlmRequest],
+            on_result: Callable[[LlmRequest, LlmResult], None] | None = None) -> list[LlmResult]:
+        """Blocking form of `gather`, for code outside an event loop."""
+        return asyncio.run(self.gather(requests, on_result))
+
+    async def gather(self, requests: Sequence[LlmRequest],
+                     on_result: Callable[[LlmRequest, LlmResult], None] | None = None) -> list[LlmResult]:
+        """One result per request, in order. `on_result` sees each result as it arrives (cached ones first)."""
+        results: list[LlmResult | None] = [None] * len(requests)
+        todo: list[int] = []
+        for index, request in enumerate(requests):
+            hit = self._cached(request)
+            if hit is None:
+                todo.append(index)
+                continue
+            results[index] = hit
+            if on_result:
+                on_result(request, hit)
+        if todo:
+            api_key = self._key_for_http()  # only now: a fully cached rerun needs no key
+            semaphore = asyncio.Semaphore(self.options.concurrency)
+            limiter = RateLimiter(self.options.requests_per_minute, self.options.tokens_per_minute)
+            async with openai.AsyncOpenAI(base_url=self.base_url, api_key=api_key, max_retries=0,
+                                          timeout=self.options.timeout_s) as client:
+                async def one(index: int) -> None:
+                    async with semaphore:
+                        result = await self._call(client, limiter, requests[index])
+                    results[index] = result
+                    if on_result:
+                        on_result(requests[index], result)
+
+                await asyncio.gather(*(one(index) for index in todo))
+        return results  # type: ignore[return-value]
+
+    def _cached(self, request: LlmRequest) -> LlmResult | None:
+        if self.store is None:
+            return None
+        row = self.store.get_llm_call(request.key)
+        if row is None or row["status"] != "ok":
+            return None
+        response = row["response"] or {}
+        content = response.get("content", "")
+        parsed, problem = check_output(request, content)
+        return LlmResult(key=request.key, ok=not problem, content=content, parsed=parsed, reason=problem,
+                         tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost_usd=row["cost_usd"],
+                         logprobs=response.get("logprobs"), cached=True, attempts=0, seconds=0.0)
+
+    async def _call(self, client: openai.AsyncOpenAI, limiter: RateLimiter, request: LlmRequest) -> LlmResult:
+        started = time.monotonic()
+        attempts = 0
+        while True:
+            attempts += 1
+            await limiter.acquire(request.estimated_tokens())
+            wait = None
+            try:
+                self.http_calls += 1
+                response = await client.chat.completions.create(
+                    model=request.model, messages=request.messages, **request.params())
+                break
+            except _RETRYABLE as exc:
+                reason = _describe(exc)
+                if attempts > self.options.max_retries:
+                    return self._failed(request, reason, attempts, started)
+                if isinstance(exc, openai.APIStatusError):
+                    wait = _retry_after(exc)
+                if wait is None:
+                    wait = self.options.backoff_s * 2 ** (attempts - 1)
+                await asyncio.sleep(min(wait, self.options.max_retry_after_s))
+            except openai.APIStatusError as exc:  # 400, 401, 404...: asking again will not help
+                return self._failed(request, _describe(exc), attempts, started)
+        return self._succeeded(request, response, attempts, started)
+
+    def _succeeded(self, request: LlmRequest, response, attempts: int, started: float) -> LlmResult:
+        choice = response.choices[0] if response.choices else None
+        content = (choice.message.content or "") if choice else ""
+        logprobs = None
+        if choice is not None and choice.logprobs is not None and choice.logprobs.content is not None:
+            logprobs = [item.model_dump() for item in choice.logprobs.content]
+        usage = response.usage
+        tokens_in = usage.prompt_tokens if usage else 0
+        tokens_out = usage.completion_tokens if usage else 0
+        cost = cost_of(self.options.prices, request.model, tokens_in, tokens_out)
+        seconds = time.monotonic() - started
+        self._record(request, "ok", {"content": content, "logprobs": logprobs,
+                                     "finish_reason": choice.finish_reason if choice else None},
+                     "", tokens_in, tokens_out, cost, seconds)
+        parsed, problem = check_output(request, content)
+        return LlmResult(key=request.key, ok=not problem, content=content, parsed=parsed, reason=problem,
+                         tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost, logprobs=logprobs,
+                         attempts=attempts, seconds=seconds)
+
+    def _failed(self, request: LlmRequest, reason: str, attempts: int, started: float) -> LlmResult:
+        seconds = time.monotonic() - started
+        self._record(request, "error", None, reason, 0, 0, 0.0, seconds)
+        return LlmResult(key=request.key, ok=False, reason=reason, attempts=attempts, seconds=seconds)
+
+    def _record(self, request: LlmRequest, status: str, response: dict | None, error: str,
+                tokens_in: int, tokens_out: int, cost: float, seconds: float) -> None:
+        if self.store is None:
+            return
+        self.store.put_llm_call(
+            key=request.key, purpose=request.purpose, model=request.model,
+            request=request.model_dump(exclude={"purpose"}), response=response, status=status, error=error,
+            tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost, seconds=seconds)
+
+
+def _describe(exc: openai.OpenAIError) -> str:
+    """A one-line reason with no request headers in it (they carry the key)."""
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        return f"HTTP {exc.status_code}: {body.get('message') or exc.message}"[:500]
+    if isinstance(exc, openai.APITimeoutError):
+        return "timed out"
+    return f"{type(exc).__name__}: {exc}"[:500]
