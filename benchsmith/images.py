@@ -19,6 +19,10 @@ from benchsmith.records import sha256_bytes
 PILImage.MAX_IMAGE_PIXELS = None
 
 
+SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "PNG"), (b"\xff\xd8\xff", "JPEG"), (b"GIF8", "GIF"),
+              (b"BM", "BMP"), (b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"))
+
+
 @dataclass(frozen=True)
 class Accepted:
     id: str
@@ -70,6 +74,9 @@ def inspect_image(data: bytes, *, min_side: int, max_pixels: int) -> Accepted | 
     try:
         img = PILImage.open(io.BytesIO(data))
     except UnidentifiedImageError:
+        claimed = next((fmt for magic, fmt in SIGNATURES if data.startswith(magic)), None)
+        if claimed:
+            return Rejected("corrupt", f"starts like a {claimed} file but its header is damaged", image_id)
         return Rejected("not_an_image", "not an image Pillow can read (unknown or unsupported format)", image_id)
     except Exception as exc:  # noqa: BLE001 - any decoder failure is a property of the file
         return Rejected("corrupt", f"header cannot be read: {exc}", image_id)

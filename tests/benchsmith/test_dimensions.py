@@ -1,0 +1,35 @@
+"""The dimension registry is data: SEED-Bench's twelve, and room for more."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchsmith.dimensions import load_registry, registry
+
+
+def test_the_registry_holds_seed_benchs_twelve_dimensions_with_their_ids():
+    names = {d.id: d.name for d in registry()}
+    assert names == {1: "Scene Understanding", 2: "Instance Identity", 3: "Instance Attributes",
+                     4: "Instance Location", 5: "Instances Counting", 6: "Spatial Relation",
+                     7: "Instance Interaction", 8: "Visual Reasoning", 9: "Text Understanding",
+                     10: "Action Recognition", 11: "Action Prediction", 12: "Procedure Understanding"}
+    assert [d.id for d in registry().for_modality("video")] == [10, 11, 12]
+    assert all(len(d.definition) > 30 for d in registry())
+
+
+def test_dimensions_are_found_by_id_or_key():
+    assert registry().get(6).key == "spatial_relation"
+    assert registry().get("text_understanding").id == 9
+    with pytest.raises(KeyError, match="unknown dimension"):
+        registry().get(99)
+
+
+def test_a_maintainer_adds_a_dimension_by_adding_an_entry(tmp_path):
+    from benchsmith.paths import DATA_DIR
+
+    text = (DATA_DIR / "dimensions.yaml").read_text() + (
+        "  - id: 13\n    key: chart_reading\n    name: Chart Reading\n    modality: image\n"
+        "    definition: Reading values and trends off charts and plots shown in the image.\n")
+    (tmp_path / "dims.yaml").write_text(text)
+    extended = load_registry(tmp_path / "dims.yaml")
+    assert len(extended) == 13 and extended.get(13).name == "Chart Reading"

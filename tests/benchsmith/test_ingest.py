@@ -1,0 +1,158 @@
+"""Ingesting folders, manifests and datasets: good files in, every bad file refused with a reason."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from benchsmith.ingest import IngestError, candidates_for, ingest
+from benchsmith.settings import IngestSettings
+
+SETTINGS = IngestSettings(min_side=16, max_pixels=10_000_000, batch_size=4)
+
+
+def png(path: Path, colour=(200, 30, 30), size=(48, 40)) -> bytes:
+    noise = np.random.default_rng(sum(colour)).integers(0, 30, (size[1], size[0], 3), dtype=np.uint8)
+    img = Image.fromarray(np.clip(noise + np.array(colour, dtype=np.uint8), 0, 255).astype(np.uint8))
+    buffer = io.BytesIO()
+    img.save(buffer, "PNG")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(buffer.getvalue())
+    return buffer.getvalue()
+
+
+def bad_folder(root: Path, outside: Path) -> dict[str, str]:
+    """Three good images and one bad file of each kind; returns {bad file name: expected rule}."""
+    good = png(root / "good_red.png")
+    png(root / "nested" / "good_green.png", (30, 200, 30))
+    Image.new("CMYK", (40, 40), (0, 200, 0, 0)).save(root / "good_cmyk.jpg")
+    noise = Image.fromarray(np.random.default_rng(1).integers(0, 255, (64, 64, 3), dtype=np.uint8))
+    buffer = io.BytesIO()
+    noise.save(buffer, "JPEG")
+    jpeg = buffer.getvalue()
+    (root / "empty.png").write_bytes(b"")
+    (root / "notes.jpg").write_text("holiday notes, not a photo")
+    (root / "page.html").write_text("<html><body>hi</body></html>")
+    (root / "vector.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'/>")
+    (root / "cut.png").write_bytes(good[: len(good) // 2])
+    (root / "cut.jpg").write_bytes(jpeg[: len(jpeg) // 2])
+    (root / "broken_header.png").write_bytes(good[:16] + b"\x00" * 40 + good[56:])
+    Image.new("1", (5000, 3000)).save(root / "bomb.png")
+    Image.new("RGB", (8, 8)).save(root / "tiny.png")
+    (root / "red_copy.png").write_bytes(good)
+    png(outside / "secret.png", (1, 2, 3))
+    os.symlink(outside / "secret.png", root / "link_out.png")
+    return {"empty.png": "empty", "notes.jpg": "not_an_image", "page.html": "not_an_image",
+            "vector.svg": "not_an_image", "cut.png": "truncated", "cut.jpg": "truncated",
+            "broken_header.png": "corrupt", "bomb.png": "too_many_pixels", "tiny.png": "too_small",
+            "red_copy.png": "duplicate", "link_out.png": "escapes_root"}
+
+
+def test_a_folder_of_bad_files_keeps_the_good_and_refuses_each_bad_one_once(store, tmp_path):
+    root, outside = tmp_path / "photos", tmp_path / "elsewhere"
+    expected = bad_folder(root, outside)
+    report = ingest(store, tmp_path / "media", candidates_for(root), SETTINGS, label="photos")
+    assert report.added == 3
+    refused = {v.subject_id.removeprefix("photos:"): v.rule for v in store.get_verdicts(stage="ingest")}
+    assert refused == expected
+    assert all(v.reason for v in store.get_verdicts(stage="ingest"))
+    assert sum(report.rejected.values()) == len(expected)
+
+    again = ingest(store, tmp_path / "media", candidates_for(root), SETTINGS, label="photos")
+    assert again.added == 0 and again.unchanged == 3
+    assert len(store.get_items()) == 3
+    assert len(store.get_verdicts(stage="ingest")) == len(expected)
+
+
+def test_stored_images_are_normalised_copies_named_by_content(store, tmp_path):
+    (tmp_path / "in").mkdir()
+    Image.new("CMYK", (40, 40), (0, 200, 0, 0)).save(tmp_path / "in" / "c.jpg")
+    ingest(store, tmp_path / "media", candidates_for(tmp_path / "in"), SETTINGS, label="in")
+    [item] = store.get_items()
+    stored = Image.open(tmp_path / "media" / item.path)
+    assert stored.mode == "RGB" and item.path.startswith(item.id[:2] + "/" + item.id)
+
+
+def manifest(root: Path, rows: list[dict | str]) -> Path:
+    path = root / "manifest.jsonl"
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+def test_a_manifest_brings_annotations_in_unit_coordinates(store, tmp_path):
+    png(tmp_path / "a.png", size=(200, 100))
+    path = manifest(tmp_path, [{
+        "path": "a.png", "source": "coco-val", "license": "CC-BY-4.0",
+        "captions": "a red square on a table",
+        "objects": [{"label": "square", "box_px": [20, 10, 120, 60], "attributes": {"colour": "red"}},
+                    {"label": "cup", "bbox": [100, 50, 50, 25]}],
+        "ocr": [{"text": "OPEN", "box": [0.1, 0.1, 0.3, 0.2]}],
+    }])
+    ingest(store, tmp_path / "media", candidates_for(path), SETTINGS, label="m")
+    [item] = store.get_items()
+    assert (item.source, item.license) == ("coco-val", "CC-BY-4.0")
+    assert item.annotations["captions"] == ["a red square on a table"]
+    assert item.annotations["objects"][0]["box"] == [0.1, 0.1, 0.6, 0.6]
+    assert item.annotations["objects"][1]["box"] == [0.5, 0.5, 0.75, 0.75]
+    assert item.annotations["ocr"][0]["quad"] == [[0.1, 0.1], [0.3, 0.1], [0.3, 0.2], [0.1, 0.2]]
+
+
+def test_manifest_paths_cannot_leave_the_manifest_folder(store, tmp_path):
+    png(tmp_path / "outside.png")
+    root = tmp_path / "set"
+    png(root / "inside.png", (5, 5, 200))
+    path = manifest(root, [{"path": "inside.png"}, {"path": "../outside.png"}, {"path": str(tmp_path / "outside.png")},
+                           {"path": "sub/../../outside.png"}])
+    report = ingest(store, tmp_path / "media", candidates_for(path), SETTINGS, label="m")
+    assert report.added == 1 and report.rejected == {"escapes_root": 3}
+
+
+def test_bad_manifest_rows_are_refused_one_by_one(store, tmp_path):
+    png(tmp_path / "ok.png")
+    png(tmp_path / "boxed.png", (0, 0, 250))
+    path = manifest(tmp_path, [
+        {"path": "ok.png"}, "{not json", '["a", "list"]', {"caption": "no path"}, {"path": "gone.png"},
+        {"path": "boxed.png", "objects": [{"label": "cup", "box": [10, 10, 50, 50]}]},
+    ])
+    report = ingest(store, tmp_path / "media", candidates_for(path), SETTINGS, label="m")
+    assert report.added == 1
+    assert report.rejected == {"bad_manifest_row": 3, "missing": 1, "bad_annotations": 1}
+    reasons = {v.rule: v.reason for v in store.get_verdicts(stage="ingest")}
+    assert "box_px" in reasons["bad_annotations"]
+
+
+def test_a_csv_manifest_reads_captions_and_json_annotations(store, tmp_path):
+    png(tmp_path / "a.png")
+    (tmp_path / "list.csv").write_text(
+        'path,caption,license,annotations\na.png,a red thing,CC0,"{""tags"": [""red""]}"\n')
+    ingest(store, tmp_path / "media", candidates_for(tmp_path / "list.csv"), SETTINGS, label="csv")
+    [item] = store.get_items()
+    assert item.annotations == {"captions": ["a red thing"], "tags": ["red"]} and item.license == "CC0"
+
+
+def test_a_saved_hugging_face_dataset_and_parquet_files_are_sources(store, tmp_path):
+    import datasets
+
+    images = [Image.new("RGB", (32, 32), (i * 60, 0, 0)) for i in range(3)]
+    ds = datasets.Dataset.from_dict({"image": images, "caption": ["x", "y", "z"], "license": ["CC0"] * 3},
+                                    features=datasets.Features({"image": datasets.Image(),
+                                                                "caption": datasets.Value("string"),
+                                                                "license": datasets.Value("string")}))
+    ds.save_to_disk(str(tmp_path / "saved"))
+    ds.to_parquet(str(tmp_path / "rows.parquet"))
+    first = ingest(store, tmp_path / "media", candidates_for(tmp_path / "saved"), SETTINGS, label="hf")
+    second = ingest(store, tmp_path / "media", candidates_for(tmp_path / "rows.parquet"), SETTINGS, label="pq")
+    assert first.added == 3
+    assert second.added == 0 and second.rejected == {"duplicate": 3}  # same bytes, other names
+    assert sorted(i.annotations["captions"][0] for i in store.get_items()) == ["x", "y", "z"]
+
+
+def test_a_missing_source_is_a_clear_error(tmp_path):
+    with pytest.raises(IngestError, match="does not exist"):
+        candidates_for(tmp_path / "nowhere")

