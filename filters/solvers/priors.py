@@ -1,0 +1,57 @@
+"""Option priors: solvers that look only at the shape of the question and options.
+
+A good question gives them nothing to go on. They catch what question writers (people or LLMs) leave
+behind: a correct option longer than the rest, one that repeats the question's words, or one that
+stands apart from three distractors made alike.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from filters.solvers import PriorConfig, Prediction, Query, choose
+
+_WORD = re.compile(r"\w+")
+
+
+def words(text: str, ignore: frozenset[str]) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold()) if w not in ignore}
+
+
+def longest(query: Query, ignore: frozenset[str]) -> list[float]:
+    return [math.log(1 + len(option.strip())) for option in query.options]
+
+
+def overlap(query: Query, ignore: frozenset[str]) -> list[float]:
+    asked = words(query.text, ignore)
+    return [len(w & asked) / len(w) if w else 0.0 for w in (words(o, ignore) for o in query.options)]
+
+
+def odd_one_out(query: Query, ignore: frozenset[str]) -> list[float]:
+    sets = [words(o, ignore) for o in query.options]
+
+    def jaccard(a: set[str], b: set[str]) -> float:
+        return len(a & b) / len(a | b) if a | b else 1.0
+
+    return [1 - sum(jaccard(s, t) for j, t in enumerate(sets) if j != i) / (len(sets) - 1)
+            for i, s in enumerate(sets)]
+
+
+SCORERS = {"longest": longest, "overlap": overlap, "odd_one_out": odd_one_out}
+
+
+class PriorSolver:
+    def __init__(self, config: PriorConfig) -> None:
+        self.config = config
+        self.name = config.label
+        self._score = SCORERS[config.kind]
+        self._ignore = frozenset(w.casefold() for w in config.ignore_words)
+
+    def answer(self, queries: Sequence[Query]) -> list[Prediction]:
+        out = []
+        for query in queries:
+            scores = self._score(query, self._ignore)
+            out.append(Prediction(choose(scores, self.config.tie_margin), tuple(scores)))
+        return out
