@@ -33,7 +33,12 @@ class Prediction:
 class Solver(Protocol):
     name: str
 
-    def answer(self, queries: Sequence[Query]) -> list[Prediction]: ...
+    def answer(self, queries: Sequence[Query]) -> list[Prediction | None]:
+        """One prediction per query, in order; None where it could not answer now (a failed call),
+        which leaves the question for a later run."""
+
+    def release(self) -> None:
+        """Free any loaded model; the next `answer` loads it again."""
 
 
 def choose(scores: Sequence[float], tie_margin: float = 0.0) -> int:
@@ -90,6 +95,8 @@ class ChatConfig(SolverConfig):
     kind: Literal["openai"]
     model: str
     use_logprobs: bool = False          # read the letter's log-probabilities instead of the reply text
+    top_logprobs: int = 20
+    llm: dict[str, Any] = Field(default_factory=dict)  # benchsmith.llm.LlmOptions: concurrency, rate limits, retries
     prompt: str = ("Answer the multiple-choice question with the letter of the best option only. "
                    "You cannot see the image it refers to; guess if you must.\n\n"
                    "Question: {question}\n{options}\nAnswer:")

@@ -55,3 +55,6 @@ class EmbeddingSolver:
             scores = [float(vectors[index[o]] @ asked) for o in query.options]
             out.append(Prediction(choose(scores, self.config.tie_margin), tuple(scores)))
         return out
+
+    def release(self) -> None:
+        self._model = None

@@ -43,6 +43,13 @@ class LikelihoodSolver:
         if self.tokenizer.pad_token_id is None:  # GPT-2 style tokenizers have none; padding is masked anyway
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
 
+    def release(self) -> None:
+        import torch
+
+        self.model = self.tokenizer = None
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
     @property
     def device(self):
         return self.model.device

@@ -55,3 +55,6 @@ class PriorSolver:
             scores = self._score(query, self._ignore)
             out.append(Prediction(choose(scores, self.config.tie_margin), tuple(scores)))
         return out
+
+    def release(self) -> None:
+        pass

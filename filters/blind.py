@@ -1,0 +1,256 @@
+"""Blind filter: drop questions that text-only solvers answer without seeing the image.
+
+Each configured solver answers every pending question under N circular rotations of its options (as
+in MMBench's CircularEval). A solver *knows* a question only if it picks the right option under every
+rotation, so a lucky guess, or a tie broken by position, knows nothing. A drop rule then decides:
+- `seed`: drop when every solver knows it (SEED-Bench's rule with its three LLMs);
+- `mmstar`: drop when more than `max_right` solvers know it (MMStar dropped when more than 2 of 8 did).
+
+Every judged question gets a verdict from stage `blind` naming the rule and each solver's choices and
+scores; a dropped question moves to `dropped`, a kept one stays `candidate` for review. The report
+(blind accuracy per solver and dimension, before and after the filter, and drop rates) is computed from
+those verdicts alone, so it can be rebuilt from the store at any time.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchsmith.records import Question, Verdict
+from benchsmith.store import Store
+from filters.solvers import AnySolverConfig, Prediction, Query, Solver, build_solver
+
+STAGE = "blind"
+
+
+class BlindSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rule: Literal["seed", "mmstar"] = "mmstar"
+    max_right: int = Field(0, ge=0)       # mmstar: drop when more than this many solvers know the answer
+    rotations: int = Field(4, ge=1, le=4)  # circular option orders each solver answers under
+    chunk_size: int = Field(1000, ge=1)    # questions judged and written per store transaction
+    release_models: bool = False           # free each model after its turn on a chunk (several big LLMs on one GPU)
+    solvers: list[AnySolverConfig] = Field(default_factory=list)
+
+
+class FilterSection(BaseModel):
+    """The `filter` settings section; the blind filter reads only its `blind` part."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    blind: BlindSettings = BlindSettings()
+
+
+def blind_settings(settings) -> BlindSettings:
+    return settings.section("filter", FilterSection).blind
+
+
+# -- rotations ---------------------------------------------------------------------------------------
+
+def rotate(query: Query, shift: int) -> Query:
+    """The options shifted left by `shift`: shown option i is original option (i + shift) mod n."""
+    return Query(query.text, query.options[shift:] + query.options[:shift])
+
+
+def answer_rotated(solver: Solver, queries: Sequence[Query], rotations: int) -> list[dict[str, Any] | None]:
+    """Each query's choices under each rotation, mapped back to original option indices, and the
+    per-option scores averaged over rotations, in original order; None if any rotation went unanswered."""
+    per_shift: list[list[Prediction | None]] = [solver.answer([rotate(q, shift) for q in queries])
+                                                for shift in range(rotations)]
+    out: list[dict[str, Any] | None] = []
+    for index, query in enumerate(queries):
+        n = len(query.options)
+        predictions = [p[index] for p in per_shift]
+        if any(p is None for p in predictions):
+            out.append(None)
+            continue
+        choices, totals = [], [0.0] * n
+        for shift, prediction in enumerate(predictions):
+            choices.append((prediction.choice + shift) % n)
+            for shown, score in enumerate(prediction.scores):
+                totals[(shown + shift) % n] += score
+        out.append({"choices": choices, "scores": [round(t / rotations, 5) for t in totals]})
+    return out
+
+
+def outcome(answer: int, answered: dict[str, Any]) -> dict[str, Any]:
+    """One solver on one question: `right` is the share of rotations it got right, `knows` all of them."""
+    right = sum(c == answer for c in answered["choices"]) / len(answered["choices"])
+    return {**answered, "right": right, "knows": right == 1.0}
+
+
+# -- drop rules --------------------------------------------------------------------------------------
+
+def judge(question: Question, outcomes: dict[str, dict[str, Any]], config: BlindSettings) -> Verdict:
+    knowing = [name for name, o in outcomes.items() if o["knows"]]
+    n = len(outcomes)
+    if config.rule == "seed":
+        drop = n > 0 and len(knowing) == n
+        threshold = f"all {n}"
+    else:
+        drop = len(knowing) > config.max_right
+        threshold = f"more than {config.max_right} of {n}"
+    reason = (f"{len(knowing)} of {n} blind solvers answer it under every option order "
+              f"({', '.join(knowing)}); rule {config.rule} drops at {threshold}") if drop else ""
+    return Verdict(subject_id=question.id, subject_kind="question", stage=STAGE, rule=config.rule,
+                   passed=not drop, reason=reason,
+                   details={"answer": question.answer, "dimension_id": question.dimension_id,
+                            "n_options": len(question.options), "knowing": knowing, "solvers": outcomes})
+
+
+# -- the stage ---------------------------------------------------------------------------------------
+
+@dataclass
+class FilterRun:
+    pending: int = 0
+    judged: int = 0
+    dropped: int = 0
+    kept: int = 0
+    unanswered: int = 0  # a solver could not answer them now (failed calls); the next run retries them
+
+    def as_dict(self) -> dict[str, int]:
+        return {"pending": self.pending, "judged": self.judged, "dropped": self.dropped, "kept": self.kept,
+                "unanswered": self.unanswered}
+
+
+def judge_questions(questions: Sequence[Question], solvers: Sequence[Solver],
+                    config: BlindSettings) -> list[Verdict]:
+    """Pure: verdicts for the questions every solver could answer, given the solvers. No store involved."""
+    queries = [Query(q.text, tuple(q.options)) for q in questions]
+    answers = {}
+    for solver in solvers:
+        answers[solver.name] = answer_rotated(solver, queries, config.rotations)
+        if config.release_models:
+            solver.release()
+    return [judge(q, {name: outcome(q.answer, a[i]) for name, a in answers.items()}, config)
+            for i, q in enumerate(questions) if all(a[i] is not None for a in answers.values())]
+
+
+def apply(store: Store, config: BlindSettings, solvers: Sequence[Solver], *, limit: int | None = None,
+          progress: Callable[[int], None] | None = None) -> FilterRun:
+    """Judge every candidate question the blind filter has not judged yet, chunk by chunk.
+
+    Each chunk's drops and verdicts are written in one transaction, so a crash loses only the chunk in
+    flight and a rerun picks up where it stopped.
+    """
+    pending = store.get_questions(status="candidate", without_verdict_from=STAGE)
+    if limit is not None:
+        pending = pending[:limit]
+    run = FilterRun(pending=len(pending))
+    if not solvers:
+        return run
+    for start in range(0, len(pending), config.chunk_size):
+        chunk = pending[start:start + config.chunk_size]
+        verdicts = judge_questions(chunk, solvers, config)
+        write(store, verdicts)
+        run.judged += len(verdicts)
+        run.dropped += sum(not v.passed for v in verdicts)
+        run.kept += sum(v.passed for v in verdicts)
+        run.unanswered += len(chunk) - len(verdicts)
+        if progress:
+            progress(len(chunk))
+    return run
+
+
+def write(store: Store, verdicts: Sequence[Verdict]) -> None:
+    dropped = [v for v in verdicts if not v.passed]
+    kept = [v for v in verdicts if v.passed]
+    if dropped:
+        store.move_questions([v.subject_id for v in dropped], "dropped", stage=STAGE,
+                             reason=f"answerable without the image (blind filter, rule {dropped[0].rule})",
+                             verdicts_to_add=dropped)
+    store.add_verdicts(kept)
+
+
+def solvers_from(config: BlindSettings, **context: Any) -> list[Solver]:
+    names = [c.label for c in config.solvers]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        from benchsmith.settings import SettingsError
+        raise SettingsError(f"filter.blind.solvers: names must be unique, repeated: {', '.join(repeated)} "
+                            "(give each entry its own `name`)")
+    return [build_solver(c, **context) for c in config.solvers]
+
+
+# -- the report --------------------------------------------------------------------------------------
+
+@dataclass
+class Tally:
+    n: int = 0
+    right: float = 0.0
+    knows: int = 0
+
+    def add(self, o: dict[str, Any]) -> None:
+        self.n += 1
+        self.right += o["right"]
+        self.knows += bool(o["knows"])
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.right / self.n if self.n else None
+
+
+@dataclass
+class BlindReport:
+    """Blind accuracy (share of rotations answered right, i.e. expected accuracy under a random option
+    order) per solver and dimension, before the filter (every judged question) and after it (kept ones)."""
+
+    chance: dict[int, float] = field(default_factory=dict)                      # dimension -> 1 / options
+    judged: dict[int, int] = field(default_factory=lambda: defaultdict(int))     # dimension -> questions
+    dropped: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    before: dict[tuple[int, str], Tally] = field(default_factory=lambda: defaultdict(Tally))
+    after: dict[tuple[int, str], Tally] = field(default_factory=lambda: defaultdict(Tally))
+
+    def drop_rate(self, dimension: int) -> float:
+        return self.dropped[dimension] / self.judged[dimension] if self.judged[dimension] else 0.0
+
+    def solver_rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for (dimension, solver), before in sorted(self.before.items()):
+            after = self.after.get((dimension, solver), Tally())
+            rows.append({"dimension_id": dimension, "solver": solver, "chance": self.chance[dimension],
+                         "n_before": before.n, "accuracy_before": before.accuracy,
+                         "knows_before": before.knows / before.n if before.n else None,
+                         "n_after": after.n, "accuracy_after": after.accuracy})
+        return rows
+
+    def overall(self, kept_only: bool) -> dict[str, float | None]:
+        """Per solver across dimensions."""
+        totals: dict[str, Tally] = defaultdict(Tally)
+        for (_dimension, solver), tally in (self.after if kept_only else self.before).items():
+            totals[solver].n += tally.n
+            totals[solver].right += tally.right
+            totals[solver].knows += tally.knows
+        return {solver: t.accuracy for solver, t in sorted(totals.items())}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"dimensions": {d: {"judged": self.judged[d], "dropped": self.dropped[d],
+                                   "drop_rate": self.drop_rate(d), "chance": self.chance[d]}
+                               for d in sorted(self.judged)},
+                "solvers": self.solver_rows(),
+                "accuracy_before": self.overall(kept_only=False), "accuracy_after": self.overall(kept_only=True)}
+
+
+def report_from(verdicts: Sequence[Verdict]) -> BlindReport:
+    report = BlindReport()
+    for verdict in verdicts:
+        d = verdict.details
+        dimension = d["dimension_id"]
+        report.chance[dimension] = 1 / d["n_options"]
+        report.judged[dimension] += 1
+        report.dropped[dimension] += not verdict.passed
+        for solver, o in d["solvers"].items():
+            report.before[(dimension, solver)].add(o)
+            if verdict.passed:
+                report.after[(dimension, solver)].add(o)
+    return report
+
+
+def report(store: Store) -> BlindReport:
+    return report_from(store.get_verdicts(stage=STAGE, subject_kind="question"))
