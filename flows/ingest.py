@@ -9,8 +9,7 @@ from prefect import flow
 
 from benchsmith.records import stable_hash
 from benchsmith.settings import Settings
-from benchsmith.store import Store
-from flows.tasks import new_run_id, stage_task, timed
+from flows.tasks import new_run_id, run_stage
 
 
 def listing_token(location: Path) -> str:
@@ -26,44 +25,30 @@ def listing_token(location: Path) -> str:
     return stable_hash(str(location.resolve()), sorted(entries))
 
 
-def _ingest_source(settings: Settings, run_id: str, location: str, settings_fingerprint: str,
-                   listing: str, store_state: str) -> dict:
+def ingest_stage(settings: Settings, run_id: str, sources: list[str]) -> dict:
+    """One task per source, then the richness check; callable inside any flow."""
     from benchsmith.ingest import candidates_for, ingest
 
-    with Store(settings.db_url) as store:
-        def work() -> dict:
+    results = {}
+    for location in sources:
+        def ingest_source(store, location=location) -> dict:
             report = ingest(store, settings.media_dir, candidates_for(Path(location)), settings.ingest,
                             label=location)
             return {"seen": report.seen, "added": report.added, "unchanged": report.unchanged,
                     "refused": dict(report.rejected)}
-        return timed(store, run_id, f"ingest:{Path(location).name}", work)
+        results[f"ingest {location}"] = run_stage(settings, run_id, f"ingest:{Path(location).name}", ingest_source,
+                                                  reads=(), input_token=listing_token(Path(location)))
+    results["richness"] = richness_stage(settings, run_id)
+    return results
 
 
-def _richness(settings: Settings, run_id: str, settings_fingerprint: str, store_state: str) -> dict:
+def richness_stage(settings: Settings, run_id: str) -> dict:
     from filters import richness
 
-    with Store(settings.db_url) as store:
-        def work() -> dict:
-            judged, excluded = richness.apply(store, settings.ingest.richness)
-            return {"judged": judged, "excluded": excluded}
-        return timed(store, run_id, "richness", work)
-
-
-def ingest_stage(settings: Settings, run_id: str, sources: list[str]) -> dict:
-    """Tasks for each source and the richness check; callable inside any flow."""
-    results = {}
-    ingest_task = stage_task("ingest", settings, _ingest_source)
-    richness_task = stage_task("richness", settings, _richness)
-    fingerprint = settings.fingerprint()
-    for location in sources:
-        with Store(settings.db_url) as store:
-            state = store.state_token()
-        results[f"ingest {location}"] = ingest_task(settings, run_id, location, fingerprint,
-                                                    listing_token(Path(location)), state)
-    with Store(settings.db_url) as store:
-        state = store.state_token()
-    results["richness"] = richness_task(settings, run_id, fingerprint, state)
-    return results
+    def judge(store) -> dict:
+        judged, excluded = richness.apply(store, settings.ingest.richness)
+        return {"judged": judged, "excluded": excluded}
+    return run_stage(settings, run_id, "richness", judge, reads=("items", "facts"))
 
 
 @flow(name="benchsmith-ingest")

@@ -1,15 +1,16 @@
 """How every stage becomes a Prefect task: cached on its inputs, retried, and timed in the store.
 
-A stage task's inputs are the settings fingerprint, a token of the store's state, and whatever names
-the stage's own input (a source's listing, say). Equal inputs mean the stage has nothing left to do,
-so Prefect returns the stored result instead of running it; a changed store or setting runs it again.
-The Settings object itself is left out of the key: its fingerprint stands for it, without secrets.
+A stage's cache key is the settings fingerprint, the store's id, a token of the tables the stage reads
+(their row counts and newest rows), and anything else that names its input (a source's file listing,
+say). Equal keys mean the stage's inputs have not changed since it last finished, so Prefect returns the
+stored result without running it. The Settings object, the run id and the work function are left out of
+the key: the fingerprint stands for the settings, without secrets.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from prefect import task
@@ -18,13 +19,7 @@ from prefect.cache_policies import INPUTS
 from benchsmith.settings import Settings
 from benchsmith.store import Store
 
-CACHE_POLICY = INPUTS - "settings" - "run_id"
-
-
-def stage_task(name: str, settings: Settings, fn: Callable[..., dict]):
-    """A Prefect task for one stage, with caching and the retries the settings ask for."""
-    return task(fn, name=name, cache_policy=CACHE_POLICY, persist_result=True,
-                retries=settings.prefect.retries, retry_delay_seconds=settings.prefect.retry_delay_seconds)
+StageWork = Callable[[Store], dict[str, Any]]
 
 
 def new_run_id() -> str:
@@ -41,3 +36,23 @@ def timed(store: Store, run_id: str, stage: str, work: Callable[[], dict[str, An
         raise
     store.finish_stage(stage_run, status="done", stats=stats)
     return stats
+
+
+@task(cache_policy=INPUTS - "settings" - "run_id" - "work", persist_result=True)
+def _stage(name: str, key: dict[str, str], settings: Settings, run_id: str, work: StageWork) -> dict[str, Any]:
+    with Store(settings.db_url) as store:
+        return timed(store, run_id, name, lambda: work(store))
+
+
+def run_stage(settings: Settings, run_id: str, name: str, work: StageWork, *, reads: Sequence[str],
+              input_token: str = "") -> dict[str, Any]:
+    """Run `work(store)` as the Prefect task `name`, unless its inputs are unchanged since it last ran.
+
+    `reads` names the store tables the stage takes its input from; `input_token` covers inputs from
+    outside the store.
+    """
+    with Store(settings.db_url) as store:
+        key = {"settings": settings.fingerprint(), "state": store.state_token(reads), "input": input_token}
+    staged = _stage.with_options(name=name, retries=settings.prefect.retries,
+                                 retry_delay_seconds=settings.prefect.retry_delay_seconds)
+    return staged(name, key, settings, run_id, work)

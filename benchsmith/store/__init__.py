@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from benchsmith.errors import BenchsmithError
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -103,17 +104,27 @@ class Store(
     def dialect(self) -> str:
         return self.engine.dialect.name
 
-    def state_token(self) -> str:
-        """Changes whenever any table gains or changes rows: a cheap key for caching whole stages."""
+    @property
+    def store_id(self) -> str:
+        """A random id fixed when the store was created: a new store never matches an old cache."""
+        from benchsmith.store.schema import store_info
+
+        with self.engine.connect() as conn:
+            return conn.scalar(sa.select(store_info.c.value).where(store_info.c.key == "store_id"))
+
+    def state_token(self, tables: Sequence[str] | None = None) -> str:
+        """Changes when the named tables (None: all) gain rows. Rows that only change status do not
+        count, so a stage whose outputs land in its own input tables still sees a stable token."""
         from benchsmith.records import stable_hash
         from benchsmith.store.schema import metadata
 
-        parts = []
+        parts = [self.store_id]
         with self.engine.connect() as conn:
             for table in metadata.sorted_tables:
-                stamp = table.c.get("updated_at", table.c.get("created_at"))
-                query = sa.select(sa.func.count(), sa.func.max(stamp) if stamp is not None else sa.null())
-                parts.append((table.name, *map(str, conn.execute(query).one())))
+                if tables is not None and table.name not in tables or "created_at" not in table.c:
+                    continue
+                count, latest = conn.execute(sa.select(sa.func.count(), sa.func.max(table.c.created_at))).one()
+                parts.append((table.name, count, str(latest)))
         return stable_hash(parts)
 
     def close(self) -> None:

@@ -10,6 +10,13 @@ metadata = sa.MetaData()
 ID = sa.String(64)
 When = sa.DateTime(timezone=True)
 
+# Facts about the store itself, such as the random id it was created with.
+store_info = sa.Table(
+    "store_info", metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
 items = sa.Table(
     "items", metadata,
     sa.Column("id", ID, primary_key=True),

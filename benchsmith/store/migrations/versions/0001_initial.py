@@ -4,6 +4,8 @@ Revision ID: 0001
 Revises: (none)
 """
 
+import uuid
+
 from alembic import op
 import sqlalchemy as sa
 
@@ -15,6 +17,12 @@ depends_on = None
 
 
 def upgrade() -> None:
+    store_info = op.create_table('store_info',
+    sa.Column('key', sa.String(length=64), nullable=False),
+    sa.Column('value', sa.Text(), nullable=False),
+    sa.PrimaryKeyConstraint('key')
+    )
+    op.bulk_insert(store_info, [{'key': 'store_id', 'value': uuid.uuid4().hex}])
     op.create_table('extractions',
     sa.Column('item_id', sa.String(length=64), nullable=False),
     sa.Column('extractor', sa.String(length=200), nullable=False),

@@ -1,0 +1,42 @@
+"""The build flow on a real Prefect server: stages run once, and a rerun with nothing new is served from cache."""
+
+from __future__ import annotations
+
+from benchsmith.scenes import make_scenes
+from benchsmith.store import Store
+
+
+def test_build_ingests_then_a_rerun_reuses_every_cached_stage(prefect_api, settings, tmp_path):
+    from flows.build import build_flow
+
+    source = make_scenes(tmp_path / "scenes", 5, seed=11)
+    first = build_flow(settings, [str(source)])
+    ingested = first[f"ingest {source}"]
+    assert ingested["added"] == 5 and first["richness"]["judged"] == 5
+    with Store(settings.db_url) as store:
+        assert len(store.get_items()) == 5
+        stage_runs_after_first = len(store.get_stage_runs())
+
+    second = build_flow(settings, [str(source)])
+    assert second[f"ingest {source}"] == ingested  # the cached result, not a new run
+    with Store(settings.db_url) as store:
+        assert len(store.get_stage_runs()) == stage_runs_after_first
+
+
+def test_a_changed_source_runs_its_stage_again(prefect_api, settings, tmp_path):
+    from flows.build import build_flow
+
+    source = make_scenes(tmp_path / "scenes", 3, seed=12)
+    build_flow(settings, [str(source)])
+    grown = make_scenes(tmp_path / "scenes", 4, seed=12)  # same folder, one more scene
+    result = build_flow(settings, [str(grown)])
+    assert result[f"ingest {grown}"]["added"] == 1
+
+
+def test_the_stage_logic_runs_without_prefect(settings, tmp_path):
+    from benchsmith.ingest import candidates_for, ingest
+
+    source = make_scenes(tmp_path / "scenes", 2, seed=13)
+    with Store(settings.db_url) as store:
+        report = ingest(store, settings.media_dir, candidates_for(source), settings.ingest, label="x")
+    assert report.added == 2
