@@ -1,0 +1,141 @@
+"""The quality gate every generated question passes before it is stored as a candidate.
+
+Rules, each a small function returning a reason when the question fails it:
+
+- `options`: exactly four distinct, non-empty options and an answer that indexes one of them;
+- `catch_all_option`: no "all of the above" / "none of the above" style option;
+- `answer_in_question`: the question does not give its answer away by containing it;
+- `near_duplicate`: the same item has no question already that asks the same thing with the same answer;
+- `per_item_cap`: an item gets at most `max_per_item` questions.
+
+A question that fails is kept as a dropped question with a verdict naming the rule and the reason;
+nothing is deleted. `balance_answers` then places the correct options so the letters A-D come out
+equally often, using a seeded generator so a rerun places them the same way.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchsmith.records import Question, Verdict, normalise_text, stable_hash
+
+STAGE = "quality"
+
+
+class QualitySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_per_item: int = Field(40, ge=1)                   # questions kept per item, all dimensions together
+    near_duplicate_overlap: float = Field(0.9, gt=0, le=1)  # shared content words that make two questions one
+    function_words: list[str] = Field(default_factory=lambda: (
+        "a an the is are was were be of in on at to for with by from this that these those there it its "
+        "which what who whom whose do does did can could shown seen visible image picture photo").split())
+    catch_all_pattern: str = r"\b(all|none|both|neither)\s+of\s+(the\s+)?(above|these|them|options)\b"
+    shuffle_seed: int = 0
+
+
+def options_rule(question: Question) -> str:
+    cleaned = [normalise_text(o) for o in question.options]
+    if len(cleaned) != 4:
+        return f"needs 4 options, has {len(cleaned)}"
+    if any(not o for o in cleaned):
+        return "an option is empty"
+    if len(set(cleaned)) != 4:
+        return "two options are the same"
+    if not 0 <= question.answer < 4:
+        return f"answer index {question.answer} is not 0-3"
+    return ""
+
+
+def catch_all_rule(question: Question, pattern: str) -> str:
+    for option in question.options:
+        if re.search(pattern, normalise_text(option)):
+            return f"option {option!r} refers to the other options"
+    return ""
+
+
+def answer_in_question_rule(question: Question) -> str:
+    answer = normalise_text(question.options[question.answer])
+    if answer and re.search(rf"(?<!\w){re.escape(answer)}(?!\w)", normalise_text(question.text)):
+        return f"the question contains its answer {question.options[question.answer]!r}"
+    return ""
+
+
+def content_words(text: str, function_words: set[str]) -> set[str]:
+    return set(re.findall(r"\w+", normalise_text(text))) - function_words
+
+
+def same_question(a: Question, b: Question, settings: QualitySettings) -> bool:
+    """The same correct answer, at least three shared options, and (nearly) the same content words:
+    'What colour is the car?' and 'What is the colour of the car?' are one question; 'the large
+    circle' and 'the small circle' are two."""
+    if normalise_text(a.options[a.answer]) != normalise_text(b.options[b.answer]):
+        return False
+    shared = {normalise_text(o) for o in a.options} & {normalise_text(o) for o in b.options}
+    if len(shared) < 3:
+        return False
+    function_words = set(settings.function_words)
+    words_a, words_b = content_words(a.text, function_words), content_words(b.text, function_words)
+    union = words_a | words_b
+    return not union or len(words_a & words_b) / len(union) >= settings.near_duplicate_overlap
+
+
+def gate(questions: Sequence[Question], existing: dict[str, list[Question]],
+         settings: QualitySettings) -> tuple[list[Question], list[tuple[Question, Verdict]]]:
+    """Split new questions into kept ones and dropped ones with their verdicts.
+
+    `existing` maps an item id to the questions it already has that still count (not dropped);
+    questions kept earlier in this same call count too.
+    """
+    kept: list[Question] = []
+    dropped: list[tuple[Question, Verdict]] = []
+    seen = {item: list(qs) for item, qs in existing.items()}
+    for question in questions:
+        siblings = seen.setdefault(question.item_id, [])
+        rule, reason = "", ""
+        for name, check in (("options", lambda q: options_rule(q)),
+                            ("catch_all_option", lambda q: catch_all_rule(q, settings.catch_all_pattern)),
+                            ("answer_in_question", answer_in_question_rule)):
+            reason = check(question)
+            if reason:
+                rule = name
+                break
+        if not rule:
+            twin = next((s for s in siblings if s.id == question.id
+                         or same_question(s, question, settings)), None)
+            if twin is not None:
+                rule, reason = "near_duplicate", f"asks the same as question {twin.id}: {twin.text!r}"
+            elif len(siblings) >= settings.max_per_item:
+                rule, reason = "per_item_cap", f"the item already has {len(siblings)} questions"
+        if rule:
+            drop = question.model_copy(update={"status": "dropped"})
+            dropped.append((drop, Verdict(subject_id=drop.id, subject_kind="question", stage=STAGE, rule=rule,
+                                          passed=False, reason=reason)))
+        else:
+            kept.append(question)
+            siblings.append(question)
+    return kept, dropped
+
+
+def balance_answers(questions: Sequence[Question], seed: int = 0) -> list[Question]:
+    """Reorder each question's options so every letter is the answer equally often (within one per
+    letter per call). Questions are taken in id order and dealt letters from shuffled blocks of four;
+    the distractors' order is shuffled too. The same questions and seed always give the same result."""
+    ordered = sorted(questions, key=lambda q: q.id)
+    rng = random.Random(stable_hash(seed, [q.id for q in ordered]))
+    letters: list[int] = []
+    placed: dict[str, Question] = {}
+    for question in ordered:
+        if not letters:
+            letters = rng.sample(range(4), 4)
+        target = letters.pop()
+        correct = question.options[question.answer]
+        others = [o for i, o in enumerate(question.options) if i != question.answer]
+        rng.shuffle(others)
+        options = others[:target] + [correct] + others[target:]
+        placed[question.id] = question.model_copy(update={"options": options, "answer": target})
+    return [placed[q.id] for q in questions]

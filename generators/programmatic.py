@@ -1,0 +1,402 @@
+"""Questions whose answers follow exactly from labels, boxes, attributes and OCR: no LLM involved.
+
+One pure function per dimension turns an image's object and OCR facts into questions. Each question
+names only objects its description picks out uniquely, keeps the correct option first (the quality
+gate shuffles the letters later), and records in `meta` what it is about, so a checker can recompute
+the answer from ground truth without this code:
+
+- `template`: which question form;
+- `target` / `other`: the attributes (with `label`) that pick out the object(s) asked about;
+- `attribute`: the attribute asked for; `filter`: what was counted.
+
+Distractors are plausible and never also correct: counts near the truth but never equal to it, regions
+and colours next to or present beside the true one, labels and words that are absent from the image.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import string
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchsmith.dimensions import Dimension
+from benchsmith.records import Fact, Image, Provenance, Question, normalise_text, stable_hash
+
+BACKEND = "programmatic"
+VERSION = "programmatic-v1"
+VOCABULARY_FILE = Path(__file__).with_name("vocabulary.yaml")
+DESCRIBING = ("size", "colour")  # attributes that may qualify a label, in the order they are spoken
+
+
+class ProgrammaticSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    per_dimension: int = Field(3, ge=1)          # at most this many questions per item and dimension
+    grid_margin: float = Field(0.04, ge=0)       # a centre this close to a grid line has no clear region
+    spatial_gap: float = Field(0.02, ge=0)       # boxes must be this far apart for left/right/above/below
+    min_word_length: int = Field(3, ge=1)        # shorter OCR text is not asked about
+    min_ocr_score: float = Field(0.5, ge=0, le=1)
+    vocabulary: Path | None = None               # None: generators/vocabulary.yaml
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    attributes: dict[str, tuple[str, ...]]
+    labels: tuple[str, ...]
+    plurals: dict[str, str]
+    words: tuple[str, ...]
+
+    def widened(self, facts: list[Fact]) -> Vocabulary:
+        """Attribute values from `facts` added to this vocabulary's; labels and words from `facts`
+        replace this vocabulary's when there are enough of them, so distractors come from the
+        collection's own label set rather than from unrelated generic ones."""
+        attributes = {k: list(v) for k, v in self.attributes.items()}
+        labels: list[str] = []
+        words: list[str] = []
+        for fact in facts:
+            if fact.kind == "object":
+                labels.append(fact.text.lower())
+                for key, value in fact.attributes.items():
+                    attributes.setdefault(key, []).append(value.lower())
+            elif fact.kind == "ocr":
+                words.append(fact.text)
+        labels, words = list(_unique(labels)), list(_unique(words))
+        return Vocabulary({k: _unique(v) for k, v in attributes.items()},
+                          _unique(labels if len(labels) >= 4 else [*labels, *self.labels]), self.plurals,
+                          _unique(words if len(words) >= 8 else [*words, *self.words]))
+
+
+def _unique(values) -> tuple[str, ...]:
+    seen: dict[str, str] = {}
+    for value in values:
+        value = " ".join(str(value).split())
+        if value:
+            seen.setdefault(value.casefold(), value)
+    return tuple(sorted(seen.values()))
+
+
+@lru_cache(maxsize=4)
+def load_vocabulary(path: Path | None = None) -> Vocabulary:
+    data = yaml.safe_load((path or VOCABULARY_FILE).read_text(encoding="utf-8"))
+    return Vocabulary({k: tuple(v) for k, v in data.get("attributes", {}).items()}, tuple(data.get("labels", ())),
+                      dict(data.get("plurals", {})), tuple(data.get("words", ())))
+
+
+@dataclass(frozen=True)
+class Thing:
+    """One object fact, reduced to what the templates need."""
+
+    label: str
+    box: tuple[float, float, float, float]
+    attributes: dict[str, str]
+
+    def describe(self) -> dict[str, str]:
+        return {"label": self.label} | {k: self.attributes[k] for k in DESCRIBING if k in self.attributes}
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        return (self.box[0] + self.box[2]) / 2, (self.box[1] + self.box[3]) / 2
+
+
+def things_in(facts: list[Fact]) -> list[Thing]:
+    return [Thing(" ".join(f.text.split()).lower(), f.box, {k: v.lower() for k, v in f.attributes.items()})
+            for f in facts if f.kind == "object" and f.box is not None and f.text.strip()]
+
+
+def _matches(thing: Thing, target: dict[str, str]) -> bool:
+    return all((thing.label if key == "label" else thing.attributes.get(key)) == value for key, value in target.items())
+
+
+def referent(thing: Thing, things: list[Thing], *, without: str | None = None) -> dict[str, str] | None:
+    """The fewest describing attributes (plus the label) that pick out `thing` alone, or None.
+
+    `without` names an attribute the description must not use (the one being asked about); when the
+    label is that attribute too (a shape's label is its shape), the label is left out as well.
+    """
+    full = thing.describe()
+    drop_label = without is not None and thing.attributes.get(without) == thing.label
+    usable = [k for k in DESCRIBING if k in full and k != without]
+    base = {} if drop_label else {"label": thing.label}
+    for size in range(len(usable) + 1):
+        for keys in itertools.combinations(usable, size):
+            target = base | {k: full[k] for k in keys}
+            if target and sum(_matches(t, target) for t in things) == 1:
+                return target
+    return None
+
+
+def phrase(target: dict[str, str]) -> str:
+    """'the large red circle'; an unlabelled target is an 'object'."""
+    words = [target[k] for k in DESCRIBING if k in target]
+    return "the " + " ".join([*words, target.get("label", "object")])
+
+
+def plural(label: str, vocabulary: Vocabulary) -> str:
+    if label in vocabulary.plurals:
+        return vocabulary.plurals[label]
+    if label.endswith(("s", "x", "ch", "sh")):
+        return label + "es"
+    if label.endswith("y") and label[-2:-1] not in "aeiou":
+        return label[:-1] + "ies"
+    return label + "s"
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A question before it becomes a record: the correct option comes first."""
+
+    text: str
+    options: tuple[str, str, str, str]
+    meta: dict
+
+
+Template = Callable[[list[Thing], list[Fact], Vocabulary, ProgrammaticSettings, random.Random], list[Draft]]
+
+
+def _pick(pool, n: int, avoid) -> list:
+    """n distinct members of `pool` (in pool order preference, ties shuffled) not in `avoid`."""
+    avoid_keys = {normalise_text(str(a)) for a in avoid}
+    out: list = []
+    for value in pool:
+        key = normalise_text(str(value))
+        if key not in avoid_keys:
+            avoid_keys.add(key)
+            out.append(value)
+        if len(out) == n:
+            break
+    return out
+
+
+def _shuffled(rng: random.Random, values) -> list:
+    values = sorted(values, key=repr)  # sets iterate in a per-process order; sort for reproducibility
+    rng.shuffle(values)
+    return values
+
+
+# -- Instances Counting -----------------------------------------------------------------------------
+
+def count_options(true: int, rng: random.Random) -> list[int]:
+    """Four consecutive counts containing `true`, placed at random, never below zero."""
+    start = rng.randint(max(0, true - 3), true)
+    window = list(range(start, start + 4))
+    return [true] + [n for n in window if n != true]
+
+
+def counting(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
+    drafts = []
+    groups: dict[tuple[str, str], list[Thing]] = {}
+    for thing in things:
+        groups.setdefault(("label", thing.label), []).append(thing)
+        if "colour" in thing.attributes:
+            groups.setdefault(("colour", thing.attributes["colour"]), []).append(thing)
+    for (key, value), members in sorted(groups.items()):
+        if key == "label":
+            text = f"How many {plural(value, vocabulary)} are there in the image?"
+        else:
+            text = f"How many {value} objects are there in the image?"
+        options = count_options(len(members), rng)
+        drafts.append(Draft(text, tuple(str(n) for n in options), {"template": "count", "filter": {key: value}}))
+    return drafts
+
+
+# -- Instance Location ------------------------------------------------------------------------------
+
+ROWS = ("top", "middle", "bottom")
+COLUMNS = ("left", "centre", "right")
+
+
+def region_name(row: int, column: int) -> str:
+    if row == 1 and column == 1:
+        return "centre"
+    if row == 1:
+        return f"middle {COLUMNS[column]}"
+    return f"{ROWS[row]} {COLUMNS[column]}"
+
+
+def grid_cell(value: float, margin: float) -> int | None:
+    """Which third `value` falls in, or None when it is within `margin` of a dividing line."""
+    if any(abs(value - line) < margin for line in (1 / 3, 2 / 3)):
+        return None
+    return min(int(value * 3), 2)
+
+
+def location(things, _facts, _vocabulary, settings, rng) -> list[Draft]:
+    drafts = []
+    for thing in things:
+        target = referent(thing, things)
+        column, row = (grid_cell(v, settings.grid_margin) for v in thing.centre)
+        if target is None or row is None or column is None:
+            continue
+        cells = [(r, c) for r in range(3) for c in range(3) if (r, c) != (row, column)]
+        # neighbouring cells first: they are the hard distractors
+        near = _shuffled(rng, [cell for cell in cells if max(abs(cell[0] - row), abs(cell[1] - column)) == 1])
+        far = _shuffled(rng, [cell for cell in cells if cell not in near])
+        chosen = near[:2] + _shuffled(rng, near[2:] + far)[:1]
+        options = (region_name(row, column), *(region_name(*cell) for cell in chosen))
+        drafts.append(Draft(f"In which part of the image is {phrase(target)}?", options,
+                            {"template": "location", "target": target}))
+    return drafts
+
+
+# -- Spatial Relation -------------------------------------------------------------------------------
+
+RELATIONS = {"left": "to its left", "right": "to its right", "above": "above it", "below": "below it"}
+
+
+def relation(a: Thing, b: Thing, gap: float) -> str | None:
+    """Where a is relative to b, when the boxes are apart along exactly one axis; otherwise None."""
+    horizontal = "left" if a.box[2] + gap <= b.box[0] else "right" if b.box[2] + gap <= a.box[0] else None
+    vertical = "above" if a.box[3] + gap <= b.box[1] else "below" if b.box[3] + gap <= a.box[1] else None
+    overlap_x = min(a.box[2], b.box[2]) > max(a.box[0], b.box[0])
+    overlap_y = min(a.box[3], b.box[3]) > max(a.box[1], b.box[1])
+    if horizontal and not vertical and overlap_y:
+        return horizontal
+    if vertical and not horizontal and overlap_x:
+        return vertical
+    return None
+
+
+def spatial(things, _facts, _vocabulary, settings, rng) -> list[Draft]:
+    drafts = []
+    for a, b in itertools.permutations(things, 2):
+        where = relation(a, b, settings.spatial_gap)
+        target, other = referent(a, things), referent(b, things)
+        if where is None or target is None or other is None:
+            continue
+        options = (RELATIONS[where], *(text for name, text in RELATIONS.items() if name != where))
+        drafts.append(Draft(f"Where is {phrase(target)} relative to {phrase(other)}?", options,
+                            {"template": "spatial", "target": target, "other": other}))
+    return drafts
+
+
+# -- Instance Attributes ----------------------------------------------------------------------------
+
+def attributes(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
+    drafts = []
+    for thing in things:
+        for key in ("colour", "shape", "size"):
+            value = thing.attributes.get(key)
+            values = vocabulary.attributes.get(key, ())
+            if value is None or len(values) < 4:
+                continue
+            target = referent(thing, things, without=key)
+            if target is None:
+                continue
+            # values seen on other objects in the same image are the hardest distractors
+            present = _shuffled(rng, {t.attributes.get(key) for t in things} - {value, None})
+            pool = present[:2] + _shuffled(rng, [v for v in values if v not in present])
+            others = _pick(pool, 3, avoid=[value])
+            if len(others) < 3:
+                continue
+            question = {"colour": f"What colour is {phrase(target)}?",
+                        "shape": f"What shape is {phrase(target)}?",
+                        "size": f"How large is {phrase(target)} compared with the other objects?"}[key]
+            drafts.append(Draft(question, (value, *others), {"template": "attribute", "attribute": key,
+                                                             "target": target}))
+    return drafts
+
+
+# -- Instance Identity ------------------------------------------------------------------------------
+
+def _name(label: str, colour: str | None) -> str:
+    return f"{colour} {label}" if colour else label
+
+
+def identity(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
+    present = {(t.label, t.attributes.get("colour")) for t in things}
+    present_labels = {t.label for t in things}
+    colours = vocabulary.attributes.get("colour", ())
+    drafts = []
+    for label, colour in sorted(present, key=lambda p: (p[0], p[1] or "")):
+        if colour:
+            def absent(lab: str, col: str) -> bool:
+                return (lab, col) not in present
+            same_label = [_name(label, c) for c in _shuffled(rng, colours) if absent(label, c)]
+            same_colour = [_name(l, colour) for l in _shuffled(rng, vocabulary.labels) if absent(l, colour)]
+            pool = same_label[:1] + same_colour[:1] + _shuffled(rng, same_label[1:3] + same_colour[1:3])
+        else:
+            pool = _shuffled(rng, [l for l in vocabulary.labels if l not in present_labels])
+        others = _pick(pool, 3, avoid=[_name(label, colour)])
+        if len(others) < 3:
+            continue
+        drafts.append(Draft("Which of these can be seen in the image?", (_name(label, colour), *others),
+                            {"template": "identity", "target": {"label": label} | ({"colour": colour} if colour else {})}))
+    return drafts
+
+
+# -- Text Understanding -----------------------------------------------------------------------------
+
+LOOKALIKE = {"O": "Q0D", "I": "L1T", "E": "FB", "A": "R", "C": "GO", "S": "5B", "B": "8R", "M": "N", "N": "MH",
+             "U": "V", "P": "R", "T": "I", "L": "I", "R": "PB", "G": "C", "H": "N", "K": "X", "D": "O"}
+
+
+def perturb(word: str, rng: random.Random) -> str:
+    """One edit of `word`: a look-alike letter, a dropped, doubled or swapped letter."""
+    index = rng.randrange(len(word))
+    edit = rng.choice(("lookalike", "drop", "double", "swap"))
+    if edit == "drop" and len(word) > 3:
+        return word[:index] + word[index + 1:]
+    if edit == "double":
+        return word[:index] + word[index] + word[index:]
+    if edit == "swap" and index < len(word) - 1 and word[index] != word[index + 1]:
+        return word[:index] + word[index + 1] + word[index] + word[index + 2:]
+    letter = word[index]
+    choices = LOOKALIKE.get(letter.upper(), string.ascii_uppercase.replace(letter.upper(), ""))
+    swapped = rng.choice(choices)
+    return word[:index] + (swapped.lower() if letter.islower() else swapped) + word[index + 1:]
+
+
+def text(_things, facts, vocabulary, settings, rng) -> list[Draft]:
+    lines = [" ".join(f.text.split()) for f in facts if f.kind == "ocr"
+             and (f.score is None or f.score >= settings.min_ocr_score)]
+    lines = [line for line in dict.fromkeys(lines) if len(line) >= settings.min_word_length]
+    present = {normalise_text(line) for line in lines}
+    if not lines:
+        return []
+    question = ("What does the text in the image say?" if len(lines) == 1
+                else "Which of these words is written in the image?")
+    drafts = []
+    for line in lines:
+        edits = [perturb(line, rng) for _ in range(12)]
+        same_case = [w for w in vocabulary.words if w.isupper() == line.isupper()]
+        words = _shuffled(rng, same_case or vocabulary.words)
+        pool = edits[:2] + _shuffled(rng, edits[2:4] + words[:2])
+        others = _pick(pool, 3, avoid=[line, *lines])
+        others = [o for o in others if normalise_text(o) not in present]
+        if len(others) < 3:
+            continue
+        drafts.append(Draft(question, (line, *others), {"template": "text", "target": {"text": line}}))
+    return drafts
+
+
+TEMPLATES: dict[str, Template] = {
+    "instances_counting": counting,
+    "instance_location": location,
+    "spatial_relation": spatial,
+    "instance_attributes": attributes,
+    "instance_identity": identity,
+    "text_understanding": text,
+}
+
+
+def supports(dimension: Dimension) -> bool:
+    return dimension.key in TEMPLATES
+
+
+def generate(item: Image, facts: list[Fact], dimension: Dimension, vocabulary: Vocabulary,
+             settings: ProgrammaticSettings, seed: int = 0) -> list[Question]:
+    """Up to `settings.per_dimension` questions about `item`; the correct option is first."""
+    rng = random.Random(stable_hash(seed, item.id, dimension.id))
+    drafts = TEMPLATES[dimension.key](things_in(facts), facts, vocabulary, settings, rng)
+    chosen = drafts if len(drafts) <= settings.per_dimension else rng.sample(drafts, settings.per_dimension)
+    provenance = Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed,
+                            params=settings.model_dump(mode="json", exclude={"vocabulary"}))
+    return [Question(item_id=item.id, dimension_id=dimension.id, text=d.text, options=list(d.options), answer=0,
+                     provenance=provenance, meta=d.meta | {"generator": BACKEND}) for d in chosen]

@@ -1,0 +1,85 @@
+"""The quality gate: each rule drops with a reason, and answer letters come out balanced."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from benchsmith.records import Provenance, Question
+from filters.quality import QualitySettings, balance_answers, gate
+
+PROV = Provenance(backend="test")
+
+
+def q(text: str, options: list[str], answer: int = 0, item: str = "img-1") -> Question:
+    return Question(item_id=item, dimension_id=3, text=text, options=options, answer=answer, provenance=PROV)
+
+
+def reasons(dropped) -> list[tuple[str, str]]:
+    return [(verdict.rule, verdict.reason) for _q, verdict in dropped]
+
+
+def test_a_well_formed_question_passes():
+    kept, dropped = gate([q("What colour is the car?", ["red", "blue", "green", "white"])], {}, QualitySettings())
+    assert len(kept) == 1 and dropped == []
+
+
+def test_options_must_be_distinct_and_non_empty():
+    kept, dropped = gate([q("What colour is the car?", ["red", "Red ", "green", "white"]),
+                          q("What colour is the bus?", ["red", " ", "green", "white"])], {}, QualitySettings())
+    assert kept == []
+    assert reasons(dropped) == [("options", "two options are the same"), ("options", "an option is empty")]
+    assert all(question.status == "dropped" and verdict.subject_id == question.id and not verdict.passed
+               and verdict.stage == "quality" for question, verdict in dropped)
+
+
+def test_catch_all_options_are_refused():
+    _kept, dropped = gate([q("What is on the table?", ["a cup", "a plate", "All of the above", "a fork"]),
+                           q("What is on the shelf?", ["a cup", "none of these", "a book", "a fork"])],
+                          {}, QualitySettings())
+    assert [rule for rule, _ in reasons(dropped)] == ["catch_all_option", "catch_all_option"]
+
+
+def test_a_question_may_not_contain_its_answer():
+    _kept, dropped = gate([q("Is the red car red or blue?", ["red", "blue", "green", "white"])], {}, QualitySettings())
+    assert reasons(dropped) == [("answer_in_question", "the question contains its answer 'red'")]
+    kept, _ = gate([q("What is the colour of the reddish car?", ["red", "blue", "green", "white"])], {},
+                   QualitySettings())
+    assert len(kept) == 1  # whole words only: 'reddish' does not give 'red' away
+
+
+def test_near_duplicates_of_the_same_item_are_dropped_but_other_items_keep_theirs():
+    first = q("What colour is the car?", ["red", "blue", "green", "white"])
+    paraphrase = q("What colour is the car ?", ["white", "red", "green", "blue"], answer=1)
+    reworded = q("What is the colour of the car?", ["red", "blue", "green", "black"])
+    other_item = q("What colour is the car?", ["red", "blue", "green", "white"], item="img-2")
+    different = q("What colour is the bus?", ["red", "blue", "green", "white"])
+    small = q("Where is the red circle relative to the blue star?", ["above it", "below it", "to its left", "to its right"])
+    large = q("Where is the red circle relative to the blue square?", ["above it", "below it", "to its left", "to its right"])
+    kept, dropped = gate([first, paraphrase, reworded, other_item, different, small, large], {}, QualitySettings())
+    assert [k.text for k in kept] == ["What colour is the car?", "What colour is the car?", "What colour is the bus?",
+                                      small.text, large.text]
+    assert [rule for rule, _ in reasons(dropped)] == ["near_duplicate", "near_duplicate"]
+    assert first.id in dropped[0][1].reason
+
+
+def test_questions_already_stored_count_for_duplicates_and_the_cap():
+    stored = [q(f"What is item {i}?", ["a", "b", "c", "d"]) for i in range(3)]
+    kept, dropped = gate([q("What is item 1?", ["a", "b", "c", "d"]),
+                          q("Where is the cat sitting?", ["sofa", "floor", "bed", "table"])],
+                         {"img-1": stored}, QualitySettings(max_per_item=3))
+    assert kept == []
+    assert [rule for rule, _ in reasons(dropped)] == ["near_duplicate", "per_item_cap"]
+
+
+def test_balanced_letters_keep_the_correct_option_and_are_reproducible():
+    questions = [q(f"How many birds are on wire {i}?", [str(i), str(i + 1), str(i + 2), str(i + 3)])
+                 for i in range(103)]
+    balanced = balance_answers(questions, seed=3)
+    counts = Counter(b.answer for b in balanced)
+    assert max(counts.values()) - min(counts.values()) <= 1
+    for before, after in zip(questions, balanced):
+        assert after.id == before.id
+        assert after.options[after.answer] == before.options[before.answer]
+        assert sorted(after.options) == sorted(before.options)
+    assert balance_answers(list(reversed(questions)), seed=3)[::-1] == balanced
+    assert balance_answers(questions, seed=4) != balanced

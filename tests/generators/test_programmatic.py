@@ -1,0 +1,184 @@
+"""The programmatic generator on the oracle scenes, scored by a checker that reads only the truth."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+
+import pytest
+from scipy.stats import chisquare
+
+from benchsmith.dimensions import registry
+from benchsmith.records import Fact, Image, Provenance, normalise_text
+from benchsmith.scenes import region_of
+from filters.quality import QualitySettings, balance_answers, gate
+from generators.programmatic import (ProgrammaticSettings, Thing, count_options, generate, load_vocabulary,
+                                     perturb, referent, relation)
+
+SUPPLIED = Provenance(backend="supplied")
+DIMENSIONS = ["instances_counting", "instance_location", "spatial_relation", "instance_attributes",
+              "instance_identity", "text_understanding"]
+
+
+def oracle_items(oracle_dir) -> list[tuple[Image, list[Fact], dict]]:
+    """Images and facts built straight from the manifest, as the supplied extractor would."""
+    out = []
+    for line in (oracle_dir / "manifest.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        image = Image(id=row["path"], path=row["path"], width=640, height=480)
+        facts = [Fact(item_id=image.id, kind="object", text=o["label"], box=tuple(o["box"]),
+                      attributes=o["attributes"], provenance=SUPPLIED) for o in row["objects"]]
+        for o in row["ocr"]:
+            x1, y1, x2, y2 = o["box"]
+            facts.append(Fact(item_id=image.id, kind="ocr", text=o["text"], quad=((x1, y1), (x2, y1), (x2, y2), (x1, y2)),
+                              provenance=SUPPLIED))
+        out.append((image, facts, row))
+    return out
+
+
+# -- an independent checker: it knows the manifest, not the generator --------------------------------
+
+def _objects_matching(row: dict, target: dict) -> list[dict]:
+    def fits(obj):
+        return all((obj["label"] if k == "label" else obj["attributes"].get(k)) == v for k, v in target.items())
+    return [o for o in row["objects"] if fits(o)]
+
+
+def _only(row: dict, target: dict) -> dict | None:
+    found = _objects_matching(row, target)
+    return found[0] if len(found) == 1 else None
+
+
+def _true_relation(a: dict, b: dict) -> set[str]:
+    ax1, ay1, ax2, ay2 = a["box"]
+    bx1, by1, bx2, by2 = b["box"]
+    holds = set()
+    if ax2 <= bx1:
+        holds.add("to its left")
+    if bx2 <= ax1:
+        holds.add("to its right")
+    if ay2 <= by1:
+        holds.add("above it")
+    if by2 <= ay1:
+        holds.add("below it")
+    return holds
+
+
+def truly_correct(question, row) -> list[bool]:
+    """For each option, whether it is true of the scene according to the manifest."""
+    meta = question.meta
+    options = question.options
+    if meta["template"] == "count":
+        (key, value), = meta["filter"].items()
+        n = len(_objects_matching(row, {key: value}))
+        return [option == str(n) for option in options]
+    if meta["template"] == "location":
+        obj = _only(row, meta["target"])
+        return [obj is not None and option == region_of(obj["box"]) for option in options]
+    if meta["template"] == "spatial":
+        a, b = _only(row, meta["target"]), _only(row, meta["other"])
+        holds = _true_relation(a, b) if a and b else set()
+        return [len(holds) == 1 and option in holds for option in options]
+    if meta["template"] == "attribute":
+        obj = _only(row, meta["target"])
+        return [obj is not None and obj["attributes"][meta["attribute"]] == option for option in options]
+    if meta["template"] == "identity":
+        seen = {f"{o['attributes']['colour']} {o['label']}" for o in row["objects"]}
+        return [option in seen for option in options]
+    if meta["template"] == "text":
+        words = {normalise_text(w) for w in row["truth"]["words"]}
+        return [normalise_text(option) in words for option in options]
+    raise AssertionError(f"unknown template {meta['template']}")
+
+
+@pytest.fixture(scope="module")
+def oracle_questions(oracle_dir):
+    settings = ProgrammaticSettings()
+    items = oracle_items(oracle_dir)
+    vocabulary = load_vocabulary().widened([f for _i, facts, _r in items for f in facts])
+    rows = {image.id: row for image, _f, row in items}
+    questions = []
+    for image, facts, _row in items:
+        for key in DIMENSIONS:
+            questions.extend(generate(image, facts, registry().get(key), vocabulary, settings, seed=1))
+    kept, dropped = gate(questions, {}, QualitySettings())
+    return balance_answers(kept), dropped, rows
+
+
+def test_every_dimension_gets_questions(oracle_questions):
+    kept, _dropped, _rows = oracle_questions
+    per_template = Counter(q.meta["template"] for q in kept)
+    assert set(per_template) == {"count", "location", "spatial", "attribute", "identity", "text"}
+    assert all(n >= 15 for n in per_template.values()), per_template
+
+
+def test_keyed_answers_agree_with_the_truth_and_distractors_are_false(oracle_questions):
+    kept, _dropped, rows = oracle_questions
+    agree = 0
+    for question in kept:
+        truth = truly_correct(question, rows[question.item_id])
+        agree += truth[question.answer] and sum(truth) == 1
+    share = agree / len(kept)
+    print(f"\nagreement {share:.1%} over {len(kept)} questions")
+    assert share >= 0.98
+
+
+def test_answer_letters_are_uniform_and_the_longest_option_is_rarely_right(oracle_questions):
+    kept, _dropped, _rows = oracle_questions
+    letters = Counter(q.answer for q in kept)
+    p_value = chisquare([letters[i] for i in range(4)]).pvalue
+    longest_correct = sum(
+        1 for q in kept if sorted(len(o) for o in q.options)[-1] > sorted(len(o) for o in q.options)[-2]
+        and len(q.options[q.answer]) == max(len(o) for o in q.options))
+    share = longest_correct / len(kept)
+    print(f"\nletters {dict(sorted(letters.items()))} chi2 p={p_value:.3f}; answer is the one longest option "
+          f"in {share:.1%}")
+    assert p_value > 0.05
+    assert share <= 0.30
+
+
+def test_generation_is_reproducible(oracle_dir):
+    image, facts, _row = oracle_items(oracle_dir)[3]
+    vocabulary = load_vocabulary()
+    for key in DIMENSIONS:
+        dimension = registry().get(key)
+        first = generate(image, facts, dimension, vocabulary, ProgrammaticSettings(), seed=5)
+        assert first == generate(image, facts, dimension, vocabulary, ProgrammaticSettings(), seed=5)
+
+
+def test_count_distractors_are_near_and_never_the_truth():
+    rng = random.Random(0)
+    for true in range(0, 12):
+        for _ in range(20):
+            options = count_options(true, rng)
+            assert options[0] == true and true not in options[1:]
+            assert len(set(options)) == 4 and min(options) >= 0 and max(options) - min(options) == 3
+
+
+def test_a_referent_uses_the_fewest_attributes_that_make_it_unique():
+    red_circle = Thing("circle", (0, 0, 0.1, 0.1), {"colour": "red", "size": "small", "shape": "circle"})
+    blue_circle = Thing("circle", (0.5, 0, 0.6, 0.1), {"colour": "blue", "size": "small", "shape": "circle"})
+    big_blue = Thing("circle", (0.5, 0.5, 0.9, 0.9), {"colour": "blue", "size": "large", "shape": "circle"})
+    things = [red_circle, blue_circle, big_blue]
+    assert referent(red_circle, things) == {"label": "circle", "colour": "red"}
+    assert referent(blue_circle, things) == {"label": "circle", "size": "small", "colour": "blue"}
+    assert referent(red_circle, things, without="colour") is None  # "the small circle" is two circles
+    assert referent(big_blue, things, without="shape") == {"size": "large"}
+
+
+def test_spatial_relation_only_when_one_axis_separates_the_boxes():
+    def box(x1, y1, x2, y2):
+        return Thing("square", (x1, y1, x2, y2), {})
+    assert relation(box(0.0, 0.4, 0.2, 0.6), box(0.5, 0.45, 0.7, 0.65), 0.02) == "left"
+    assert relation(box(0.3, 0.7, 0.5, 0.9), box(0.35, 0.1, 0.55, 0.3), 0.02) == "below"
+    assert relation(box(0.0, 0.0, 0.2, 0.2), box(0.5, 0.5, 0.7, 0.7), 0.02) is None  # diagonal
+    assert relation(box(0.0, 0.4, 0.2, 0.6), box(0.21, 0.4, 0.4, 0.6), 0.02) is None  # too close
+
+
+def test_text_perturbations_are_one_edit_away_and_differ():
+    rng = random.Random(1)
+    for word in ("OPEN", "PHARMACY", "Library"):
+        for _ in range(30):
+            changed = perturb(word, rng)
+            assert changed != word and abs(len(changed) - len(word)) <= 1
