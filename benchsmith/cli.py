@@ -104,19 +104,25 @@ def ingest(
 def status(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")] = False,
+    refused: Annotated[bool, typer.Option("--refused", help="Also list every refused input file with its reason.")] = False,
 ) -> None:
     """Show counts per stage, status and dimension."""
+    from benchsmith.console import table
     from benchsmith.status import status_tables, store_status
 
     c = context(ctx)
     with c.store() as store:
         state = store_status(store)
+        refusals = store.get_verdicts(stage="ingest", passed=False) if refused else []
     if as_json:
         print(json.dumps(state, indent=2, default=str))
         return
     console.print(f"store: {_safe_url(c.settings.db_url)}   profile: {c.settings.profile}")
     for t in status_tables(state):
         console.print(t)
+    if refusals:
+        console.print(table("Refused input files", ["file", "rule", "reason"],
+                            [(v.subject_id, v.rule, v.reason) for v in refusals]))
 
 
 @scenes_app.command("make")

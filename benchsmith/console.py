@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-console = Console(stderr=False)
-errors = Console(stderr=True)
+console = Console(stderr=False, soft_wrap=True)
+errors = Console(stderr=True, soft_wrap=True)
 
 
 @contextmanager
