@@ -1,0 +1,206 @@
+"""The one protocol every extractor backend follows, its settings, and choosing backends by name.
+
+An extractor is configured under `extract.extractors.<name>` with a `backend` and that backend's own
+parameters; `extract.use` lists the names that run. Building an extractor is cheap and loads nothing:
+the runner asks for its `key` first and calls `load()` only when some image still lacks its facts.
+
+The key names what produced a fact (`backend:model:hash-of-params`), so the store can tell which images
+an extractor with exactly these settings has already seen; changing a threshold makes a new key and new
+work, while batch size and device, which do not change the output, stay out of it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from PIL.Image import Image as Pixels
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from benchsmith.errors import BenchsmithError
+from benchsmith.records import Fact, Image, Provenance, stable_hash
+from benchsmith.settings import Settings, SettingsError
+
+# Backend name -> "module:Class". Imported only when configured, so the offline profile never imports
+# torch, transformers or paddle.
+BACKENDS = {
+    "supplied": "extractors.supplied:SuppliedExtractor",
+    "rapidocr": "extractors.ocr:RapidOCRExtractor",
+    "paddleocr": "extractors.ocr:PaddleOCRExtractor",
+    "caption": "extractors.captions:CaptionExtractor",
+    "florence2": "extractors.florence:Florence2Extractor",
+    "clip_tags": "extractors.tags:ClipTagExtractor",
+    "sam": "extractors.sam:SegmentAnythingExtractor",
+    "sam_transformers": "extractors.sam:TransformersSamExtractor",
+    "crop_captions": "extractors.regions:CropCaptionExtractor",
+}
+
+# Parameters that change speed but not the facts produced; they are left out of the extractor key.
+NOT_IDENTITY = ("backend", "batch_size", "device")
+
+
+class ExtractorError(BenchsmithError, RuntimeError):
+    """An extractor cannot run as configured: missing weights, device or package."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+
+class BackendParams(Strict):
+    """Parameters every backend accepts."""
+
+    backend: str
+    batch_size: int = Field(8, ge=1)
+    device: str = "auto"   # auto: CUDA when present, else CPU
+
+
+class ExtractSettings(Strict):
+    use: list[str] = Field(default_factory=list)
+    extractors: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    gpu_concurrency: int = Field(1, ge=1)
+    retry_failed: bool = False
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """One image handed to an extractor: its record and, for backends that look at pixels, the RGB image."""
+
+    image: Image
+    pixels: Pixels | None
+
+
+class Extractor(Protocol):
+    name: str
+    key: str
+    needs_pixels: bool
+    uses_gpu: bool
+    batch_size: int
+
+    def load(self) -> None:
+        """Load models; raise ExtractorError saying what is missing and how to supply it."""
+
+    def extract(self, images: Sequence[Loaded]) -> list[list[Fact]]:
+        """Facts for each image, in the order given."""
+
+
+class Backend:
+    """Shared plumbing: the key, provenance and fact construction. Subclasses set Params and implement
+    `load` and `extract`."""
+
+    Params: ClassVar[type[BackendParams]] = BackendParams
+    needs_pixels: ClassVar[bool] = True
+    uses_gpu: ClassVar[bool] = False
+
+    def __init__(self, name: str, params: BackendParams, settings: Settings) -> None:
+        self.name = name
+        self.params = params
+        self.settings = settings
+        self.batch_size = params.batch_size
+
+    @property
+    def model_name(self) -> str:
+        return str(getattr(self.params, "model", "") or self.params.backend)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return self.params.model_dump(mode="json", exclude=set(NOT_IDENTITY))
+
+    @property
+    def key(self) -> str:
+        return f"{self.params.backend}:{self.model_name}:{stable_hash(self.identity, length=8)}"
+
+    @property
+    def provenance(self) -> Provenance:
+        return Provenance(backend=self.params.backend, model=self.model_name, params=self.identity)
+
+    def fact(self, image: Image, kind: str, text: str, **shape: Any) -> Fact:
+        return Fact(item_id=image.id, kind=kind, text=text, provenance=self.provenance, **shape)
+
+    def load(self) -> None:
+        return None
+
+
+def build_extractors(settings: Settings, only: Sequence[str] | None = None) -> list[Backend]:
+    """The configured extractors that `extract.use` (or `only`) names, in that order; nothing is loaded."""
+    section = settings.section("extract", ExtractSettings)
+    names = list(only) if only else section.use
+    built = []
+    for name in names:
+        if name not in section.extractors:
+            known = ", ".join(sorted(section.extractors)) or "none"
+            raise SettingsError(f"extract: no extractor named '{name}' under extract.extractors (configured: {known})")
+        raw = section.extractors[name]
+        backend = raw.get("backend") if isinstance(raw, dict) else None
+        if backend not in BACKENDS:
+            raise SettingsError(f"extract.extractors.{name}.backend: '{backend}' is not a backend "
+                                f"(choose one of: {', '.join(BACKENDS)})")
+        module, cls_name = BACKENDS[backend].split(":")
+        cls = getattr(importlib.import_module(module), cls_name)
+        try:
+            params = cls.Params.model_validate(raw)
+        except ValidationError as exc:
+            details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise SettingsError(f"invalid settings: extract.extractors.{name}: {details}") from None
+        built.append(cls(name, params, settings))
+    return built
+
+
+# ---------------------------------------------------------------------------------------------------
+# Helpers the model backends share.
+
+def torch_device(name: str, model: str) -> tuple[Any, Any]:
+    """(device, dtype): CUDA in half precision when present (or asked for), else CPU in float32."""
+    import torch
+
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ExtractorError(f"model {model} is configured for device '{name}', but torch sees no CUDA device "
+                             "here; set its `device: auto` (or cpu), or run on a machine with a GPU")
+    device = torch.device(name)
+    return device, torch.float16 if device.type == "cuda" else torch.float32
+
+
+def from_pretrained(loader, model: str, name: str, settings: Settings, **kwargs):
+    """`loader.from_pretrained(model)`, turning a missing model into one clear line."""
+    token = settings.secrets.hf_token.get_secret_value() if settings.secrets.hf_token else None
+    try:
+        return loader.from_pretrained(model, token=token, **kwargs)
+    except (OSError, ValueError) as exc:
+        local = Path(model).expanduser()
+        if local.is_dir() or not _looks_missing(exc):
+            raise ExtractorError(f"extractor '{name}' cannot load model {model}: {_first_line(exc)}") from None
+        offline = os.environ.get("HF_HUB_OFFLINE") not in (None, "", "0")
+        how = ("set its `model` (extract.extractors." + name + ".model) to a local folder holding the weights "
+               "(save_pretrained or `hf download " + model + " --local-dir DIR`), or allow access to the Hugging "
+               "Face Hub" + (" (unset HF_HUB_OFFLINE)" if offline else "") + " with HF_TOKEN set for gated models")
+        raise ExtractorError(f"extractor '{name}': model weights for {model} are not available here; {how}") from None
+
+
+def _looks_missing(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return any(s in text for s in ("does not appear to have", "is not a local folder", "offline",
+                                    "couldn't connect", "cannot find the requested files", "not found",
+                                    "repository not found", "gated", "we couldn't connect", "is not a valid model"))
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def unit_box(x1: float, y1: float, x2: float, y2: float, width: int, height: int) -> tuple[float, ...]:
+    """Pixel xyxy to unit xyxy, clipped to the image and rounded."""
+    def clip(value: float, size: int) -> float:
+        return round(min(max(value / size, 0.0), 1.0), 5)
+    ux1, uy1, ux2, uy2 = clip(x1, width), clip(y1, height), clip(x2, width), clip(y2, height)
+    return (min(ux1, ux2), min(uy1, uy2), max(ux1, ux2), max(uy1, uy2))
+
+
+def batched(seq: Sequence, size: int) -> list[Sequence]:
+    return [seq[i:i + size] for i in range(0, len(seq), size)]

@@ -1,0 +1,86 @@
+import json
+
+import pytest
+
+from extractors.base import ExtractorError, build_extractors
+from extractors.run import extract
+
+LOCAL = {}  # the packaged `local` profile: supplied annotations and RapidOCR
+
+
+def truth_by_id(images):
+    return {image.id: image.annotations["truth"] for image in images}
+
+
+def test_local_extractors_write_supplied_facts_and_real_ocr(store, configure, ingested):
+    settings = configure(LOCAL)
+    reports = extract(store, settings)
+    assert {name: (r.pending, r.done, r.failed) for name, r in reports.items()} == {
+        "supplied": (6, 6, 0), "rapidocr": (6, 6, 0)}
+    facts = store.get_facts([i.id for i in ingested])
+    for image in ingested:
+        mine = facts[image.id]
+        objects = [f for f in mine if f.kind == "object"]
+        assert [(o.text, o.attributes["colour"]) for o in objects] == [
+            (o["label"], o["attributes"]["colour"]) for o in image.annotations["objects"]]
+        read = sorted(f.text for f in mine if f.kind == "ocr" and f.provenance.backend == "rapidocr")
+        assert read == sorted(image.annotations["truth"]["words"])
+        assert all(f.provenance.model.startswith("rapidocr-") for f in mine if f.provenance.backend == "rapidocr")
+
+
+def test_a_second_run_finds_nothing_pending_and_loads_no_model(store, configure, ingested, tmp_path):
+    extract(store, configure(LOCAL))
+    # Device does not change the output, so it is not part of the key; a device that cannot exist would
+    # fail at load time, which proves that the rerun never loads the model.
+    rerun = configure({"extractors": {"rapidocr": {"device": "cuda:99", "batch_size": 1}}})
+    with pytest.raises(ExtractorError, match="cuda:99"):
+        build_extractors(rerun, only=["rapidocr"])[0].load()
+    reports = extract(store, rerun)
+    assert [(r.pending, r.done) for r in reports.values()] == [(0, 0), (0, 0)]
+
+
+def test_a_changed_parameter_is_new_work_and_keeps_the_old_facts(store, configure, ingested):
+    first = extract(store, configure(LOCAL))["supplied"]
+    only_captions = configure({"extractors": {"captions": {"backend": "supplied", "kinds": ["captions"]}}})
+    second = extract(store, only_captions, only=["captions"])["captions"]
+    assert second.key != first.key and second.done == 6
+    counts = store.extraction_counts()
+    assert counts[(first.key, "done")] == counts[(second.key, "done")] == 6
+
+
+def test_an_unreadable_image_is_recorded_as_failed_and_the_run_goes_on(store, configure, ingested):
+    settings = configure(LOCAL)
+    broken = ingested[0]
+    original = (settings.media_dir / broken.path).read_bytes()
+    (settings.media_dir / broken.path).write_bytes(b"not a png any more")
+    reports = extract(store, settings, only=["rapidocr"])
+    assert (reports["rapidocr"].done, reports["rapidocr"].failed) == (5, 1)
+    failure, = store.extraction_failures()
+    assert failure["item_id"] == broken.id and failure["status"] == "failed"
+    assert "image cannot be read" in failure["reason"]
+    # failures are not retried unless asked; once the file is back, a retry succeeds
+    assert extract(store, settings, only=["rapidocr"])["rapidocr"].pending == 0
+    (settings.media_dir / broken.path).write_bytes(original)
+    retried = extract(store, settings, only=["rapidocr"], retry_failed=True)["rapidocr"]
+    assert (retried.pending, retried.done, retried.failed) == (1, 1, 0)
+    assert store.extraction_failures() == []
+
+
+def test_unknown_extractor_names_and_backends_are_clear_settings_errors(configure):
+    from benchsmith.settings import SettingsError
+
+    with pytest.raises(SettingsError, match="no extractor named 'blip'"):
+        build_extractors(configure({}), only=["blip"])
+    with pytest.raises(SettingsError, match="'tesseract' is not a backend"):
+        build_extractors(configure({"extractors": {"x": {"backend": "tesseract"}}}), only=["x"])
+    with pytest.raises(SettingsError, match=r"extract.extractors.x: min_score"):
+        build_extractors(configure({"extractors": {"x": {"backend": "rapidocr", "min_score": 3}}}), only=["x"])
+
+
+def test_missing_weights_name_the_model_and_leave_the_store_untouched(store, configure, ingested):
+    settings = configure({"extractors": {"blip2": {"backend": "caption", "model": "Salesforce/blip2-opt-2.7b"}}})
+    with pytest.raises(ExtractorError) as raised:
+        extract(store, settings, only=["blip2"])
+    message = str(raised.value)
+    assert "Salesforce/blip2-opt-2.7b" in message and "extract.extractors.blip2.model" in message
+    assert store.extraction_counts() == {}
