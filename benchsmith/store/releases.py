@@ -2,8 +2,66 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Sequence
+
 import sqlalchemy as sa
+
+from benchsmith.records import Release, utcnow
+from benchsmith.store.schema import release_questions, releases, reviews
+from benchsmith.store.sql import chunks
+
+
+def _release(row, question_ids: list[str]) -> Release:
+    return Release(version=row.version, question_ids=question_ids, path=row.path, changelog=row.changelog,
+                   meta=row.meta | {"created_at": row.created_at.isoformat()})
 
 
 class ReleasesMixin:
     engine: sa.Engine
+
+    def add_release(self, release: Release, content_hashes: dict[str, str]) -> None:
+        """Record a release and the content hash of each question in it, in one transaction."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(releases).values(
+                version=release.version, path=release.path, n_questions=len(release.question_ids),
+                changelog=release.changelog, meta=release.meta, created_at=utcnow()))
+            rows = [{"version": release.version, "question_id": qid, "content_hash": content_hashes[qid]}
+                    for qid in release.question_ids]
+            for batch in chunks(rows):
+                conn.execute(sa.insert(release_questions), list(batch))
+
+    def get_releases(self) -> list[Release]:
+        """Every release, oldest first, with its question ids."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(releases).order_by(releases.c.created_at, releases.c.version)).all()
+            members: dict[str, list[str]] = defaultdict(list)
+            for version, qid in conn.execute(sa.select(release_questions.c.version, release_questions.c.question_id)
+                                             .order_by(release_questions.c.question_id)):
+                members[version].append(qid)
+        return [_release(row, members[row.version]) for row in rows]
+
+    def release_hashes(self, version: str) -> dict[str, str]:
+        """question id -> content hash, as published in `version`."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(release_questions.c.question_id, release_questions.c.content_hash)
+                                .where(release_questions.c.version == version))
+            return dict(rows.all())
+
+    def reviewer_answers(self, question_ids: Sequence[str]) -> dict[str, list[int | None]]:
+        """question id -> the answer each annotator gave (None for a discard), latest review per annotator.
+
+        Publishing turns these into the agreement column.
+        """
+        latest: dict[tuple[str, str], int | None] = {}
+        with self.engine.connect() as conn:
+            for batch in chunks(list(question_ids)):
+                query = (sa.select(reviews.c.question_id, reviews.c.annotator, reviews.c.answer, reviews.c.keep)
+                         .where(reviews.c.question_id.in_(batch))
+                         .order_by(reviews.c.created_at, reviews.c.annotation_id))
+                for qid, annotator, answer, keep in conn.execute(query):
+                    latest[(qid, annotator)] = answer if keep else None
+        out: dict[str, list[int | None]] = defaultdict(list)
+        for (qid, _annotator), answer in sorted(latest.items()):
+            out[qid].append(answer)
+        return dict(out)

@@ -1,0 +1,112 @@
+"""The dataset card: YAML metadata the Hub reads, then the story of the release in markdown.
+
+The prose lives in `card.md` beside this file; this module only computes what fills it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+
+import pandas as pd
+import yaml
+
+from benchsmith.publish.dataset import FEATURES
+from benchsmith.publish.entries import Entry
+from benchsmith.publish.settings import PublishSettings
+
+TEMPLATE = Path(__file__).with_name("card.md")
+ALL = "all"
+
+
+@dataclass(frozen=True)
+class Changes:
+    previous: str | None
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+
+
+def size_category(n: int) -> str:
+    for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+                         (1_000_000, "100K<n<1M")):
+        if n < bound:
+            return label
+    return "1M<n<10M"
+
+
+def metadata(settings: PublishSettings, shards: dict[str, list[str]], counts: dict[str, int]) -> dict:
+    """The card's YAML block: configs (each dimension, and `all` over every shard), features, sizes."""
+    features = FEATURES._to_yaml_list()
+    configs = [{"config_name": ALL, "default": True,
+                "data_files": [{"split": settings.split, "path": f"data/*/{settings.split}-*.parquet"}]}]
+    configs += [{"config_name": config, "data_files": [{"split": settings.split, "path": paths}]}
+                for config, paths in shards.items()]
+    infos = [{"config_name": name, "features": features,
+              "splits": [{"name": settings.split, "num_examples": counts[name]}]}
+             for name in [ALL, *shards]]
+    return {"pretty_name": settings.pretty_name, "license": settings.license, "language": settings.language,
+            "task_categories": settings.task_categories, "tags": settings.tags,
+            "size_categories": [size_category(counts[ALL])], "configs": configs, "dataset_info": infos}
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return "(none)"
+    header = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    rows = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *rows])
+
+
+def _listing(values: Sequence[str]) -> str:
+    return ", ".join(f"`{v}`" for v in values) if values else "none recorded"
+
+
+def review_summary(entries: Sequence[Entry]) -> str:
+    reviewed = [e for e in entries if e.annotators]
+    if not reviewed:
+        return "No review records were kept for these questions."
+    mean = sum(e.agreement for e in reviewed) / len(reviewed)
+    overlap = sum(e.annotators > 1 for e in reviewed)
+    return (f"{len(reviewed)} of {len(entries)} questions carry review records; {overlap} were answered by "
+            f"more than one annotator, and on average {mean:.0%} of annotators chose the published answer.")
+
+
+def changes_text(changes: Changes) -> str:
+    if changes.previous is None:
+        return "First release."
+    lines = [f"Since {changes.previous}: {len(changes.added)} added, {len(changes.removed)} removed, "
+             f"{len(changes.changed)} changed. `CHANGELOG.md` lists the question ids."]
+    return "\n".join(lines)
+
+
+def render_card(*, settings: PublishSettings, version: str, date: str, repo: str, tsv: str,
+                shards: dict[str, list[str]], entries: Sequence[Entry], tables: dict[str, pd.DataFrame],
+                extractors: Sequence[str], checks: pd.DataFrame, changes: Changes) -> str:
+    counts = {config: sum(e.config == config for e in entries) for config in shards} | {ALL: len(entries)}
+    generators = sorted({f"{e.generator} ({e.model})" if e.model else e.generator for e in entries})
+    meta = yaml.safe_dump(metadata(settings, shards, counts), sort_keys=False, allow_unicode=True).strip()
+    return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
+        metadata=meta, pretty_name=settings.pretty_name, description=settings.description, version=version,
+        date=date, n_questions=len(entries), n_dimensions=len(shards),
+        n_image=sum(e.data_type == "image" for e in entries), n_video=sum(e.data_type == "video" for e in entries),
+        repo=repo, split=settings.split, example_config=next(iter(shards)), tsv=tsv,
+        dimension_table=markdown_table(tables["dimension_counts"]), extractors=_listing(extractors),
+        generators=_listing(generators), checks_table=markdown_table(checks), review_summary=review_summary(entries),
+        funnel_table=markdown_table(tables["funnel"]), answer_table=markdown_table(tables["answer_balance"]),
+        changes=changes_text(changes),
+    )
+
+
+def changelog_markdown(history: Sequence[tuple[str, Changes]]) -> str:
+    """Every version, newest first, with the ids it added, removed and changed."""
+    out = ["# Changelog", ""]
+    for version, changes in reversed(history):
+        out += [f"## {version}", "", changes_text(changes), ""]
+        for label, ids in (("Added", changes.added), ("Removed", changes.removed), ("Changed", changes.changed)):
+            if ids and changes.previous is not None:
+                out += [f"### {label} ({len(ids)})", "", *[f"- `{qid}`" for qid in ids], ""]
+    return "\n".join(out)

@@ -1,0 +1,130 @@
+"""The data files of a release: parquet shards per dimension in the SEED-Bench / lmms-eval schema, and
+the same rows as a VLMEvalKit multiple-choice TSV.
+
+Rows are written shard by shard, so memory holds one shard's images at a time; each image is encoded
+once and goes into both formats.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import datasets
+
+from benchsmith.publish.entries import Entry
+from benchsmith.publish.media import clean_image, resolve_media
+from benchsmith.publish.settings import PublishSettings
+from benchsmith.records import LETTERS
+
+FEATURES = datasets.Features({
+    "question_id": datasets.Value("string"),
+    "question": datasets.Value("string"),
+    "choice_a": datasets.Value("string"),
+    "choice_b": datasets.Value("string"),
+    "choice_c": datasets.Value("string"),
+    "choice_d": datasets.Value("string"),
+    "answer": datasets.Value("string"),
+    "image": datasets.List(datasets.Image()),
+    "data_type": datasets.Value("string"),
+    "question_type_id": datasets.Value("int64"),
+    "category": datasets.Value("string"),
+    "data_id": datasets.Value("string"),
+    "source": datasets.Value("string"),
+    "generator": datasets.Value("string"),
+    "model": datasets.Value("string"),
+    "agreement": datasets.Value("float64"),
+    "annotators": datasets.Value("int64"),
+})
+TSV_COLUMNS = ["index", "image", "question", *LETTERS, "answer", "category", "question_id", "data_type"]
+# VLMEvalKit treats an image cell of at most this many characters as the index of a row holding the image.
+VLMEVAL_REFERENCE_MAX = 64
+
+
+def shard_path(config: str, split: str, shard: int, n_shards: int) -> str:
+    return f"data/{config}/{split}-{shard:05d}-of-{n_shards:05d}.parquet"
+
+
+def _columns(entries: Sequence[Entry], images: list[list[bytes]]) -> dict[str, list]:
+    return {
+        "question_id": [e.question_id for e in entries],
+        "question": [e.question for e in entries],
+        **{f"choice_{letter.lower()}": [e.choices[i] for e in entries] for i, letter in enumerate(LETTERS)},
+        "answer": [e.answer for e in entries],
+        "image": [[{"bytes": data, "path": None} for data in frames] for frames in images],
+        "data_type": [e.data_type for e in entries],
+        "question_type_id": [e.question_type_id for e in entries],
+        "category": [e.category for e in entries],
+        "data_id": [e.data_id for e in entries],
+        "source": [e.source for e in entries],
+        "generator": [e.generator for e in entries],
+        "model": [e.model for e in entries],
+        "agreement": [e.agreement for e in entries],
+        "annotators": [e.annotators for e in entries],
+    }
+
+
+class TsvWriter:
+    """VLMEvalKit's image MCQ TSV: a repeated image is written once and then referenced by row index;
+    a video's frames go in as a list literal, which VLMEvalKit splits back into images."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = path.open("w", encoding="utf-8", newline="")
+        self._csv = csv.writer(self._file, delimiter="\t", lineterminator="\n")
+        self._csv.writerow(TSV_COLUMNS)
+        self._first_row_of: dict[str, int] = {}
+        self.rows = 0
+
+    def add(self, entry: Entry, frames: list[bytes]) -> None:
+        index = self.rows
+        encoded = [base64.b64encode(data).decode("ascii") for data in frames]
+        if len(encoded) == 1:
+            key = entry.media[0]
+            image = str(self._first_row_of[key]) if key in self._first_row_of else encoded[0]
+            self._first_row_of.setdefault(key, index)
+        else:
+            image = repr(encoded)
+        self._csv.writerow([index, image, entry.question, *entry.choices, entry.answer, entry.category,
+                            entry.question_id, entry.data_type])
+        self.rows += 1
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def write_data(by_config: dict[str, list[Entry]], folder: Path, media_dir: Path, settings: PublishSettings,
+               tsv_path: Path, progress: Callable[[int], None] = lambda n: None) -> dict[str, list[str]]:
+    """Write every config's shards and the TSV; return config -> shard paths relative to `folder`."""
+
+    @lru_cache(maxsize=512)  # an item asked about in several dimensions is encoded once
+    def encoded(relative: str) -> bytes:
+        return clean_image(resolve_media(media_dir, relative), settings.image_format, settings.jpeg_quality)
+
+    shards: dict[str, list[str]] = {}
+    tsv = TsvWriter(tsv_path)
+    bars_were_on = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # our own bar counts questions; one per shard would be noise
+    try:
+        for config, entries in by_config.items():
+            n_shards = -(-len(entries) // settings.shard_rows)
+            shards[config] = []
+            for shard in range(n_shards):
+                chunk = entries[shard * settings.shard_rows:(shard + 1) * settings.shard_rows]
+                images = [[encoded(relative) for relative in entry.media] for entry in chunk]
+                for entry, frames in zip(chunk, images):
+                    tsv.add(entry, frames)
+                relative_path = shard_path(config, settings.split, shard, n_shards)
+                (folder / relative_path).parent.mkdir(parents=True, exist_ok=True)
+                datasets.Dataset.from_dict(_columns(chunk, images), features=FEATURES).to_parquet(
+                    str(folder / relative_path))
+                shards[config].append(relative_path)
+                progress(len(chunk))
+    finally:
+        tsv.close()
+        if bars_were_on:
+            datasets.enable_progress_bars()
+    return shards

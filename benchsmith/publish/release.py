@@ -1,0 +1,189 @@
+"""`publish`: accepted questions into a versioned, Hub-style dataset folder, recorded in the store.
+
+The folder is built beside its final place and moved in only when complete, and the store records
+the release only after that, so a crash at any point leaves either nothing or a release that a rerun
+of the same version finishes. Re-publishing a version with the same content rebuilds its folder;
+with different content it is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from benchsmith.dimensions import registry
+from benchsmith.errors import BenchsmithError
+from benchsmith.publish import stats
+from benchsmith.publish.card import ALL, Changes, changelog_markdown, render_card
+from benchsmith.publish.dataset import write_data
+from benchsmith.publish.entries import Entry, entry_for, public_name
+from benchsmith.publish.settings import PublishSettings
+from benchsmith.records import Release
+from benchsmith.settings import Settings
+from benchsmith.store import Store
+
+VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+MARKER = "release.json"
+NOT_A_FILTER = {"ingest", "publish"}  # verdict stages that are not question checks
+
+
+class PublishError(BenchsmithError, ValueError):
+    """Publishing cannot go ahead as asked; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Published:
+    version: str
+    folder: Path
+    n_questions: int
+    changes: Changes
+    per_config: dict[str, int]
+
+
+def releases_root(settings: Settings) -> Path:
+    return settings.workspace / settings.section("publish", PublishSettings).releases_dir
+
+
+def collect_entries(store: Store) -> tuple[list[Entry], int]:
+    """The published form of every accepted or published question whose item is still in use, grouped
+    by dimension; and how many were left out because their item was excluded."""
+    questions = store.get_questions(status=["accepted", "published"])
+    items = {item.id: item for item in store.get_items(sorted({q.item_id for q in questions}))}
+    answers = store.reviewer_answers([q.id for q in questions])
+    dimensions = registry()
+    entries = [entry_for(q, items[q.item_id], answers.get(q.id, []), dimensions)
+               for q in questions if q.item_id in items]
+    entries.sort(key=lambda e: (e.question_type_id, e.question_id))
+    return entries, len(questions) - len(entries)
+
+
+def compare(previous: Release | None, previous_hashes: dict[str, str], hashes: dict[str, str]) -> Changes:
+    if previous is None:
+        return Changes(None, sorted(hashes), [], [])
+    return Changes(previous.version,
+                   added=sorted(set(hashes) - set(previous_hashes)),
+                   removed=sorted(set(previous_hashes) - set(hashes)),
+                   changed=sorted(q for q in set(hashes) & set(previous_hashes) if hashes[q] != previous_hashes[q]))
+
+
+def _changes_of(release: Release) -> Changes:
+    log = release.changelog
+    return Changes(release.meta.get("previous"), log.get("added", []), log.get("removed", []),
+                   log.get("changed", []))
+
+
+def _check_table(store: Store) -> pd.DataFrame:
+    rows = [(stage, rule, "passed" if passed else "failed", n)
+            for (stage, rule, passed, _reason), n in store.verdict_counts().items() if stage not in NOT_A_FILTER]
+    frame = pd.DataFrame(rows, columns=["stage", "rule", "outcome", "questions"])
+    return frame.groupby(["stage", "rule", "outcome"], as_index=False)["questions"].sum()
+
+
+def publish(store: Store, settings: Settings, version: str, *, out: Path | None = None, repo: str = "",
+            allow_changes: bool = False, progress: Callable[[int], None] = lambda n: None) -> Published:
+    """Build release `version` from the store and record it. `repo` names the Hub repository in the card."""
+    options = settings.section("publish", PublishSettings)
+    if not VERSION.match(version):
+        raise PublishError(f"version {version!r} must be 1-64 letters, digits, '.', '_' or '-', starting with a "
+                           "letter or digit (e.g. v1.0)")
+    entries, left_out = collect_entries(store)
+    if not entries:
+        raise PublishError("there are no accepted questions to publish; review some first "
+                           "(`benchsmith status` shows where questions are)")
+    hashes = {e.question_id: e.content_hash for e in entries}
+    history = store.get_releases()
+    existing = next((r for r in history if r.version == version), None)
+    if existing is not None:
+        if store.release_hashes(version) != hashes:
+            raise PublishError(f"version {version} was already published with different questions; publish the "
+                               "current set under a new version")
+        history = history[:history.index(existing)]
+    previous = history[-1] if history else None
+    changes = compare(previous, store.release_hashes(previous.version) if previous else {}, hashes)
+    if changes.changed and not allow_changes:
+        raise PublishError(f"{len(changes.changed)} question(s) published in {previous.version} have changed since "
+                           f"(e.g. {changes.changed[0]}); pass --allow-changes to publish them as changed")
+
+    by_config: dict[str, list[Entry]] = {}
+    for entry in entries:
+        by_config.setdefault(entry.config, []).append(entry)
+    per_config = {config: len(rows) for config, rows in by_config.items()}
+    folder = (out or releases_root(settings) / version).resolve()
+    release = Release(version=version, question_ids=sorted(hashes), path=str(folder),
+                      changelog={"added": changes.added, "removed": changes.removed, "changed": changes.changed},
+                      meta={"previous": changes.previous, "configs": per_config, "left_out_excluded_items": left_out})
+    if folder.exists() and not (folder / MARKER).is_file():
+        raise PublishError(f"{folder} exists and is not a benchsmith release; choose another --out")
+    building = folder.with_name(f".{folder.name}.building")
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir(parents=True)
+
+    tsv_name = f"vlmevalkit/{options.name}.tsv"
+    shards = write_data(by_config, building, settings.media_dir, options, building / tsv_name, progress)
+
+    frame = stats.question_frame(store)
+    frame.loc[frame["question_id"].isin(hashes), "status"] = "published"  # as it will be once recorded
+    released = frame[frame["question_id"].isin(hashes)]
+    tables = stats.stats_tables(frame) | {"dimension_counts": stats.dimension_counts(released),
+                                         "answer_balance": stats.answer_balance(released)}
+    stats.plot_dimension_counts(tables["dimension_counts"], building / "plots" / "dimension_counts.png")
+    stats.plot_funnel(tables["funnel"], building / "plots" / "funnel.png")
+    stats.plot_answer_balance(tables["answer_balance"], building / "plots" / "answer_balance.png")
+
+    date = datetime.now(timezone.utc).date().isoformat()
+    extractors = sorted({public_name(name) for name, _status in store.extraction_counts()})
+    (building / "README.md").write_text(render_card(
+        settings=options, version=version, date=date, repo=repo or f"<org>/{options.name}", tsv=tsv_name,
+        shards=shards, entries=entries, tables=tables, extractors=extractors, checks=_check_table(store),
+        changes=changes), encoding="utf-8")
+    log = [(r.version, _changes_of(r)) for r in history] + [(version, changes)]
+    (building / "CHANGELOG.md").write_text(changelog_markdown(log), encoding="utf-8")
+    manifest = {"name": options.name, "version": version, "date": date, "previous": changes.previous,
+                "n_questions": len(entries), "configs": per_config | {ALL: len(entries)},
+                "changes": {"added": len(changes.added), "removed": len(changes.removed),
+                            "changed": len(changes.changed)},
+                "questions": dict(sorted(hashes.items()))}
+    (building / MARKER).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+
+    leaked = find_leaks(building, forbidden_strings(settings))
+    if leaked:
+        shutil.rmtree(building)
+        raise PublishError(f"refusing to publish: {', '.join(leaked)} would contain a local path or a secret; "
+                           "check item sources and model names in the store")
+    if folder.exists():
+        shutil.rmtree(folder)
+    building.rename(folder)
+    if existing is None:
+        store.move_questions([e.question_id for e in entries], "published", stage="publish", reason=version)
+        store.add_release(release, hashes)
+    return Published(version, folder, len(entries), changes, per_config)
+
+
+def find_leaks(folder: Path, forbidden: Sequence[str]) -> list[str]:
+    """Files under `folder` that contain any forbidden string (a local path, a secret). Parquet shards are
+    checked on their decoded text columns, since compression can hide a string from a byte scan."""
+    needles = [s.encode() for s in forbidden if len(s) > 1]
+    found = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        if path.suffix == ".parquet":
+            table = pq.read_table(path, columns=[c for c in pq.read_schema(path).names if c != "image"])
+            blob = json.dumps(table.to_pylist(), ensure_ascii=False, default=str).encode()
+        else:
+            blob = path.read_bytes()
+        if any(needle in blob for needle in needles):
+            found.append(str(path.relative_to(folder)))
+    return found
+
+
+def forbidden_strings(settings: Settings) -> list[str]:
+    """What must never reach a release: this machine's workspace and home paths, and every secret."""
+    secrets = [value.get_secret_value() for value in settings.secrets.model_dump().values() if value]
+    return [str(settings.workspace), str(Path.home()), *secrets]

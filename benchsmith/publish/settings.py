@@ -1,0 +1,27 @@
+"""The `publish` settings section."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PublishSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "benchsmith-bench"
+    pretty_name: str = "benchsmith benchmark"
+    description: str = "A multimodal multiple-choice benchmark in the SEED-Bench format, built with benchsmith."
+    license: str = "cc-by-4.0"
+    language: list[str] = Field(default_factory=lambda: ["en"])
+    task_categories: list[str] = Field(default_factory=lambda: ["visual-question-answering", "multiple-choice"])
+    tags: list[str] = Field(default_factory=lambda: ["benchmark", "multimodal", "seed-bench"])
+    split: str = "test"
+    releases_dir: str = "releases"
+    shard_rows: int = Field(500, ge=1)
+    image_format: Literal["png", "jpeg"] = "png"
+    jpeg_quality: int = Field(95, ge=1, le=100)
+    private: bool = False
+    version: str = ""
+    push: str = ""

@@ -1,0 +1,123 @@
+"""Tables and plots of the question set at any stage, as small pure functions over pandas DataFrames.
+
+`question_frame(store)` is the one place that reads the store; everything else takes a frame, so the
+dataset card, `benchsmith stats` and the run report all draw the same numbers the same way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, never a window
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from benchsmith.dimensions import registry  # noqa: E402
+from benchsmith.records import LETTERS, TRANSITIONS  # noqa: E402
+
+STATUSES = list(TRANSITIONS)
+# Each funnel step counts the questions whose status shows they got at least that far.
+FUNNEL = {
+    "generated": set(STATUSES),
+    "passed blind filter": {"in_review", "accepted", "rejected", "published"},
+    "accepted in review": {"accepted", "published"},
+    "published": {"published"},
+}
+COLUMNS = ["question_id", "item_id", "dimension_id", "category", "status", "answer", "generator", "model"]
+
+
+def question_frame(store) -> pd.DataFrame:
+    """One row per question with its reviewed dimension and answer letter."""
+    names = {d.id: d.name for d in registry()}
+    rows = []
+    for q in store.get_questions():
+        dimension = q.dimension_id if q.review_dimension_id is None else q.review_dimension_id
+        answer = q.answer if q.review_answer is None else q.review_answer
+        rows.append((q.id, q.item_id, dimension, names.get(dimension, f"dimension {dimension}"), q.status,
+                     LETTERS[answer], q.provenance.backend, q.provenance.model or ""))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def at_status(frame: pd.DataFrame, statuses: str | list[str] | None) -> pd.DataFrame:
+    """The questions in the given status(es); all of them for None."""
+    if statuses is None:
+        return frame
+    wanted = [statuses] if isinstance(statuses, str) else list(statuses)
+    return frame[frame["status"].isin(wanted)]
+
+
+def dimension_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Questions per dimension, in dimension order."""
+    counts = frame.groupby(["dimension_id", "category"]).size().rename("count").reset_index()
+    return counts.sort_values("dimension_id", ignore_index=True)
+
+
+def status_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Dimension x status counts, with every status as a column."""
+    table = frame.pivot_table(index=["dimension_id", "category"], columns="status", values="question_id",
+                              aggfunc="count", fill_value=0)
+    return table.reindex(columns=STATUSES, fill_value=0).reset_index().rename_axis(columns=None)
+
+
+def funnel(frame: pd.DataFrame) -> pd.DataFrame:
+    """How many questions reached each step, from generated to published."""
+    counts = [int(frame["status"].isin(statuses).sum()) for statuses in FUNNEL.values()]
+    return pd.DataFrame({"step": list(FUNNEL), "count": counts})
+
+
+def answer_balance(frame: pd.DataFrame) -> pd.DataFrame:
+    """How often each letter is the right answer; a skew lets a model score by always guessing it."""
+    counts = frame["answer"].value_counts().reindex(list(LETTERS), fill_value=0)
+    total = int(counts.sum())
+    return pd.DataFrame({"answer": list(LETTERS), "count": counts.to_numpy(),
+                         "share": [round(n / total, 4) if total else 0.0 for n in counts]})
+
+
+def _bar_chart(labels: list[str], values: list[int], title: str, path: Path, horizontal: bool) -> Path:
+    fig, ax = plt.subplots(figsize=(8, max(2.5, 0.45 * len(labels) + 1)) if horizontal else (6, 4))
+    bars = ax.barh(labels, values, color="#4c72b0") if horizontal else ax.bar(labels, values, color="#4c72b0")
+    if horizontal:
+        ax.invert_yaxis()
+    ax.bar_label(bars, padding=2)
+    ax.set_title(title)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def plot_dimension_counts(counts: pd.DataFrame, path: Path) -> Path:
+    return _bar_chart(list(counts["category"]), list(counts["count"]), "Questions per dimension", path, True)
+
+
+def plot_funnel(steps: pd.DataFrame, path: Path) -> Path:
+    return _bar_chart(list(steps["step"]), list(steps["count"]), "From generated to published", path, True)
+
+
+def plot_answer_balance(balance: pd.DataFrame, path: Path) -> Path:
+    return _bar_chart(list(balance["answer"]), list(balance["count"]), "Correct answer letter", path, False)
+
+
+def stats_tables(frame: pd.DataFrame, statuses: str | list[str] | None = None) -> dict[str, pd.DataFrame]:
+    """The standard tables: status x dimension and the funnel over everything, counts and answer
+    balance over the chosen statuses."""
+    chosen = at_status(frame, statuses)
+    return {"status_by_dimension": status_table(frame), "funnel": funnel(frame),
+            "dimension_counts": dimension_counts(chosen), "answer_balance": answer_balance(chosen)}
+
+
+def write_stats(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
+    """Each table as CSV, and the three standard plots as PNG."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, table in tables.items():
+        table.to_csv(out_dir / f"{name}.csv", index=False)
+        written.append(out_dir / f"{name}.csv")
+    written += [plot_dimension_counts(tables["dimension_counts"], out_dir / "dimension_counts.png"),
+                plot_funnel(tables["funnel"], out_dir / "funnel.png"),
+                plot_answer_balance(tables["answer_balance"], out_dir / "answer_balance.png")]
+    return written

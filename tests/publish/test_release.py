@@ -1,0 +1,242 @@
+"""A release built from reviewed oracle scenes: it loads offline, per config; lmms-eval and VLMEvalKit
+read it by their own rules; it leaks nothing; versions never change a question silently."""
+
+from __future__ import annotations
+
+import ast
+import base64
+import io
+import json
+import os
+from pathlib import Path
+
+import datasets
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image as PILImage
+
+from benchsmith.dimensions import registry
+from benchsmith.publish.media import MediaError
+from benchsmith.publish.release import PublishError, publish
+from benchsmith.settings import load_settings
+from tests.publish.conftest import GPS, SERIAL, build_reviewed
+
+TOKENS = {"OPENAI_API_KEY": "sk-fake-openai-7f3a9c", "HF_TOKEN": "hf_fakeTokenQ8zX2",
+          "LABEL_STUDIO_API_KEY": "ls-fake-key-55e1"}
+
+
+def load(folder: Path, config: str | None, cache: Path) -> datasets.Dataset:
+    return datasets.load_dataset(str(folder), config, split="test", cache_dir=str(cache))
+
+
+def test_the_release_loads_offline_with_one_config_per_dimension_plus_all(reviewed, tmp_path):
+    result = publish(reviewed.store, reviewed.settings, "v1.0")
+
+    everything = load(result.folder, None, tmp_path / "cache")
+    assert sorted(everything["question_id"]) == sorted(reviewed.accepted_ids)
+    assert sorted(load(result.folder, "all", tmp_path / "cache")["question_id"]) == sorted(reviewed.accepted_ids)
+    for dimension, ids in reviewed.accepted.items():
+        rows = load(result.folder, registry().get(dimension).key, tmp_path / "cache")
+        assert sorted(rows["question_id"]) == sorted(ids)
+        assert set(rows["question_type_id"]) == {dimension}
+        assert set(rows["category"]) == {registry().get(dimension).name}
+    assert {q.status for q in reviewed.store.get_questions(ids=sorted(reviewed.accepted_ids))} == {"published"}
+    assert {q.status for q in reviewed.store.get_questions(ids=sorted(reviewed.not_accepted))} != {"published"}
+
+
+def test_rows_read_the_way_lmms_eval_seedbench_reads_them(reviewed, tmp_path):
+    folder = publish(reviewed.store, reviewed.settings, "v1.0").folder
+    for doc in load(folder, None, tmp_path / "cache"):
+        visuals = [image.convert("RGB") for image in doc["image"]]              # seed_doc_to_visual
+        assert visuals and all(v.size[0] > 0 for v in visuals)
+        assert doc["data_type"] in ("image", "video")
+        prompt = doc["question"] + "".join(f"\n{letter}. {doc['choice_' + letter.lower()]}" for letter in "ABCD")
+        assert prompt.count("\n") == 4
+        chosen = doc["choice_" + doc["answer"].lower()]                           # answer letter -> option
+        assert chosen == reviewed.truth[doc["question_id"]]["right"]
+        if doc["question_id"] == reviewed.video_question:
+            assert doc["data_type"] == "video"
+            assert [v.getpixel((0, 0)) for v in visuals] == [(255, 0, 0), (0, 128, 0), (0, 0, 255)]
+        else:
+            assert doc["data_type"] == "image" and len(visuals) == 1
+
+
+def test_annotators_answer_dimension_and_agreement_are_what_gets_published(reviewed, tmp_path):
+    rows = {r["question_id"]: r for r in load(publish(reviewed.store, reviewed.settings, "v1").folder, None,
+                                              tmp_path / "cache")}
+    overruled = rows[reviewed.overruled]
+    generator_answer = reviewed.store.get_questions(ids=[reviewed.overruled])[0].answer
+    assert overruled["answer"] != "ABCD"[generator_answer]
+    assert overruled["agreement"] == pytest.approx(2 / 3) and overruled["annotators"] == 3
+    assert rows[reviewed.moved]["question_type_id"] == 2 and rows[reviewed.moved]["category"] == "Instance Identity"
+    unreviewed = [r for r in rows.values() if r["annotators"] == 0]
+    assert unreviewed and all(r["agreement"] is None for r in unreviewed)
+    llm_rows = [r for r in rows.values() if r["generator"] == "llm"]
+    assert llm_rows and {r["model"] for r in llm_rows} == {"qwen-7b"}   # a local model path is cut to its name
+
+
+def test_vlmevalkit_reads_the_tsv_by_its_own_rules(reviewed, tmp_path):
+    folder = publish(reviewed.store, reviewed.settings, "v1").folder
+    [tsv_path] = (folder / "vlmevalkit").glob("*.tsv")
+    data = pd.read_csv(tsv_path, sep="\t")
+    assert {"index", "image", "question", "A", "B", "C", "D", "answer", "category"} <= set(data.columns)
+    assert data["index"].dtype.kind == "i" and data["index"].is_unique
+    cells = {int(i): str(v) for i, v in zip(data["index"], data["image"])}
+    for index, cell in cells.items():
+        if len(cell) <= 64:              # VLMEvalKit: a short cell names the row that holds the image
+            cell = cells[int(cell)]
+            assert len(cell) > 64
+        encoded = ast.literal_eval(cell) if cell.startswith("[") and cell.endswith("]") else [cell]
+        for b64 in encoded:
+            PILImage.open(io.BytesIO(base64.b64decode(b64))).convert("RGB")
+    parquet = load(folder, None, tmp_path / "cache")
+    by_id = {r["question_id"]: r for r in parquet}
+    assert set(data["question_id"]) == set(by_id)
+    for row in data.itertuples():
+        assert row.answer == by_id[row.question_id]["answer"]
+        assert getattr(row, row.answer) == reviewed.truth[row.question_id]["right"]
+        assert row.category == by_id[row.question_id]["category"]
+
+
+def test_images_are_reencoded_without_exif_and_nothing_local_or_secret_is_in_the_folder(
+        oracle_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH")}
+    settings = load_settings(env=env | TOKENS | {"BENCHSMITH_WORKSPACE": str(tmp_path / "bench")})
+    from benchsmith.store import Store
+
+    with Store(settings.db_url) as store:
+        reviewed = build_reviewed(store, settings, oracle_dir, tmp_path)
+        [photo] = store.get_items([reviewed.gps_item])
+        with PILImage.open(settings.media_dir / photo.path) as stored:      # the stored copy still has it all
+            assert stored.getexif().get_ifd(0x8825) and SERIAL.encode() in stored.info["exif"]
+        folder = publish(store, settings, "v1").folder
+
+    opened = 0
+    for doc in load(folder, None, tmp_path / "cache"):
+        for image in doc["image"]:
+            exif = image.getexif()
+            assert not exif.get_ifd(0x8825) and not exif.get_ifd(0x8769) and len(exif) == 0
+            assert "exif" not in image.info and "icc_profile" not in image.info
+            opened += 1
+    assert opened == len(reviewed.accepted_ids) + 2        # the video question has three frames
+
+    forbidden = [str(tmp_path), "/tmp", "/home", "/root", str(Path.home()), *TOKENS.values(), SERIAL,
+                 str(GPS[2][0])]
+    for path in folder.rglob("*"):
+        if not path.is_file():
+            continue
+        blob = path.read_bytes()
+        if path.suffix == ".parquet":   # compressed: check the decoded text columns too
+            table = pq.read_table(path)
+            blob += json.dumps(table.drop(["image"]).to_pylist()).encode()
+            for images in table.column("image").to_pylist():
+                blob += b"".join(i["bytes"] for i in images) + json.dumps([i["path"] for i in images]).encode()
+        for needle in forbidden[:-1]:
+            assert needle.encode() not in blob, f"{needle!r} found in {path.relative_to(folder)}"
+
+
+def test_a_secret_that_slipped_into_a_question_stops_the_release(reviewed, tmp_path):
+    env = {"BENCHSMITH_WORKSPACE": str(reviewed.settings.workspace), "HF_TOKEN": "hf_leakyToken999"}
+    settings = load_settings(env=env)
+    [question] = reviewed.store.get_questions(ids=[reviewed.video_question])
+    reviewed.store.update_questions({question.id: {"options": ["hf_leakyToken999", *question.options[1:]]}})
+    with pytest.raises(PublishError, match="local path or a secret"):
+        publish(reviewed.store, settings, "v1")
+    assert reviewed.store.get_releases() == []
+    assert not (settings.workspace / "releases" / "v1").exists()
+
+
+def test_a_missing_image_fails_the_release_and_loses_nothing(reviewed):
+    [photo] = reviewed.store.get_items([reviewed.gps_item])
+    (reviewed.settings.media_dir / photo.path).unlink()
+    with pytest.raises(MediaError, match="missing"):
+        publish(reviewed.store, reviewed.settings, "v1")
+    assert reviewed.store.get_releases() == []
+    assert {q.status for q in reviewed.store.get_questions(ids=sorted(reviewed.accepted_ids))} == {"accepted"}
+    assert not (reviewed.settings.workspace / "releases" / "v1").exists()
+
+
+def test_the_card_describes_the_release_and_shows_its_plots(reviewed):
+    folder = publish(reviewed.store, reviewed.settings, "v1").folder
+    card = (folder / "README.md").read_text()
+    front, body = card.split("---\n")[1], card.split("---\n", 2)[2]
+    import yaml
+
+    meta = yaml.safe_load(front)
+    assert {"configs", "license", "task_categories", "size_categories", "dataset_info"} <= set(meta)
+    assert meta["size_categories"] == ["n<1K"]
+    names = {c["config_name"] for c in meta["configs"]}
+    assert names == {"all"} | {registry().get(d).key for d in reviewed.accepted}
+    for dimension, ids in reviewed.accepted.items():
+        assert f"| {dimension} | {registry().get(dimension).name} | {len(ids)} |" in body
+    assert "`programmatic`" in body and "`llm (qwen-7b)`" in body
+    for plot in ("dimension_counts", "funnel", "answer_balance"):
+        assert f"(plots/{plot}.png)" in body
+        with PILImage.open(folder / "plots" / f"{plot}.png") as png:
+            assert png.format == "PNG" and png.size[0] > 100
+    assert f"| published | {len(reviewed.accepted_ids)} |" in body
+    assert "First release." in body
+
+
+def test_versions_keep_ids_and_list_what_was_added_and_removed(reviewed, tmp_path):
+    store, settings = reviewed.store, reviewed.settings
+    first = publish(store, settings, "v1")
+    v1_rows = {r["question_id"]: r for r in load(first.folder, None, tmp_path / "c1")}
+
+    waiting = [q for q in store.get_questions(status="in_review")]
+    store.move_questions([q.id for q in waiting], "accepted", stage="review")
+    [photo] = store.get_items([reviewed.gps_item])
+    store.set_item_status([photo.id], "excluded")
+    removed = {q.id for q in store.get_questions(item_id=photo.id)}
+    second = publish(store, settings, "v2")
+
+    assert second.changes.previous == "v1"
+    assert set(second.changes.added) == {q.id for q in waiting}
+    assert set(second.changes.removed) == removed and second.changes.changed == []
+    v2_rows = {r["question_id"]: r for r in load(second.folder, None, tmp_path / "c2")}
+    assert set(v2_rows) == (set(v1_rows) - removed) | {q.id for q in waiting}
+    for qid in set(v1_rows) & set(v2_rows):
+        assert {k: v for k, v in v2_rows[qid].items() if k != "image"} == \
+               {k: v for k, v in v1_rows[qid].items() if k != "image"}
+    changelog = (second.folder / "CHANGELOG.md").read_text()
+    assert "## v2" in changelog and "## v1" in changelog
+    assert all(f"`{qid}`" in changelog for qid in second.changes.added + second.changes.removed)
+    manifest = json.loads((second.folder / "release.json").read_text())
+    assert manifest["previous"] == "v1" and set(manifest["questions"]) == set(v2_rows)
+    assert [r.version for r in store.get_releases()] == ["v1", "v2"]
+
+
+def test_a_published_question_never_changes_silently(reviewed):
+    store, settings = reviewed.store, reviewed.settings
+    publish(store, settings, "v1")
+    store.update_questions({reviewed.moved: {"review_answer": 3}})
+    with pytest.raises(PublishError, match="changed since"):
+        publish(store, settings, "v2")
+    assert [r.version for r in store.get_releases()] == ["v1"]
+    result = publish(store, settings, "v2", allow_changes=True)
+    assert result.changes.changed == [reviewed.moved]
+    assert "### Changed (1)" in (result.folder / "CHANGELOG.md").read_text()
+
+
+def test_republishing_a_version_rebuilds_it_only_with_the_same_questions(reviewed):
+    store, settings = reviewed.store, reviewed.settings
+    first = publish(store, settings, "v1")
+    (first.folder / "README.md").unlink()
+    again = publish(store, settings, "v1")
+    assert (again.folder / "README.md").is_file() and len(store.get_releases()) == 1
+    store.move_questions([q.id for q in store.get_questions(status="in_review")], "accepted", stage="review")
+    with pytest.raises(PublishError, match="already published with different questions"):
+        publish(store, settings, "v1")
+
+
+@pytest.mark.parametrize("version", ["", "../up", "v 1", "-v1", "x" * 65])
+def test_a_bad_version_name_is_refused(reviewed, version):
+    with pytest.raises(PublishError, match="version"):
+        publish(reviewed.store, reviewed.settings, version)
+
+
+def test_nothing_accepted_means_nothing_to_publish(store, settings):
+    with pytest.raises(PublishError, match="no accepted questions"):
+        publish(store, settings, "v1")
