@@ -168,6 +168,23 @@ def build(
         console.print(f"[bold]{stage}[/]: {result}")
 
 
+@app.command()
+def report(
+    ctx: typer.Context,
+    run: Annotated[Optional[str], typer.Option(help="Only this run's stage timings (default: every run).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Folder for report.md and its plots "
+                                                     "(default: <workspace>/reports/<run or 'all'>).")] = None,
+) -> None:
+    """Write the run report: funnel per dimension, blind accuracy before and after filtering, answer
+    balance, tokens and cost, time per stage, and failures by reason (markdown with PNG plots)."""
+    from benchsmith.report import write_report
+
+    c = context(ctx)
+    with c.store() as store:
+        path = write_report(store, out or c.settings.workspace / "reports" / (run or "all"), run)
+    console.print(f"report: {path}")
+
+
 # ---------------------------------------------------------------------------------------------------
 
 def _safe_url(url: str) -> str:

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 console = Console(stderr=False, soft_wrap=True)
 errors = Console(stderr=True, soft_wrap=True)
@@ -26,7 +27,7 @@ def progress_bar(description: str, total: int | None) -> Iterator:
 def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Table:
     out = Table(title=title, title_justify="left", header_style="bold")
     for header in headers:
-        out.add_column(header, justify="right" if header in ("n", "count") else "left")
+        out.add_column(Text(header), justify="right" if header in ("n", "count") else "left")
     for row in rows:
-        out.add_row(*(str(v) for v in row))
+        out.add_row(*(Text(str(v)) for v in row))  # cell text is data, never markup
     return out

@@ -1,0 +1,132 @@
+"""The run report: what a build did, as markdown with PNG plots.
+
+It shows the funnel per dimension (generated → quality gate → blind filter → review → published), blind
+accuracy before and after filtering, answer balance, tokens and cost, time per stage, and failures by
+reason. Everything is recomputed from the store, so a report can be made for any run at any time.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
+
+from benchsmith.dimensions import registry
+from benchsmith.publish.stats import answer_balance, plot_answer_balance, question_frame
+from benchsmith.store import Store
+
+FUNNEL_STEPS = ["generated", "passed quality", "passed blind filter", "accepted in review", "published"]
+
+
+def funnel_by_dimension(store: Store, frame: pd.DataFrame) -> pd.DataFrame:
+    """Per dimension, how many questions got at least as far as each step."""
+    failed = {stage: {v.subject_id for v in store.get_verdicts(stage=stage, passed=False, subject_kind="question")}
+              for stage in ("quality", "blind")}
+    passed_blind = {v.subject_id for v in store.get_verdicts(stage="blind", passed=True, subject_kind="question")}
+    rows = []
+    for (dimension, category), group in frame.groupby(["dimension_id", "category"]):
+        ids = set(group["question_id"])
+        status = dict(zip(group["question_id"], group["status"]))
+        after_quality = ids - failed["quality"]
+        after_blind = {q for q in after_quality if q in passed_blind or status[q] not in ("candidate", "dropped")}
+        accepted = {q for q in ids if status[q] in ("accepted", "published")}
+        published = {q for q in ids if status[q] == "published"}
+        rows.append({"dimension_id": dimension, "category": category, "generated": len(ids),
+                     "passed quality": len(after_quality), "passed blind filter": len(after_blind),
+                     "accepted in review": len(accepted), "published": len(published)})
+    return pd.DataFrame(rows, columns=["dimension_id", "category", *FUNNEL_STEPS])
+
+
+def stage_times(store: Store, run_id: str | None) -> pd.DataFrame:
+    runs = store.get_stage_runs(run_id)
+    rows = [{"run": r["run_id"], "stage": r["stage"], "status": r["status"],
+             "seconds": round((r["finished_at"] - r["started_at"]).total_seconds(), 2) if r["finished_at"] else None}
+            for r in runs]
+    return pd.DataFrame(rows, columns=["run", "stage", "status", "seconds"])
+
+
+def llm_costs(store: Store) -> pd.DataFrame:
+    rows = [{"purpose": p, "model": m, "status": s, **totals} for (p, m, s), totals in store.llm_totals().items()]
+    return pd.DataFrame(rows, columns=["purpose", "model", "status", "calls", "tokens_in", "tokens_out", "cost_usd"])
+
+
+def failures(store: Store) -> pd.DataFrame:
+    """Every failed check, extraction and LLM call, counted by stage and reason."""
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    for (stage, rule, passed, _reason), n in store.verdict_counts().items():
+        if not passed:
+            counts[(stage, rule)] += n
+    for row in store.extraction_failures():
+        counts[(f"extract:{row['extractor'].split(':')[0]}", row["reason"][:60] or "failed")] += 1
+    for (purpose, _model, status), totals in store.llm_totals().items():
+        if status != "ok":
+            counts[(f"llm:{purpose}", status)] += totals["calls"]
+    rows = [{"stage": stage, "reason": reason, "count": n} for (stage, reason), n in sorted(counts.items())]
+    return pd.DataFrame(rows, columns=["stage", "reason", "count"])
+
+
+def blind_accuracy(store: Store) -> pd.DataFrame:
+    from filters.blind import report
+
+    rows = report(store).solver_rows()
+    return pd.DataFrame(rows, columns=["dimension_id", "solver", "chance", "n_before", "accuracy_before",
+                                       "knows_before", "n_after", "accuracy_after"])
+
+
+def plot_funnel_by_dimension(table: pd.DataFrame, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, max(3.0, 0.5 * len(table) + 1.5)))
+    height = 0.8 / len(FUNNEL_STEPS)
+    for i, step in enumerate(FUNNEL_STEPS):
+        ax.barh([y + i * height for y in range(len(table))], table[step], height=height, label=step)
+    ax.set_yticks([y + 0.4 - height / 2 for y in range(len(table))], table["category"])
+    ax.invert_yaxis()
+    ax.legend(loc="lower right", fontsize="small")
+    ax.set_title("Funnel per dimension")
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def _markdown(table: pd.DataFrame) -> str:
+    if table.empty:
+        return "_nothing yet_\n"
+    header = "| " + " | ".join(map(str, table.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in table.columns) + "|"
+    body = ["| " + " | ".join("" if pd.isna(v) else (f"{v:.3f}" if isinstance(v, float) else str(v))
+                              for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join([header, rule, *body]) + "\n"
+
+
+def write_report(store: Store, out_dir: Path, run_id: str | None = None) -> Path:
+    """Write report.md and its plots into out_dir; return the markdown file."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    frame = question_frame(store)
+    funnel = funnel_by_dimension(store, frame)
+    balance = answer_balance(frame[frame["status"].isin(["candidate", "in_review", "accepted", "published"])])
+    costs = llm_costs(store)
+    sections = [f"# benchsmith run report{f' — run {run_id}' if run_id else ''}\n",
+                "## Funnel per dimension\n", _markdown(funnel)]
+    if not funnel.empty:
+        plot_funnel_by_dimension(funnel, out_dir / "funnel_by_dimension.png")
+        sections.append("![funnel](funnel_by_dimension.png)\n")
+    sections += ["## Blind accuracy before and after filtering\n",
+                 "Share of rotations each text-only solver answered right without the image; chance is "
+                 "1/options.\n", _markdown(blind_accuracy(store)),
+                 "## Answer balance (questions still in play)\n", _markdown(balance)]
+    if int(balance["count"].sum()):
+        plot_answer_balance(balance, out_dir / "answer_balance.png")
+        sections.append("![answer balance](answer_balance.png)\n")
+    total_cost = float(costs["cost_usd"].sum()) if not costs.empty else 0.0
+    sections += [f"## Tokens and cost (total ${total_cost:.4f})\n", _markdown(costs),
+                 "## Time per stage\n", _markdown(stage_times(store, run_id)),
+                 "## Failures by reason\n", _markdown(failures(store))]
+    names = ", ".join(f"{d.id} {d.name}" for d in registry())
+    sections.append(f"\n_Dimensions: {names}._\n")
+    path = out_dir / "report.md"
+    path.write_text("\n".join(sections), encoding="utf-8")
+    return path
