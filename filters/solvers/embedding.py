@@ -34,27 +34,36 @@ def load_sentence_model(model: str, device: str):
         raise BenchsmithError(f"cannot load sentence-embedding model {model!r}: {exc}") from None
 
 
+CACHE_LIMIT = 200_000  # texts kept embedded between calls (rotations re-ask the same texts)
+
+
 class EmbeddingSolver:
     def __init__(self, config: EmbeddingConfig) -> None:
         self.config = config
         self.name = config.label
         self._model = None
+        self._vectors: dict[str, object] = {}
 
     def answer(self, queries: Sequence[Query]) -> list[Prediction]:
         if not queries:
             return []
         if self._model is None:
             self._model = load_sentence_model(self.config.model, pick_device(self.config.device))
-        texts = sorted({q.text for q in queries} | {o for q in queries for o in q.options})
-        vectors = self._model.encode(texts, batch_size=self.config.batch_size, normalize_embeddings=True,
-                                     convert_to_numpy=True, show_progress_bar=False)
-        index = {t: i for i, t in enumerate(texts)}
+        wanted = {q.text for q in queries} | {o for q in queries for o in q.options}
+        missing = sorted(wanted - self._vectors.keys())
+        if len(self._vectors) + len(missing) > CACHE_LIMIT:
+            self._vectors = {t: v for t, v in self._vectors.items() if t in wanted}
+        if missing:
+            encoded = self._model.encode(missing, batch_size=self.config.batch_size, normalize_embeddings=True,
+                                         convert_to_numpy=True, show_progress_bar=False)
+            self._vectors.update(zip(missing, encoded))
         out = []
         for query in queries:
-            asked = vectors[index[query.text]]
-            scores = [float(vectors[index[o]] @ asked) for o in query.options]
+            asked = self._vectors[query.text]
+            scores = [float(self._vectors[o] @ asked) for o in query.options]
             out.append(Prediction(choose(scores, self.config.tie_margin), tuple(scores)))
         return out
 
     def release(self) -> None:
         self._model = None
+        self._vectors = {}

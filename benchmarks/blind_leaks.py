@@ -1,0 +1,147 @@
+"""Do the offline blind solvers catch blind-answerable questions, and leave fair ones alone?
+
+Targets (issue 5), with the `local` profile's solvers and drop rule:
+- a set made blind-answerable on purpose (the answer leaked into the question, or three absurd
+  distractors) is dropped at >= 80%;
+- the oracle's programmatic questions (generators/programmatic.py on synthetic scenes) are dropped
+  at <= 10%;
+- on the programmatic questions kept, the offline solvers' blind accuracy is <= 28% (chance 25%).
+Results: benchmarks/results/blind_leaks.json.
+
+    .venv/bin/python benchmarks/blind_leaks.py            # 120 oracle scenes
+    .venv/bin/python benchmarks/blind_leaks.py --quick    # 20 scenes
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).parent / "results"
+PROGRAMMATIC_DIMENSIONS = ["instances_counting", "instance_location", "spatial_relation", "instance_attributes",
+                           "instance_identity", "text_understanding"]
+# How a careless writer gives the answer away in the question itself.
+LEAK_TEMPLATES = [
+    "Looking closely, the answer is {answer}. {question}",
+    "{question} (Hint: it is {answer}.)",
+    "In this picture: {answer}. {question}",
+    "Someone who saw the image said \"{answer}\". {question}",
+]
+# Distractors no one would pick, whatever the image shows.
+ABSURD = [
+    "a medieval tax law", "the square root of Tuesday", "a violin made of soup", "the smell of thunder",
+    "a committee of invisible giraffes", "the French Revolution", "a spaceship full of yoghurt",
+    "the sound of a library", "an unpaid electricity bill from 1850", "the concept of democracy",
+    "a sleeping volcano's dream", "the colour of jealousy", "a recipe for cement pancakes",
+    "twelve philosophers arguing", "a password nobody remembers", "the migration of teapots",
+]
+
+
+def oracle_questions(n_scenes: int, seed: int):
+    """Programmatic questions about oracle scenes, with the options in balanced random order."""
+    from benchsmith.dimensions import registry
+    from benchsmith.records import Fact, Image, Provenance
+    from benchsmith.scenes import make_scenes
+    from filters.quality import balance_answers
+    from generators.programmatic import ProgrammaticSettings, generate, load_vocabulary
+
+    supplied = Provenance(backend="supplied")
+    vocabulary, settings = load_vocabulary(), ProgrammaticSettings()
+    questions = []
+    with tempfile.TemporaryDirectory() as tmp:
+        make_scenes(Path(tmp), n_scenes, seed=seed)
+        rows = [json.loads(line) for line in (Path(tmp) / "manifest.jsonl").read_text().splitlines()]
+    for row in rows:
+        image = Image(id=row["path"], path=row["path"], width=640, height=480)
+        facts = [Fact(item_id=image.id, kind="object", text=o["label"], box=tuple(o["box"]),
+                      attributes=o["attributes"], provenance=supplied) for o in row["objects"]]
+        for o in row["ocr"]:
+            x1, y1, x2, y2 = o["box"]
+            facts.append(Fact(item_id=image.id, kind="ocr", text=o["text"],
+                              quad=((x1, y1), (x2, y1), (x2, y2), (x1, y2)), provenance=supplied))
+        for key in PROGRAMMATIC_DIMENSIONS:
+            questions += generate(image, facts, registry().get(key), vocabulary, settings, seed=seed)
+    return balance_answers(questions, seed=seed)
+
+
+def blind_answerable(questions, seed: int):
+    """Each fair question made unfair: half with the answer leaked into the text, half with three
+    absurd distractors."""
+    rng = random.Random(seed)
+    out = []
+    for i, q in enumerate(questions):
+        answer = q.options[q.answer]
+        if i % 2 == 0:
+            text = rng.choice(LEAK_TEMPLATES).format(answer=answer, question=q.text)
+            out.append(q.model_copy(update={"text": text, "meta": {"leak": "answer_in_question"}}))
+        else:
+            absurd = iter(rng.sample(ABSURD, 3))
+            options = [o if j == q.answer else next(absurd) for j, o in enumerate(q.options)]
+            out.append(q.model_copy(update={"options": options, "meta": {"leak": "absurd_options"}}))
+    return out
+
+
+def run(scenes: int = 120, seed: int = 3) -> dict:
+    from benchsmith.settings import load_settings
+    from filters.blind import blind_settings, judge_questions, report_from, solvers_from
+
+    config = blind_settings(load_settings(profile="local", env={}))
+    solvers = solvers_from(config)
+    fair = oracle_questions(scenes, seed)
+    unfair = blind_answerable(fair, seed)
+    start = time.perf_counter()
+    fair_verdicts = judge_questions(fair, solvers, config)
+    unfair_verdicts = judge_questions(unfair, solvers, config)
+    seconds = time.perf_counter() - start
+
+    def drop_rate(verdicts) -> float:
+        return sum(not v.passed for v in verdicts) / len(verdicts)
+
+    def by_solver(verdicts) -> dict:
+        return {s.name: round(sum(s.name in v.details["knowing"] for v in verdicts) / len(verdicts), 4)
+                for s in solvers}
+
+    kinds = {kind: [v for q, v in zip(unfair, unfair_verdicts) if q.meta["leak"] == kind]
+             for kind in ("answer_in_question", "absurd_options")}
+    fair_report = report_from(fair_verdicts)
+    kept_accuracy = fair_report.overall(kept_only=True)
+    mean_kept_accuracy = sum(kept_accuracy.values()) / len(kept_accuracy)
+    result = {
+        "case": "blind_leaks", "scenes": scenes, "seed": seed, "rule": config.rule, "max_right": config.max_right,
+        "rotations": config.rotations, "solvers": [s.name for s in solvers], "seconds": round(seconds, 2),
+        "blind_answerable": {"n": len(unfair), "drop_rate": round(drop_rate(unfair_verdicts), 4),
+                             "drop_rate_by_kind": {k: round(drop_rate(v), 4) for k, v in kinds.items()},
+                             "known_by_solver": by_solver(unfair_verdicts)},
+        "programmatic": {"n": len(fair), "drop_rate": round(drop_rate(fair_verdicts), 4),
+                         "drop_rate_by_dimension": {d: round(fair_report.drop_rate(d), 4) for d in fair_report.judged},
+                         "known_by_solver": by_solver(fair_verdicts),
+                         "accuracy_before": {k: round(v, 4) for k, v in fair_report.overall(kept_only=False).items()},
+                         "accuracy_after": {k: round(v, 4) for k, v in kept_accuracy.items()},
+                         "mean_accuracy_after": round(mean_kept_accuracy, 4)},
+        "targets": {"blind_answerable_drop_rate": ">= 0.80", "programmatic_drop_rate": "<= 0.10",
+                    "kept_accuracy": "<= 0.28"},
+    }
+    result["meets_targets"] = (result["blind_answerable"]["drop_rate"] >= 0.8
+                               and result["programmatic"]["drop_rate"] <= 0.1 and mean_kept_accuracy <= 0.28
+                               and max(kept_accuracy.values()) <= 0.28)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="20 scenes instead of 120")
+    parser.add_argument("--scenes", type=int, default=120)
+    parser.add_argument("--seed", type=int, default=3)
+    args = parser.parse_args()
+    result = run(20 if args.quick else args.scenes, args.seed)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "blind_leaks.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
