@@ -2,8 +2,137 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+from benchsmith.console import console, progress_bar, table
 
 
 def register(app: typer.Typer, context) -> None:
     """Add this stage's commands to `app`; `context(ctx)` gives the settings and the store."""
+    review_app = typer.Typer(help="Human review of questions in Label Studio: push, pull, status.",
+                             no_args_is_help=True)
+    server_app = typer.Typer(help="A local Label Studio server in its own virtual environment.",
+                             no_args_is_help=True)
+    app.add_typer(review_app, name="review")
+    app.add_typer(server_app, name="labelstudio")
+
+    @review_app.command("push")
+    def review_push(ctx: typer.Context) -> None:
+        """Send questions that passed the blind filter to Label Studio, in bulk batches.
+
+        Creates the project named by `review.project` (or reuses it), with the labeling config, the overlap
+        (`review.overlap` annotators per question) and access to the media folder. Each question is sent
+        once: rerunning, even after a crash or a server restart half-way, sends only what is missing.
+        Server: LABEL_STUDIO_URL (or services.label_studio_url); token: LABEL_STUDIO_API_KEY.
+        """
+        from annotation.client import connect
+        from annotation.push import push, questions_to_push
+        from annotation.settings import ReviewSettings
+        from benchsmith.dimensions import registry
+
+        c = context(ctx)
+        server = connect(c.settings)
+        with c.store() as store:
+            questions = questions_to_push(store, c.settings.section("review", ReviewSettings))
+            with progress_bar("pushing to Label Studio", len(questions)) as advance:
+                report = push(store, server, c.settings, registry(), questions, progress=advance)
+        console.print(report.summary())
+
+    @review_app.command("pull")
+    def review_pull(ctx: typer.Context) -> None:
+        """Bring annotations back and decide each question in review.
+
+        With `review.overlap` reviews a question is decided by majority: kept questions are accepted with
+        the annotators' answer and dimension; discarded ones are rejected with their reasons; ties and
+        spread votes are flagged for adjudication (add a deciding annotation in Label Studio, then pull
+        again). Questions with fewer reviews stay in review. Prints Cohen's or Fleiss' kappa per dimension.
+        """
+        from annotation.client import connect
+        from annotation.pull import pull
+        from benchsmith.dimensions import registry
+
+        c = context(ctx)
+        server = connect(c.settings)
+        with c.store() as store:
+            report = pull(store, server, c.settings, registry())
+        console.print(report.summary())
+        console.print(_agreement_table(report.agreement))
+
+    @review_app.command("status")
+    def review_status(ctx: typer.Context) -> None:
+        """Show where review stands, from the store alone: pushed, waiting, flagged, decided, and agreement."""
+        from annotation.pull import review_status as state
+
+        c = context(ctx)
+        with c.store() as store:
+            counts, agreement = state(store, c.settings)
+        console.print(table("review", ["state", "n"], list(counts.items())))
+        console.print(_agreement_table(agreement))
+
+    @review_app.command("config")
+    def review_config(ctx: typer.Context) -> None:
+        """Print the Label Studio labeling config generated from the dimension registry."""
+        from annotation.labeling import label_config
+        from annotation.settings import ReviewSettings
+        from benchsmith.dimensions import registry
+
+        print(label_config(registry(), context(ctx).settings.section("review", ReviewSettings)), end="")
+
+    @server_app.command("install")
+    def labelstudio_install(ctx: typer.Context) -> None:
+        """Create the server's virtual environment (`review.server.venv`) with Label Studio in it."""
+        from annotation.server import install
+        from annotation.settings import ReviewSettings
+
+        review = context(ctx).settings.section("review", ReviewSettings)
+        console.print(f"installing Label Studio {review.server.version} (a few minutes the first time)...")
+        console.print(f"ready: {install(review)}")
+
+    @server_app.command("up")
+    def labelstudio_up(
+        ctx: typer.Context,
+        detach: Annotated[bool, typer.Option("--detach", help="Leave the server running in the background; "
+                                                              "stop it with `benchsmith labelstudio down`.")] = False,
+    ) -> None:
+        """Start a local Label Studio at LABEL_STUDIO_URL (default http://127.0.0.1:8080).
+
+        The admin comes from LABEL_STUDIO_USERNAME (default `review.server.username`), LABEL_STUDIO_PASSWORD
+        and LABEL_STUDIO_API_KEY (its API token, which the review commands use too). Data lives in
+        <workspace>/labelstudio; images are served from the media folder. Installs the server first if needed.
+        """
+        from annotation.server import annotator_guide, install, start, stop
+        from annotation.settings import ReviewSettings
+
+        settings = context(ctx).settings
+        review = settings.section("review", ReviewSettings)
+        install(review)
+        process = start(settings, review)
+        console.print(annotator_guide(settings, review))
+        if detach:
+            return
+        console.print("\nPress Ctrl+C to stop the server.")
+        try:
+            process.wait()
+        except KeyboardInterrupt:
+            stop(process)
+
+    @server_app.command("down")
+    def labelstudio_down(ctx: typer.Context) -> None:
+        """Stop a server started with `benchsmith labelstudio up --detach`."""
+        from annotation.server import data_dir, stop
+
+        pid_file = data_dir(context(ctx).settings) / "server.pid"
+        if not pid_file.exists():
+            console.print("no server started from this workspace is running")
+            return
+        stop(int(pid_file.read_text()))
+        pid_file.unlink()
+        console.print("stopped")
+
+
+def _agreement_table(agreement) -> object:
+    rows = [(group, by["answer"].show(), by["keep"].show())
+            for group, by in sorted(agreement.items(), key=lambda kv: (kv[0] == "all", kv[0].zfill(4)))]
+    return table("agreement (kappa)", ["dimension", "answer", "keep/discard"], rows)

@@ -1,0 +1,59 @@
+"""The connection to a Label Studio server, with every failure turned into a message the user can act on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import httpx
+from label_studio_sdk import LabelStudio
+from label_studio_sdk.core.api_error import ApiError
+
+from benchsmith.errors import BenchsmithError
+from benchsmith.settings import Settings
+
+TIMEOUT_S = 120  # a 1,000-task import or a large export takes a while on a small server
+
+
+class LabelStudioError(BenchsmithError, RuntimeError):
+    """Label Studio cannot be reached or refuses us; nothing in the store has changed because of it."""
+
+
+@dataclass
+class Server:
+    url: str
+    client: LabelStudio
+
+
+def connect(settings: Settings) -> Server:
+    """A client for the server in settings (or LABEL_STUDIO_URL), checked with one cheap call."""
+    url = settings.services.label_studio_url.rstrip("/")
+    token = settings.secrets.label_studio_api_key
+    if token is None:
+        raise LabelStudioError(
+            "LABEL_STUDIO_API_KEY is not set; export the API token of a Label Studio user (for a server from "
+            "`benchsmith labelstudio up`, the token you gave it; otherwise Account & Settings > Access Token)")
+    server = Server(url, LabelStudio(base_url=url, api_key=token.get_secret_value(), timeout=TIMEOUT_S))
+    with calls(server):
+        server.client.users.whoami()
+    return server
+
+
+@contextmanager
+def calls(server: Server) -> Iterator[None]:
+    """Translate transport and HTTP failures of the calls inside into LabelStudioError."""
+    try:
+        yield
+    except httpx.TransportError as exc:
+        raise LabelStudioError(
+            f"cannot reach Label Studio at {server.url} ({type(exc).__name__}); start it with "
+            "`benchsmith labelstudio up` or point LABEL_STUDIO_URL at a running server, then run the "
+            "command again: work already recorded is kept") from None
+    except ApiError as exc:
+        if exc.status_code in (401, 403):
+            raise LabelStudioError(
+                f"Label Studio at {server.url} refused the token in LABEL_STUDIO_API_KEY "
+                f"(HTTP {exc.status_code}); set it to a valid user's API token") from None
+        raise LabelStudioError(
+            f"Label Studio at {server.url} answered HTTP {exc.status_code}: {str(exc.body)[:300]}") from None

@@ -1,0 +1,124 @@
+"""What annotators see and what comes back: the labeling config, a question as a task, an annotation
+as a Review.
+
+One config serves images and videos: the `images` field of a task holds one image, or a video's
+sampled frames, which Label Studio pages through.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+from xml.sax.saxutils import quoteattr
+
+from annotation.settings import ReviewSettings
+from benchsmith.dimensions import Registry
+from benchsmith.records import LETTERS, Image, Question, Review, Video
+
+KEEP, DISCARD = "Keep", "Discard"
+OPTION_HOTKEYS = "1234"
+
+
+def label_config(registry: Registry, settings: ReviewSettings) -> str:
+    """The Label Studio XML for reviewing questions of every dimension in `registry`."""
+    dimensions = "\n".join(f"      <Choice value={quoteattr(d.name)} hint={quoteattr(d.definition)}/>"
+                           for d in registry)
+    reasons = "\n".join(f"        <Choice value={quoteattr(label)}/>" for label in settings.discard_reasons.values())
+    other = quoteattr(settings.discard_reasons.get("other", ""))
+    comment = (f"""
+      <View visibleWhen="choice-selected" whenTagName="reasons" whenChoiceValue={other}>
+        <TextArea name="comment" toName="image" placeholder="What is wrong?" rows="2" maxSubmissions="1"/>
+      </View>""" if "other" in settings.discard_reasons else "")
+    return f"""<View>
+  <Image name="image" valueList="$images" maxWidth="100%"/>
+  <Header value="$question"/>
+  <Choices name="answer" toName="image" choice="single-radio" value="$options" showInline="false"/>
+  <View style="margin-top: 1em">
+    <Header value="Evaluation dimension" size="5"/>
+    <Choices name="dimension" toName="image" choice="single" showInline="true">
+{dimensions}
+    </Choices>
+  </View>
+  <View style="margin-top: 1em">
+    <Header value="Keep this question?" size="5"/>
+    <Choices name="keep" toName="image" choice="single-radio" showInline="true" required="true">
+      <Choice value="{KEEP}" hotkey="k"/>
+      <Choice value="{DISCARD}" hotkey="x"/>
+    </Choices>
+    <View visibleWhen="choice-selected" whenTagName="keep" whenChoiceValue="{DISCARD}">
+      <Header value="Why discard it?" size="6"/>
+      <Choices name="reasons" toName="image" choice="multiple" showInline="true" required="true">
+{reasons}
+      </Choices>{comment}
+    </View>
+  </View>
+</View>
+"""
+
+
+def image_urls(item: Image | Video, base: str) -> list[str]:
+    """Where the annotator's browser finds the item's pictures: `base` is Label Studio's local file
+    serving of the media folder, or the bucket URL that holds it."""
+    paths = item.frames if isinstance(item, Video) else [item.path]
+    return [base + quote(p) for p in paths]
+
+
+def option_label(index: int, text: str) -> str:
+    return f"{LETTERS[index]}. {text}"
+
+
+def to_task(question: Question, item: Image | Video, registry: Registry, settings: ReviewSettings,
+            base: str) -> dict:
+    """One Label Studio task. The generator's dimension is preset through a prediction; its answer is
+    added only when the project shows predictions to annotators."""
+    dimension = registry.get(question.dimension_id).name
+    preset = [_choice("dimension", dimension)]
+    if settings.show_predictions:
+        preset.append(_choice("answer", option_label(question.answer, question.options[question.answer])))
+    return {
+        "data": {
+            "question_id": question.id,
+            "item_id": question.item_id,
+            "images": image_urls(item, base),
+            "question": question.text,
+            "options": [{"value": option_label(i, text), "hotkey": OPTION_HOTKEYS[i]}
+                        for i, text in enumerate(question.options)],
+            "dimension": dimension,
+        },
+        "predictions": [{"model_version": question.provenance.backend, "result": preset}],
+    }
+
+
+def _choice(from_name: str, value: str) -> dict:
+    return {"from_name": from_name, "to_name": "image", "type": "choices", "value": {"choices": [value]}}
+
+
+def to_review(task: dict, annotation: dict, registry: Registry, settings: ReviewSettings) -> Review:
+    """An exported annotation as a Review; choices map back to an option index, a dimension id and
+    reason keys. A choice this config does not know is an error, not a silent None."""
+    picked: dict[str, list[str]] = {}
+    comment = ""
+    for result in annotation.get("result", []):
+        value = result.get("value", {})
+        if "choices" in value:
+            picked[result["from_name"]] = value["choices"]
+        elif "text" in value:
+            comment = " ".join(value["text"]).strip()
+    options = [o["value"] for o in task["data"]["options"]]
+    answer = options.index(picked["answer"][0]) if picked.get("answer") else None
+    dimensions = {d.name: d.id for d in registry}
+    dimension_id = dimensions[picked["dimension"][0]] if picked.get("dimension") else None
+    reason_keys = {label: key for key, label in settings.discard_reasons.items()}
+    keep = picked.get("keep", [KEEP])[0] == KEEP
+    return Review(
+        question_id=task["data"]["question_id"], task_id=task["id"], annotation_id=annotation["id"],
+        annotator=_annotator(annotation), answer=answer, dimension_id=dimension_id, keep=keep,
+        reasons=[] if keep else [reason_keys[label] for label in picked.get("reasons", [])],
+        comment="" if keep else comment,
+    )
+
+
+def _annotator(annotation: dict) -> str:
+    who = annotation.get("completed_by")
+    if isinstance(who, dict):
+        return who.get("email") or str(who.get("id"))
+    return str(who)

@@ -1,0 +1,140 @@
+"""Bring annotations back from Label Studio and turn them into question outcomes.
+
+Reviews are stored first, so a pull that fails half-way loses nothing the server gave us, and deciding
+again from the stored reviews gives the same outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+
+from annotation.client import Server, calls
+from annotation.labeling import to_review
+from annotation.reconcile import Agreement, Decision, agreement_by_dimension, decide
+from annotation.settings import ReviewSettings
+from benchsmith.dimensions import Registry
+from benchsmith.records import Review, Verdict
+from benchsmith.settings import Settings
+from benchsmith.store import Store
+
+STAGE = "review"
+RULE = "human_review"
+
+
+@dataclass
+class PullReport:
+    new_reviews: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    agreement: dict[str, dict[str, Agreement]] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{self.outcomes[k]} {k}" for k in ("accepted", "rejected", "flagged", "waiting"))
+        return f"{self.new_reviews} new reviews; in review before this pull: {counts}"
+
+    def as_dict(self) -> dict:
+        return {"new_reviews": self.new_reviews, **{k: self.outcomes[k] for k in
+                ("accepted", "rejected", "flagged", "waiting")},
+                "kappa": {group: {what: a.kappa for what, a in by.items()} for group, by in self.agreement.items()}}
+
+
+def fetch_reviews(server: Server, project_ids: set[int], registry: Registry, review: ReviewSettings) -> list[Review]:
+    """Every submitted (not skipped) annotation in these projects, as Reviews."""
+    out: list[Review] = []
+    with calls(server):
+        emails = {u.id: u.email for u in server.client.users.list()}
+        for project_id in sorted(project_ids):
+            blob = b"".join(server.client.projects.exports.download_sync(project_id, export_type="JSON"))
+            for task in json.loads(blob):
+                if "question_id" not in task.get("data", {}):
+                    continue
+                for annotation in task.get("annotations", []):
+                    if annotation.get("was_cancelled"):
+                        continue
+                    who = annotation.get("completed_by")
+                    if isinstance(who, int):
+                        annotation = annotation | {"completed_by": {"id": who, "email": emails.get(who, "")}}
+                    out.append(to_review(task, annotation, registry, review))
+    return out
+
+
+def decisions_in_review(store: Store, review: ReviewSettings) -> list[Decision]:
+    """What the stored reviews decide for each question now in review."""
+    questions = store.get_questions(status="in_review")
+    by_question: dict[str, list[Review]] = {}
+    for r in store.get_reviews([q.id for q in questions]):
+        by_question.setdefault(r.question_id, []).append(r)
+    return [decide(q, by_question.get(q.id, []), review.overlap) for q in questions]
+
+
+def agreement(store: Store) -> dict[str, dict[str, Agreement]]:
+    """κ over every stored review, per dimension."""
+    reviews = store.get_reviews()
+    questions = store.get_questions(ids=sorted({r.question_id for r in reviews}))
+    return agreement_by_dimension(questions, reviews)
+
+
+def reconcile(store: Store, review: ReviewSettings) -> PullReport:
+    """Decide every question in review from its stored reviews and record the outcomes."""
+    decisions = decisions_in_review(store, review)
+    _record(store, decisions)
+    return PullReport(outcomes=Counter(d.outcome for d in decisions), agreement=agreement(store))
+
+
+def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dict[str, dict[str, Agreement]]]:
+    """Counts for `benchsmith review status`, read from the store without changing it."""
+    review = settings.section("review", ReviewSettings)
+    tasks = store.get_review_tasks()
+    pending = Counter(d.outcome for d in decisions_in_review(store, review))
+    by_status = Counter()
+    for (_dimension, status), n in store.question_counts().items():
+        by_status[status] += n
+    counts = {
+        "tasks in Label Studio": sum(task is not None for _, task in tasks.values()),
+        "push unconfirmed (rerun push)": sum(task is None for _, task in tasks.values()),
+        "in review, waiting for annotators": pending["waiting"],
+        "in review, flagged for adjudication": pending["flagged"],
+        "in review, decided at next pull": pending["accepted"] + pending["rejected"],
+        "accepted": by_status["accepted"],
+        "rejected": by_status["rejected"],
+    }
+    return counts, agreement(store)
+
+
+def pull(store: Store, server: Server, settings: Settings, registry: Registry) -> PullReport:
+    review = settings.section("review", ReviewSettings)
+    pushed = store.get_review_tasks()
+    projects = {project for project, task in pushed.values() if task is not None}
+    fetched = [r for r in fetch_reviews(server, projects, registry, review) if r.question_id in pushed]
+    new = store.add_reviews(fetched)
+    report = reconcile(store, review)
+    report.new_reviews = new
+    return report
+
+
+def _record(store: Store, decisions: list[Decision]) -> None:
+    accepted: dict[tuple[int, int], list[str]] = {}
+    for d in decisions:
+        if d.outcome == "accepted":
+            accepted.setdefault((d.answer, d.dimension_id), []).append(d.question_id)
+    for (answer, dimension_id), ids in accepted.items():
+        store.move_questions(ids, "accepted", stage=STAGE, reason="kept by the annotators' majority",
+                             updates={"review_answer": answer, "review_dimension_id": dimension_id},
+                             verdicts_to_add=[_verdict(qid, True, "accepted", {}) for qid in ids])
+    rejected: dict[str, list[Decision]] = {}
+    for d in decisions:
+        if d.outcome == "rejected":
+            rejected.setdefault("discarded: " + (", ".join(d.reasons) or "no reason given"), []).append(d)
+    for reason, group in rejected.items():
+        store.move_questions([d.question_id for d in group], "rejected", stage=STAGE, reason=reason, verdicts_to_add=[
+            _verdict(d.question_id, False, reason, {"reasons": list(d.reasons), "comments": list(d.comments)})
+            for d in group])
+    store.add_verdicts([_verdict(d.question_id, False, "needs adjudication: no majority on " + " and ".join(d.reasons),
+                                 {"unsettled": list(d.reasons), "n_reviews": d.n_reviews})
+                        for d in decisions if d.outcome == "flagged"])
+
+
+def _verdict(question_id: str, passed: bool, reason: str, details: dict) -> Verdict:
+    return Verdict(subject_id=question_id, subject_kind="question", stage=STAGE, rule=RULE, passed=passed,
+                   reason=reason, details=details)

@@ -1,0 +1,159 @@
+"""Send questions that passed the blind filter to Label Studio, each exactly once.
+
+Per batch: record the intent in the store, import the batch in one call, record the task ids the
+server returns, move the questions to `in_review`. A push that dies anywhere in between is finished
+by the next one: questions with an intent but no task id are looked up on the server (each task
+carries its question id) before anything is sent again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from annotation.client import LabelStudioError, Server, calls
+from annotation.labeling import label_config, to_task
+from annotation.settings import ReviewSettings
+from benchsmith.dimensions import Registry
+from benchsmith.records import Question
+from benchsmith.settings import Settings
+from benchsmith.store import Store
+
+STAGE = "review"
+
+
+@dataclass
+class PushReport:
+    project_id: int
+    project_created: bool = False
+    sent: int = 0
+    recovered: int = 0  # sent by an interrupted push, confirmed now
+
+    def summary(self) -> str:
+        made = "created" if self.project_created else "reused"
+        return (f"project {self.project_id} ({made}): {self.sent} tasks sent, {self.recovered} recovered from an "
+                "interrupted push")
+
+    def as_dict(self) -> dict:
+        return dict(vars(self))
+
+
+def image_base(settings: Settings, review: ReviewSettings) -> str:
+    """The URL prefix the annotator's browser puts in front of an item's media path."""
+    if review.images == "url":
+        if not review.image_base_url:
+            raise LabelStudioError("review.images is 'url' but review.image_base_url is empty; set it to the "
+                                   "bucket URL that holds the media folder")
+        return review.image_base_url.rstrip("/") + "/"
+    media = settings.media_dir.resolve()
+    root = local_files_root(settings, review)
+    try:
+        relative = media.relative_to(root)
+    except ValueError:
+        raise LabelStudioError(f"the media folder {media} is not inside review.local_files_root {root}") from None
+    if relative == Path("."):
+        raise LabelStudioError("review.local_files_root must be a parent of the media folder, not the folder "
+                               "itself (Label Studio refuses a storage at its document root)")
+    return f"/data/local-files/?d={relative.as_posix()}/"
+
+
+def local_files_root(settings: Settings, review: ReviewSettings) -> Path:
+    """The folder Label Studio serves local files from (its LOCAL_FILES_DOCUMENT_ROOT)."""
+    return Path(review.local_files_root).expanduser().resolve() if review.local_files_root else settings.workspace
+
+
+def ensure_project(server: Server, settings: Settings, review: ReviewSettings, registry: Registry) -> tuple[int, bool]:
+    """The project named in settings, created if missing and brought up to date if not; with the local
+    storage that lets annotators see the media folder."""
+    client = server.client
+    fields = dict(label_config=label_config(registry, review), maximum_annotations=review.overlap,
+                  show_collab_predictions=True, expert_instruction=review.instructions,
+                  show_instruction=bool(review.instructions))
+    with calls(server):
+        found = [p for p in client.projects.list() if p.title == review.project]
+        if found:
+            project_id, created = min(p.id for p in found), False
+            client.projects.update(id=project_id, **fields)
+        else:
+            project_id, created = client.projects.create(title=review.project, **fields).id, True
+        if review.images == "local":
+            media = str(settings.media_dir.resolve())
+            if not any(s.path == media for s in client.import_storage.local.list(project=project_id)):
+                client.import_storage.local.create(project=project_id, path=media, title="benchsmith media",
+                                                   use_blob_urls=True)
+    return project_id, created
+
+
+def server_task_ids(server: Server, project_id: int, question_ids: set[str]) -> dict[str, int]:
+    """Tasks already on the server for these questions: question id -> task id (the lowest, if a
+    question somehow has several)."""
+    found: dict[str, int] = {}
+    with calls(server):
+        for task in server.client.tasks.list(project=project_id, page_size=1000, fields="task_only"):
+            qid = (task.data or {}).get("question_id")
+            if qid in question_ids:
+                found[qid] = min(task.id, found.get(qid, task.id))
+    return found
+
+
+def questions_to_push(store: Store, review: ReviewSettings) -> list[Question]:
+    """Candidates that passed the stage before review and failed none of its checks."""
+    verdicts = store.get_verdicts(stage=review.after_stage, subject_kind="question")
+    failed = {v.subject_id for v in verdicts if not v.passed}
+    passed = {v.subject_id for v in verdicts if v.passed} - failed
+    return [q for q in store.get_questions(status="candidate") if q.id in passed]
+
+
+def push(store: Store, server: Server, settings: Settings, registry: Registry, questions: Sequence[Question],
+         progress: Callable[[int], None] = lambda n: None) -> PushReport:
+    """Push `questions` (from `questions_to_push`) in batches; `progress(n)` after each."""
+    review = settings.section("review", ReviewSettings)
+    base = image_base(settings, review)
+    project_id, created = ensure_project(server, settings, review, registry)
+    report = PushReport(project_id, created)
+    recorded = store.get_review_tasks([q.id for q in questions])
+
+    done = {q.id for q in questions if recorded.get(q.id, (0, None))[1] is not None}
+    unconfirmed: dict[int, set[str]] = {}
+    for q in questions:
+        if q.id in recorded and q.id not in done:
+            unconfirmed.setdefault(recorded[q.id][0], set()).add(q.id)
+    for project, qids in unconfirmed.items():
+        found = server_task_ids(server, project, qids)
+        store.set_review_task_ids(found)
+        done |= set(found)
+    _move_to_review(store, sorted(done), project_id)
+    report.recovered = len(done)
+    progress(len(done))
+
+    items = {item.id: item for item in store.get_items(sorted({q.item_id for q in questions}), status=None)}
+    fresh = [q for q in questions if q.id not in done]
+    for start in range(0, len(fresh), review.batch_size):
+        batch = fresh[start:start + review.batch_size]
+        report.sent += _push_batch(store, server, project_id, batch, items, registry, review, base)
+        progress(len(batch))
+    return report
+
+
+def _push_batch(store: Store, server: Server, project_id: int, batch: Sequence[Question], items: dict,
+                registry: Registry, review: ReviewSettings, base: str) -> int:
+    missing = sorted({q.item_id for q in batch} - set(items))
+    if missing:
+        raise LabelStudioError(f"questions refer to items missing from the store: {missing[:3]}")
+    tasks = [to_task(q, items[q.item_id], registry, review, base) for q in batch]
+    qids = [q.id for q in batch]
+    store.record_review_intents(qids, project_id)
+    with calls(server):
+        result = server.client.projects.import_tasks(id=project_id, request=tasks, return_task_ids=True)
+    task_ids = list(result.task_ids or [])
+    if len(task_ids) == len(qids):
+        store.set_review_task_ids(dict(zip(qids, task_ids)))
+    else:  # the server did not say which task is which; ask it
+        store.set_review_task_ids(server_task_ids(server, project_id, set(qids)))
+    _move_to_review(store, qids, project_id)
+    return len(qids)
+
+
+def _move_to_review(store: Store, qids: Sequence[str], project_id: int) -> None:
+    store.move_questions(qids, "in_review", stage=STAGE, reason=f"sent to Label Studio project {project_id}")

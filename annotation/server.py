@@ -1,0 +1,162 @@
+"""A local Label Studio server in its own virtual environment (it pins older versions of packages
+benchsmith uses), with its data under the workspace and its admin user and token from the environment."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import httpx
+
+from annotation.client import LabelStudioError
+from annotation.push import local_files_root
+from annotation.settings import ReviewSettings
+from benchsmith.settings import Settings
+
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+START_TIMEOUT_S = 240  # the first start migrates a fresh database: 30-40 s on two cores, more when busy
+
+
+def venv_path(review: ReviewSettings) -> Path:
+    return Path(review.server.venv).expanduser().resolve()
+
+
+def executable(review: ReviewSettings) -> Path:
+    return venv_path(review) / "bin" / "label-studio"
+
+
+def install(review: ReviewSettings, python: str = sys.executable) -> Path:
+    """Create the server's virtual environment unless it already has this version; return the command."""
+    venv = venv_path(review)
+    marker = venv / f".label-studio-{review.server.version}"
+    if marker.exists() and executable(review).exists():
+        return executable(review)
+    steps = [[python, "-m", "venv", str(venv)],
+             [str(venv / "bin" / "pip"), "install", "--quiet", f"label-studio=={review.server.version}"]]
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+            raise LabelStudioError(f"installing Label Studio into {venv} failed at `{' '.join(step)}`:\n"
+                                   + "\n".join(tail))
+    marker.touch()
+    return executable(review)
+
+
+def data_dir(settings: Settings) -> Path:
+    return settings.workspace / "labelstudio"
+
+
+def server_environment(settings: Settings, review: ReviewSettings, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables the server starts with. The admin's password and token come from the caller's
+    environment and are handed to the server process only, never written anywhere by us."""
+    env = dict(os.environ if env is None else env)
+    token = settings.secrets.label_studio_api_key
+    password = env.get("LABEL_STUDIO_PASSWORD", "")
+    if token is None or len(token.get_secret_value()) < 6:
+        raise LabelStudioError("set LABEL_STUDIO_API_KEY to the admin's API token (6 characters or more) before "
+                               "starting the server; clients use the same variable")
+    if len(password) < 8:
+        raise LabelStudioError("set LABEL_STUDIO_PASSWORD to the admin's password (8 characters or more)")
+    return env | {
+        "LABEL_STUDIO_USERNAME": env.get("LABEL_STUDIO_USERNAME") or review.server.username,
+        "LABEL_STUDIO_PASSWORD": password,
+        "LABEL_STUDIO_USER_TOKEN": token.get_secret_value(),
+        "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
+        "LABEL_STUDIO_BASE_DATA_DIR": str(data_dir(settings)),
+        "LOCAL_FILES_SERVING_ENABLED": "true",
+        "LOCAL_FILES_DOCUMENT_ROOT": str(local_files_root(settings, review)),
+        "SSRF_PROTECTION_ENABLED": "false",
+        "SENTRY_DSN": "", "FRONTEND_SENTRY_DSN": "",
+        "LATEST_VERSION_CHECK": "false", "COLLECT_ANALYTICS": "false",
+    }
+
+
+def host_port(settings: Settings) -> tuple[str, int]:
+    url = urlparse(settings.services.label_studio_url)
+    if url.hostname not in LOCAL_HOSTS:
+        raise LabelStudioError(f"LABEL_STUDIO_URL is {settings.services.label_studio_url}; `labelstudio up` starts "
+                               "a server on this machine only (127.0.0.1 or localhost)")
+    return "127.0.0.1", url.port or 80
+
+
+def healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url.rstrip('/')}/api/version", timeout=3).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def start(settings: Settings, review: ReviewSettings, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start the server and wait until it answers. Label Studio takes another port without saying so
+    when the one asked for is busy, so a busy port is an error here."""
+    host, port = host_port(settings)
+    url = settings.services.label_studio_url
+    if healthy(url):
+        raise LabelStudioError(f"a server already answers at {url}")
+    with socket.socket() as sock:
+        if sock.connect_ex((host, port)) == 0:
+            raise LabelStudioError(f"port {port} is in use by something else; choose another in LABEL_STUDIO_URL")
+    command = executable(review)
+    if not command.exists():
+        raise LabelStudioError(f"Label Studio is not installed at {command.parent.parent}; run "
+                               "`benchsmith labelstudio install` first")
+    folder = data_dir(settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    log = open(folder / "server.log", "ab")
+    process = subprocess.Popen(
+        [str(command), "start", "--no-browser", "--internal-host", host, "--port", str(port), "--data-dir",
+         str(folder)], env=server_environment(settings, review, env), stdout=log, stderr=subprocess.STDOUT,
+        cwd=folder, start_new_session=True)
+    log.close()
+    deadline = time.time() + START_TIMEOUT_S
+    while not healthy(url):
+        if process.poll() is not None:
+            raise LabelStudioError(f"Label Studio exited with code {process.returncode}; see {folder / 'server.log'}")
+        if time.time() > deadline:
+            stop(process)
+            raise LabelStudioError(f"Label Studio did not answer at {url} within {START_TIMEOUT_S} s; "
+                                   f"see {folder / 'server.log'}")
+        time.sleep(0.5)
+    (folder / "server.pid").write_text(str(process.pid))
+    return process
+
+
+def stop(process: subprocess.Popen | int, timeout: float = 20) -> None:
+    """Stop a server started by `start` (a Popen, or the pid from the data folder)."""
+    pid = process if isinstance(process, int) else process.pid
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return
+        if isinstance(process, subprocess.Popen) and process.poll() is not None:
+            return
+        time.sleep(0.2)
+    os.killpg(pid, signal.SIGKILL)
+
+
+def annotator_guide(settings: Settings, review: ReviewSettings) -> str:
+    url = settings.services.label_studio_url
+    return f"""Label Studio is running at {url} (data in {data_dir(settings)}).
+
+For annotators:
+  1. Open {url} and sign up with your email (or log in with the account you were given).
+  2. Open the project "{review.project}" and press "Label All Tasks".
+  3. For each question: pick the correct option (keys 1-4); check the evaluation dimension and change it
+     if it is wrong; choose Keep (k), or Discard (x) with the reasons; then Submit (Ctrl+Enter).
+     Each question is shown to {review.overlap} annotator(s).
+
+For maintainers: `benchsmith review push` sends questions, `benchsmith review pull` brings the decisions
+back, `benchsmith review status` shows progress and agreement."""

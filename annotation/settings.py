@@ -1,0 +1,41 @@
+"""The `review` settings section: how questions go to Label Studio and how reviews are decided."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class LocalServer(BaseModel):
+    """The local server `benchsmith labelstudio up` starts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: str = "1.23.2"
+    venv: str = ".venv-labelstudio"  # relative to the current folder, or absolute
+    username: str = "admin@benchsmith.local"  # LABEL_STUDIO_USERNAME overrides it
+
+
+class ReviewSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    project: str = "benchsmith review"
+    after_stage: str = "blind"
+    overlap: int = Field(2, ge=1)
+    batch_size: int = Field(1000, ge=1)
+    show_predictions: bool = False
+    images: Literal["local", "url"] = "local"
+    image_base_url: str = ""
+    local_files_root: str = ""
+    instructions: str = ""
+    discard_reasons: dict[str, str] = Field(default_factory=lambda: {
+        "ambiguous": "Ambiguous",
+        "no_correct_option": "No correct option",
+        "several_correct": "Several correct options",
+        "answerable_without_image": "Answerable without the image",
+        "wrong_dimension": "Wrong dimension",
+        "bad_image": "Bad image",
+        "other": "Other",
+    })
+    server: LocalServer = LocalServer()

@@ -1,0 +1,188 @@
+"""Pushing questions to a real Label Studio server: once each, whatever happens half-way."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from label_studio_sdk import LabelStudio
+
+from annotation.client import LabelStudioError, connect
+from annotation.labeling import to_task
+from annotation.push import image_base, push, questions_to_push
+from annotation.settings import ReviewSettings
+from benchsmith.dimensions import registry
+from benchsmith.paths import REPO_ROOT
+from benchsmith.records import Verdict
+from benchsmith.store import Store
+from benchsmith.store.schema import review_tasks
+from tests.annotation.conftest import seed_questions
+
+
+def server_tasks(server, project_id: int) -> list:
+    return list(server.client.tasks.list(project=project_id, page_size=1000, fields="task_only"))
+
+
+def run_push(settings, store):
+    server = connect(settings)
+    return push(store, server, settings, registry(), questions_to_push(store, settings.section("review", ReviewSettings)))
+
+
+def test_push_sends_each_passed_candidate_once_and_a_repush_adds_nothing(label_studio):
+    settings = label_studio.settings(overlap=3, batch_size=4)
+    with Store(settings.db_url) as store:
+        questions = seed_questions(store, settings, [3, 3, 5, 5, 2, 9, 1, 4, 6, 7])
+        dropped = seed_questions(store, settings, [3], blind_passed=False)
+        report = run_push(settings, store)
+        assert (report.project_created, report.sent, report.recovered) == (True, 10, 0)
+
+        server = connect(settings)
+        tasks = server_tasks(server, report.project_id)
+        recorded = store.get_review_tasks()
+        assert sorted(t.data["question_id"] for t in tasks) == sorted(q.id for q in questions)
+        assert {t.data["question_id"]: t.id for t in tasks} == {qid: task for qid, (_, task) in recorded.items()}
+        assert {q.status for q in store.get_questions(ids=[q.id for q in questions])} == {"in_review"}
+        assert store.get_questions(ids=[dropped[0].id])[0].status == "candidate"
+        project = server.client.projects.get(id=report.project_id)
+        assert project.maximum_annotations == 3
+
+        again = run_push(settings, store)
+        assert (again.project_id, again.project_created, again.sent) == (report.project_id, False, 0)
+        assert len(server_tasks(server, report.project_id)) == 10
+
+
+def test_images_are_served_to_annotators_through_the_local_storage(label_studio):
+    settings = label_studio.settings()
+    with Store(settings.db_url) as store:
+        seed_questions(store, settings, [3])
+        report = run_push(settings, store)
+    task = server_tasks(connect(settings), report.project_id)[0]
+    url = task.data["images"][0]
+    assert url.startswith("/data/local-files/?d=")
+    served = httpx.get(label_studio.url + url, headers={"Authorization": f"Token {label_studio.env['LABEL_STUDIO_API_KEY']}"})
+    assert served.status_code == 200
+    assert served.content == (settings.media_dir / "img00000.png").read_bytes()
+
+
+def test_bucket_urls_point_at_the_media_path(label_studio):
+    settings = label_studio.settings(images="url", image_base_url="https://bucket.example/bench/media/")
+    with Store(settings.db_url) as store:
+        seed_questions(store, settings, [3])
+        report = run_push(settings, store)
+    task = server_tasks(connect(settings), report.project_id)[0]
+    assert task.data["images"] == ["https://bucket.example/bench/media/img00000.png"]
+
+
+def test_the_generator_answer_is_preset_only_when_predictions_are_shown(label_studio):
+    for shown in (False, True):
+        settings = label_studio.settings(show_predictions=shown)
+        with Store(settings.db_url) as store:
+            question = seed_questions(store, settings, [5])[0]
+            report = run_push(settings, store)
+        client = connect(settings).client
+        task = server_tasks(connect(settings), report.project_id)[0]
+        preset = {r["from_name"]: r["value"]["choices"] for p in client.predictions.list(task=task.id) for r in p.result}
+        assert preset["dimension"] == ["Instances Counting"]
+        assert ("answer" in preset) is shown
+        if shown:
+            assert preset["answer"] == [f"{'ABCD'[question.answer]}. {question.options[question.answer]}"]
+
+
+def test_a_push_killed_halfway_and_rerun_leaves_exactly_one_task_per_question(label_studio):
+    settings = label_studio.settings(batch_size=50)
+    with Store(settings.db_url) as store:
+        questions = seed_questions(store, settings, [1 + i % 9 for i in range(1500)])
+    env = dict(label_studio.env, BENCHSMITH_WORKSPACE=str(settings.workspace),
+               BENCHSMITH__REVIEW__PROJECT=settings.raw["review"]["project"], BENCHSMITH__REVIEW__BATCH_SIZE="50")
+    child = subprocess.Popen([sys.executable, "-c", "from benchsmith.cli import main; main()", "review", "push"],
+                             env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    engine = sa.create_engine(settings.db_url)
+    deadline = time.time() + 120
+    pushed = 0
+    while pushed < 300:
+        assert child.poll() is None, child.stdout.read().decode()
+        assert time.time() < deadline, "the push did not get going"
+        with engine.connect() as conn:
+            pushed = conn.scalar(sa.select(sa.func.count()).select_from(review_tasks)) or 0
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    engine.dispose()
+
+    with Store(settings.db_url) as store:
+        assert len(store.get_review_tasks()) < len(questions), "killed too late to prove anything"
+        report = run_push(settings, store)
+        assert report.sent < len(questions)
+        tasks = server_tasks(connect(settings), report.project_id)
+        per_question = Counter(t.data["question_id"] for t in tasks)
+        assert len(tasks) == len(questions)
+        assert set(per_question) == {q.id for q in questions} and set(per_question.values()) == {1}
+        assert {qid: task for qid, (_, task) in store.get_review_tasks().items()} == {t.data["question_id"]: t.id
+                                                                                     for t in tasks}
+        assert run_push(settings, store).sent == 0
+
+
+def test_tasks_imported_before_a_crash_are_found_on_the_server_not_sent_again(label_studio):
+    settings = label_studio.settings()
+    review = settings.section("review", ReviewSettings)
+    with Store(settings.db_url) as store:
+        questions = seed_questions(store, settings, [3, 4, 5, 6])
+        first = run_push(settings, store)  # creates the project
+        assert first.sent == 4
+        late = seed_questions(store, settings, [7, 8])
+        # what a push does before it dies: intent recorded, tasks imported, ids never written back
+        items = {i.id: i for i in store.get_items()}
+        store.record_review_intents([q.id for q in late], first.project_id)
+        connect(settings).client.projects.import_tasks(id=first.project_id, request=[
+            to_task(q, items[q.item_id], registry(), review, image_base(settings, review)) for q in late])
+        report = run_push(settings, store)
+        assert (report.sent, report.recovered) == (0, 2)
+        assert len(server_tasks(connect(settings), first.project_id)) == 6
+        assert {q.status for q in store.get_questions(ids=[q.id for q in questions + late])} == {"in_review"}
+
+
+def test_a_stopped_server_gives_a_clear_error_loses_nothing_and_a_rerun_completes(label_studio):
+    settings = label_studio.settings()
+    with Store(settings.db_url) as store:
+        seed_questions(store, settings, [3, 5])
+        run_push(settings, store)
+        later = seed_questions(store, settings, [6, 7, 8])
+        label_studio.stop()
+        try:
+            with pytest.raises(LabelStudioError, match="cannot reach Label Studio at .*benchsmith labelstudio up"):
+                run_push(settings, store)
+            assert {q.status for q in store.get_questions(ids=[q.id for q in later])} == {"candidate"}
+        finally:
+            label_studio.start()
+        report = run_push(settings, store)
+        assert (report.sent, report.project_created) == (3, False)
+        assert len(server_tasks(connect(settings), report.project_id)) == 5
+
+
+def test_a_wrong_token_or_no_token_is_refused_clearly(label_studio):
+    settings = label_studio.settings()
+    bad = settings.model_copy(update={"secrets": settings.secrets.model_copy(update={"label_studio_api_key": None})})
+    with pytest.raises(LabelStudioError, match="LABEL_STUDIO_API_KEY is not set"):
+        connect(bad)
+    from pydantic import SecretStr
+    wrong = settings.model_copy(update={"secrets": settings.secrets.model_copy(
+        update={"label_studio_api_key": SecretStr("not-a-token")})})
+    with pytest.raises(LabelStudioError, match="refused the token") as error:
+        connect(wrong)
+    assert "not-a-token" not in str(error.value)
+
+
+def test_only_questions_that_passed_the_blind_filter_and_failed_none_of_its_checks_are_pushed(label_studio):
+    settings = label_studio.settings()
+    with Store(settings.db_url) as store:
+        passed, mixed = seed_questions(store, settings, [3, 4])
+        store.add_verdicts([Verdict(subject_id=mixed.id, subject_kind="question", stage="blind", rule="other_solver",
+                                    passed=False)])
+        assert [q.id for q in questions_to_push(store, settings.section("review", ReviewSettings))] == [passed.id]
