@@ -14,11 +14,18 @@ import pandas as pd
 import yaml
 
 from benchsmith.publish.dataset import FEATURES
-from benchsmith.publish.entries import Entry
+from benchsmith.publish.entries import Entry, public_name
 from benchsmith.publish.settings import PublishSettings
 
 TEMPLATE = Path(__file__).with_name("card.md")
 ALL = "all"
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """Writes repeated blocks out in full: the Hub's card parser should not have to resolve anchors."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,16 @@ def _listing(values: Sequence[str]) -> str:
     return ", ".join(f"`{v}`" for v in values) if values else "none recorded"
 
 
+def filter_summary(blind: dict) -> str:
+    """The blind-filter rule and solvers from the `filter.blind` settings the release was built with."""
+    if not blind:
+        return "No blind-filter settings were recorded."
+    solvers = [public_name(s.get("model")) or s.get("kind", "?") for s in blind.get("solvers") or []]
+    parts = [f"Rule `{blind.get('rule', '?')}`"]
+    parts += [f"{key.replace('_', ' ')} {blind[key]}" for key in ("max_right", "rotations") if key in blind]
+    return ", ".join(parts) + f"; solvers: {_listing(solvers)}."
+
+
 def review_summary(entries: Sequence[Entry]) -> str:
     reviewed = [e for e in entries if e.annotators]
     if not reviewed:
@@ -85,17 +102,18 @@ def changes_text(changes: Changes) -> str:
 
 def render_card(*, settings: PublishSettings, version: str, date: str, repo: str, tsv: str,
                 shards: dict[str, list[str]], entries: Sequence[Entry], tables: dict[str, pd.DataFrame],
-                extractors: Sequence[str], checks: pd.DataFrame, changes: Changes) -> str:
+                extractors: Sequence[str], blind: dict, checks: pd.DataFrame, changes: Changes) -> str:
     counts = {config: sum(e.config == config for e in entries) for config in shards} | {ALL: len(entries)}
     generators = sorted({f"{e.generator} ({e.model})" if e.model else e.generator for e in entries})
-    meta = yaml.safe_dump(metadata(settings, shards, counts), sort_keys=False, allow_unicode=True).strip()
+    meta = yaml.dump(metadata(settings, shards, counts), Dumper=_PlainDumper, sort_keys=False,
+                     allow_unicode=True).strip()
     return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
         metadata=meta, pretty_name=settings.pretty_name, description=settings.description, version=version,
         date=date, n_questions=len(entries), n_dimensions=len(shards),
         n_image=sum(e.data_type == "image" for e in entries), n_video=sum(e.data_type == "video" for e in entries),
         repo=repo, split=settings.split, example_config=next(iter(shards)), tsv=tsv,
         dimension_table=markdown_table(tables["dimension_counts"]), extractors=_listing(extractors),
-        generators=_listing(generators), checks_table=markdown_table(checks), review_summary=review_summary(entries),
+        generators=_listing(generators), filter_summary=filter_summary(blind), checks_table=markdown_table(checks), review_summary=review_summary(entries),
         funnel_table=markdown_table(tables["funnel"]), answer_table=markdown_table(tables["answer_balance"]),
         changes=changes_text(changes),
     )

@@ -16,7 +16,7 @@ def register(app: typer.Typer, context) -> None:
         ctx: typer.Context,
         version: Annotated[str, typer.Option("--version", "-v", help="Version name, e.g. v1.0. Publishing the same "
                                              "version again with the same questions rebuilds its folder.")],
-        out: Annotated[Optional[Path], typer.Option(help="Folder to write (default: <workspace>/releases/VERSION).")]
+        out: Annotated[Optional[Path], typer.Option(help="Folder to write (default: WORKSPACE/releases/VERSION).")]
         = None,
         push: Annotated[Optional[str], typer.Option(help="Also upload to this Hugging Face dataset repository "
                                                     "(org/name), using the token in HF_TOKEN.")] = None,

@@ -3,12 +3,12 @@ with the version. The token comes from the environment (HF_TOKEN) only."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
 from pathlib import Path
 
-import httpx
 from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
@@ -16,6 +16,19 @@ from benchsmith.errors import BenchsmithError
 from benchsmith.publish.release import MARKER
 
 REPO_ID = r"^[A-Za-z0-9][\w.-]*/[\w.-]+$"
+# huggingface_hub has used requests, httpx and httpx2 over its versions; any of their connection errors
+# means the Hub could not be reached.
+HTTP_CLIENTS = (("httpx2", "TransportError"), ("httpx", "TransportError"), ("requests", "ConnectionError"))
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    found: list[type[BaseException]] = [OSError]
+    for module, name in HTTP_CLIENTS:
+        try:
+            found.append(getattr(importlib.import_module(module), name))
+        except ImportError:
+            continue
+    return tuple(found)
 
 
 class PushError(BenchsmithError, RuntimeError):
@@ -51,7 +64,7 @@ def push_release(folder: Path, repo_id: str, token: str | None, *, private: bool
         raise PushError("cannot push: huggingface_hub is in offline mode (HF_HUB_OFFLINE)") from None
     except HfHubHTTPError as exc:
         raise PushError(f"the Hub refused the upload to {repo_id}: {exc}".splitlines()[0]) from None
-    except (httpx.TransportError, OSError) as exc:  # connection refused, DNS failure, timeouts
+    except _connection_errors() as exc:  # connection refused, DNS failure, timeouts
         raise PushError(f"cannot reach the Hugging Face Hub to push {repo_id}: {type(exc).__name__}: {exc}"
                         .splitlines()[0]) from None
     return commit.commit_url

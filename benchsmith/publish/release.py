@@ -83,8 +83,8 @@ def _changes_of(release: Release) -> Changes:
 def _check_table(store: Store) -> pd.DataFrame:
     rows = [(stage, rule, "passed" if passed else "failed", n)
             for (stage, rule, passed, _reason), n in store.verdict_counts().items() if stage not in NOT_A_FILTER]
-    frame = pd.DataFrame(rows, columns=["stage", "rule", "outcome", "questions"])
-    return frame.groupby(["stage", "rule", "outcome"], as_index=False)["questions"].sum()
+    frame = pd.DataFrame(rows, columns=["stage", "rule", "outcome", "n"])
+    return frame.groupby(["stage", "rule", "outcome"], as_index=False)["n"].sum()
 
 
 def publish(store: Store, settings: Settings, version: str, *, out: Path | None = None, repo: str = "",
@@ -142,7 +142,8 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
     extractors = sorted({public_name(name) for name, _status in store.extraction_counts()})
     (building / "README.md").write_text(render_card(
         settings=options, version=version, date=date, repo=repo or f"<org>/{options.name}", tsv=tsv_name,
-        shards=shards, entries=entries, tables=tables, extractors=extractors, checks=_check_table(store),
+        shards=shards, entries=entries, tables=tables, extractors=extractors,
+        blind=(settings.raw.get("filter") or {}).get("blind") or {}, checks=_check_table(store),
         changes=changes), encoding="utf-8")
     log = [(r.version, _changes_of(r)) for r in history] + [(version, changes)]
     (building / "CHANGELOG.md").write_text(changelog_markdown(log), encoding="utf-8")
