@@ -1,0 +1,39 @@
+from benchsmith.ingest import normalise_annotations
+from benchsmith.records import Image
+from extractors.base import Loaded, build_extractors
+
+
+def image_with(annotations):
+    return Image(id="img", path="x.png", width=200, height=100, annotations=normalise_annotations(annotations, 200, 100))
+
+
+COCO_STYLE = {
+    "captions": ["A dog on a red sofa."],
+    "tags": ["dog", "sofa"],
+    "objects": [{"label": "dog", "bbox": [20, 10, 60, 40], "attributes": {"colour": "brown"}},
+                {"label": "sofa", "box_px": [0, 30, 200, 100], "score": 0.8}],
+    "ocr": [{"text": "SALE", "box_px": [100, 0, 140, 20]}],
+}
+
+
+def test_supplied_annotations_become_facts_in_unit_coordinates(configure):
+    extractor, = build_extractors(configure({"extractors": {"all": {"backend": "supplied"}}}), only=["all"])
+    facts, = extractor.extract([Loaded(image_with(COCO_STYLE), None)])
+    by_kind = {}
+    for fact in facts:
+        by_kind.setdefault(fact.kind, []).append(fact)
+    assert [f.text for f in by_kind["caption"]] == ["A dog on a red sofa."]
+    assert [f.text for f in by_kind["tag"]] == ["dog", "sofa"]
+    dog, sofa = by_kind["object"]
+    assert dog.box == (0.1, 0.1, 0.4, 0.5) and dog.attributes == {"colour": "brown"}
+    assert sofa.box == (0.0, 0.3, 1.0, 1.0) and sofa.score == 0.8
+    sale, = by_kind["ocr"]
+    assert sale.quad == ((0.5, 0.0), (0.7, 0.0), (0.7, 0.2), (0.5, 0.2))
+    assert {f.provenance.backend for f in facts} == {"supplied"}
+
+
+def test_the_local_profile_takes_captions_tags_and_boxes_but_reads_text_itself(settings):
+    supplied, rapidocr = build_extractors(settings)
+    assert (supplied.name, rapidocr.name) == ("supplied", "rapidocr")
+    facts, = supplied.extract([Loaded(image_with(COCO_STYLE), None)])
+    assert sorted({f.kind for f in facts}) == ["caption", "object", "tag"]
