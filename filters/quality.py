@@ -35,7 +35,6 @@ class QualitySettings(BaseModel):
         "a an the is are was were be of in on at to for with by from this that these those there it its "
         "which what who whom whose do does did can could shown seen visible image picture photo").split())
     catch_all_pattern: str = r"\b(all|none|both|neither)\s+of\s+(the\s+)?(above|these|them|options)\b"
-    shuffle_seed: int = 0
 
 
 def options_rule(question: Question) -> str:

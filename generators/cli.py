@@ -2,8 +2,78 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Optional
+
 import typer
 
 
 def register(app: typer.Typer, context) -> None:
     """Add this stage's commands to `app`; `context(ctx)` gives the settings and the store."""
+    videos_app = typer.Typer(help="Videos with action annotations, for the temporal dimensions.",
+                             no_args_is_help=True)
+    app.add_typer(videos_app, name="videos")
+
+    @app.command()
+    def generate(
+        ctx: typer.Context,
+        generator: Annotated[Optional[list[str]], typer.Option(
+            "--generator", "-g", help="Only this generator: programmatic, llm or temporal (repeatable; "
+                                      "default: generate.generators in the settings).")] = None,
+        dimension: Annotated[Optional[list[str]], typer.Option(
+            "--dimension", "-d", help="Only this dimension, by key or id (repeatable; default: every "
+                                      "dimension the generators support).")] = None,
+        limit: Annotated[Optional[int], typer.Option(
+            min=1, help="Do at most this many (item, dimension) jobs now; the rest wait for the next run.")] = None,
+    ) -> None:
+        """Write questions for every item and dimension that has none yet.
+
+        Programmatic questions come from labels, boxes, attributes and OCR with exact answers; LLM
+        questions from per-dimension prompt templates (generators/prompts/) against OPENAI_BASE_URL;
+        temporal questions from video annotations. Every question passes the quality gate (dropped ones
+        are kept with the reason) and answer letters are balanced. Rerunning does only what is missing,
+        and LLM calls already answered are read from the store, never paid for twice.
+        """
+        from benchsmith.console import console, progress_bar, table
+        from generators.stage import Generation, plan
+
+        c = context(ctx)
+        with c.store() as store:
+            options, jobs = plan(store, c.settings, generators=generator or (), dimensions=dimension or (),
+                                 limit=limit)
+            with progress_bar("generating", len(jobs)) as advance:
+                report = Generation(store, c.settings, options).run(jobs, advance).as_dict()
+        dropped = report.pop("dropped")
+        console.print(table("generate", ["what", "count"], [*report.items(),
+                                                             *((f"dropped: {k}", v) for k, v in dropped.items())]))
+
+    @videos_app.command("add")
+    def videos_add(
+        ctx: typer.Context,
+        manifest: Annotated[Path, typer.Argument(help="JSONL: path, segments [{start, end, label}], optional "
+                                                      "steps, source, license; paths relative to the manifest.")],
+    ) -> None:
+        """Ingest annotated videos: copy them into the workspace and keep uniformly sampled frames."""
+        from benchsmith.console import console
+        from benchsmith.videos import ingest_videos
+        from generators.stage import STAGE, GenerateSettings
+
+        c = context(ctx)
+        frames = c.settings.section(STAGE, GenerateSettings).temporal.frames
+        with c.store() as store:
+            report = ingest_videos(store, c.settings.media_dir, manifest, frames=frames)
+        refused = ", ".join(f"{k} {v}" for k, v in sorted(report.rejected.items())) or "none"
+        console.print(f"{manifest}: {report.seen} seen, {report.added} added, {report.unchanged} unchanged, "
+                      f"refused: {refused}")
+
+    @videos_app.command("synth")
+    def videos_synth(
+        out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the clips and manifest.jsonl.")],
+        n: Annotated[int, typer.Option("--n", min=1, help="How many clips.")] = 8,
+        seed: Annotated[int, typer.Option(help="The same seed always writes the same clips.")] = 0,
+    ) -> None:
+        """Write tiny synthetic clips of moving shapes with known actions (an offline test set)."""
+        from benchsmith.console import console
+        from benchsmith.videos import make_moving_shapes
+
+        console.print(f"wrote {make_moving_shapes(out, n, seed)}")

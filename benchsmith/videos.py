@@ -1,0 +1,228 @@
+"""Videos: the annotation manifest, ingest with uniform frame sampling, and a synthetic test set.
+
+The manifest is JSONL, one video a line:
+
+    {"path": "clips/cook.mp4",                       # relative to the manifest's folder
+     "segments": [{"start": 0.0, "end": 2.5, "label": "crack an egg"}, ...],   # seconds, any order
+     "steps": ["crack an egg", "whisk", "fry"],      # optional: the procedure's ordered steps
+     "source": "...", "license": "..."}              # optional
+
+Each video becomes a `Video` item: the file is copied under `<media>/videos/`, `frames` (8 by default)
+are sampled uniformly and saved as PNGs under `<media>/frames/<video id>/` so review and publishing can
+show them, and `annotations` holds the segments sorted by start, the steps and each frame's time.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from benchsmith.errors import BenchsmithError
+from benchsmith.records import Verdict, Video, sha256_bytes
+
+STAGE = "ingest"
+
+
+class VideoError(BenchsmithError, ValueError):
+    """A video manifest that cannot be read at all."""
+
+
+class Segment(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    start: float = Field(ge=0)
+    end: float
+    label: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Segment:
+        if self.end <= self.start:
+            raise ValueError(f"segment {self.label!r} ends ({self.end}) before it starts ({self.start})")
+        return self
+
+
+class VideoRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    segments: list[Segment] = Field(min_length=1)
+    steps: list[str] | None = None
+    source: str = ""
+    license: str = ""
+
+
+@dataclass(frozen=True)
+class Probe:
+    fps: float
+    n_frames: int
+    width: int
+    height: int
+
+
+def probe(path: Path) -> Probe:
+    capture = cv2.VideoCapture(str(path))
+    try:
+        if not capture.isOpened():
+            raise ValueError("not a video this machine can decode")
+        found = Probe(capture.get(cv2.CAP_PROP_FPS) or 0.0, int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0),
+                      int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+    finally:
+        capture.release()
+    if found.n_frames <= 0 or found.fps <= 0:
+        raise ValueError("the video has no frames or no frame rate")
+    return found
+
+
+def frame_indices(n_frames: int, count: int) -> list[int]:
+    """`count` frame numbers spread evenly over the video, each at the middle of its share."""
+    count = min(count, n_frames)
+    return [min(n_frames - 1, int((i + 0.5) * n_frames / count)) for i in range(count)]
+
+
+def sample_frames(path: Path, count: int, out_dir: Path, fps: float, n_frames: int) -> list[tuple[Path, float]]:
+    """Save `count` uniformly spaced frames as PNGs; return each file with its time in seconds."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    capture = cv2.VideoCapture(str(path))
+    saved = []
+    try:
+        for rank, index in enumerate(frame_indices(n_frames, count)):
+            capture.set(cv2.CAP_PROP_POS_FRAMES, index)
+            ok, frame = capture.read()
+            if not ok:
+                raise ValueError(f"frame {index} cannot be decoded")
+            target = out_dir / f"frame_{rank:02d}.png"
+            cv2.imwrite(str(target), frame)
+            saved.append((target, round(index / fps, 3)))
+    finally:
+        capture.release()
+    return saved
+
+
+@dataclass
+class VideoReport:
+    seen: int = 0
+    added: int = 0
+    unchanged: int = 0
+    rejected: Counter = field(default_factory=Counter)
+
+
+def _inside(root: Path, relative: str) -> Path | None:
+    candidate = (root / relative).resolve()
+    return candidate if candidate.is_relative_to(root.resolve()) else None
+
+
+def ingest_videos(store, media_dir: Path, manifest: Path, frames: int = 8, progress=None) -> VideoReport:
+    """Add the manifest's videos to the store; refused rows get an input verdict with the reason."""
+    if not manifest.is_file():
+        raise VideoError(f"video manifest not found: {manifest}")
+    report = VideoReport()
+    refusals: list[Verdict] = []
+
+    def refuse(subject: str, rule: str, reason: str) -> None:
+        report.rejected[rule] += 1
+        refusals.append(Verdict(subject_id=subject, subject_kind="input", stage=STAGE, rule=rule, passed=False,
+                                reason=reason))
+
+    for number, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        report.seen += 1
+        subject = f"{manifest}:{number}"
+        try:
+            row = VideoRow.model_validate(json.loads(line))
+        except (json.JSONDecodeError, ValidationError) as exc:
+            refuse(subject, "bad_row", f"row {number}: {str(exc).splitlines()[0]}")
+            continue
+        source = _inside(manifest.parent, row.path)
+        if source is None:
+            refuse(subject, "path_outside_root", f"row {number}: {row.path!r} leaves the manifest's folder")
+            continue
+        if not source.is_file():
+            refuse(subject, "missing_file", f"row {number}: {row.path} not found")
+            continue
+        try:
+            found = probe(source)
+        except ValueError as exc:
+            refuse(subject, "bad_video", f"row {number}: {exc}")
+            continue
+        video_id = sha256_bytes(source.read_bytes())
+        if store.known_item_ids([video_id]):
+            report.unchanged += 1
+            continue
+        stored = Path("videos") / f"{video_id}{source.suffix.lower()}"
+        (media_dir / stored).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, media_dir / stored)
+        try:
+            sampled = sample_frames(source, frames, media_dir / "frames" / video_id, found.fps, found.n_frames)
+        except ValueError as exc:
+            refuse(subject, "bad_video", f"row {number}: {exc}")
+            continue
+        segments = sorted(row.segments, key=lambda s: (s.start, s.end))
+        video = Video(
+            id=video_id, path=str(stored), width=found.width, height=found.height, fps=found.fps,
+            n_frames=found.n_frames, frames=[str(p.relative_to(media_dir)) for p, _t in sampled],
+            source=row.source, license=row.license, original_name=source.name,
+            annotations={"segments": [s.model_dump() for s in segments], "steps": row.steps,
+                         "frame_times": [t for _p, t in sampled], "duration": round(found.n_frames / found.fps, 3)})
+        report.added += store.add_items([video])
+        if progress:
+            progress(1)
+    if refusals:
+        store.add_verdicts(refusals)
+    return report
+
+
+# -- a tiny synthetic set: one shape per clip doing known actions in turn ----------------------------
+
+SHAPE_COLOURS = {"red": (40, 40, 220), "green": (60, 160, 40), "blue": (220, 80, 40), "yellow": (40, 210, 240)}
+MOVES = {"moves right": (1, 0), "moves left": (-1, 0), "moves up": (0, -1), "moves down": (0, 1),
+         "grows": (0, 0), "shrinks": (0, 0)}
+
+
+def make_moving_shapes(out_dir: Path, n: int, seed: int = 0, *, fps: int = 10, size: int = 96,
+                       segment_seconds: float = 1.0) -> Path:
+    """Write n short clips (3-4 actions each) and their manifest.jsonl; return the manifest path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest = out_dir / "manifest.jsonl"
+    per_segment = int(fps * segment_seconds)
+    with manifest.open("w", encoding="utf-8") as handle:
+        for index in range(n):
+            rng = random.Random(f"{seed}:{index}")
+            colour = rng.choice(list(SHAPE_COLOURS))
+            shape = rng.choice(("circle", "square"))
+            actions = rng.sample(list(MOVES), rng.choice((3, 4)))
+            name = f"clip_{seed}_{index:03d}.avi"
+            writer = cv2.VideoWriter(str(out_dir / name), cv2.VideoWriter_fourcc(*"MJPG"), fps, (size, size))
+            x, y, radius = size / 2, size / 2, size / 8
+            segments = []
+            for k, action in enumerate(actions):
+                dx, dy = MOVES[action]
+                for _ in range(per_segment):
+                    x = min(max(x + dx * size / 40, radius), size - radius)
+                    y = min(max(y + dy * size / 40, radius), size - radius)
+                    if action in ("grows", "shrinks"):
+                        radius = min(max(radius * (1.06 if action == "grows" else 0.94), 4), size / 4)
+                    frame = np.full((size, size, 3), 235, dtype=np.uint8)
+                    centre, r = (int(x), int(y)), int(radius)
+                    if shape == "circle":
+                        cv2.circle(frame, centre, r, SHAPE_COLOURS[colour], -1)
+                    else:
+                        cv2.rectangle(frame, (centre[0] - r, centre[1] - r), (centre[0] + r, centre[1] + r),
+                                      SHAPE_COLOURS[colour], -1)
+                    writer.write(frame)
+                segments.append({"start": k * segment_seconds, "end": (k + 1) * segment_seconds,
+                                 "label": f"the {colour} {shape} {action}"})
+            writer.release()
+            row = {"path": name, "segments": segments, "steps": [s["label"] for s in segments],
+                   "source": "benchsmith-synthetic", "license": "CC0-1.0"}
+            handle.write(json.dumps(row) + "\n")
+    return manifest
+

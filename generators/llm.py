@@ -1,0 +1,120 @@
+"""Questions written by an LLM from an image's facts, one prompt template per dimension.
+
+`request_for` turns an (image, facts, dimension) into an `LlmRequest`: the shared instruction in
+`prompts/_shared.yaml` plus the dimension's focus in `prompts/<dimension key>.yaml`, the facts as a
+quoted data block, and a JSON schema asking for several questions at once. `questions_from` turns the
+result back into Question records, or into the reason the output could not be used.
+
+The facts come from `extractors.context.visual_context`, which JSON-quotes every piece of text read
+from the image; here the block is also fenced with markers and any angle bracket inside it is escaped,
+so text in a picture can neither close the block nor pose as instructions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchsmith.dimensions import Dimension
+from benchsmith.llm import LlmOptions, LlmRequest, LlmResult
+from benchsmith.records import LETTERS, Fact, Image, Provenance, Question
+
+BACKEND = "llm"
+PROMPTS_DIR = Path(__file__).with_name("prompts")
+
+
+class LlmGeneratorSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "gpt-4o-mini"                         # for every dimension not named in `models`
+    models: dict[str, str] = Field(default_factory=dict)  # dimension key -> model
+    temperature: float = 0.7
+    seed: int = 0
+    max_tokens: int = 1500
+    questions_per_call: int = Field(3, ge=1, le=10)
+    context_chars: int = Field(4000, ge=200)         # cap on the facts block
+    batch_size: int = Field(64, ge=1)                # requests per batch; each batch is stored before the next
+    options: LlmOptions = LlmOptions()               # concurrency, rate limits, retries, timeouts, prices
+
+    def model_for(self, dimension: Dimension) -> str:
+        return self.models.get(dimension.key, self.model)
+
+
+@dataclass(frozen=True)
+class Template:
+    version: str
+    system: str
+    user: str
+    focus: str
+
+    def render(self, dimension: Dimension, facts_block: str, n_questions: int) -> list[dict]:
+        return [{"role": "system", "content": self.system},
+                {"role": "user", "content": self.user.format_map({
+                    "dimension_name": dimension.name, "definition": dimension.definition,
+                    "focus": self.focus, "n_questions": n_questions, "facts": facts_block})}]
+
+
+@lru_cache(maxsize=32)
+def template_for(dimension_key: str, prompts_dir: Path = PROMPTS_DIR) -> Template:
+    """The shared instruction joined with one dimension's focus; a missing file is a clear error."""
+    shared = yaml.safe_load((prompts_dir / "_shared.yaml").read_text(encoding="utf-8"))
+    path = prompts_dir / f"{dimension_key}.yaml"
+    if not path.exists():
+        raise KeyError(f"no prompt template for dimension {dimension_key!r}: add {path}")
+    own = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return Template(version=f"{shared['version']}+{own['version']}", system=shared["system"].strip(),
+                    user=shared["user"].strip(), focus=own["focus"].strip())
+
+
+def supports(dimension: Dimension, prompts_dir: Path = PROMPTS_DIR) -> bool:
+    return dimension.modality == "image" and (prompts_dir / f"{dimension.key}.yaml").exists()
+
+
+def output_schema(n_questions: int) -> dict:
+    question = {
+        "type": "object", "additionalProperties": False, "required": ["question", "options", "answer"],
+        "properties": {
+            "question": {"type": "string", "minLength": 5},
+            "options": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 4, "maxItems": 4},
+            "answer": {"type": "string", "enum": list(LETTERS)},
+        },
+    }
+    return {"type": "json_schema", "json_schema": {"name": "questions", "strict": True, "schema": {
+        "type": "object", "additionalProperties": False, "required": ["questions"],
+        "properties": {"questions": {"type": "array", "items": question, "maxItems": n_questions}}}}}
+
+
+def fenced(context: str) -> str:
+    """The facts block with angle brackets escaped (as JSON escapes), so nothing in it closes the fence."""
+    return context.replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def request_for(image: Image, facts: list[Fact], dimension: Dimension, settings: LlmGeneratorSettings) -> LlmRequest:
+    from extractors.context import visual_context
+
+    template = template_for(dimension.key)
+    block = fenced(visual_context(image, facts, settings.context_chars))
+    return LlmRequest(
+        purpose="generate", model=settings.model_for(dimension),
+        messages=template.render(dimension, block, settings.questions_per_call),
+        temperature=settings.temperature, seed=settings.seed, max_tokens=settings.max_tokens,
+        response_format=output_schema(settings.questions_per_call), tag=f"{image.id}:{dimension.key}")
+
+
+def questions_from(result: LlmResult, request: LlmRequest, image: Image, dimension: Dimension) -> list[Question]:
+    """Question records from a successful, schema-valid result; the call's cost is split among them."""
+    drafts = result.parsed["questions"]
+    share = max(1, len(drafts))
+    provenance = Provenance(
+        backend=BACKEND, model=request.model, prompt_version=template_for(dimension.key).version,
+        temperature=request.temperature, seed=request.seed,
+        params={"max_tokens": request.max_tokens, "llm_call": result.key},
+        tokens_in=result.tokens_in // share, tokens_out=result.tokens_out // share,
+        cost_usd=result.cost_usd / share)
+    return [Question(item_id=image.id, dimension_id=dimension.id, text=d["question"].strip(),
+                     options=[o.strip() for o in d["options"]], answer=LETTERS.index(d["answer"]),
+                     provenance=provenance, meta={"generator": BACKEND}) for d in drafts]
