@@ -157,3 +157,21 @@ def test_solver_names_must_be_unique():
     config = BlindSettings(solvers=[{"kind": "longest"}, {"kind": "longest"}])
     with pytest.raises(SettingsError, match="repeated: longest"):
         blind.solvers_from(config)
+
+
+@pytest.mark.parametrize(("profile", "kinds"), [("local", {"longest", "overlap", "odd_one_out", "embedding"}),
+                                                ("gpu", {"likelihood"})])
+def test_each_profile_ships_a_working_solver_list(profile, kinds):
+    from benchsmith.settings import load_settings
+
+    config = blind.blind_settings(load_settings(profile=profile, env={}))
+    assert {s.kind for s in config.solvers} == kinds
+    assert len(blind.solvers_from(config)) == len(config.solvers)  # built lazily: no model loads here
+
+
+def test_bad_blind_settings_name_the_key():
+    from benchsmith.settings import SettingsError, load_settings
+
+    env = {"BENCHSMITH__FILTER__BLIND__RULE": "majority"}
+    with pytest.raises(SettingsError, match="filter.blind.rule"):
+        blind.blind_settings(load_settings(env=env))

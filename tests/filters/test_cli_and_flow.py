@@ -66,3 +66,11 @@ def test_the_filter_stage_judges_only_new_questions(prefect_api, settings):  # n
     assert filter_flow(settings)["blind"]["dropped"] == 1
     add(settings, FAIR)
     assert filter_flow(settings)["blind"] == {"pending": 1, "judged": 1, "dropped": 0, "kept": 1, "unanswered": 0}
+
+
+def test_report_only_judges_nothing(settings):
+    add(settings, LEAKED)
+    result = cli(settings, "filter", "--report-only", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {"run": None, "report": {
+        "dimensions": {}, "solvers": [], "accuracy_before": {}, "accuracy_after": {}}}
