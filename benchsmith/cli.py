@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 import yaml
+from rich.markup import escape
 
 from benchsmith.console import console, errors, progress_bar
 from benchsmith.errors import BenchsmithError
@@ -207,12 +209,28 @@ def _register_stage_commands() -> None:
 _register_stage_commands()
 
 
+WRITE_ERRORS = {errno.EACCES, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EPERM, errno.EFBIG}
+
+
+def _fail(message: str) -> None:
+    errors.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    sys.exit(2)
+
+
 def main() -> None:
+    import sqlalchemy as sa
+
     try:
         app()
     except BenchsmithError as exc:
-        errors.print(f"[bold red]error:[/] {exc}", highlight=False)
-        sys.exit(2)
+        _fail(str(exc))
+    except OSError as exc:
+        if exc.errno not in WRITE_ERRORS:
+            raise
+        _fail(f"cannot write {exc.filename or 'a file'}: {exc.strerror}. Finished work is saved; "
+              "free space or fix permissions, then rerun the command to go on.")
+    except sa.exc.OperationalError as exc:
+        _fail(f"the store could not be used: {exc.orig}. Finished work is saved; fix it and rerun.")
     except KeyboardInterrupt:
         errors.print("interrupted; finished work is saved, rerun the command to go on")
         sys.exit(130)

@@ -44,12 +44,20 @@ def _make_engine(url: str) -> sa.Engine:
         engine = sa.create_engine(url, connect_args={"timeout": 60})
 
         @sa.event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_connection, _record):  # WAL lets readers run beside one writer
+        def _sqlite_pragmas(dbapi_connection, _record):
+            # Let SQLAlchemy, not the sqlite3 module, open transactions, so DDL (migrations) is
+            # transactional too; WAL lets readers run beside one writer.
+            dbapi_connection.isolation_level = None
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA busy_timeout=60000")
             cursor.close()
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn):
+            # IMMEDIATE takes the write lock up front: two processes never deadlock upgrading a read.
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     return sa.create_engine(url, pool_pre_ping=True)
@@ -96,7 +104,7 @@ class Store(
         except sa.exc.OperationalError as exc:
             self.engine.dispose()
             raise StoreError(
-                f"cannot reach the store at {sa.make_url(url).render_as_string(hide_password=True)}: "
+                f"cannot open the store at {sa.make_url(url).render_as_string(hide_password=True)}: "
                 f"{exc.orig}".strip()
             ) from None
 

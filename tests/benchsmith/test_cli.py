@@ -53,7 +53,7 @@ def test_user_errors_are_one_clear_line_and_exit_code_2(tmp_path):
     secret = run("status", cwd=tmp_path)
     assert secret.returncode == 2 and "secrets come only from the environment" in secret.stderr
     unreachable = run("status", cwd=tmp_path / "..", env={"BENCHSMITH_DB_URL": "postgresql+psycopg://x@127.0.0.1:1/x"})
-    assert unreachable.returncode == 2 and "cannot reach the store" in unreachable.stderr
+    assert unreachable.returncode == 2 and "cannot open the store" in unreachable.stderr
 
 
 def test_config_show_masks_secrets(tmp_path):

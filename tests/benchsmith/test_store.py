@@ -128,7 +128,7 @@ def test_a_foreign_database_is_refused_not_mangled(store_url):
 
 
 def test_an_unreachable_database_is_a_clear_error():
-    with pytest.raises(StoreError, match="cannot reach the store"):
+    with pytest.raises(StoreError, match="cannot open the store"):
         Store("postgresql+psycopg://nobody:secret@127.0.0.1:1/none")
 
 
