@@ -138,8 +138,12 @@ def ingest_videos(store, media_dir: Path, manifest: Path, frames: int = 8, progr
         subject = f"{manifest}:{number}"
         try:
             row = VideoRow.model_validate(json.loads(line))
-        except (json.JSONDecodeError, ValidationError) as exc:
-            refuse(subject, "bad_row", f"row {number}: {str(exc).splitlines()[0]}")
+        except json.JSONDecodeError as exc:
+            refuse(subject, "bad_row", f"row {number}: not JSON: {exc.msg}")
+            continue
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'row'}: {e['msg']}" for e in exc.errors())
+            refuse(subject, "bad_row", f"row {number}: {problems}")
             continue
         source = _inside(manifest.parent, row.path)
         if source is None:
