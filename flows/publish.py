@@ -1,0 +1,47 @@
+"""The publish flow: the accepted questions into a versioned dataset folder (and the Hub, if asked).
+
+A release is a deliberate act, so the stage runs only when a version is given, either to the stage or
+as `publish.version` in the settings; otherwise it reports that it skipped. Its cache key is the
+content of the release it would build, so a rerun with nothing new to publish is served from cache,
+and a build whose questions changed under a fixed version stops with publish's own clear error.
+"""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from benchsmith.publish.settings import PublishSettings
+from benchsmith.records import stable_hash
+from benchsmith.settings import Settings
+from benchsmith.store import Store
+from flows.tasks import new_run_id, run_stage
+
+
+def publish_stage(settings: Settings, run_id: str, version: str | None = None, push: str | None = None) -> dict:
+    """The publish task; callable inside any flow."""
+    from benchsmith.publish.push import push_release
+    from benchsmith.publish.release import collect_entries, publish
+
+    options = settings.section("publish", PublishSettings)
+    version, push = version or options.version, push or options.push
+    if not version:
+        return {"publish": "skipped: no version given (set publish.version or pass one)"}
+    with Store(settings.db_url) as store:
+        entries, _left_out = collect_entries(store)
+    content = stable_hash(version, push, sorted((e.question_id, e.content_hash) for e in entries))
+
+    def release(store: Store) -> dict:
+        result = publish(store, settings, version, repo=push)
+        stats = {"version": result.version, "questions": result.n_questions, "configs": result.per_config,
+                 "added": len(result.changes.added), "removed": len(result.changes.removed),
+                 "changed": len(result.changes.changed)}
+        if push:
+            token = settings.secrets.hf_token.get_secret_value() if settings.secrets.hf_token else None
+            stats["pushed"] = push_release(result.folder, push, token, private=options.private)
+        return stats
+    return {"publish": run_stage(settings, run_id, "publish", release, reads=("reviews",), input_token=content)}
+
+
+@flow(name="benchsmith-publish")
+def publish_flow(settings: Settings, version: str | None = None, push: str | None = None) -> dict:
+    return publish_stage(settings, new_run_id(), version, push)
