@@ -92,9 +92,12 @@ class ClipScorer:
 
     def probabilities(self, images, prompts: Sequence[str]):
         """Softmax over `prompts` for each image embedding: a tensor [images, prompts]."""
+        import torch
+
         texts = self._text_embeddings(tuple(prompts))
-        scale = self.model.logit_scale.exp().float()
-        return (scale * images @ texts.T).softmax(dim=-1)
+        with torch.inference_mode():
+            scale = self.model.logit_scale.exp().float()
+            return (scale * images @ texts.T).softmax(dim=-1)
 
     def label(self, images, labels: Sequence[str]) -> list[tuple[str, float]]:
         """The best label of `labels` for each image embedding, with its probability."""

@@ -139,9 +139,9 @@ def _nms(boxes, scores, threshold):
     return torch.tensor(keep, dtype=torch.long)
 
 
-def _batched_nms(boxes, scores, idxs, threshold):
+def _batched_nms(boxes, scores, idxs, iou_threshold):
     offsets = idxs.to(boxes) * (boxes.max() + 1)
-    return _nms(boxes + offsets[:, None], scores, threshold)
+    return _nms(boxes + offsets[:, None], scores, iou_threshold)
 
 
 def _resize(image, size, **_):
