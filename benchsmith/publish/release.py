@@ -87,6 +87,38 @@ def _check_table(store: Store) -> pd.DataFrame:
     return frame.groupby(["stage", "rule", "outcome"], as_index=False)["n"].sum()
 
 
+def _write_documents(folder: Path, store: Store, settings: Settings, release: Release, entries: list[Entry],
+                     shards: dict[str, list[str]], tsv_name: str, repo: str, *,
+                     history: list[tuple[str, Changes]], changes: Changes) -> None:
+    """The card with its plots, the changelog of every version, and release.json with content hashes."""
+    options = settings.section("publish", PublishSettings)
+    hashes = {e.question_id: e.content_hash for e in entries}
+    frame = stats.question_frame(store)
+    frame.loc[frame["question_id"].isin(hashes), "status"] = "published"  # as it will be once recorded
+    released = frame[frame["question_id"].isin(hashes)]
+    tables = stats.stats_tables(frame) | {"dimension_counts": stats.dimension_counts(released),
+                                         "answer_balance": stats.answer_balance(released)}
+    stats.plot_dimension_counts(tables["dimension_counts"], folder / "plots" / "dimension_counts.png")
+    stats.plot_funnel(tables["funnel"], folder / "plots" / "funnel.png")
+    stats.plot_answer_balance(tables["answer_balance"], folder / "plots" / "answer_balance.png")
+
+    date = datetime.now(timezone.utc).date().isoformat()
+    extractors = sorted({public_name(name) for name, _status in store.extraction_counts()})
+    (folder / "README.md").write_text(render_card(
+        settings=options, version=release.version, date=date, repo=repo or f"<org>/{options.name}",
+        tsv=tsv_name, shards=shards, entries=entries, tables=tables, extractors=extractors,
+        blind=(settings.raw.get("filter") or {}).get("blind") or {}, checks=_check_table(store),
+        changes=changes), encoding="utf-8")
+    (folder / "CHANGELOG.md").write_text(changelog_markdown([*history, (release.version, changes)]),
+                                         encoding="utf-8")
+    manifest = {"name": options.name, "version": release.version, "date": date, "previous": changes.previous,
+                "n_questions": len(entries), "configs": release.meta["configs"] | {ALL: len(entries)},
+                "changes": {"added": len(changes.added), "removed": len(changes.removed),
+                            "changed": len(changes.changed)},
+                "questions": dict(sorted(hashes.items()))}
+    (folder / MARKER).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+
+
 def publish(store: Store, settings: Settings, version: str, *, out: Path | None = None, repo: str = "",
             allow_changes: bool = False, progress: Callable[[int], None] = lambda n: None) -> Published:
     """Build release `version` from the store and record it. `repo` names the Hub repository in the card."""
@@ -125,40 +157,18 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
     building = folder.with_name(f".{folder.name}.building")
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir(parents=True)
-
-    tsv_name = f"vlmevalkit/{options.name}.tsv"
-    shards = write_data(by_config, building, settings.media_dir, options, building / tsv_name, progress)
-
-    frame = stats.question_frame(store)
-    frame.loc[frame["question_id"].isin(hashes), "status"] = "published"  # as it will be once recorded
-    released = frame[frame["question_id"].isin(hashes)]
-    tables = stats.stats_tables(frame) | {"dimension_counts": stats.dimension_counts(released),
-                                         "answer_balance": stats.answer_balance(released)}
-    stats.plot_dimension_counts(tables["dimension_counts"], building / "plots" / "dimension_counts.png")
-    stats.plot_funnel(tables["funnel"], building / "plots" / "funnel.png")
-    stats.plot_answer_balance(tables["answer_balance"], building / "plots" / "answer_balance.png")
-
-    date = datetime.now(timezone.utc).date().isoformat()
-    extractors = sorted({public_name(name) for name, _status in store.extraction_counts()})
-    (building / "README.md").write_text(render_card(
-        settings=options, version=version, date=date, repo=repo or f"<org>/{options.name}", tsv=tsv_name,
-        shards=shards, entries=entries, tables=tables, extractors=extractors,
-        blind=(settings.raw.get("filter") or {}).get("blind") or {}, checks=_check_table(store),
-        changes=changes), encoding="utf-8")
-    log = [(r.version, _changes_of(r)) for r in history] + [(version, changes)]
-    (building / "CHANGELOG.md").write_text(changelog_markdown(log), encoding="utf-8")
-    manifest = {"name": options.name, "version": version, "date": date, "previous": changes.previous,
-                "n_questions": len(entries), "configs": per_config | {ALL: len(entries)},
-                "changes": {"added": len(changes.added), "removed": len(changes.removed),
-                            "changed": len(changes.changed)},
-                "questions": dict(sorted(hashes.items()))}
-    (building / MARKER).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-
-    leaked = find_leaks(building, forbidden_strings(settings))
-    if leaked:
-        shutil.rmtree(building)
-        raise PublishError(f"refusing to publish: {', '.join(leaked)} would contain a local path or a secret; "
-                           "check item sources and model names in the store")
+    try:
+        tsv_name = f"vlmevalkit/{options.name}.tsv"
+        shards = write_data(by_config, building, settings.media_dir, options, building / tsv_name, progress)
+        _write_documents(building, store, settings, release, entries, shards, tsv_name, repo,
+                         history=[(r.version, _changes_of(r)) for r in history], changes=changes)
+        leaked = find_leaks(building, forbidden_strings(settings))
+        if leaked:
+            raise PublishError(f"refusing to publish: {', '.join(leaked)} would contain a local path or a secret; "
+                               "check item sources and model names in the store")
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
     if folder.exists():
         shutil.rmtree(folder)
     building.rename(folder)

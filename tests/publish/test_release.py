@@ -45,6 +45,15 @@ def test_the_release_loads_offline_with_one_config_per_dimension_plus_all(review
     assert {q.status for q in reviewed.store.get_questions(ids=sorted(reviewed.not_accepted))} != {"published"}
 
 
+def test_a_release_from_a_postgresql_store_is_the_same(store, settings, oracle_dir, tmp_path):
+    reviewed = build_reviewed(store, settings, oracle_dir, tmp_path)
+    result = publish(store, settings, "v1")
+    rows = {r["question_id"]: r for r in load(result.folder, None, tmp_path / "cache")}
+    assert set(rows) == reviewed.accepted_ids
+    assert rows[reviewed.overruled]["agreement"] == pytest.approx(2 / 3)
+    assert [r.version for r in store.get_releases()] == ["v1"] and len(store.release_hashes("v1")) == len(rows)
+
+
 def test_rows_read_the_way_lmms_eval_seedbench_reads_them(reviewed, tmp_path):
     folder = publish(reviewed.store, reviewed.settings, "v1.0").folder
     for doc in load(folder, None, tmp_path / "cache"):
@@ -155,7 +164,7 @@ def test_a_missing_image_fails_the_release_and_loses_nothing(reviewed):
         publish(reviewed.store, reviewed.settings, "v1")
     assert reviewed.store.get_releases() == []
     assert {q.status for q in reviewed.store.get_questions(ids=sorted(reviewed.accepted_ids))} == {"accepted"}
-    assert not (reviewed.settings.workspace / "releases" / "v1").exists()
+    assert list((reviewed.settings.workspace / "releases").iterdir()) == []   # no release, no half-built one
 
 
 def test_the_card_describes_the_release_and_shows_its_plots(reviewed):
