@@ -1,8 +1,8 @@
 """The data files of a release: parquet shards per dimension in the SEED-Bench / lmms-eval schema, and
 the same rows as a VLMEvalKit multiple-choice TSV.
 
-Rows are written shard by shard, so memory holds one shard's images at a time; each image is encoded
-once and goes into both formats.
+Rows are written shard by shard, so memory holds one shard's images at a time; each image goes into
+both formats from one encoding.
 """
 
 from __future__ import annotations
@@ -10,13 +10,11 @@ from __future__ import annotations
 import base64
 import csv
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from pathlib import Path
 
 import datasets
 
 from benchsmith.publish.entries import Entry
-from benchsmith.publish.media import clean_image, resolve_media
 from benchsmith.publish.settings import PublishSettings
 from benchsmith.records import LETTERS
 
@@ -96,14 +94,11 @@ class TsvWriter:
         self._file.close()
 
 
-def write_data(by_config: dict[str, list[Entry]], folder: Path, media_dir: Path, settings: PublishSettings,
-               tsv_path: Path, progress: Callable[[int], None] = lambda n: None) -> dict[str, list[str]]:
-    """Write every config's shards and the TSV; return config -> shard paths relative to `folder`."""
-
-    @lru_cache(maxsize=512)  # an item asked about in several dimensions is encoded once
-    def encoded(relative: str) -> bytes:
-        return clean_image(resolve_media(media_dir, relative), settings.image_format, settings.jpeg_quality)
-
+def write_data(by_config: dict[str, list[Entry]], folder: Path, encoded: Callable[[str], bytes],
+               settings: PublishSettings, tsv_path: Path,
+               progress: Callable[[int], None] = lambda n: None) -> dict[str, list[str]]:
+    """Write every config's shards and the TSV; return config -> shard paths relative to `folder`.
+    `encoded(media_path)` gives the clean bytes of one stored image or frame."""
     shards: dict[str, list[str]] = {}
     tsv = TsvWriter(tsv_path)
     bars_were_on = datasets.is_progress_bar_enabled()

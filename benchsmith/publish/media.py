@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 from PIL import Image as PILImage
 
 from benchsmith.errors import BenchsmithError
+from benchsmith.records import stable_hash
 
 
 class MediaError(BenchsmithError, FileNotFoundError):
@@ -39,3 +41,27 @@ def clean_image(path: Path, image_format: str = "png", jpeg_quality: int = 95) -
     else:
         bare.save(buffer, "PNG", optimize=False)
     return buffer.getvalue()
+
+
+class CleanImages:
+    """Clean encodings of stored media, kept on disk under the cache folder: an image that several
+    questions (or dimensions, or later versions) show is decoded and encoded once."""
+
+    def __init__(self, media_dir: Path, cache_dir: Path, image_format: str, jpeg_quality: int) -> None:
+        self.media_dir = media_dir
+        self.cache_dir = cache_dir / "publish" / (f"jpeg{jpeg_quality}" if image_format == "jpeg" else "png")
+        self.image_format, self.jpeg_quality = image_format, jpeg_quality
+
+    def __call__(self, relative: str) -> bytes:
+        source = resolve_media(self.media_dir, relative)
+        stat = source.stat()
+        key = stable_hash(relative, stat.st_size, stat.st_mtime_ns)
+        cached = self.cache_dir / key[:2] / key
+        if cached.is_file():
+            return cached.read_bytes()
+        data = clean_image(source, self.image_format, self.jpeg_quality)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_name(f"{key}.{os.getpid()}.tmp")
+        partial.write_bytes(data)
+        os.replace(partial, cached)
+        return data

@@ -25,6 +25,7 @@ from benchsmith.publish import stats
 from benchsmith.publish.card import ALL, Changes, changelog_markdown, render_card
 from benchsmith.publish.dataset import write_data
 from benchsmith.publish.entries import Entry, entry_for, public_name
+from benchsmith.publish.media import CleanImages
 from benchsmith.publish.settings import PublishSettings
 from benchsmith.records import Release
 from benchsmith.settings import Settings
@@ -159,7 +160,8 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
     building.mkdir(parents=True)
     try:
         tsv_name = f"vlmevalkit/{options.name}.tsv"
-        shards = write_data(by_config, building, settings.media_dir, options, building / tsv_name, progress)
+        images = CleanImages(settings.media_dir, settings.cache_dir, options.image_format, options.jpeg_quality)
+        shards = write_data(by_config, building, images, options, building / tsv_name, progress)
         _write_documents(building, store, settings, release, entries, shards, tsv_name, repo,
                          history=[(r.version, _changes_of(r)) for r in history], changes=changes)
         leaked = find_leaks(building, forbidden_strings(settings))

@@ -1,0 +1,113 @@
+"""How fast `publish` builds a release, and whether its memory stays flat as the release grows.
+
+For each size, a fresh workspace gets oracle scenes and about three accepted counting questions per
+scene (the same image in several questions and dimensions, as in real sets). The first build is cold:
+it records the release and encodes every image. Further builds of the same version redo all the file
+work but find the clean encodings in the workspace cache, as a next version does for the images it
+shares with the last; their median is reported as warm. Also: bytes per question on disk and the
+child's peak RSS. Publishing writes one shard at a time, so the peak should grow far slower than the release:
+`rss_growth_vs_size` compares the largest and smallest size in one run. Setup is not timed.
+Results: benchmarks/results/publish_throughput.json.
+
+    .venv/bin/python benchmarks/publish_throughput.py            # 600 and 2400 questions, 1 cold + 3 warm builds
+    .venv/bin/python benchmarks/publish_throughput.py --quick    # 90 and 360 questions, 2 builds
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).parent / "results"
+QUESTIONS_PER_SCENE = 3
+
+
+def _accepted_store(workspace: Path, n_questions: int):
+    from benchsmith.ingest import candidates_for, ingest
+    from benchsmith.records import Provenance, Question
+    from benchsmith.scenes import make_scenes
+    from benchsmith.settings import load_settings
+    from benchsmith.store import Store
+
+    settings = load_settings(env={"BENCHSMITH_WORKSPACE": str(workspace)})
+    n_scenes = -(-n_questions // QUESTIONS_PER_SCENE)
+    manifest = make_scenes(workspace / "scenes", n_scenes, seed=3)
+    store = Store(settings.db_url)
+    ingest(store, settings.media_dir, candidates_for(manifest), settings.ingest, label="bench")
+    questions = []
+    for item in store.get_items():
+        for k in range(QUESTIONS_PER_SCENE):
+            options = [str(k + v) for v in range(4)]
+            questions.append(Question(item_id=item.id, dimension_id=(5, 3, 9)[k], options=options, answer=k % 4,
+                                      text=f"Question {k} about this scene?", provenance=Provenance(backend="bench")))
+    questions = questions[:n_questions]
+    store.add_questions(questions, stage="generate")
+    ids = [q.id for q in questions]
+    store.move_questions(ids, "in_review", stage="review")
+    store.move_questions(ids, "accepted", stage="review")
+    return store, settings
+
+
+def _child(n_questions: int, repeats: int) -> dict:
+    from benchsmith.publish.release import publish
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store, settings = _accepted_store(Path(tmp) / "bench", n_questions)
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        seconds = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            result = publish(store, settings, "v1")
+            seconds.append(time.perf_counter() - start)
+        size = sum(p.stat().st_size for p in result.folder.rglob("*") if p.is_file())
+        store.close()
+    cold, warm = seconds[0], statistics.median(seconds[1:]) if len(seconds) > 1 else None
+    return {"questions": result.n_questions, "seconds": [round(s, 3) for s in seconds],
+            "cold_questions_per_second": round(result.n_questions / cold, 1),
+            "warm_questions_per_second": round(result.n_questions / warm, 1) if warm else None,
+            "bytes_per_question": round(size / result.n_questions),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "rss_before_publish_mb": round(rss_before / 1024, 1)}
+
+
+def run(sizes: tuple[int, ...] = (600, 2400), repeats: int = 4) -> dict:
+    """Each size in its own process, so peak RSS belongs to that size alone."""
+    by_size = {}
+    for n in sizes:
+        done = subprocess.run([sys.executable, __file__, "--child", str(n), "--repeats", str(repeats)],
+                              capture_output=True, text=True, check=True, cwd=ROOT,
+                              env=dict(os.environ, HF_HUB_OFFLINE="1"))
+        by_size[n] = json.loads(done.stdout.strip().splitlines()[-1])
+    small, large = by_size[min(sizes)], by_size[max(sizes)]
+    growth = (large["peak_rss_mb"] - large["rss_before_publish_mb"]) / max(
+        1.0, small["peak_rss_mb"] - small["rss_before_publish_mb"])
+    return {"sizes": by_size, "size_ratio": max(sizes) / min(sizes), "rss_growth_vs_size": round(growth, 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="90 and 360 questions, 2 builds")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--repeats", type=int, default=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        sys.path.insert(0, str(ROOT))
+        print(json.dumps(_child(args.child, args.repeats)))
+        return
+    result = run((90, 360), 2) if args.quick else run()
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "publish_throughput.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
