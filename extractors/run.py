@@ -19,7 +19,7 @@ from benchsmith.images import open_rgb
 from benchsmith.records import Fact
 from benchsmith.settings import Settings
 from benchsmith.store import Store
-from extractors.base import Backend, ExtractSettings, Loaded, batched, build_extractors
+from extractors.base import Extractor, ExtractSettings, Loaded, batched, build_extractors
 
 # Holds the models of GPU backends to `extract.gpu_concurrency` at a time within this process.
 _gpu_slots: dict[int, threading.BoundedSemaphore] = {}
@@ -72,7 +72,7 @@ def extract(store: Store, settings: Settings, *, only: Sequence[str] | None = No
     return reports
 
 
-def _run_batch(store: Store, settings: Settings, extractor: Backend, ids: Sequence[str],
+def _run_batch(store: Store, settings: Settings, extractor: Extractor, ids: Sequence[str],
                report: ExtractorReport) -> None:
     images = {image.id: image for image in store.get_items(ids)}
     ready: list[Loaded] = []
@@ -105,14 +105,14 @@ def _run_batch(store: Store, settings: Settings, extractor: Backend, ids: Sequen
         report.facts += len(facts)
 
 
-def _one_by_one(extractor: Backend, loaded: Loaded) -> tuple[Loaded, list[Fact], str | None]:
+def _one_by_one(extractor: Extractor, loaded: Loaded) -> tuple[Loaded, list[Fact], str | None]:
     try:
         return loaded, extractor.extract([loaded])[0], None
     except Exception as exc:  # noqa: BLE001
         return loaded, [], f"{extractor.name} failed: {_reason(exc)}"
 
 
-def _record_failure(store: Store, extractor: Backend, item_id: str, reason: str, report: ExtractorReport,
+def _record_failure(store: Store, extractor: Extractor, item_id: str, reason: str, report: ExtractorReport,
                     seconds: float = 0.0) -> None:
     store.record_extraction(item_id, extractor.key, [], status="failed", reason=reason, seconds=seconds)
     report.failed += 1

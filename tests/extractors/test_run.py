@@ -84,3 +84,17 @@ def test_missing_weights_name_the_model_and_leave_the_store_untouched(store, con
     message = str(raised.value)
     assert "Salesforce/blip2-opt-2.7b" in message and "extract.extractors.blip2.model" in message
     assert store.extraction_counts() == {}
+
+
+def test_a_backend_failing_on_one_image_fails_that_image_only(store, configure, ingested):
+    from benchsmith.records import Image
+
+    # A row written by an older version, with a box the Fact record refuses: the backend raises on it.
+    legacy = Image(id="legacy", path=ingested[0].path, width=640, height=480,
+                   annotations={"objects": [{"label": "cup", "box": [0.9, 0.1, 0.2, 0.5]}]})
+    store.add_items([legacy])
+    report = extract(store, configure({}), only=["supplied"])["supplied"]
+    assert (report.pending, report.done, report.failed) == (7, 6, 1)
+    failure, = store.extraction_failures()
+    assert failure["item_id"] == "legacy" and "supplied failed: ValidationError" in failure["reason"]
+    assert store.get_facts(["legacy"])["legacy"] == []
