@@ -14,6 +14,8 @@ import datasets
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+import yaml
+from huggingface_hub import DatasetCard
 from PIL import Image as PILImage
 
 from benchsmith.dimensions import registry
@@ -171,9 +173,9 @@ def test_the_card_describes_the_release_and_shows_its_plots(reviewed):
     folder = publish(reviewed.store, reviewed.settings, "v1").folder
     card = (folder / "README.md").read_text()
     front, body = card.split("---\n")[1], card.split("---\n", 2)[2]
-    import yaml
-
     meta = yaml.safe_load(front)
+    hub_card = DatasetCard.load(folder / "README.md")               # as the Hub's client parses it
+    assert hub_card.data.license == "cc-by-4.0" and "visual-question-answering" in hub_card.data.task_categories
     assert {"configs", "license", "task_categories", "size_categories", "dataset_info"} <= set(meta)
     assert meta["size_categories"] == ["n<1K"]
     names = {c["config_name"] for c in meta["configs"]}
