@@ -64,7 +64,7 @@ class PriorConfig(SolverConfig):
     """Option priors that catch construction artefacts, no model needed:
     - longest: the option with the most characters (scored on a log scale, so `tie_margin` is a ratio);
     - overlap: the option sharing the largest share of its words with the question;
-    - odd_one_out: the option whose words differ most from the other options'."""
+    - odd_one_out: the option furthest from the other three, in shared words and in length."""
 
     kind: Literal["longest", "overlap", "odd_one_out"]
     ignore_words: list[str] = ["a", "an", "the", "of", "in", "on", "at", "to", "is", "are", "and", "or", "it",

@@ -30,13 +30,18 @@ def overlap(query: Query, ignore: frozenset[str]) -> list[float]:
 
 
 def odd_one_out(query: Query, ignore: frozenset[str]) -> list[float]:
+    """Mean distance to the other options: words not shared, plus the difference in log length, so
+    one short, plain option among three long ones stands out as much as one off-topic word does."""
     sets = [words(o, ignore) for o in query.options]
+    lengths = [math.log(1 + len(o.strip())) for o in query.options]
 
-    def jaccard(a: set[str], b: set[str]) -> float:
-        return len(a & b) / len(a | b) if a | b else 1.0
+    def distance(i: int, j: int) -> float:
+        union = sets[i] | sets[j]
+        shared = len(sets[i] & sets[j]) / len(union) if union else 1.0
+        return 1 - shared + abs(lengths[i] - lengths[j])
 
-    return [1 - sum(jaccard(s, t) for j, t in enumerate(sets) if j != i) / (len(sets) - 1)
-            for i, s in enumerate(sets)]
+    n = len(sets)
+    return [sum(distance(i, j) for j in range(n) if j != i) / (n - 1) for i in range(n)]
 
 
 SCORERS = {"longest": longest, "overlap": overlap, "odd_one_out": odd_one_out}

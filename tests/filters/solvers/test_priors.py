@@ -40,7 +40,18 @@ def test_overlap_catches_an_answer_leaked_into_the_question():
 def test_odd_one_out_catches_the_option_unlike_the_others():
     query = Query("What is on the table?", ("a red apple", "a red ball", "a red cup", "a laptop"))
     assert knows("odd_one_out", query, 3)
-    assert not knows("odd_one_out", Query("What colour?", ("red", "blue", "green", "pink")), 0)
+
+
+def test_odd_one_out_catches_one_plain_answer_among_absurd_distractors():
+    query = Query("What colour is the star?", ("a violin made of soup", "blue", "the French Revolution",
+                                               "a committee of invisible giraffes"))
+    assert knows("odd_one_out", query, 1, tie_margin=0.2)
+
+
+def test_odd_one_out_with_a_margin_ignores_small_length_differences():
+    colours = Query("What colour?", ("red", "blue", "green", "pink"))
+    assert knows("odd_one_out", colours, 0)  # 'red' is the shortest by a little
+    assert not knows("odd_one_out", colours, 0, tie_margin=0.2)
 
 
 def test_stop_words_are_settings():
