@@ -1,0 +1,49 @@
+// Log in to Label Studio, open one task, check what an annotator sees, pick an option, keep, submit.
+// Usage: node label_task.mjs <url> <email> <password> <projectId> <taskId> <optionText> <screenshot.png>
+// Prints one JSON line: what was seen on the labeling page.
+import { chromium } from 'playwright-core';
+
+const [url, email, password, projectId, taskId, optionText, screenshot] = process.argv.slice(2);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+         '--disable-component-update', '--disable-sync', '--no-first-run'],
+});
+const page = await browser.newPage({ viewport: { width: 1400, height: 1700 } });
+try {
+  page.setDefaultTimeout(60000);
+  await page.goto(`${url}/user/login/`);
+  await page.fill('input[name="email"]', email);
+  await page.fill('input[name="password"]', password);
+  await Promise.all([page.waitForURL((u) => !u.pathname.startsWith('/user/login')), page.click('button[type="submit"]')]);
+
+  await page.goto(`${url}/projects/${projectId}/data?task=${taskId}`);
+  const option = page.locator('label').filter({ hasText: optionText });
+  await option.waitFor();
+  // Label Studio fetches the task's image and shows it from a blob: URL; wait until one has pixels.
+  const imageSize = await (await page.waitForFunction(() => {
+    const shown = [...document.querySelectorAll('img')].filter((e) => e.complete && e.naturalWidth > 0);
+    return shown.length ? [shown[0].naturalWidth, shown[0].naturalHeight] : null;
+  })).jsonValue();
+  const seen = {
+    question: await page.locator('h1, h2, h3, h4').allInnerTexts(),
+    labels: await page.locator('label:visible').allInnerTexts(),
+    imageSize,
+  };
+  const reasons = page.getByText('Why discard it?');
+  await option.click();
+  await page.locator('label').filter({ hasText: /^Discard/ }).click();
+  seen.reasonsShownOnDiscard = await reasons.isVisible();
+  await page.locator('label').filter({ hasText: /^Keep/ }).click();
+  seen.reasonsShownOnKeep = await reasons.isVisible();
+  await page.screenshot({ path: screenshot, fullPage: true });
+  await page.locator('button').filter({ hasText: /^Submit/ }).click();
+  await page.waitForResponse((r) => r.url().includes('/annotations') && r.request().method() === 'POST');
+  console.log(JSON.stringify(seen));
+} catch (error) {
+  await page.screenshot({ path: screenshot.replace(/\.png$/, '-failed.png'), fullPage: true });
+  console.error(`failed at ${page.url()}: ${error.message}`);
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}
