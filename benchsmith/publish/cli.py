@@ -22,6 +22,9 @@ def register(app: typer.Typer, context) -> None:
                                                     "(org/name), using the token in HF_TOKEN.")] = None,
         allow_changes: Annotated[bool, typer.Option(help="Publish questions whose content changed since the "
                                                     "previous version; they are listed as changed.")] = False,
+        withdraw: Annotated[Optional[list[str]], typer.Option(
+            help="Question id to leave out of this and every later version (repeatable); listed as removed.")]
+        = None,
     ) -> None:
         """Publish the accepted questions as a versioned Hugging Face dataset folder.
 
@@ -41,7 +44,7 @@ def register(app: typer.Typer, context) -> None:
             total = sum(n for (_dimension, status), n in counts.items() if status in ("accepted", "published"))
         with c.store() as store, progress_bar("publishing", total) as advance:
             result = build_release(store, c.settings, version, out=out, repo=push or "",
-                                   allow_changes=allow_changes, progress=advance)
+                                   allow_changes=allow_changes, withdraw=withdraw or (), progress=advance)
         console.print(table(f"Release {result.version}: {result.n_questions} questions in {result.folder}",
                             ["config", "n"], sorted(result.per_config.items())))
         if result.changes.previous:

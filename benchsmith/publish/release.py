@@ -121,25 +121,34 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
 
 
 def publish(store: Store, settings: Settings, version: str, *, out: Path | None = None, repo: str = "",
-            allow_changes: bool = False, progress: Callable[[int], None] = lambda n: None) -> Published:
-    """Build release `version` from the store and record it. `repo` names the Hub repository in the card."""
+            allow_changes: bool = False, withdraw: Sequence[str] = (),
+            progress: Callable[[int], None] = lambda n: None) -> Published:
+    """Build release `version` from the store and record it. `repo` names the Hub repository in the card.
+
+    `withdraw` takes published or accepted questions out of this and every later version (a published
+    question keeps its status; the release remembers what was withdrawn).
+    """
     options = settings.section("publish", PublishSettings)
     if not VERSION.match(version):
         raise PublishError(f"version {version!r} must be 1-64 letters, digits, '.', '_' or '-', starting with a "
                            "letter or digit (e.g. v1.0)")
     entries, left_out = collect_entries(store)
+    history = store.get_releases()
+    existing = next((r for r in history if r.version == version), None)
+    unknown = set(withdraw) - {e.question_id for e in entries}
+    if unknown:
+        raise PublishError(f"cannot withdraw {', '.join(sorted(unknown))}: not an accepted or published question")
+    earlier = history[:history.index(existing)] if existing else history
+    withdrawn = set(withdraw).union(*(r.meta.get("withdrawn", []) for r in [*earlier, existing] if r))
+    entries = [e for e in entries if e.question_id not in withdrawn]
     if not entries:
         raise PublishError("there are no accepted questions to publish; review some first "
                            "(`benchsmith status` shows where questions are)")
     hashes = {e.question_id: e.content_hash for e in entries}
-    history = store.get_releases()
-    existing = next((r for r in history if r.version == version), None)
-    if existing is not None:
-        if store.release_hashes(version) != hashes:
-            raise PublishError(f"version {version} was already published with different questions; publish the "
-                               "current set under a new version")
-        history = history[:history.index(existing)]
-    previous = history[-1] if history else None
+    if existing is not None and store.release_hashes(version) != hashes:
+        raise PublishError(f"version {version} was already published with different questions; publish the "
+                           "current set under a new version")
+    previous = earlier[-1] if earlier else None
     changes = compare(previous, store.release_hashes(previous.version) if previous else {}, hashes)
     if changes.changed and not allow_changes:
         raise PublishError(f"{len(changes.changed)} question(s) published in {previous.version} have changed since "
@@ -152,7 +161,8 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
     folder = (out or releases_root(settings) / version).resolve()
     release = Release(version=version, question_ids=sorted(hashes), path=str(folder),
                       changelog={"added": changes.added, "removed": changes.removed, "changed": changes.changed},
-                      meta={"previous": changes.previous, "configs": per_config, "left_out_excluded_items": left_out})
+                      meta={"previous": changes.previous, "configs": per_config, "left_out_excluded_items": left_out,
+                            "withdrawn": sorted(withdrawn)})
     if folder.exists() and not (folder / MARKER).is_file():
         raise PublishError(f"{folder} exists and is not a benchsmith release; choose another --out")
     building = folder.with_name(f".{folder.name}.building")
@@ -163,7 +173,7 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
         images = CleanImages(settings.media_dir, settings.cache_dir, options.image_format, options.jpeg_quality)
         shards = write_data(by_config, building, images, options, building / tsv_name, progress)
         _write_documents(building, store, settings, release, entries, shards, tsv_name, repo,
-                         history=[(r.version, _changes_of(r)) for r in history], changes=changes)
+                         history=[(r.version, _changes_of(r)) for r in earlier], changes=changes)
         leaked = find_leaks(building, forbidden_strings(settings))
         if leaked:
             raise PublishError(f"refusing to publish: {', '.join(leaked)} would contain a local path or a secret; "

@@ -219,6 +219,20 @@ def test_versions_keep_ids_and_list_what_was_added_and_removed(reviewed, tmp_pat
     assert [r.version for r in store.get_releases()] == ["v1", "v2"]
 
 
+def test_a_withdrawn_question_stays_out_of_later_versions(reviewed, tmp_path):
+    store, settings = reviewed.store, reviewed.settings
+    publish(store, settings, "v1")
+    with pytest.raises(PublishError, match="cannot withdraw nope"):
+        publish(store, settings, "v2", withdraw=["nope"])
+    second = publish(store, settings, "v2", withdraw=[reviewed.overruled])
+    assert second.changes.removed == [reviewed.overruled] and second.changes.added == []
+    assert publish(store, settings, "v2").n_questions == second.n_questions     # a rebuild keeps its withdrawals
+    store.move_questions([q.id for q in store.get_questions(status="in_review")], "accepted", stage="review")
+    third = publish(store, settings, "v3")
+    assert reviewed.overruled not in {r["question_id"] for r in load(third.folder, None, tmp_path / "c3")}
+    assert third.changes.removed == [] and len(third.changes.added) > 0
+
+
 def test_a_published_question_never_changes_silently(reviewed):
     store, settings = reviewed.store, reviewed.settings
     publish(store, settings, "v1")
