@@ -25,6 +25,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any, Literal
 
 import jsonschema
@@ -129,14 +130,22 @@ def check_output(request: LlmRequest, content: str) -> tuple[Any, str]:
         return None, f"invalid JSON: {exc}"
     schema = (fmt.get("json_schema") or {}).get("schema")
     if schema is not None:
-        try:
-            jsonschema.validate(value, schema)
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-            return None, f"schema violation at {where}: {exc.message}"
+        problem = jsonschema.exceptions.best_match(_validator(json.dumps(schema, sort_keys=True)).iter_errors(value))
+        if problem is not None:
+            where = "/".join(str(p) for p in problem.absolute_path) or "(root)"
+            return None, f"schema violation at {where}: {problem.message}"
     elif not isinstance(value, dict):
         return None, "JSON output is not an object"
     return value, ""
+
+
+@lru_cache(maxsize=64)
+def _validator(schema_json: str):
+    """Checking a schema is far dearer than using it: build each validator once."""
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
 
 
 class RateLimiter:
@@ -262,15 +271,16 @@ class LlmClient:
             except _RETRYABLE as exc:
                 reason = _describe(exc)
                 if attempts > self.options.max_retries:
-                    return self._failed(request, reason, attempts, started)
+                    return await asyncio.to_thread(self._failed, request, reason, attempts, started)
                 if isinstance(exc, openai.APIStatusError):
                     wait = _retry_after(exc)
                 if wait is None:
                     wait = self.options.backoff_s * 2 ** (attempts - 1)
                 await asyncio.sleep(min(wait, self.options.max_retry_after_s))
             except openai.APIStatusError as exc:  # 400, 401, 404...: asking again will not help
-                return self._failed(request, _describe(exc), attempts, started)
-        return self._succeeded(request, response, attempts, started)
+                return await asyncio.to_thread(self._failed, request, _describe(exc), attempts, started)
+        # the store write runs in a thread, so the other calls in flight are not held up by it
+        return await asyncio.to_thread(self._succeeded, request, response, attempts, started)
 
     def _succeeded(self, request: LlmRequest, response, attempts: int, started: float) -> LlmResult:
         choice = response.choices[0] if response.choices else None
