@@ -1,0 +1,38 @@
+"""`benchsmith generate` and `benchsmith videos` as a user runs them."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
+
+
+def run(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "OPENAI"))}
+    env["BENCHSMITH_WORKSPACE"] = str(tmp_path / "bench")
+    return subprocess.run([BENCHSMITH, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+
+def test_videos_in_then_temporal_questions_out_and_a_rerun_does_nothing(tmp_path):
+    assert run(tmp_path, "videos", "synth", "--out", "clips", "--n", "3").returncode == 0
+    added = run(tmp_path, "videos", "add", "clips/manifest.jsonl")
+    assert added.returncode == 0 and "3 added" in added.stdout
+    first = run(tmp_path, "generate", "--generator", "temporal")
+    assert first.returncode == 0, first.stderr
+    assert re.search(r"jobs\s+│\s+9 ", first.stdout)  # 3 videos x 3 temporal dimensions
+    assert int(re.search(r"kept\s+│\s+(\d+) ", first.stdout).group(1)) > 9
+    again = run(tmp_path, "generate", "--generator", "temporal")
+    assert again.returncode == 0 and re.search(r"jobs\s+│\s+0 ", again.stdout)
+
+
+def test_bad_requests_are_one_line_errors(tmp_path):
+    for args, message in ((("generate", "--generator", "magic"), "unknown generator magic"),
+                          (("generate", "--dimension", "colourfulness"), "unknown dimension 'colourfulness'"),
+                          (("videos", "add", "nowhere.jsonl"), "video manifest not found")):
+        result = run(tmp_path, *args)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr
