@@ -95,9 +95,8 @@ def review_summary(entries: Sequence[Entry]) -> str:
 def changes_text(changes: Changes) -> str:
     if changes.previous is None:
         return "First release."
-    lines = [f"Since {changes.previous}: {len(changes.added)} added, {len(changes.removed)} removed, "
-             f"{len(changes.changed)} changed. `CHANGELOG.md` lists the question ids."]
-    return "\n".join(lines)
+    return (f"Since {changes.previous}: {len(changes.added)} added, {len(changes.removed)} removed, "
+            f"{len(changes.changed)} changed. `CHANGELOG.md` lists the question ids.")
 
 
 def render_card(*, settings: PublishSettings, version: str, date: str, repo: str, tsv: str,
@@ -113,7 +112,8 @@ def render_card(*, settings: PublishSettings, version: str, date: str, repo: str
         n_image=sum(e.data_type == "image" for e in entries), n_video=sum(e.data_type == "video" for e in entries),
         repo=repo, split=settings.split, example_config=next(iter(shards)), tsv=tsv,
         dimension_table=markdown_table(tables["dimension_counts"]), extractors=_listing(extractors),
-        generators=_listing(generators), filter_summary=filter_summary(blind), checks_table=markdown_table(checks), review_summary=review_summary(entries),
+        generators=_listing(generators), filter_summary=filter_summary(blind), checks_table=markdown_table(checks),
+        review_summary=review_summary(entries),
         funnel_table=markdown_table(tables["funnel"]), answer_table=markdown_table(tables["answer_balance"]),
         changes=changes_text(changes),
     )

@@ -86,8 +86,9 @@ def gps_photo(folder: Path) -> Path:
     exif[0x8769] = {0xA431: SERIAL}
     folder.mkdir(parents=True, exist_ok=True)
     img.save(folder / "holiday.jpg", "JPEG", exif=exif.tobytes(), quality=90)
-    (folder / "manifest.jsonl").write_text(json.dumps({"path": "holiday.jpg", "source": "camera-roll",
-                                                       "objects": [{"label": "person", "box": [0.1, 0.1, 0.9, 0.9]}]}) + "\n")
+    row = {"path": "holiday.jpg", "source": "camera-roll",
+           "objects": [{"label": "person", "box": [0.1, 0.1, 0.9, 0.9]}]}
+    (folder / "manifest.jsonl").write_text(json.dumps(row) + "\n")
     return folder / "manifest.jsonl"
 
 

@@ -25,8 +25,8 @@ class RecordingHub(HfApi):
     def create_commit(self, repo_id, operations, **kwargs):
         operations = list(operations)
         self.sent.append(("create_commit", repo_id, operations, kwargs))
-        return huggingface_hub.CommitInfo(commit_url=f"https://huggingface.co/datasets/{repo_id}/commit/abc123", commit_message="",
-                                          commit_description="", oid="abc123", pr_url=None)
+        return huggingface_hub.CommitInfo(commit_url=f"https://huggingface.co/datasets/{repo_id}/commit/abc123",
+                                          commit_message="", commit_description="", oid="abc123", pr_url=None)
 
     def create_tag(self, repo_id, **kwargs):
         self.sent.append(("create_tag", repo_id, kwargs))
