@@ -43,9 +43,12 @@ def register(app: typer.Typer, context) -> None:
                                  limit=limit)
             with progress_bar("generating", len(jobs)) as advance:
                 report = Generation(store, c.settings, options).run(jobs, advance).as_dict()
-        dropped = report.pop("dropped")
+        dropped, failures = report.pop("dropped"), report.pop("http_failures")
         console.print(table("generate", ["what", "count"], [*report.items(),
                                                              *((f"dropped: {k}", v) for k, v in dropped.items())]))
+        for reason, count in failures.items():
+            console.print(f"[yellow]{count} job(s) got no answer from the LLM ({reason}); "
+                          "rerun `benchsmith generate` to try them again[/]")
 
     @videos_app.command("add")
     def videos_add(

@@ -18,13 +18,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from benchsmith.dimensions import Dimension, registry
 from benchsmith.errors import BenchsmithError
-from benchsmith.llm import LlmClient, LlmResult
+from benchsmith.llm import LlmClient, LlmRequest, LlmResult
 from benchsmith.records import Image, Question, Verdict, Video
 from benchsmith.settings import Settings
 from filters import quality
@@ -118,6 +119,7 @@ class Report:
     stored: int = 0
     kept: int = 0
     dropped: Counter = field(default_factory=Counter)
+    http_failures: Counter = field(default_factory=Counter)   # reason -> jobs left for the next run
     llm_requests: int = 0
     llm_cached: int = 0
     http_calls: int = 0
@@ -128,7 +130,8 @@ class Report:
     def as_dict(self) -> dict:
         return {"jobs": self.jobs, "finished": self.finished, "retry_later": self.retry_later,
                 "failed_drafts": self.failed_drafts, "generated": self.generated, "new_questions": self.stored,
-                "kept": self.kept, "dropped": dict(self.dropped), "llm_requests": self.llm_requests,
+                "kept": self.kept, "dropped": dict(self.dropped), "http_failures": dict(self.http_failures),
+                "llm_requests": self.llm_requests,
                 "llm_cached": self.llm_cached, "http_calls": self.http_calls, "tokens_in": self.tokens_in,
                 "tokens_out": self.tokens_out, "cost_usd": round(self.cost_usd, 6)}
 
@@ -177,45 +180,70 @@ class Generation:
         return self.report
 
     def _outcomes(self, batch: list[Job]) -> list[Outcome]:
+        """Each job's outcome; all the batch's LLM calls (questions and video distractors) go out together."""
         image_ids = [j.item.id for j in batch if j.generator != "temporal"]
         facts = self.store.get_facts(sorted(set(image_ids))) if image_ids else {}
-        outcomes: list[Outcome | None] = [None] * len(batch)
-        llm_jobs = []
+        outcomes: list[Outcome] = [Outcome() for _ in batch]
+        calls: list[tuple[LlmRequest, Callable[[LlmResult], None]]] = []
         for index, job in enumerate(batch):
             if job.generator == "programmatic":
-                outcomes[index] = Outcome(programmatic.generate(
+                outcomes[index].questions = programmatic.generate(
                     job.item, facts[job.item.id], job.dimension, self.vocabulary(), self.options.programmatic,
-                    seed=self.options.seed))
+                    seed=self.options.seed)
             elif job.generator == "temporal":
-                outcomes[index] = Outcome(temporal.generate(job.item, job.dimension, self.labels(),
-                                                            self.options.temporal, seed=self.options.seed))
+                outcomes[index].questions = temporal.generate(job.item, job.dimension, self.labels(),
+                                                              self.options.temporal, seed=self.options.seed)
+                if self.options.temporal.distractors == "llm":
+                    calls.extend(self._distractor_calls(job, outcomes[index]))
             else:
-                llm_jobs.append(index)
-        if llm_jobs:
-            requests = [llm_generator.request_for(batch[i].item, facts[batch[i].item.id], batch[i].dimension,
-                                                  self.options.llm) for i in llm_jobs]
-            results = self.client().run(requests)
-            for index, request, result in zip(llm_jobs, requests, results):
-                outcomes[index] = self._llm_outcome(batch[index], request, result)
-        return outcomes  # type: ignore[return-value]
+                request = llm_generator.request_for(job.item, facts[job.item.id], job.dimension, self.options.llm)
+                calls.append((request, partial(self._questions_done, outcomes, index, job, request)))
+        if calls:
+            for (_request, done), result in zip(calls, self.client().run([r for r, _ in calls])):
+                done(result)
+        return outcomes
 
-    def _llm_outcome(self, job: Job, request, result: LlmResult) -> Outcome:
+    def _distractor_calls(self, job: Job, outcome: Outcome):
+        llm = self.options.llm
+        for position, question in enumerate(outcome.questions):
+            if temporal.wants_llm_distractors(question):
+                request = temporal.distractor_request(
+                    question, job.item, job.dimension, model=llm.model_for(job.dimension),
+                    temperature=llm.temperature, seed=llm.seed, max_tokens=llm.max_tokens)
+                yield request, partial(self._distractors_done, outcome, position, request)
+
+    def _account(self, result: LlmResult) -> bool:
+        """Count the call; False when it got no answer at all (HTTP failure: the job waits for a rerun)."""
         self.report.llm_requests += 1
         self.report.llm_cached += result.cached
         self.report.tokens_in += result.tokens_in
         self.report.tokens_out += result.tokens_out
         self.report.cost_usd += result.cost_usd
-        if not result.ok and not result.content:  # the HTTP call itself failed: try again next run
-            return Outcome(failure=result.reason, finished=False)
-        if not result.ok:
-            return Outcome(failure=result.reason, raw=result.content)
-        try:
-            return Outcome(llm_generator.questions_from(result, request, job.item, job.dimension))
-        except ValueError as exc:  # e.g. a record-level check the schema cannot express
-            return Outcome(failure=f"unusable question: {exc}".splitlines()[0], raw=result.content)
+        if not result.ok and not result.content:
+            self.report.http_failures[result.reason] += 1
+            return False
+        return True
+
+    def _distractors_done(self, outcome: Outcome, position: int, request: LlmRequest, result: LlmResult) -> None:
+        if not self._account(result):
+            outcome.finished = False
+            return
+        outcome.questions[position] = temporal.with_llm_distractors(outcome.questions[position], request, result)
+
+    def _questions_done(self, outcomes: list[Outcome], index: int, job: Job, request: LlmRequest,
+                        result: LlmResult) -> None:
+        if not self._account(result):
+            outcomes[index] = Outcome(failure=result.reason, finished=False)
+        elif not result.ok:
+            outcomes[index] = Outcome(failure=result.reason, raw=result.content)
+        else:
+            try:
+                outcomes[index] = Outcome(llm_generator.questions_from(result, request, job.item, job.dimension))
+            except ValueError as exc:  # e.g. a record-level check the schema cannot express
+                outcomes[index] = Outcome(failure=f"unusable question: {exc}".splitlines()[0], raw=result.content)
 
     def _store(self, batch: list[Job], outcomes: list[Outcome]) -> None:
-        generated = [q for o in outcomes for q in o.questions]
+        generated = [q for o in outcomes if o.finished for q in o.questions]
         self.report.generated += len(generated)
         stored = {item_id: self.store.get_questions(item_id=item_id)
                   for item_id in sorted({q.item_id for q in generated})}

@@ -7,17 +7,25 @@
 Distractors are hard negatives taken offline from the label set: the labels most similar to the
 answer (word overlap, then character similarity), never one that is also true of the asked window.
 Procedure distractors are the same steps with two neighbours swapped, or one step replaced by a
-similar label. Each question keeps, in `meta.frames`, the sampled frames a reviewer should see.
+similar label. With `distractors: llm` the recognition and prediction questions ask the LLM for their
+wrong options instead (prompts/temporal_distractors.yaml); an answer that is unusable, or that names
+an action also true of the asked window, leaves the offline distractors in place and says so in `meta`. Each question keeps, in `meta.frames`, the sampled frames a reviewer should see.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from difflib import SequenceMatcher
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith.dimensions import Dimension
+from benchsmith.llm import LlmRequest, LlmResult
 from benchsmith.records import Provenance, Question, Video, normalise_text, stable_hash
 
 BACKEND = "temporal"
@@ -33,6 +41,7 @@ class TemporalSettings(BaseModel):
     hard_negative_pool: int = Field(6, ge=3)     # distractors are drawn from this many most similar labels
     min_steps: int = Field(3, ge=3)              # a procedure needs at least this many steps
     extra_labels: list[str] = Field(default_factory=list)  # more candidate distractors beside the store's labels
+    distractors: Literal["labels", "llm"] = "labels"   # llm: recognition/prediction distractors written by the LLM
 
 
 def supports(dimension: Dimension) -> bool:
@@ -84,7 +93,7 @@ def recognition(video: Video, labels: list[str], settings: TemporalSettings, rng
             text = f"What happens in the video between {segment['start']:g} s and {segment['end']:g} s?"
         drafts.append((text, [segment["label"], *others],
                        {"template": "recognition", "window": [segment["start"], segment["end"]],
-                        "frames": list(video.frames)}))
+                        "true_labels": sorted(overlapping), "frames": list(video.frames)}))
     return drafts
 
 
@@ -100,7 +109,7 @@ def prediction(video: Video, labels: list[str], settings: TemporalSettings, rng:
         drafts.append((f"The clip is stopped at {before['end']:g} s. What is most likely to happen next?",
                        [after["label"], *others],
                        {"template": "prediction", "window": [0.0, before["end"]],
-                        "frames": _frames_until(video, before["end"])}))
+                        "true_labels": [after["label"]], "frames": _frames_until(video, before["end"])}))
     return drafts
 
 
@@ -151,3 +160,64 @@ def generate(video: Video, dimension: Dimension, labels: list[str], settings: Te
                             params={"hard_negative_pool": settings.hard_negative_pool})
     return [Question(item_id=video.id, dimension_id=dimension.id, text=text, options=options, answer=0,
                      provenance=provenance, meta=meta | {"generator": BACKEND}) for text, options, meta in chosen]
+
+
+# -- LLM-written distractors ------------------------------------------------------------------------
+
+PROMPT_FILE = Path(__file__).with_name("prompts") / "temporal_distractors.yaml"
+DISTRACTOR_SCHEMA = {"type": "json_schema", "json_schema": {"name": "distractors", "strict": True, "schema": {
+    "type": "object", "additionalProperties": False, "required": ["distractors"],
+    "properties": {"distractors": {"type": "array", "minItems": 3, "maxItems": 3,
+                                   "items": {"type": "string", "minLength": 1}}}}}}
+
+
+@lru_cache(maxsize=1)
+def distractor_prompt() -> dict:
+    return yaml.safe_load(PROMPT_FILE.read_text(encoding="utf-8"))
+
+
+def wants_llm_distractors(question: Question) -> bool:
+    return question.meta.get("template") in ("recognition", "prediction")
+
+
+def distractor_request(question: Question, video: Video, dimension: Dimension, *, model: str,
+                       temperature: float, seed: int, max_tokens: int) -> LlmRequest:
+    prompt = distractor_prompt()
+    labels = [s["label"] for s in _segments(video)]
+    if question.meta.get("template") == "prediction":  # only what was shown before the stop
+        labels = [s["label"] for s in _segments(video) if s["end"] <= question.meta["window"][1]]
+    quoted = {"question": json.dumps(question.text, ensure_ascii=False),
+              "answer": json.dumps(question.options[question.answer], ensure_ascii=False),
+              "labels": json.dumps(labels, ensure_ascii=False)}
+    user = prompt["user"].strip().format_map({"dimension_name": dimension.name, "definition": dimension.definition,
+                                              **{k: v.replace("<", "\\u003c").replace(">", "\\u003e")
+                                                 for k, v in quoted.items()}})
+    return LlmRequest(purpose="generate", model=model, temperature=temperature, seed=seed, max_tokens=max_tokens,
+                      messages=[{"role": "system", "content": prompt["system"].strip()},
+                                {"role": "user", "content": user}],
+                      response_format=DISTRACTOR_SCHEMA, tag=f"{video.id}:{dimension.key}")
+
+
+def with_llm_distractors(question: Question, request: LlmRequest, result: LlmResult) -> Question:
+    """The question with the LLM's distractors, or unchanged (offline distractors) with the reason why."""
+    answer = question.options[question.answer]
+    taken = {normalise_text(x) for x in [answer, *question.meta.get("true_labels", [])]}
+    reason = result.reason
+    if result.ok:
+        written = [" ".join(d.split()) for d in result.parsed["distractors"]]
+        keys = [normalise_text(d) for d in written]
+        if len(set(keys)) < 3:
+            reason = "the distractors repeat each other"
+        elif set(keys) & taken:
+            reason = "a distractor is also a correct action"
+        else:
+            return question.model_copy(update={
+                "options": [answer, *written],
+                "provenance": question.provenance.model_copy(update={
+                    "model": request.model, "temperature": request.temperature, "seed": request.seed,
+                    "prompt_version": distractor_prompt()["version"], "tokens_in": result.tokens_in,
+                    "tokens_out": result.tokens_out, "cost_usd": result.cost_usd,
+                    "params": question.provenance.params | {"llm_call": result.key}}),
+                "meta": question.meta | {"distractors": "llm"}})
+    return question.model_copy(update={"meta": question.meta | {"distractors": "labels",
+                                                                "llm_distractors_unusable": reason}})

@@ -109,6 +109,7 @@ def test_llm_generation_records_failed_drafts_costs_and_never_calls_twice(tmp_pa
         report = run_generate(store, settings, generators=["llm"])
         assert report["jobs"] == 27 and report["llm_requests"] == 27
         assert report["retry_later"] == 3            # interaction: HTTP 500 twice -> tried again next run
+        assert report["http_failures"] == {"HTTP 500: model crashed": 3}
         assert report["failed_drafts"] == 6          # scene (bad JSON) and reasoning (schema) for 3 items
         assert report["kept"] == 18 * 2              # six well-behaved dimensions, two questions each
         expected_cost = (18 * (1200 * 0.15 + 300 * 0.60) + 3 * (100 * 0.15 + 50 * 0.60)   # good + bad JSON

@@ -124,3 +124,43 @@ def test_the_stage_generates_temporal_questions_once(tmp_path, store, clips):
             assert correct == ", then ".join(truth[q.item_id]["steps"])
         assert all(o in labels for o in q.options) or q.meta["template"] == "procedure"
     assert run_generate(store, settings, generators=["temporal"])["jobs"] == 0
+
+
+def test_llm_written_distractors_are_used_when_they_are_safe(tmp_path, store, clips):
+    from tests.support.openai_server import ScriptedOpenAI, json_completion
+
+    def respond(request):
+        user = request["messages"][1]["content"]
+        answer = json.loads(user.split("Correct answer: ")[1].splitlines()[0])
+        if answer.endswith("grows"):  # an unsafe reply: the correct action comes back as a distractor
+            return json_completion({"distractors": [answer, "it wobbles", "it spins"]})
+        return json_completion({"distractors": [f"{answer} twice", "it wobbles", "it spins"]})
+
+    ingest_videos(store, tmp_path / "media", clips / "manifest.jsonl")
+    with ScriptedOpenAI(respond) as server:
+        settings = load_settings(env={"BENCHSMITH_WORKSPACE": str(tmp_path / "bench"), "OPENAI_BASE_URL": server.base_url,
+                                      "BENCHSMITH__GENERATE__TEMPORAL__DISTRACTORS": "llm"})
+        report = run_generate(store, settings, generators=["temporal"])
+        calls = server.calls
+        assert report["jobs"] == 18 and report["llm_requests"] == calls > 0
+        from benchsmith.store.schema import verdicts
+        with store.engine.begin() as conn:  # forget the done-markers: the cache must answer everything
+            conn.execute(verdicts.delete().where(verdicts.c.stage == "generate"))
+        run_generate(store, settings, generators=["temporal"])
+        assert server.calls == calls
+    asked = [json.loads(r["messages"][1]["content"].split("Correct answer: ")[1].splitlines()[0])
+             for r in server.requests]
+    questions = store.get_questions()
+    kinds = {q.meta.get("distractors", "procedure") for q in questions}
+    assert kinds == {"llm", "labels", "procedure"}
+    for q in questions:
+        correct = q.options[q.answer]
+        if q.meta["template"] == "procedure":
+            assert "distractors" not in q.meta and correct not in asked
+        elif correct.endswith("grows"):
+            assert q.meta["distractors"] == "labels"
+            assert q.meta["llm_distractors_unusable"] == "a distractor is also a correct action"
+        else:
+            assert q.meta["distractors"] == "llm"
+            assert sorted(q.options) == sorted([correct, f"{correct} twice", "it wobbles", "it spins"])
+            assert q.provenance.model == "gpt-4o-mini" and q.provenance.prompt_version == "temporal-distractors-v1"
