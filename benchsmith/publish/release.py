@@ -58,7 +58,9 @@ def collect_entries(store: Store) -> tuple[list[Entry], int]:
     by dimension; and how many were left out because their item was excluded."""
     questions = store.get_questions(status=["accepted", "published"])
     items = {item.id: item for item in store.get_items(sorted({q.item_id for q in questions}))}
-    answers = store.reviewer_answers([q.id for q in questions])
+    answers: dict[str, list[int | None]] = {}
+    for review in store.get_reviews([q.id for q in questions]):
+        answers.setdefault(review.question_id, []).append(review.answer if review.keep else None)
     dimensions = registry()
     entries = [entry_for(q, items[q.item_id], answers.get(q.id, []), dimensions)
                for q in questions if q.item_id in items]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 
 from benchsmith.records import Release, utcnow
-from benchsmith.store.schema import release_questions, releases, reviews
+from benchsmith.store.schema import release_questions, releases
 from benchsmith.store.sql import chunks
 
 
@@ -47,21 +46,3 @@ class ReleasesMixin:
             rows = conn.execute(sa.select(release_questions.c.question_id, release_questions.c.content_hash)
                                 .where(release_questions.c.version == version))
             return dict(rows.all())
-
-    def reviewer_answers(self, question_ids: Sequence[str]) -> dict[str, list[int | None]]:
-        """question id -> the answer each annotator gave (None for a discard), latest review per annotator.
-
-        Publishing turns these into the agreement column.
-        """
-        latest: dict[tuple[str, str], int | None] = {}
-        with self.engine.connect() as conn:
-            for batch in chunks(list(question_ids)):
-                query = (sa.select(reviews.c.question_id, reviews.c.annotator, reviews.c.answer, reviews.c.keep)
-                         .where(reviews.c.question_id.in_(batch))
-                         .order_by(reviews.c.created_at, reviews.c.annotation_id))
-                for qid, annotator, answer, keep in conn.execute(query):
-                    latest[(qid, annotator)] = answer if keep else None
-        out: dict[str, list[int | None]] = defaultdict(list)
-        for (qid, _annotator), answer in sorted(latest.items()):
-            out[qid].append(answer)
-        return dict(out)

@@ -10,13 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from PIL import Image as PILImage
 
 from benchsmith.ingest import candidates_for, ingest
-from benchsmith.records import Provenance, Question, Video, stable_hash, utcnow
+from benchsmith.records import Provenance, Question, Review, Video, stable_hash
 from benchsmith.store import Store
-from benchsmith.store.schema import reviews
 
 GENERATOR = Provenance(backend="programmatic", model=None, prompt_version="t1")
 LLM = Provenance(backend="llm", model="/home/someone/models/qwen-7b", prompt_version="p3")
@@ -56,21 +54,19 @@ def word_question(item_id: str, word: str, others: list[str]) -> Question:
                     answer=options.index(word), provenance=LLM)
 
 
-def add_reviews(store: Store, question_id: str, answers: list[int | None]) -> None:
-    """Reviews as the annotation pull would store them: one row per annotator."""
-    rows = [{"id": stable_hash(question_id, k), "question_id": question_id, "task_id": 1, "annotation_id": k,
-             "annotator": f"annotator{k}@example.org", "answer": answer, "dimension_id": None,
-             "keep": answer is not None, "reasons": [] if answer is not None else ["ambiguous"], "comment": "",
-             "created_at": utcnow()} for k, answer in enumerate(answers)]
-    if rows:
-        with store.engine.begin() as conn:
-            conn.execute(sa.insert(reviews), rows)
+def add_reviews(store: Store, question_id: str, answers: list[int | None], dimension_id: int | None = None) -> None:
+    """Reviews as the annotation pull stores them: one per annotator; None is a discard."""
+    task = int(question_id[:6], 16)   # one Label Studio task per question
+    store.add_reviews([Review(question_id=question_id, task_id=task, annotation_id=task * 10 + k, annotator=f"a{k}",
+                              answer=answer, dimension_id=dimension_id, keep=answer is not None,
+                              reasons=[] if answer is not None else ["ambiguous"])
+                       for k, answer in enumerate(answers)])
 
 
 def accept(store: Store, question: Question, answers: list[int | None], *, review_answer: int | None = None,
            review_dimension_id: int | None = None) -> None:
     store.move_questions([question.id], "in_review", stage="review")
-    add_reviews(store, question.id, answers)
+    add_reviews(store, question.id, answers, review_dimension_id)
     store.update_questions({question.id: {"review_answer": review_answer, "review_dimension_id": review_dimension_id}})
     store.move_questions([question.id], "accepted", stage="review")
 
