@@ -73,12 +73,11 @@ def register(app: typer.Typer, context) -> None:
 
     @review_app.command("config")
     def review_config(ctx: typer.Context) -> None:
-        """Print the Label Studio labeling config generated from the dimension registry."""
+        """Print the Label Studio labeling config (options and dimensions come with each task)."""
         from annotation.labeling import label_config
         from annotation.settings import ReviewSettings
-        from benchsmith.dimensions import registry
 
-        print(label_config(registry(), context(ctx).settings.section("review", ReviewSettings)), end="")
+        print(label_config(context(ctx).settings.section("review", ReviewSettings)), end="")
 
     @server_app.command("install")
     def labelstudio_install(ctx: typer.Context) -> None:

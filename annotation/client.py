@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +25,18 @@ class LabelStudioError(BenchsmithError, RuntimeError):
 class Server:
     url: str
     client: LabelStudio
+
+    def import_tasks(self, project_id: int, tasks: list[dict]) -> list[int]:
+        """Create tasks in one call and return their ids, in order. The body is serialised here rather
+        than by the SDK, whose generic encoder takes longer than the server for large batches."""
+        response = httpx.post(
+            f"{self.url}/api/projects/{project_id}/import", params={"return_task_ids": "true"},
+            content=json.dumps(tasks).encode(), timeout=TIMEOUT_S,
+            # the SDK's own headers carry the auth scheme it chose for the token (legacy or personal)
+            headers=self.client._client_wrapper.get_headers() | {"Content-Type": "application/json"})
+        if response.status_code >= 400:
+            raise ApiError(status_code=response.status_code, headers=dict(response.headers), body=response.text)
+        return response.json().get("task_ids") or []
 
 
 def connect(settings: Settings) -> Server:

@@ -18,10 +18,10 @@ KEEP, DISCARD = "Keep", "Discard"
 OPTION_HOTKEYS = "1234"
 
 
-def label_config(registry: Registry, settings: ReviewSettings) -> str:
-    """The Label Studio XML for reviewing questions of every dimension in `registry`."""
-    dimensions = "\n".join(f"      <Choice value={quoteattr(d.name)} hint={quoteattr(d.definition)}/>"
-                           for d in registry)
+def label_config(settings: ReviewSettings) -> str:
+    """The Label Studio XML for reviewing a question. The options and the dimensions are per task (see
+    `to_task`), so each dimension comes preselected without a prediction, which costs the server more
+    to import than the task itself."""
     reasons = "\n".join(f"        <Choice value={quoteattr(label)}/>" for label in settings.discard_reasons.values())
     other = quoteattr(settings.discard_reasons.get("other", ""))
     comment = (f"""
@@ -34,9 +34,7 @@ def label_config(registry: Registry, settings: ReviewSettings) -> str:
   <Choices name="answer" toName="image" choice="single-radio" value="$options" showInline="false"/>
   <View style="margin-top: 1em">
     <Header value="Evaluation dimension" size="5"/>
-    <Choices name="dimension" toName="image" choice="single" showInline="true">
-{dimensions}
-    </Choices>
+    <Choices name="dimension" toName="image" choice="single" showInline="true" value="$dimensions"/>
   </View>
   <View style="margin-top: 1em">
     <Header value="Keep this question?" size="5"/>
@@ -68,28 +66,25 @@ def option_label(index: int, text: str) -> str:
 
 def to_task(question: Question, item: Image | Video, registry: Registry, settings: ReviewSettings,
             base: str) -> dict:
-    """One Label Studio task. The generator's dimension is preset through a prediction; its answer is
-    added only when the project shows predictions to annotators."""
-    dimension = registry.get(question.dimension_id).name
-    preset = [_choice("dimension", dimension)]
+    """One Label Studio task. The dimensions of the question's modality are listed from the registry
+    with the generator's one preselected. The generator's answer goes in as a prediction, and only when
+    `show_predictions` is set."""
+    generated = registry.get(question.dimension_id)
+    task = {"data": {
+        "question_id": question.id,
+        "item_id": question.item_id,
+        "images": image_urls(item, base),
+        "question": question.text,
+        "options": [{"value": option_label(i, text), "hotkey": OPTION_HOTKEYS[i]}
+                    for i, text in enumerate(question.options)],
+        "dimensions": [{"value": d.name, "hint": d.definition, "selected": d.id == generated.id}
+                       for d in registry.for_modality(generated.modality)],
+    }}
     if settings.show_predictions:
-        preset.append(_choice("answer", option_label(question.answer, question.options[question.answer])))
-    return {
-        "data": {
-            "question_id": question.id,
-            "item_id": question.item_id,
-            "images": image_urls(item, base),
-            "question": question.text,
-            "options": [{"value": option_label(i, text), "hotkey": OPTION_HOTKEYS[i]}
-                        for i, text in enumerate(question.options)],
-            "dimension": dimension,
-        },
-        "predictions": [{"model_version": question.provenance.backend, "result": preset}],
-    }
-
-
-def _choice(from_name: str, value: str) -> dict:
-    return {"from_name": from_name, "to_name": "image", "type": "choices", "value": {"choices": [value]}}
+        answer = option_label(question.answer, question.options[question.answer])
+        task["predictions"] = [{"model_version": question.provenance.backend, "result": [
+            {"from_name": "answer", "to_name": "image", "type": "choices", "value": {"choices": [answer]}}]}]
+    return task
 
 
 def to_review(task: dict, annotation: dict, registry: Registry, settings: ReviewSettings) -> Review:

@@ -63,12 +63,12 @@ def local_files_root(settings: Settings, review: ReviewSettings) -> Path:
     return Path(review.local_files_root).expanduser().resolve() if review.local_files_root else settings.workspace
 
 
-def ensure_project(server: Server, settings: Settings, review: ReviewSettings, registry: Registry) -> tuple[int, bool]:
+def ensure_project(server: Server, settings: Settings, review: ReviewSettings) -> tuple[int, bool]:
     """The project named in settings, created if missing and brought up to date if not; with the local
     storage that lets annotators see the media folder."""
     client = server.client
-    fields = dict(label_config=label_config(registry, review), maximum_annotations=review.overlap,
-                  show_collab_predictions=True, expert_instruction=review.instructions,
+    fields = dict(label_config=label_config(review), maximum_annotations=review.overlap,
+                  show_collab_predictions=review.show_predictions, expert_instruction=review.instructions,
                   show_instruction=bool(review.instructions))
     with calls(server):
         found = [p for p in client.projects.list() if p.title == review.project]
@@ -110,15 +110,16 @@ def push(store: Store, server: Server, settings: Settings, registry: Registry, q
     """Push `questions` (from `questions_to_push`) in batches; `progress(n)` after each."""
     review = settings.section("review", ReviewSettings)
     base = image_base(settings, review)
-    project_id, created = ensure_project(server, settings, review, registry)
+    project_id, created = ensure_project(server, settings, review)
     report = PushReport(project_id, created)
-    recorded = store.get_review_tasks([q.id for q in questions])
+    by_id = {q.id: q for q in questions}
+    recorded = store.get_review_tasks(list(by_id))
 
-    done = {q.id for q in questions if recorded.get(q.id, (0, None))[1] is not None}
+    done = {qid for qid, (_, task_id) in recorded.items() if task_id is not None}
     unconfirmed: dict[int, set[str]] = {}
-    for q in questions:
-        if q.id in recorded and q.id not in done:
-            unconfirmed.setdefault(recorded[q.id][0], set()).add(q.id)
+    for qid, (project, task_id) in recorded.items():
+        if task_id is None:
+            unconfirmed.setdefault(project, set()).add(qid)
     for project, qids in unconfirmed.items():
         found = server_task_ids(server, project, qids)
         store.set_review_task_ids(found)
@@ -128,7 +129,7 @@ def push(store: Store, server: Server, settings: Settings, registry: Registry, q
     progress(len(done))
 
     items = {item.id: item for item in store.get_items(sorted({q.item_id for q in questions}), status=None)}
-    fresh = [q for q in questions if q.id not in done]
+    fresh = [q for qid, q in by_id.items() if qid not in done]
     for start in range(0, len(fresh), review.batch_size):
         batch = fresh[start:start + review.batch_size]
         report.sent += _push_batch(store, server, project_id, batch, items, registry, review, base)
@@ -142,11 +143,10 @@ def _push_batch(store: Store, server: Server, project_id: int, batch: Sequence[Q
     if missing:
         raise LabelStudioError(f"questions refer to items missing from the store: {missing[:3]}")
     tasks = [to_task(q, items[q.item_id], registry, review, base) for q in batch]
-    qids = [q.id for q in batch]
+    qids = [task["data"]["question_id"] for task in tasks]
     store.record_review_intents(qids, project_id)
     with calls(server):
-        result = server.client.projects.import_tasks(id=project_id, request=tasks, return_task_ids=True)
-    task_ids = list(result.task_ids or [])
+        task_ids = server.import_tasks(project_id, tasks)
     if len(task_ids) == len(qids):
         store.set_review_task_ids(dict(zip(qids, task_ids)))
     else:  # the server did not say which task is which; ask it

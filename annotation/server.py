@@ -17,6 +17,7 @@ import httpx
 from annotation.client import LabelStudioError
 from annotation.push import local_files_root
 from annotation.settings import ReviewSettings
+from benchsmith.paths import REPO_ROOT
 from benchsmith.settings import Settings
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
@@ -24,7 +25,8 @@ START_TIMEOUT_S = 240  # the first start migrates a fresh database: 30-40 s on t
 
 
 def venv_path(review: ReviewSettings) -> Path:
-    return Path(review.server.venv).expanduser().resolve()
+    """`review.server.venv`, relative to the benchsmith checkout unless absolute."""
+    return (REPO_ROOT / Path(review.server.venv).expanduser()).resolve()
 
 
 def executable(review: ReviewSettings) -> Path:

@@ -80,7 +80,7 @@ def test_bucket_urls_point_at_the_media_path(label_studio):
     assert task.data["images"] == ["https://bucket.example/bench/media/img00000.png"]
 
 
-def test_the_generator_answer_is_preset_only_when_predictions_are_shown(label_studio):
+def test_the_dimension_is_preselected_and_the_answer_only_when_predictions_are_shown(label_studio):
     for shown in (False, True):
         settings = label_studio.settings(show_predictions=shown)
         with Store(settings.db_url) as store:
@@ -88,11 +88,12 @@ def test_the_generator_answer_is_preset_only_when_predictions_are_shown(label_st
             report = run_push(settings, store)
         client = connect(settings).client
         task = server_tasks(connect(settings), report.project_id)[0]
-        preset = {r["from_name"]: r["value"]["choices"] for p in client.predictions.list(task=task.id) for r in p.result}
-        assert preset["dimension"] == ["Instances Counting"]
-        assert ("answer" in preset) is shown
-        if shown:
-            assert preset["answer"] == [f"{'ABCD'[question.answer]}. {question.options[question.answer]}"]
+        dimensions = task.data["dimensions"]
+        assert [d["value"] for d in dimensions if d["selected"]] == ["Instances Counting"]
+        assert [d["value"] for d in dimensions] == [d.name for d in registry().for_modality("image")]
+        predicted = [r["value"]["choices"] for p in client.predictions.list(task=task.id) for r in p.result]
+        assert predicted == ([[f"{'ABCD'[question.answer]}. {question.options[question.answer]}"]] if shown else [])
+        assert client.projects.get(id=report.project_id).show_collab_predictions is shown
 
 
 def test_a_push_killed_halfway_and_rerun_leaves_exactly_one_task_per_question(label_studio):
