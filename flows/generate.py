@@ -1,41 +1,36 @@
-"""The generate flow: one task per configured generator, each doing only the missing (item, dimension) jobs.
+"""The generate flow: one cached stage per configured generator, each doing only the missing jobs.
 
-LLM work is tagged `openai`, so a Prefect concurrency limit on that tag caps it across flows; inside the
-task the LLM client's own concurrency and rate limits apply, and its call cache makes a retried task
-pay for nothing twice.
+A generator's stage is skipped (its stored result returned) while the items, facts and LLM call log it
+reads are unchanged since it last ran. A run that left LLM jobs unanswered (HTTP failures) wrote to the
+call log, so the next run is not skipped and tries them again. LLM work runs under the Prefect tag
+`openai`, so a tag concurrency limit (`prefect concurrency-limit create openai 1`) holds it across flows;
+inside, the LLM client's own concurrency and rate limits apply, and its call cache means a retried task
+pays for nothing twice.
 """
 
 from __future__ import annotations
 
-from prefect import flow
+from contextlib import nullcontext
+
+from prefect import flow, tags
 
 from benchsmith.settings import Settings
-from benchsmith.store import Store
-from flows.tasks import new_run_id, stage_task, timed
+from flows.tasks import new_run_id, run_stage
 
-
-def _generate_with(settings: Settings, run_id: str, generator: str, settings_fingerprint: str,
-                   store_state: str) -> dict:
-    from generators.stage import run_generate
-
-    with Store(settings.db_url) as store:
-        return timed(store, run_id, f"generate:{generator}",
-                     lambda: run_generate(store, settings, generators=[generator]))
+READS = ("items", "facts", "llm_calls")
 
 
 def generate_stage(settings: Settings, run_id: str) -> dict:
-    """Tasks for each generator in `generate.generators`; callable inside any flow."""
-    from generators.stage import STAGE, GenerateSettings
+    """One stage per generator in `generate.generators`; callable inside any flow."""
+    from generators.stage import STAGE, GenerateSettings, run_generate
 
-    fingerprint = settings.fingerprint()
     results = {}
     for generator in settings.section(STAGE, GenerateSettings).generators:
-        task = stage_task(f"generate-{generator}", settings, _generate_with)
-        if generator == "llm":
-            task = task.with_options(tags=["openai"])
-        with Store(settings.db_url) as store:
-            state = store.state_token()
-        results[f"generate {generator}"] = task(settings, run_id, generator, fingerprint, state)
+        def work(store, name=generator) -> dict:
+            return run_generate(store, settings, generators=[name])
+        with tags("openai") if generator == "llm" else nullcontext():
+            results[f"generate {generator}"] = run_stage(settings, run_id, f"generate:{generator}", work,
+                                                         reads=READS)
     return results
 
 

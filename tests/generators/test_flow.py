@@ -1,0 +1,26 @@
+"""The generate stage as Prefect tasks on a real Prefect server: done once, then served from cache."""
+
+from __future__ import annotations
+
+from benchsmith.store import Store
+from tests.flows.conftest import prefect_api  # noqa: F401  (the session's real Prefect server)
+from tests.generators.test_stage import add_oracle
+
+
+def test_generate_stage_runs_each_generator_once_then_reuses_the_cached_result(prefect_api, settings, oracle_dir):
+    from flows.generate import generate_flow
+
+    with Store(settings.db_url) as store:
+        add_oracle(store, oracle_dir, 3)
+    first = generate_flow(settings)
+    assert first["generate programmatic"]["jobs"] == 18 and first["generate programmatic"]["kept"] > 0
+    assert first["generate temporal"]["jobs"] == 0  # no videos in this store
+    with Store(settings.db_url) as store:
+        runs = store.get_stage_runs()
+        questions = len(store.get_questions())
+    assert {r["stage"] for r in runs} == {"generate:programmatic", "generate:temporal"}
+
+    second = generate_flow(settings)
+    assert second == first
+    with Store(settings.db_url) as store:
+        assert len(store.get_stage_runs()) == len(runs) and len(store.get_questions()) == questions
