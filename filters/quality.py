@@ -5,6 +5,8 @@ Rules, each a small function returning a reason when the question fails it:
 - `options`: exactly four distinct, non-empty options and an answer that indexes one of them;
 - `catch_all_option`: no "all of the above" / "none of the above" style option;
 - `answer_in_question`: the question does not give its answer away by containing it;
+- `mentions_source`: the question and options speak of the image, never of the captions, boxes or OCR
+  the generator was given;
 - `near_duplicate`: the same item has no question already that asks the same thing with the same answer;
 - `per_item_cap`: an item gets at most `max_per_item` questions.
 
@@ -35,6 +37,8 @@ class QualitySettings(BaseModel):
         "a an the is are was were be of in on at to for with by from this that these those there it its "
         "which what who whom whose do does did can could shown seen visible image picture photo").split())
     catch_all_pattern: str = r"\b(all|none|both|neither)\s+of\s+(the\s+)?(above|these|them|options)\b"
+    source_pattern: str = (r"\b(captions?|bounding box(es)?|ocr|the (given |provided )?description|"
+                           r"image facts|according to the (text|data))\b")
 
 
 def options_rule(question: Question) -> str:
@@ -54,6 +58,14 @@ def catch_all_rule(question: Question, pattern: str) -> str:
     for option in question.options:
         if re.search(pattern, normalise_text(option)):
             return f"option {option!r} refers to the other options"
+    return ""
+
+
+def mentions_source_rule(question: Question, pattern: str) -> str:
+    for text in (question.text, *question.options):
+        found = re.search(pattern, normalise_text(text))
+        if found:
+            return f"speaks of {found.group(0)!r} instead of the image"
     return ""
 
 
@@ -98,7 +110,8 @@ def gate(questions: Sequence[Question], existing: dict[str, list[Question]],
         rule, reason = "", ""
         for name, check in (("options", lambda q: options_rule(q)),
                             ("catch_all_option", lambda q: catch_all_rule(q, settings.catch_all_pattern)),
-                            ("answer_in_question", answer_in_question_rule)):
+                            ("answer_in_question", answer_in_question_rule),
+                            ("mentions_source", lambda q: mentions_source_rule(q, settings.source_pattern))):
             reason = check(question)
             if reason:
                 rule = name

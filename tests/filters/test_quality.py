@@ -83,3 +83,17 @@ def test_balanced_letters_keep_the_correct_option_and_are_reproducible():
         assert sorted(after.options) == sorted(before.options)
     assert balance_answers(list(reversed(questions)), seed=3)[::-1] == balanced
     assert balance_answers(questions, seed=4) != balanced
+
+
+def test_questions_that_speak_of_the_generators_sources_are_dropped():
+    _kept, dropped = gate([q("According to the caption, what is on the table?", ["a cup", "a plate", "a bowl", "a fork"]),
+                           q("Which bounding box holds the dog?", ["left", "right", "top", "bottom"]),
+                           q("What does the OCR text say?", ["OPEN", "CLOSED", "EXIT", "STOP"])],
+                          {}, QualitySettings())
+    assert [(rule, reason) for rule, reason in reasons(dropped)] == [
+        ("mentions_source", "speaks of 'caption' instead of the image"),
+        ("mentions_source", "speaks of 'bounding box' instead of the image"),
+        ("mentions_source", "speaks of 'ocr' instead of the image")]
+    kept, _ = gate([q("What does the sign above the door say?", ["OPEN", "CLOSED", "EXIT", "STOP"])], {},
+                   QualitySettings())
+    assert len(kept) == 1
