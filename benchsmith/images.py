@@ -109,7 +109,9 @@ def inspect_image(data: bytes, *, min_side: int, max_pixels: int) -> Accepted | 
     if min(width, height) < min_side:
         return Rejected("too_small", f"{width}x{height} is below the minimum side of {min_side} px", image_id)
     if not changes and fmt in ("JPEG", "PNG"):
-        return Accepted(image_id, data, ".jpg" if fmt == "JPEG" else ".png", width, height, ())
+        kept = strip_jpeg_metadata(data) if fmt == "JPEG" else strip_png_metadata(data)
+        return Accepted(image_id, kept, ".jpg" if fmt == "JPEG" else ".png", width, height,
+                        ("metadata-stripped",) if kept != data else ())
     buffer = io.BytesIO()
     if fmt == "JPEG":
         img.save(buffer, "JPEG", quality=95)
@@ -118,6 +120,40 @@ def inspect_image(data: bytes, *, min_side: int, max_pixels: int) -> Accepted | 
         img.save(buffer, "PNG", compress_level=1)
         extension = ".png"
     return Accepted(image_id, buffer.getvalue(), extension, width, height, tuple(changes))
+
+
+# JPEG segments that carry EXIF (GPS, camera serials), XMP, IPTC or comments; never pixels or colour.
+_JPEG_METADATA = {0xE1, 0xED, 0xFE}
+# PNG chunks that carry EXIF or free text.
+_PNG_METADATA = {b"eXIf", b"tEXt", b"iTXt", b"zTXt", b"tIME"}
+
+
+def strip_jpeg_metadata(data: bytes) -> bytes:
+    """The same JPEG without EXIF/XMP/IPTC/comment segments, pixels untouched (no re-encoding)."""
+    out = bytearray(data[:2])
+    pos = 2
+    while pos + 4 <= len(data) and data[pos] == 0xFF:
+        marker = data[pos + 1]
+        if marker == 0xDA:  # start of scan: the rest is image data
+            break
+        length = int.from_bytes(data[pos + 2:pos + 4], "big")
+        if marker not in _JPEG_METADATA:
+            out += data[pos:pos + 2 + length]
+        pos += 2 + length
+    return bytes(out + data[pos:])
+
+
+def strip_png_metadata(data: bytes) -> bytes:
+    """The same PNG without eXIf and text chunks."""
+    out = bytearray(data[:8])
+    pos = 8
+    while pos + 12 <= len(data):
+        length = int.from_bytes(data[pos:pos + 4], "big")
+        end = pos + 12 + length
+        if data[pos + 4:pos + 8] not in _PNG_METADATA:
+            out += data[pos:end]
+        pos = end
+    return bytes(out + data[pos:])
 
 
 def open_rgb(path) -> PILImage.Image:

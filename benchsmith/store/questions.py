@@ -86,7 +86,12 @@ class QuestionsMixin:
         return moved
 
     def update_questions(self, updates: dict[str, dict]) -> None:
-        """Set fields such as review_answer on questions, by id."""
+        """Set review fields or meta on questions, by id. Text and options are never changed: they make
+        the id, and a published question must not change silently."""
+        allowed = {"review_answer", "review_dimension_id", "meta"}
+        for values in updates.values():
+            if set(values) - allowed:
+                raise ValueError(f"only {sorted(allowed)} can be updated, not {sorted(set(values) - allowed)}")
         with self.engine.begin() as conn:
             for qid, values in updates.items():
                 conn.execute(sa.update(questions).where(questions.c.id == qid).values(**values, updated_at=utcnow()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 
 import numpy as np
@@ -100,3 +101,18 @@ def test_too_many_pixels_is_refused_before_decoding():
 
 def test_small_images_are_refused():
     assert inspect_image(encode(Image.new("RGB", (100, 8)), "PNG"), **LIMITS).rule == "too_small"
+
+
+def test_stored_copies_carry_no_exif_location_and_keep_their_pixels():
+    noise = Image.fromarray(np.random.default_rng(2).integers(0, 255, (40, 40, 3), dtype=np.uint8))
+    exif = Image.Exif()
+    exif[0x8825] = {2: (51.0, 30.0, 0.0), 1: "N"}  # GPS latitude
+    exif[0x010F] = "Camera Maker"
+    for fmt in ("JPEG", "PNG"):
+        data = encode(noise, fmt, exif=exif)
+        assert Image.open(io.BytesIO(data)).getexif()
+        result = inspect_image(data, **LIMITS)
+        stored = decoded(result)
+        assert not stored.getexif() and "metadata-stripped" in result.changes, fmt
+        assert np.array_equal(np.asarray(stored), np.asarray(Image.open(io.BytesIO(data))))
+        assert result.id == hashlib.sha256(data).hexdigest()  # the id is still the original bytes
