@@ -214,17 +214,17 @@ class TransformersSamExtractor(_SamBackend):
         width, height = loaded.pixels.size
         n = self.params.points_per_side
         offsets = (np.arange(n) + 0.5) / n
-        grid = [[float(x * width), float(y * height)] for y in offsets for x in offsets]
-        inputs = self.processor(images=loaded.pixels, return_tensors="pt")
+        grid = [[[float(x * width), float(y * height)]] for y in offsets for x in offsets]
+        # one pass of the processor: the image for the encoder, every grid point scaled to its input size
+        inputs = self.processor(images=loaded.pixels, input_points=[grid], return_tensors="pt")
         with torch.inference_mode():
             embeddings = self.model.get_image_embeddings(inputs["pixel_values"].to(self.device, self.dtype))
         found = []
         for start in range(0, len(grid), self.params.points_per_batch):
-            points = [[[point] for point in grid[start:start + self.params.points_per_batch]]]
-            prompt = self.processor(images=loaded.pixels, input_points=points, return_tensors="pt")
+            points = inputs["input_points"][:, start:start + self.params.points_per_batch]
             with torch.inference_mode():
                 out = self.model(image_embeddings=embeddings, multimask_output=True,
-                                 input_points=prompt["input_points"].to(self.device, self.dtype))
+                                 input_points=points.to(self.device, self.dtype))
             scores = out.iou_scores[0].float()                     # [points, 3]
             best = scores.argmax(dim=-1)
             masks = self.processor.post_process_masks(out.pred_masks.float().cpu(), inputs["original_sizes"],

@@ -77,7 +77,7 @@ def test_transformers_sam_boxes_get_labels_attributes_and_region_captions(config
                                                                           blip_folder, vocabularies):
     folder = tiny_models.sam_transformers(tmp_path / "sam")
     settings = configure({"extractors": {"sam_test": {
-        "backend": "sam_transformers", "model": str(folder), "labeller": str(clip_folder),
+        "backend": "sam_transformers", "model": str(folder), "labeller": str(clip_folder), "points_per_batch": 4,
         "region_captioner": str(blip_folder), **OPEN, **vocabularies}}})
     extractor, = build_extractors(settings, only=["sam_test"])
     extractor.load()
