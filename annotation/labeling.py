@@ -99,15 +99,21 @@ def to_review(task: dict, annotation: dict, registry: Registry, settings: Review
         elif "text" in value:
             comment = " ".join(value["text"]).strip()
     options = [o["value"] for o in task["data"]["options"]]
-    answer = options.index(picked["answer"][0]) if picked.get("answer") else None
     dimensions = {d.name: d.id for d in registry}
-    dimension_id = dimensions[picked["dimension"][0]] if picked.get("dimension") else None
     reason_keys = {label: key for key, label in settings.discard_reasons.items()}
+
+    def known(what: str, value: str, choices):
+        if value not in choices:
+            raise ValueError(f"task {task['id']}, annotation {annotation['id']}: unknown {what} {value!r}")
+        return choices.index(value) if isinstance(choices, list) else choices[value]
+
+    answer = known("option", picked["answer"][0], options) if picked.get("answer") else None
+    dimension_id = known("dimension", picked["dimension"][0], dimensions) if picked.get("dimension") else None
     keep = picked.get("keep", [KEEP])[0] == KEEP
     return Review(
         question_id=task["data"]["question_id"], task_id=task["id"], annotation_id=annotation["id"],
         annotator=_annotator(annotation), answer=answer, dimension_id=dimension_id, keep=keep,
-        reasons=[] if keep else [reason_keys[label] for label in picked.get("reasons", [])],
+        reasons=[] if keep else [known("discard reason", label, reason_keys) for label in picked.get("reasons", [])],
         comment="" if keep else comment,
     )
 

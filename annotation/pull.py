@@ -26,22 +26,28 @@ RULE = "human_review"
 @dataclass
 class PullReport:
     new_reviews: int = 0
+    unreadable: list[str] = field(default_factory=list)  # annotations that fit no choice of the config
     outcomes: Counter = field(default_factory=Counter)
     agreement: dict[str, dict[str, Agreement]] = field(default_factory=dict)
 
     def summary(self) -> str:
         counts = ", ".join(f"{self.outcomes[k]} {k}" for k in ("accepted", "rejected", "flagged", "waiting"))
-        return f"{self.new_reviews} new reviews; in review before this pull: {counts}"
+        unreadable = (f"; {len(self.unreadable)} annotations not understood, first: {self.unreadable[0]}"
+                      if self.unreadable else "")
+        return f"{self.new_reviews} new reviews; in review before this pull: {counts}{unreadable}"
 
     def as_dict(self) -> dict:
-        return {"new_reviews": self.new_reviews, **{k: self.outcomes[k] for k in
+        return {"new_reviews": self.new_reviews, "unreadable": len(self.unreadable), **{k: self.outcomes[k] for k in
                 ("accepted", "rejected", "flagged", "waiting")},
                 "kappa": {group: {what: a.kappa for what, a in by.items()} for group, by in self.agreement.items()}}
 
 
-def fetch_reviews(server: Server, project_ids: set[int], registry: Registry, review: ReviewSettings) -> list[Review]:
-    """Every submitted (not skipped) annotation in these projects, as Reviews."""
+def fetch_reviews(server: Server, project_ids: set[int], registry: Registry,
+                  review: ReviewSettings) -> tuple[list[Review], list[str]]:
+    """Every submitted (not skipped) annotation in these projects, as Reviews; and why any could not be
+    read (a choice the current config does not have), so one odd annotation does not stop a pull."""
     out: list[Review] = []
+    unreadable: list[str] = []
     with calls(server):
         emails = {u.id: u.email for u in server.client.users.list()}
         for project_id in sorted(project_ids):
@@ -55,8 +61,11 @@ def fetch_reviews(server: Server, project_ids: set[int], registry: Registry, rev
                     who = annotation.get("completed_by")
                     if isinstance(who, int):
                         annotation = annotation | {"completed_by": {"id": who, "email": emails.get(who, "")}}
-                    out.append(to_review(task, annotation, registry, review))
-    return out
+                    try:
+                        out.append(to_review(task, annotation, registry, review))
+                    except ValueError as exc:
+                        unreadable.append(str(exc))
+    return out, unreadable
 
 
 def decisions_in_review(store: Store, review: ReviewSettings) -> list[Decision]:
@@ -106,10 +115,10 @@ def pull(store: Store, server: Server, settings: Settings, registry: Registry) -
     review = settings.section("review", ReviewSettings)
     pushed = store.get_review_tasks()
     projects = {project for project, task in pushed.values() if task is not None}
-    fetched = [r for r in fetch_reviews(server, projects, registry, review) if r.question_id in pushed]
-    new = store.add_reviews(fetched)
+    fetched, unreadable = fetch_reviews(server, projects, registry, review)
+    new = store.add_reviews([r for r in fetched if r.question_id in pushed])
     report = reconcile(store, review)
-    report.new_reviews = new
+    report.new_reviews, report.unreadable = new, unreadable
     return report
 
 

@@ -14,7 +14,6 @@ from PIL import Image as PILImage
 
 from annotation.server import executable, install, start, stop
 from annotation.settings import ReviewSettings
-from benchsmith.paths import REPO_ROOT
 from benchsmith.records import Image, Provenance, Question, Verdict, sha256_bytes
 from benchsmith.settings import Settings, load_settings
 from tests.conftest import free_port
@@ -69,7 +68,6 @@ def label_studio(tmp_path_factory) -> LabelStudioServer:
         "LABEL_STUDIO_USERNAME": ADMIN,
         "LABEL_STUDIO_PASSWORD": ADMIN_PASSWORD,
         "BENCHSMITH__REVIEW__LOCAL_FILES_ROOT": str(root),
-        "BENCHSMITH__REVIEW__SERVER__VENV": str(REPO_ROOT / ".venv-labelstudio"),
     }
     install(load_settings(env=env).section("review", ReviewSettings))
     server = LabelStudioServer(env["LABEL_STUDIO_URL"], root, env)

@@ -12,7 +12,6 @@ from collections import Counter
 import httpx
 import pytest
 import sqlalchemy as sa
-from label_studio_sdk import LabelStudio
 
 from annotation.client import LabelStudioError, connect
 from annotation.labeling import to_task

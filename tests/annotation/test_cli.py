@@ -1,0 +1,81 @@
+"""The review and labelstudio commands as a user runs them: real processes, real servers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+
+import httpx
+from label_studio_sdk import LabelStudio
+
+from benchsmith.paths import REPO_ROOT
+from benchsmith.store import Store
+from benchsmith.settings import load_settings
+from tests.annotation.conftest import seed_questions
+from tests.conftest import free_port
+
+
+def benchsmith(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from benchsmith.cli import main; main()", *args], env=env,
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def clean_env(tmp_path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "LABEL_STUDIO"))}
+    return env | {"BENCHSMITH_WORKSPACE": str(tmp_path / "bench"), "COLUMNS": "200"} | extra
+
+
+def test_push_without_a_token_or_server_says_what_to_do(tmp_path):
+    no_token = benchsmith(clean_env(tmp_path), "review", "push")
+    assert no_token.returncode == 2
+    assert "LABEL_STUDIO_API_KEY is not set" in no_token.stderr and "Traceback" not in no_token.stderr
+
+    nobody = benchsmith(clean_env(tmp_path, LABEL_STUDIO_URL=f"http://127.0.0.1:{free_port()}",
+                                  LABEL_STUDIO_API_KEY="some-token"), "review", "pull")
+    assert nobody.returncode == 2
+    assert "cannot reach Label Studio" in nobody.stderr and "benchsmith labelstudio up" in nobody.stderr
+
+
+def test_up_refuses_to_start_without_the_admin_password(tmp_path):
+    done = benchsmith(clean_env(tmp_path, LABEL_STUDIO_URL=f"http://127.0.0.1:{free_port()}",
+                                LABEL_STUDIO_API_KEY="admin-token-1"), "labelstudio", "up")
+    assert done.returncode == 2
+    assert "LABEL_STUDIO_PASSWORD" in done.stderr
+
+
+def test_status_counts_review_states_from_the_store_alone(tmp_path, label_studio):
+    settings = label_studio.settings()
+    with Store(settings.db_url) as store:
+        questions = seed_questions(store, settings, [3, 4, 5])
+        store.record_review_intents([questions[0].id], project_id=1)
+    env = clean_env(tmp_path, BENCHSMITH_WORKSPACE=str(settings.workspace))
+    done = benchsmith(env, "review", "status")
+    assert done.returncode == 0, done.stderr
+    assert "push unconfirmed (rerun push)" in done.stdout and "│ 1" in done.stdout
+
+
+def test_up_starts_a_server_with_the_admin_from_the_environment_and_down_stops_it(tmp_path):
+    port = free_port()
+    token = "up-token-" + uuid.uuid4().hex[:8]
+    env = clean_env(tmp_path, LABEL_STUDIO_URL=f"http://127.0.0.1:{port}", LABEL_STUDIO_API_KEY=token,
+                    LABEL_STUDIO_USERNAME="boss@benchsmith.test", LABEL_STUDIO_PASSWORD="boss-pass-123")
+    up = benchsmith(env, "labelstudio", "up", "--detach")
+    try:
+        assert up.returncode == 0, up.stderr + up.stdout
+        assert f"Label Studio is running at http://127.0.0.1:{port}" in up.stdout
+        assert 'press "Label All Tasks"' in up.stdout and "Submit" in up.stdout
+        assert token not in up.stdout + up.stderr
+        me = LabelStudio(base_url=f"http://127.0.0.1:{port}", api_key=token).users.whoami()
+        assert me.email == "boss@benchsmith.test"
+        settings = load_settings(env=env)
+        assert (settings.workspace / "labelstudio" / "label_studio.sqlite3").exists()
+    finally:
+        down = benchsmith(env, "labelstudio", "down")
+    assert down.returncode == 0 and "stopped" in down.stdout
+    try:
+        httpx.get(f"http://127.0.0.1:{port}/api/version", timeout=2)
+        raise AssertionError("the server still answers after `labelstudio down`")
+    except httpx.TransportError:
+        pass

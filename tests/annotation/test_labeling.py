@@ -1,0 +1,95 @@
+"""The labeling config, a question as a task, and an exported annotation as a Review."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from annotation.labeling import label_config, to_review, to_task
+from annotation.settings import ReviewSettings
+from benchsmith.dimensions import registry
+from benchsmith.records import Image, Provenance, Question, Video
+
+BASE = "/data/local-files/?d=media/"
+
+
+def question(dimension_id: int = 5, item_id: str = "img1") -> Question:
+    return Question(item_id=item_id, dimension_id=dimension_id, text="How many red circles are there?",
+                    options=["1", "2", "3", "4"], answer=2, provenance=Provenance(backend="template"))
+
+
+def test_the_config_has_the_image_question_options_dimension_and_conditional_discard_reasons():
+    root = ET.fromstring(label_config(ReviewSettings()))
+    controls = {el.get("name"): el for el in root.iter() if el.tag in ("Choices", "TextArea", "Image")}
+    assert controls["image"].get("valueList") == "$images"
+    assert controls["answer"].get("value") == "$options" and controls["answer"].get("choice") == "single-radio"
+    assert controls["dimension"].get("value") == "$dimensions" and controls["dimension"].get("choice") == "single"
+    assert [c.get("value") for c in controls["keep"]] == ["Keep", "Discard"]
+    assert any(h.get("value") == "$question" for h in root.iter("Header"))
+
+    shown_on_discard = next(v for v in root.iter("View") if v.get("whenTagName") == "keep")
+    assert shown_on_discard.get("whenChoiceValue") == "Discard"
+    reasons = shown_on_discard.find("Choices")
+    assert [c.get("value") for c in reasons] == list(ReviewSettings().discard_reasons.values())
+    comment_view = next(v for v in shown_on_discard.iter("View") if v.get("whenTagName") == "reasons")
+    assert comment_view.get("whenChoiceValue") == "Other" and comment_view.find("TextArea") is not None
+
+
+def test_discard_reasons_come_from_settings():
+    review = ReviewSettings(discard_reasons={"offensive": "Offensive <content>", "ambiguous": "Ambiguous"})
+    root = ET.fromstring(label_config(review))
+    reasons = next(c for c in root.iter("Choices") if c.get("name") == "reasons")
+    assert [c.get("value") for c in reasons] == ["Offensive <content>", "Ambiguous"]
+    assert not any(el.get("name") == "comment" for el in root.iter("TextArea"))
+
+
+def test_a_task_carries_options_with_hotkeys_and_the_generators_dimension_preselected():
+    item = Image(id="img1", path="ab/cd ef.png", width=10, height=10)
+    task = to_task(question(5), item, registry(), ReviewSettings(), BASE)
+    data = task["data"]
+    assert data["images"] == [BASE + "ab/cd%20ef.png"]
+    assert data["options"] == [{"value": "A. 1", "hotkey": "1"}, {"value": "B. 2", "hotkey": "2"},
+                               {"value": "C. 3", "hotkey": "3"}, {"value": "D. 4", "hotkey": "4"}]
+    assert [d["value"] for d in data["dimensions"] if d["selected"]] == ["Instances Counting"]
+    assert {d["value"] for d in data["dimensions"]} == {d.name for d in registry().for_modality("image")}
+    assert "predictions" not in task  # the generator's answer stays hidden
+
+    shown = to_task(question(5), item, registry(), ReviewSettings(show_predictions=True), BASE)
+    assert shown["predictions"][0]["result"][0]["value"] == {"choices": ["C. 3"]}
+
+
+def test_a_video_question_shows_the_sampled_frames_and_video_dimensions():
+    video = Video(id="vid1", path="v.mp4", frames=["v/0.jpg", "v/1.jpg", "v/2.jpg"])
+    data = to_task(question(10, "vid1"), video, registry(), ReviewSettings(), BASE)["data"]
+    assert data["images"] == [BASE + "v/0.jpg", BASE + "v/1.jpg", BASE + "v/2.jpg"]
+    assert {d["value"] for d in data["dimensions"]} == {d.name for d in registry().for_modality("video")}
+
+
+def annotation(*results, annotation_id=7, who=3):
+    return {"id": annotation_id, "completed_by": {"id": who, "email": "a@x"}, "result": [
+        {"from_name": name, "to_name": "image", "type": kind, "value": value} for name, kind, value in results]}
+
+
+def test_an_annotation_maps_back_to_option_index_dimension_and_reason_keys():
+    task = {"id": 11, **to_task(question(5), Image(id="img1", path="p.png", width=1, height=1), registry(),
+                                ReviewSettings(), BASE)}
+    kept = to_review(task, annotation(("answer", "choices", {"choices": ["B. 2"]}),
+                                      ("dimension", "choices", {"choices": ["Spatial Relation"]}),
+                                      ("keep", "choices", {"choices": ["Keep"]})), registry(), ReviewSettings())
+    assert (kept.question_id, kept.task_id, kept.annotation_id, kept.annotator) == (question(5).id, 11, 7, "a@x")
+    assert (kept.keep, kept.answer, kept.dimension_id, kept.reasons) == (True, 1, 6, [])
+
+    dropped = to_review(task, annotation(("keep", "choices", {"choices": ["Discard"]}),
+                                         ("reasons", "choices", {"choices": ["Ambiguous", "Other"]}),
+                                         ("comment", "textarea", {"text": ["two circles overlap"]})),
+                        registry(), ReviewSettings())
+    assert (dropped.keep, dropped.answer, dropped.reasons, dropped.comment) == (
+        False, None, ["ambiguous", "other"], "two circles overlap")
+
+
+def test_an_annotation_with_a_choice_the_config_does_not_know_is_an_error():
+    task = {"id": 11, **to_task(question(5), Image(id="img1", path="p.png", width=1, height=1), registry(),
+                                ReviewSettings(), BASE)}
+    with pytest.raises(ValueError, match="task 11, annotation 7: unknown option 'E. 5'"):
+        to_review(task, annotation(("answer", "choices", {"choices": ["E. 5"]})), registry(), ReviewSettings())
