@@ -51,7 +51,8 @@ def _sections(facts: list[Fact]) -> list[tuple[str, list[str]]]:
 
     captions = _unique(sorted(by_kind.get("caption", []), key=lambda f: (f.provenance.backend, f.text)),
                        key=lambda f: normalise_text(f.text))
-    objects = _unique(sorted(by_kind.get("object", []), key=lambda f: (_reading_order(f), sorted(f.attributes.items()))),
+    objects = _unique(sorted(by_kind.get("object", []),
+                             key=lambda f: (_reading_order(f), sorted(f.attributes.items()))),
                       key=lambda f: (normalise_text(f.text), box_text(f.box)))
     regions = _unique(sorted(by_kind.get("region", []), key=_reading_order),
                       key=lambda f: (normalise_text(f.text), box_text(f.box)))

@@ -42,7 +42,8 @@ class _OCRBackend(Backend):
 
 
 class RapidOCRParams(OCRParams):
-    engine_params: dict[str, Any] = Field(default_factory=dict)  # passed to RapidOCR(params=...), e.g. Det.limit_side_len
+    # passed to RapidOCR(params=...), e.g. {"Det.limit_side_len": 960}
+    engine_params: dict[str, Any] = Field(default_factory=dict)
 
 
 class RapidOCRExtractor(_OCRBackend):

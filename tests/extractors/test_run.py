@@ -1,15 +1,9 @@
-import json
-
 import pytest
 
 from extractors.base import ExtractorError, build_extractors
 from extractors.run import extract
 
 LOCAL = {}  # the packaged `local` profile: supplied annotations and RapidOCR
-
-
-def truth_by_id(images):
-    return {image.id: image.annotations["truth"] for image in images}
 
 
 def test_local_extractors_write_supplied_facts_and_real_ocr(store, configure, ingested):
@@ -28,7 +22,7 @@ def test_local_extractors_write_supplied_facts_and_real_ocr(store, configure, in
         assert all(f.provenance.model.startswith("rapidocr-") for f in mine if f.provenance.backend == "rapidocr")
 
 
-def test_a_second_run_finds_nothing_pending_and_loads_no_model(store, configure, ingested, tmp_path):
+def test_a_second_run_finds_nothing_pending_and_loads_no_model(store, configure, ingested):
     extract(store, configure(LOCAL))
     # Device does not change the output, so it is not part of the key; a device that cannot exist would
     # fail at load time, which proves that the rerun never loads the model.

@@ -4,7 +4,8 @@ from extractors.base import Loaded, build_extractors
 
 
 def image_with(annotations):
-    return Image(id="img", path="x.png", width=200, height=100, annotations=normalise_annotations(annotations, 200, 100))
+    return Image(id="img", path="x.png", width=200, height=100,
+                 annotations=normalise_annotations(annotations, 200, 100))
 
 
 COCO_STYLE = {
