@@ -1,0 +1,35 @@
+"""The review push as a Prefect stage (flows/review.py), on a real Prefect server and Label Studio."""
+
+from __future__ import annotations
+
+from benchsmith.store import Store
+from tests.annotation.conftest import seed_questions
+from tests.flows.conftest import prefect_api  # noqa: F401  (the session's Prefect server fixture)
+
+
+def test_the_review_flow_pushes_new_questions_and_a_rerun_with_nothing_new_is_cached(prefect_api, label_studio):
+    from flows.review import review_flow
+
+    settings = label_studio.settings()
+    with Store(settings.db_url) as store:
+        questions = seed_questions(store, settings, [3, 4, 5])
+    first = review_flow(settings)
+    assert (first["sent"], first["project_created"]) == (3, True)
+    with Store(settings.db_url) as store:
+        assert {q.status for q in store.get_questions(ids=[q.id for q in questions])} == {"in_review"}
+        runs = len(store.get_stage_runs())
+    assert review_flow(settings) == first
+    with Store(settings.db_url) as store:
+        assert len(store.get_stage_runs()) == runs
+
+
+def test_without_a_token_the_stage_says_it_skipped_and_touches_nothing(label_studio):
+    from flows.review import review_stage
+
+    settings = label_studio.settings()
+    unset = settings.model_copy(update={"secrets": settings.secrets.model_copy(update={"label_studio_api_key": None})})
+    with Store(settings.db_url) as store:
+        seed_questions(store, settings, [3])
+    assert "LABEL_STUDIO_API_KEY is not set" in review_stage(unset, "run1")["skipped"]
+    with Store(settings.db_url) as store:
+        assert {q.status for q in store.get_questions()} == {"candidate"}
