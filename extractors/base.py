@@ -81,6 +81,9 @@ class Extractor(Protocol):
     uses_gpu: bool
     batch_size: int
 
+    def check(self) -> None:
+        """Cheap checks (device, weights on disk) run for every pending extractor before any of them works."""
+
     def load(self) -> None:
         """Load models; raise ExtractorError saying what is missing and how to supply it."""
 
@@ -120,6 +123,9 @@ class Backend:
 
     def fact(self, image: Image, kind: str, text: str, **shape: Any) -> Fact:
         return Fact(item_id=image.id, kind=kind, text=text, provenance=self.provenance, **shape)
+
+    def check(self) -> None:
+        return None
 
     def load(self) -> None:
         return None
@@ -166,20 +172,45 @@ def torch_device(name: str, model: str) -> tuple[Any, Any]:
     return device, torch.float16 if device.type == "cuda" else torch.float32
 
 
-def from_pretrained(loader, model: str, name: str, settings: Settings, **kwargs):
-    """`loader.from_pretrained(model)`, turning a missing model into one clear line."""
+def from_pretrained(loader, model: str, name: str, settings: Settings, field: str = "model", **kwargs):
+    """`loader.from_pretrained(model)`, turning a missing model into one clear line.
+
+    `field` is the setting that names the model (`model`, `labeller`, ...), so the message can say what to change.
+    """
     token = settings.secrets.hf_token.get_secret_value() if settings.secrets.hf_token else None
     try:
         return loader.from_pretrained(model, token=token, **kwargs)
     except (OSError, ValueError) as exc:
-        local = Path(model).expanduser()
-        if local.is_dir() or not _looks_missing(exc):
+        if Path(model).expanduser().is_dir() or not _looks_missing(exc):
             raise ExtractorError(f"extractor '{name}' cannot load model {model}: {_first_line(exc)}") from None
-        offline = os.environ.get("HF_HUB_OFFLINE") not in (None, "", "0")
-        how = ("set its `model` (extract.extractors." + name + ".model) to a local folder holding the weights "
-               "(save_pretrained or `hf download " + model + " --local-dir DIR`), or allow access to the Hugging "
-               "Face Hub" + (" (unset HF_HUB_OFFLINE)" if offline else "") + " with HF_TOKEN set for gated models")
-        raise ExtractorError(f"extractor '{name}': model weights for {model} are not available here; {how}") from None
+        raise ExtractorError(_missing_weights(model, name, field)) from None
+
+
+def require_model(model: str, name: str, field: str = "model") -> None:
+    """Fail early, before any extractor runs, when a model folder is missing or, offline, a hub model
+    is not in the local cache. Online, the hub decides at load time."""
+    local = Path(model).expanduser()
+    if local.is_dir():
+        return
+    if model.startswith((".", "/", "~")) or local.exists():
+        raise ExtractorError(f"extractor '{name}': model folder {model} does not exist "
+                             f"(extract.extractors.{name}.{field})")
+    if _offline():
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(model, "config.json"), str):
+            raise ExtractorError(_missing_weights(model, name, field))
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() not in ("", "0", "false", "no")
+
+
+def _missing_weights(model: str, name: str, field: str) -> str:
+    return (f"extractor '{name}': model weights for {model} are not available here; set "
+            f"extract.extractors.{name}.{field} to a local folder holding them (save_pretrained, or "
+            f"`hf download {model} --local-dir DIR`), or allow access to the Hugging Face Hub"
+            + (" (unset HF_HUB_OFFLINE)" if _offline() else "") + " with HF_TOKEN set for gated models")
 
 
 def _looks_missing(exc: Exception) -> bool:

@@ -15,22 +15,23 @@ from pydantic import Field
 
 from benchsmith.records import Fact
 from benchsmith.settings import Settings
-from extractors.base import Backend, BackendParams, ExtractorError, Loaded, from_pretrained, torch_device
+from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, from_pretrained, require_model,
+                             torch_device)
 
 
 class Captioner:
     """A loaded image-to-text model that writes one caption per image; also used for region crops."""
 
     def __init__(self, model: str, name: str, settings: Settings, *, device: str = "auto", prompt: str = "",
-                 max_new_tokens: int = 40, num_beams: int = 3) -> None:
+                 max_new_tokens: int = 40, num_beams: int = 3, field: str = "model") -> None:
         try:
             from transformers import AutoModelForImageTextToText, AutoProcessor
         except ImportError as exc:
             raise ExtractorError(f"extractor '{name}' needs transformers and torch ({exc}): "
                                  "pip install -e '.[gpu]' -c constraints.txt") from None
         self.device, self.dtype = torch_device(device, model)
-        self.processor = from_pretrained(AutoProcessor, model, name, settings)
-        self.model = from_pretrained(AutoModelForImageTextToText, model, name, settings,
+        self.processor = from_pretrained(AutoProcessor, model, name, settings, field)
+        self.model = from_pretrained(AutoModelForImageTextToText, model, name, settings, field,
                                      dtype=self.dtype).to(self.device).eval()
         self.prompt = prompt
         self.generate_options = {"max_new_tokens": max_new_tokens, "num_beams": num_beams}
@@ -62,6 +63,10 @@ class CaptionParams(BackendParams):
 class CaptionExtractor(Backend):
     Params = CaptionParams
     uses_gpu = True
+
+    def check(self) -> None:
+        torch_device(self.params.device, self.params.model)
+        require_model(self.params.model, self.name)
 
     def load(self) -> None:
         p = self.params

@@ -15,7 +15,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from benchsmith.records import Fact, Image
-from extractors.base import Backend, BackendParams, ExtractorError, Loaded, from_pretrained, torch_device, unit_box
+from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, from_pretrained, require_model,
+                             torch_device, unit_box)
 
 Task = Literal["<CAPTION>", "<DETAILED_CAPTION>", "<MORE_DETAILED_CAPTION>", "<OD>", "<DENSE_REGION_CAPTION>",
                "<OCR_WITH_REGION>"]
@@ -32,6 +33,10 @@ class Florence2Params(BackendParams):
 class Florence2Extractor(Backend):
     Params = Florence2Params
     uses_gpu = True
+
+    def check(self) -> None:
+        torch_device(self.params.device, self.params.model)
+        require_model(self.params.model, self.name)
 
     def load(self) -> None:
         try:

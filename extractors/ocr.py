@@ -56,10 +56,13 @@ class RapidOCRExtractor(_OCRBackend):
         except importlib.metadata.PackageNotFoundError:
             return "rapidocr"
 
-    def load(self) -> None:
+    def check(self) -> None:
         if self.params.device not in ("auto", "cpu"):
             raise ExtractorError(f"extractor '{self.name}' runs RapidOCR on the CPU (onnxruntime); device "
                                  f"'{self.params.device}' is not supported, set its device to auto or cpu")
+
+    def load(self) -> None:
+        self.check()
         try:
             from rapidocr import RapidOCR
         except ImportError as exc:
@@ -92,19 +95,22 @@ class PaddleOCRExtractor(_OCRBackend):
     def model_name(self) -> str:
         return f"{self.params.det_model_name}+{self.params.rec_model_name}"
 
+    def check(self) -> None:
+        for field in ("det_model_dir", "rec_model_dir"):
+            folder = getattr(self.params, field)
+            if folder and not (Path(folder).expanduser() / "inference.yml").is_file():
+                raise ExtractorError(f"extractor '{self.name}': {field} {folder} is not a PaddleOCR inference "
+                                     "folder (no inference.yml); point it at an exported model folder, or leave "
+                                     "it empty to download the named model")
+
     def load(self) -> None:
+        self.check()
         try:
             from paddleocr import PaddleOCR
         except ImportError as exc:
             raise ExtractorError(f"extractor '{self.name}' needs PaddleOCR 3 ({exc}): "
                                  "pip install -e '.[gpu]' -c constraints.txt") from None
         params = self.params
-        for field in ("det_model_dir", "rec_model_dir"):
-            folder = getattr(params, field)
-            if folder and not (Path(folder).expanduser() / "inference.yml").is_file():
-                raise ExtractorError(f"extractor '{self.name}': {field} {folder} is not a PaddleOCR inference "
-                                     "folder (no inference.yml); point it at an exported model folder, or leave "
-                                     "it empty to download the named model")
         device = params.device if params.device != "auto" else _paddle_device()
         try:
             self.engine = PaddleOCR(

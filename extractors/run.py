@@ -1,7 +1,9 @@
 """Running extractors over the store: only the images an extractor has not seen, in batches.
 
 For each configured extractor the store is asked which usable images lack a record under its key.
-Nothing pending means the model is never loaded, so a rerun costs a few queries. Each image's facts
+Nothing pending means the model is never loaded, so a rerun costs a few queries. Every extractor with
+work first passes cheap checks (device, weights on disk), so a missing model stops the run before any
+extractor has written. Each image's facts
 are written in their own transaction, so a crash loses at most the batch in flight. An image that
 cannot be read, or on which the backend fails, is recorded as failed with its reason and the run goes
 on; `extract.retry_failed` (or `--retry-failed`) tries those again.
@@ -55,11 +57,14 @@ def extract(store: Store, settings: Settings, *, only: Sequence[str] | None = No
     """Run the configured extractors on every image that lacks their facts; return a report per name."""
     section = settings.section("extract", ExtractSettings)
     retry = section.retry_failed if retry_failed is None else retry_failed
-    extractors = build_extractors(settings, only)
+    work = [(e, store.items_without_extraction(e.key, retry_failed=retry)[:limit])
+            for e in build_extractors(settings, only)]
+    for extractor, pending in work:
+        if pending:
+            extractor.check()  # a missing model or device stops the run before any extractor has written
     reports = {}
-    while extractors:
-        extractor = extractors.pop(0)  # dropped after its turn, so its model is freed before the next loads
-        pending = store.items_without_extraction(extractor.key, retry_failed=retry)[:limit]
+    while work:
+        extractor, pending = work.pop(0)  # dropped after its turn, so its model is freed before the next loads
         report = reports[extractor.name] = ExtractorReport(extractor.key, pending=len(pending))
         if not pending:
             continue

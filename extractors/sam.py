@@ -20,7 +20,8 @@ import numpy as np
 from pydantic import Field
 
 from benchsmith.records import Fact, stable_hash
-from extractors.base import Backend, BackendParams, ExtractorError, Loaded, from_pretrained, torch_device, unit_box
+from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, from_pretrained, require_model,
+                             torch_device, unit_box)
 
 
 @dataclass(frozen=True)
@@ -100,9 +101,20 @@ class _SamBackend(Backend):
         p = self.params
         self.labels = load_vocabulary(p.vocabulary)
         self.attribute_values = load_attributes(p.attributes)
-        self.scorer = ClipScorer(p.labeller, self.name, self.settings, device=p.device)
-        self.captioner = Captioner(p.region_captioner, self.name, self.settings, device=p.device) \
-            if p.region_captioner else None
+        self.scorer = ClipScorer(p.labeller, self.name, self.settings, device=p.device, field="labeller")
+        self.captioner = Captioner(p.region_captioner, self.name, self.settings, device=p.device,
+                                   field="region_captioner") if p.region_captioner else None
+
+    def check(self) -> None:
+        from extractors.tags import load_attributes, load_vocabulary
+
+        p = self.params
+        load_vocabulary(p.vocabulary)
+        load_attributes(p.attributes)
+        torch_device(p.device, self.model_name)
+        require_model(p.labeller, self.name, "labeller")
+        if p.region_captioner:
+            require_model(p.region_captioner, self.name, "region_captioner")
 
     def _instances(self, loaded: Loaded) -> list[Instance]:
         raise NotImplementedError
@@ -147,9 +159,9 @@ class SegmentAnythingParams(SamParams):
 class SegmentAnythingExtractor(_SamBackend):
     Params = SegmentAnythingParams
 
-    def load(self) -> None:
+    def _segment_anything(self):
         try:
-            from segment_anything import SamAutomaticMaskGenerator, sam_model_registry
+            import segment_anything
         except (ImportError, RuntimeError) as exc:  # torchvision missing, or a CPU-less CUDA build of it
             raise ExtractorError(
                 f"extractor '{self.name}': segment-anything cannot be imported because torchvision is missing or "
@@ -157,18 +169,27 @@ class SegmentAnythingExtractor(_SamBackend):
                 "torchvision build that matches your torch (pip install torchvision -c constraints.txt on a CUDA "
                 "machine), or use backend: sam_transformers, which needs no torchvision") from None
         p = self.params
-        if p.model_type not in sam_model_registry:
+        if p.model_type not in segment_anything.sam_model_registry:
             raise ExtractorError(f"extractor '{self.name}': model_type '{p.model_type}' is not one of "
-                                 f"{', '.join(sorted(sam_model_registry))}")
+                                 f"{', '.join(sorted(segment_anything.sam_model_registry))}")
         checkpoint = Path(p.checkpoint).expanduser()
         if not p.checkpoint or not checkpoint.is_file():
             raise ExtractorError(
                 f"extractor '{self.name}': the SAM {p.model_type} checkpoint is not available "
                 f"({p.checkpoint or 'no path set'}); download it (e.g. sam_vit_h_4b8939.pth from the "
                 f"segment-anything release) and set extract.extractors.{self.name}.checkpoint to its path")
-        device, _dtype = torch_device(p.device, f"SAM {p.model_type}")
-        sam = sam_model_registry[p.model_type](checkpoint=str(checkpoint)).to(device).eval()
-        self.generator = SamAutomaticMaskGenerator(
+        return segment_anything, checkpoint
+
+    def check(self) -> None:
+        self._segment_anything()
+        super().check()
+
+    def load(self) -> None:
+        segment_anything, checkpoint = self._segment_anything()
+        p = self.params
+        device, _dtype = torch_device(p.device, self.model_name)
+        sam = segment_anything.sam_model_registry[p.model_type](checkpoint=str(checkpoint)).to(device).eval()
+        self.generator = segment_anything.SamAutomaticMaskGenerator(
             sam, points_per_side=p.points_per_side, points_per_batch=p.points_per_batch,
             pred_iou_thresh=p.pred_iou_thresh, stability_score_thresh=p.stability_score_thresh,
             box_nms_thresh=p.nms_iou, output_mode="binary_mask")
@@ -194,6 +215,10 @@ class TransformersSamParams(SamParams):
 
 class TransformersSamExtractor(_SamBackend):
     Params = TransformersSamParams
+
+    def check(self) -> None:
+        require_model(self.params.model, self.name)
+        super().check()
 
     def load(self) -> None:
         try:

@@ -20,7 +20,8 @@ from pydantic import Field
 from benchsmith.paths import DATA_DIR
 from benchsmith.records import Fact, stable_hash
 from benchsmith.settings import Settings
-from extractors.base import Backend, BackendParams, ExtractorError, Loaded, from_pretrained, torch_device
+from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, from_pretrained, require_model,
+                             torch_device)
 
 VOCABULARY_DIR = DATA_DIR / "vocabularies"
 
@@ -57,15 +58,16 @@ class ClipScorer:
     """A loaded CLIP-class model scoring images against text prompts; text embeddings are cached."""
 
     def __init__(self, model: str, name: str, settings: Settings, *, device: str = "auto",
-                 template: str = "a photo of a {}.") -> None:
+                 template: str = "a photo of a {}.", field: str = "model") -> None:
         try:
             from transformers import AutoModel, AutoProcessor
         except ImportError as exc:
             raise ExtractorError(f"extractor '{name}' needs transformers and torch ({exc}): "
                                  "pip install -e '.[gpu]' -c constraints.txt") from None
         self.device, self.dtype = torch_device(device, model)
-        self.processor = from_pretrained(AutoProcessor, model, name, settings)
-        self.model = from_pretrained(AutoModel, model, name, settings, dtype=self.dtype).to(self.device).eval()
+        self.processor = from_pretrained(AutoProcessor, model, name, settings, field)
+        self.model = from_pretrained(AutoModel, model, name, settings, field,
+                                     dtype=self.dtype).to(self.device).eval()
         self.template = template
         self._texts: dict[tuple[str, ...], object] = {}
 
@@ -140,6 +142,11 @@ class ClipTagExtractor(Backend):
     def identity(self) -> dict:
         # the vocabulary's content, not just its name, decides the tags: an edited list is new work
         return super().identity | {"vocabulary_hash": stable_hash(load_vocabulary(self.params.vocabulary), length=8)}
+
+    def check(self) -> None:
+        load_vocabulary(self.params.vocabulary)
+        torch_device(self.params.device, self.params.model)
+        require_model(self.params.model, self.name)
 
     def load(self) -> None:
         self.labels = load_vocabulary(self.params.vocabulary)

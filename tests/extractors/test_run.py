@@ -92,3 +92,25 @@ def test_a_backend_failing_on_one_image_fails_that_image_only(store, configure, 
     failure, = store.extraction_failures()
     assert failure["item_id"] == "legacy" and "supplied failed: ValidationError" in failure["reason"]
     assert store.get_facts(["legacy"])["legacy"] == []
+
+
+def test_a_missing_model_stops_the_run_before_any_extractor_writes(store, configure, ingested, tmp_path):
+    # supplied would run first and could work, but the captioner's folder is missing: nothing may run
+    settings = configure({"extractors": {"cap": {"backend": "caption", "model": str(tmp_path / "blip-large")}}})
+    with pytest.raises(ExtractorError, match=r"model folder .*blip-large does not exist \(extract.extractors.cap"):
+        extract(store, settings, only=["supplied", "cap"])
+    assert store.extraction_counts() == {}
+
+
+def test_offline_an_uncached_hub_model_is_named_with_the_setting_to_change(configure, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    settings = configure({"extractors": {"sam_test": {"backend": "sam_transformers", "model": "facebook/sam-vit-huge",
+                                                      "labeller": "openai/clip-vit-large-patch14"}}})
+    extractor, = build_extractors(settings, only=["sam_test"])
+    with pytest.raises(ExtractorError, match=r"facebook/sam-vit-huge .*extract.extractors.sam_test.model "
+                                             r".*unset HF_HUB_OFFLINE"):
+        extractor.check()
