@@ -1,0 +1,118 @@
+"""P6: 100,000 candidate questions through the offline blind filter and publish; peak RSS must stay <= 2 GB.
+
+Setup (not measured): a workspace with oracle scenes and N candidate questions spread over them (50 per
+scene, each with its own text and options). Measured, in a child process so the peak is its own: the
+`local` profile's blind filter over every candidate, a scripted review that accepts every kept question,
+and `publish`. Results: benchmarks/results/filter_publish_memory.json.
+
+    .venv/bin/python benchmarks/filter_publish_memory.py              # 100,000 questions
+    .venv/bin/python benchmarks/filter_publish_memory.py --quick      # 5,000 questions
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).parent / "results"
+PER_SCENE = 50
+TARGET_MB = 2048
+
+
+def setup(workspace: Path, n_questions: int) -> None:
+    from benchsmith.ingest import candidates_for, ingest
+    from benchsmith.records import Provenance, Question
+    from benchsmith.scenes import COLOURS, SHAPES, make_scenes
+    from benchsmith.settings import load_settings
+    from benchsmith.store import Store
+
+    settings = load_settings(env={"BENCHSMITH_WORKSPACE": str(workspace)})
+    scenes = make_scenes(workspace / "scenes", max(1, n_questions // PER_SCENE), seed=5)
+    rng = random.Random(5)
+    provenance = Provenance(backend="synthetic")
+    with Store(settings.db_url) as store:
+        ingest(store, settings.media_dir, candidates_for(scenes), settings.ingest, label="scenes")
+        items = store.get_items()
+        batch = []
+        for k in range(n_questions):
+            item = items[k % len(items)]
+            shapes = rng.sample(SHAPES, 4)
+            colour = rng.choice(list(COLOURS))
+            batch.append(Question(item_id=item.id, dimension_id=rng.choice([2, 3, 5]),
+                                  text=f"Which shape is drawn in {colour}? (variant {k})", options=shapes,
+                                  answer=rng.randrange(4), provenance=provenance))
+            if len(batch) == 5000:
+                store.add_questions(batch, stage="generate")
+                batch = []
+        store.add_questions(batch, stage="generate")
+
+
+def measure(workspace: Path) -> dict:
+    from benchsmith.publish.release import publish
+    from benchsmith.settings import load_settings
+    from benchsmith.store import Store
+    from filters import blind
+
+    settings = load_settings(env={"BENCHSMITH_WORKSPACE": str(workspace)})
+    times = {}
+    with Store(settings.db_url) as store:
+        start = time.perf_counter()
+        config = blind.blind_settings(settings)
+        result = blind.apply(store, config, blind.solvers_from(config, settings=settings, store=store))
+        times["filter_s"] = round(time.perf_counter() - start, 1)
+        filtered_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+        start = time.perf_counter()
+        kept = [q.id for q in store.get_questions(status="candidate")]
+        store.move_questions(kept, "in_review", stage="review", reason="benchmark")
+        store.move_questions(kept, "accepted", stage="review", reason="benchmark: scripted review")
+        times["review_s"] = round(time.perf_counter() - start, 1)
+
+        start = time.perf_counter()
+        release = publish(store, settings, "v1")
+        times["publish_s"] = round(time.perf_counter() - start, 1)
+    return {"filter": result.as_dict(), "kept": len(kept),
+            "published": release.n_questions, **times,
+            "peak_rss_after_filter_mb": round(filtered_rss, 1),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def run(n_questions: int = 100_000) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = Path(tmp) / "bench"
+        start = time.perf_counter()
+        setup(workspace, n_questions)
+        setup_s = round(time.perf_counter() - start, 1)
+        child = subprocess.run([sys.executable, __file__, "--child", str(workspace)], capture_output=True,
+                               text=True)
+        if child.returncode:
+            raise RuntimeError(child.stderr[-3000:])
+        measured = json.loads(child.stdout.strip().splitlines()[-1])
+    return {"case": "P6 filter_publish_memory", "questions": n_questions, "setup_s": setup_s, **measured,
+            "target_peak_rss_mb": TARGET_MB, "meets_target": measured["peak_rss_mb"] <= TARGET_MB}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="5,000 questions")
+    parser.add_argument("--n", type=int, default=100_000, help="candidate questions (default 100,000)")
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(args.child)))
+        return
+    result = run(5000 if args.quick else args.n)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "filter_publish_memory.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
