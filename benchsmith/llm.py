@@ -219,8 +219,9 @@ class LlmClient:
         """One result per request, in order. `on_result` sees each result as it arrives (cached ones first)."""
         results: list[LlmResult | None] = [None] * len(requests)
         todo: list[int] = []
+        stored = self.store.get_llm_calls([r.key for r in requests]) if self.store is not None else {}
         for index, request in enumerate(requests):
-            hit = self._cached(request)
+            hit = self._cached(request, stored.get(request.key))
             if hit is None:
                 todo.append(index)
                 continue
@@ -243,10 +244,8 @@ class LlmClient:
                 await asyncio.gather(*(one(index) for index in todo))
         return results  # type: ignore[return-value]
 
-    def _cached(self, request: LlmRequest) -> LlmResult | None:
-        if self.store is None:
-            return None
-        row = self.store.get_llm_call(request.key)
+    def _cached(self, request: LlmRequest, row: dict | None) -> LlmResult | None:
+        """The stored answer to `request`, if a call for it succeeded before."""
         if row is None or row["status"] != "ok":
             return None
         response = row["response"] or {}

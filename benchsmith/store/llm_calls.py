@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import sqlalchemy as sa
 
 from benchsmith.records import utcnow
 from benchsmith.store.schema import llm_calls
-from benchsmith.store.sql import upsert
+from benchsmith.store.sql import chunks, upsert
 
 
 class LlmCallsMixin:
     engine: sa.Engine
 
     def get_llm_call(self, key: str) -> dict | None:
+        return self.get_llm_calls([key]).get(key)
+
+    def get_llm_calls(self, keys: Sequence[str]) -> dict[str, dict]:
+        """Stored calls by key, in one query per few hundred keys; keys never called are absent."""
+        found: dict[str, dict] = {}
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(llm_calls).where(llm_calls.c.key == key)).first()
-            return dict(row._mapping) if row else None
+            for batch in chunks(list(dict.fromkeys(keys))):
+                for row in conn.execute(sa.select(llm_calls).where(llm_calls.c.key.in_(batch))):
+                    found[row.key] = dict(row._mapping)
+        return found
 
     def put_llm_call(self, **row) -> None:
         """Store a finished call (status 'ok' with its response, or 'error' with the reason)."""
