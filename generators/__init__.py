@@ -1,0 +1,9 @@
+"""Question generators and the generate stage.
+
+- `programmatic`: exact questions from labels, boxes, attributes and OCR (no LLM);
+- `llm`: questions written by an LLM from an image's facts, one prompt template per dimension in
+  `prompts/`;
+- `temporal`: questions about videos from their action segments and steps;
+- `stage`: finds the (generator, item, dimension) jobs not done yet, runs them in batches, passes the
+  results through `filters.quality`, balances answer letters and stores them.
+"""

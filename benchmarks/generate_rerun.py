@@ -1,0 +1,94 @@
+"""What does rerunning generate cost once everything is done, or after the done-markers are lost?
+
+Generates LLM questions for `items` images x 9 dimensions against the scripted OpenAI-compatible server
+(`delay` seconds a call), then reruns: (1) as is, where every job is already marked done; (2) with the
+generate done-markers deleted, so every job runs again and must be answered from the call cache. Both
+reruns must make 0 HTTP calls and add 0 questions; their wall times are reported beside the first run's.
+Results: benchmarks/results/generate_rerun.json.
+
+    .venv/bin/python benchmarks/generate_rerun.py            # 40 images (360 calls)
+    .venv/bin/python benchmarks/generate_rerun.py --quick    # 8 images
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+RESULTS = Path(__file__).parent / "results"
+
+
+def _reply(delay: float):
+    from tests.support.openai_server import json_completion
+
+    def respond(request: dict):
+        user = request["messages"][1]["content"]
+        tag = f"{user.split('.')[0]} {len(user)}"
+        answer = json_completion({"questions": [
+            {"question": f"Which shape is nearest the top edge? ({tag})",
+             "options": ["circle", "square", "star", "diamond"], "answer": "B"},
+            {"question": f"What colour is the background? ({tag})",
+             "options": ["cream", "light grey", "pale blue", "pale green"], "answer": "A"}]})
+        answer.delay = delay
+        return answer
+    return respond
+
+
+def run(items: int = 40, delay: float = 0.05, quick: bool = False) -> dict:
+    from benchsmith.records import Fact, Image, Provenance
+    from benchsmith.settings import load_settings
+    from benchsmith.store import Store
+    from benchsmith.store.schema import verdicts
+    from generators.stage import run_generate
+    from tests.support.openai_server import ScriptedOpenAI
+
+    if quick:
+        items = 8
+    timings = {}
+    with ScriptedOpenAI(_reply(delay)) as server, tempfile.TemporaryDirectory() as tmp:
+        server._httpd.socket.listen(128)  # the stdlib default backlog of 5 drops bursts of connects
+        settings = load_settings(env={"BENCHSMITH_WORKSPACE": tmp, "OPENAI_BASE_URL": server.base_url,
+                                      "BENCHSMITH__GENERATE__LLM__OPTIONS__CONCURRENCY": "32"})
+        with Store(settings.db_url) as store:
+            for i in range(items):  # a caption each, so no two prompts are the same (calls are keyed by content)
+                store.add_items([Image(id=f"img{i:04d}", path=f"img{i:04d}.png", width=640, height=480)])
+                store.record_extraction(f"img{i:04d}", "supplied", [Fact(
+                    item_id=f"img{i:04d}", kind="caption", text=f"Drawing number {i} with {i % 7 + 2} shapes.",
+                    provenance=Provenance(backend="supplied"))])
+            reports = {}
+            for name in ("first", "rerun_done", "rerun_from_cache"):
+                if name == "rerun_from_cache":
+                    with store.engine.begin() as conn:
+                        conn.execute(verdicts.delete().where(verdicts.c.stage == "generate"))
+                calls = server.calls
+                started = time.perf_counter()
+                reports[name] = run_generate(store, settings, generators=["llm"])
+                timings[name] = {"seconds": round(time.perf_counter() - started, 3),
+                                 "http_calls": server.calls - calls, "jobs": reports[name]["jobs"],
+                                 "new_questions": reports[name]["new_questions"],
+                                 "llm_cached": reports[name]["llm_cached"]}
+    result = {"items": items, "server_delay_s": delay, "runs": timings,
+              "reruns_free": all(timings[n]["http_calls"] == 0 and timings[n]["new_questions"] == 0
+                                 for n in ("rerun_done", "rerun_from_cache"))}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "generate_rerun.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, default=40)
+    parser.add_argument("--delay", type=float, default=0.05)
+    parser.add_argument("--quick", action="store_true", help="8 images")
+    args = parser.parse_args()
+    print(json.dumps(run(args.items, args.delay, args.quick), indent=2))
+
+
+if __name__ == "__main__":
+    main()
