@@ -2,11 +2,12 @@
 
 An extractor is configured under `extract.extractors.<name>` with a `backend` and that backend's own
 parameters; `extract.use` lists the names that run. Building an extractor is cheap and loads nothing:
-the runner asks for its `key` first and calls `load()` only when some image still lacks its facts.
+the runner asks for its `key` first; only when some image still lacks its facts does it call `check()`
+(device and weights present, cheaply) and then `load()`.
 
 The key names what produced a fact (`backend:model:hash-of-params`), so the store can tell which images
 an extractor with exactly these settings has already seen; changing a threshold makes a new key and new
-work, while batch size and device, which do not change the output, stay out of it.
+work, while batch size and device, which change speed rather than what is found, stay out of it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ BACKENDS = {
     "clip_tags": "extractors.tags:ClipTagExtractor",
     "sam": "extractors.sam:SegmentAnythingExtractor",
     "sam_transformers": "extractors.sam:TransformersSamExtractor",
-    "crop_captions": "extractors.regions:CropCaptionExtractor",
 }
 
 # Parameters that change speed but not the facts produced; they are left out of the extractor key.

@@ -114,3 +114,24 @@ def test_offline_an_uncached_hub_model_is_named_with_the_setting_to_change(confi
     with pytest.raises(ExtractorError, match=r"facebook/sam-vit-huge .*extract.extractors.sam_test.model "
                                              r".*unset HF_HUB_OFFLINE"):
         extractor.check()
+
+
+def test_every_named_backend_resolves_to_a_class_with_its_parameters():
+    import importlib
+
+    from extractors.base import BACKENDS, BackendParams
+
+    for name, target in BACKENDS.items():
+        module, cls_name = target.split(":")
+        cls = getattr(importlib.import_module(module), cls_name)
+        assert issubclass(cls.Params, BackendParams), name
+
+
+def test_the_gpu_profile_builds_its_extractors_without_loading_anything(settings):
+    from benchsmith.settings import load_settings
+
+    gpu = load_settings(profile="gpu", env={"BENCHSMITH_WORKSPACE": str(settings.workspace)})
+    built = build_extractors(gpu)
+    assert [e.name for e in built] == ["blip2", "florence2", "clip_tags", "sam", "paddleocr"]
+    assert all(e.uses_gpu for e in built)
+    assert len({e.key for e in built}) == 5
