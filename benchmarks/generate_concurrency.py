@@ -39,7 +39,7 @@ def _responder(delay: float):
 
 
 def _stage_seconds(base_url: str, calls: int, concurrency: int, workdir: Path) -> float:
-    from benchsmith.records import Image
+    from benchsmith.records import Fact, Image, Provenance
     from benchsmith.settings import load_settings
     from benchsmith.store import Store
     from generators.stage import Generation, plan
@@ -50,8 +50,11 @@ def _stage_seconds(base_url: str, calls: int, concurrency: int, workdir: Path) -
         "BENCHSMITH__GENERATE__LLM__BATCH_SIZE": str(calls),
         "BENCHSMITH__GENERATE__LLM__OPTIONS__CONCURRENCY": str(concurrency)})
     with Store(settings.db_url) as store:
-        store.add_items([Image(id=f"img{i:04d}", path=f"img{i:04d}.png", width=640, height=480)
-                         for i in range(calls)])
+        for i in range(calls):  # a caption each: an image with no facts waits for extraction
+            store.add_items([Image(id=f"img{i:04d}", path=f"img{i:04d}.png", width=640, height=480)])
+            store.record_extraction(f"img{i:04d}", "supplied", [Fact(
+                item_id=f"img{i:04d}", kind="caption", text=f"Drawing number {i} with {i % 7 + 2} shapes.",
+                provenance=Provenance(backend="supplied"))])
         options, jobs = plan(store, settings, generators=["llm"])
         assert len(jobs) == calls
         started = time.perf_counter()

@@ -44,11 +44,14 @@ def register(app: typer.Typer, context) -> None:
             with progress_bar("generating", len(jobs)) as advance:
                 report = Generation(store, c.settings, options).run(jobs, advance).as_dict()
         dropped, failures = report.pop("dropped"), report.pop("http_failures")
+        waiting = report["waiting_for_facts"]
         console.print(table("generate", ["what", "count"], [*report.items(),
                                                              *((f"dropped: {k}", v) for k, v in dropped.items())]))
         for reason, count in failures.items():
             console.print(f"[yellow]{count} job(s) got no answer from the LLM ({reason}); "
                           "rerun `benchsmith generate` to try them again[/]")
+        if waiting:
+            console.print(f"[yellow]{waiting} job(s) wait for facts: run `benchsmith extract`, then generate again[/]")
 
     @videos_app.command("add")
     def videos_add(

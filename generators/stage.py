@@ -5,7 +5,8 @@ stage writes a Verdict with subject the item, stage "generate" and rule "<genera
 (passed, with how many questions came out; or failed, with the reason and the raw LLM text when the
 output was malformed). A rerun skips every pair that has such a verdict. A pair whose LLM call failed
 at the HTTP level (still 429/5xx/timeout after the retries) gets no verdict, so the next run tries it
-again; calls that did succeed are in the LLM cache and are not paid for twice.
+again; calls that did succeed are in the LLM cache and are not paid for twice. An image with no facts
+yet is left alone too (counted as waiting for facts), so generating before extracting loses nothing.
 
 The work goes in batches; each batch's questions pass the quality gate, have their answer letters
 balanced, and are stored (kept ones as candidates, the rest as dropped with their verdicts) before the
@@ -114,6 +115,7 @@ class Report:
     jobs: int = 0
     finished: int = 0
     retry_later: int = 0
+    waiting_for_facts: int = 0
     failed_drafts: int = 0
     generated: int = 0
     stored: int = 0
@@ -129,6 +131,7 @@ class Report:
 
     def as_dict(self) -> dict:
         return {"jobs": self.jobs, "finished": self.finished, "retry_later": self.retry_later,
+                "waiting_for_facts": self.waiting_for_facts,
                 "failed_drafts": self.failed_drafts, "generated": self.generated, "new_questions": self.stored,
                 "kept": self.kept, "dropped": dict(self.dropped), "http_failures": dict(self.http_failures),
                 "llm_requests": self.llm_requests,
@@ -186,7 +189,11 @@ class Generation:
         outcomes: list[Outcome] = [Outcome() for _ in batch]
         calls: list[tuple[LlmRequest, Callable[[LlmResult], None]]] = []
         for index, job in enumerate(batch):
-            if job.generator == "programmatic":
+            if job.generator != "temporal" and not facts[job.item.id]:
+                # nothing extracted yet: leave the job for a run after `benchsmith extract`
+                outcomes[index].finished = False
+                self.report.waiting_for_facts += 1
+            elif job.generator == "programmatic":
                 outcomes[index].questions = programmatic.generate(
                     job.item, facts[job.item.id], job.dimension, self.vocabulary(), self.options.programmatic,
                     seed=self.options.seed)
@@ -226,7 +233,7 @@ class Generation:
 
     def _distractors_done(self, outcome: Outcome, position: int, request: LlmRequest, result: LlmResult) -> None:
         if not self._account(result):
-            outcome.finished = False
+            outcome.finished, outcome.failure = False, result.reason
             return
         outcome.questions[position] = temporal.with_llm_distractors(outcome.questions[position], request, result)
 
@@ -259,7 +266,7 @@ class Generation:
         marks = []
         for job, outcome in zip(batch, outcomes):
             if not outcome.finished:
-                self.report.retry_later += 1
+                self.report.retry_later += bool(outcome.failure)
                 continue
             self.report.finished += 1
             self.report.failed_drafts += bool(outcome.failure)

@@ -35,14 +35,26 @@ def test_an_unreachable_llm_server_loses_nothing_and_says_to_rerun(tmp_path):
     env_extra = {"OPENAI_BASE_URL": f"http://127.0.0.1:{free_port()}/v1",
                  "BENCHSMITH__GENERATE__LLM__OPTIONS__MAX_RETRIES": "1",
                  "BENCHSMITH__GENERATE__LLM__OPTIONS__BACKOFF_S": "0.01"}
-    from benchsmith.records import Image
+    from benchsmith.records import Fact, Image, Provenance
     from benchsmith.store import Store
     with Store(f"sqlite:///{tmp_path / 'bench' / 'benchsmith.db'}") as store:
         store.add_items([Image(id="img", path="img.png", width=64, height=64)])
+        store.record_extraction("img", "supplied", [Fact(item_id="img", kind="caption", text="A red bus.",
+                                                         provenance=Provenance(backend="supplied"))])
     result = run(tmp_path, "generate", "--generator", "llm", "--dimension", "scene_understanding", **env_extra)
     assert result.returncode == 0, result.stderr
     assert "1 job(s) got no answer from the LLM (APIConnectionError" in result.stdout
     assert "rerun `benchsmith generate`" in result.stdout
+
+
+def test_images_without_facts_are_pointed_at_extract(tmp_path):
+    from benchsmith.records import Image
+    from benchsmith.store import Store
+    with Store(f"sqlite:///{tmp_path / 'bench' / 'benchsmith.db'}") as store:
+        store.add_items([Image(id="img", path="img.png", width=64, height=64)])
+    result = run(tmp_path, "generate", "--generator", "programmatic")
+    assert result.returncode == 0, result.stderr
+    assert "6 job(s) wait for facts: run `benchsmith extract`, then generate again" in result.stdout
 
 
 def test_bad_requests_are_one_line_errors(tmp_path):

@@ -71,6 +71,19 @@ def test_quality_rejections_are_stored_as_dropped_with_their_verdict(tmp_path, s
     assert set(per_item.values()) == {5}
 
 
+def test_images_without_facts_wait_for_extraction_instead_of_being_marked_done(tmp_path, store, oracle_dir):
+    store.add_items([Image(id="bare", path="bare.png", width=64, height=64)])
+    settings = settings_with(tmp_path)
+    report = run_generate(store, settings, generators=["programmatic"])
+    assert report["jobs"] == 6 and report["waiting_for_facts"] == 6 and report["finished"] == 0
+    assert store.get_verdicts(stage="generate") == []
+    store.record_extraction("bare", "supplied", [Fact(item_id="bare", kind="object", text="circle",
+                                                      box=(0.1, 0.1, 0.3, 0.3), attributes={"colour": "red"},
+                                                      provenance=SUPPLIED)])
+    later = run_generate(store, settings, generators=["programmatic"])
+    assert later["finished"] == 6 and later["waiting_for_facts"] == 0 and later["kept"] > 0
+
+
 def test_narrowing_to_unknown_generators_or_dimensions_is_a_clear_error(tmp_path, store):
     settings = settings_with(tmp_path)
     with pytest.raises(GenerateError, match="unknown generator magic"):
