@@ -21,7 +21,7 @@ SCRIPT = {
     0: ((K, 0, 3, ()), (K, 0, 3, ())),                          # accepted: A, dimension 3
     1: ((K, 1, 4, ()), (K, 1, 4, ())),                          # accepted with the humans' dimension 4
     2: ((K, 2, 3, ()), (K, 3, 3, ())),                          # flagged: answer
-    3: ((D, 0, 3, ("ambiguous",)), (D, 0, 3, ("ambiguous", "several_correct"))),  # rejected
+    3: ((D, 0, 3, ("ambiguous",)), (D, 0, 3, ("ambiguous", "other"))),  # rejected, with a comment
     4: ((K, 0, 3, ()), (D, 0, 3, ("bad_image",))),              # flagged: keep or discard
     5: ((K, 0, 5, ()), (K, 0, 6, ())),                          # flagged: dimension
     6: ((K, 1, 5, ()), (K, 1, 5, ())),                          # accepted
@@ -29,7 +29,8 @@ SCRIPT = {
     8: ((D, None, 5, ("no_correct_option",)), (D, None, 5, ("no_correct_option",))),  # rejected
     9: ((K, 0, 5, ()), None),                                   # one review of two: waits
 }
-DIMENSIONS = [3, 3, 3, 3, 3, 5, 5, 5, 5, 5, 5]  # question 10 gets no review at all
+DIMENSIONS = [3, 3, 3, 3, 3, 5, 5, 5, 5, 5, 5]  # question 10 is only skipped, which is no review
+COMMENT = "B and C both fit"
 
 
 def result(task_data: dict, keep: bool, answer: int | None, dimension_id: int, reasons: tuple[str, ...],
@@ -42,6 +43,8 @@ def result(task_data: dict, keep: bool, answer: int | None, dimension_id: int, r
         out.append(choice("answer", [task_data["options"][answer]["value"]]))
     if reasons:
         out.append(choice("reasons", [review.discard_reasons[r] for r in reasons]))
+    if "other" in reasons:
+        out.append({"from_name": "comment", "to_name": "image", "type": "textarea", "value": {"text": [COMMENT]}})
     return out
 
 
@@ -61,6 +64,7 @@ def scripted(label_studio, annotators):
         for client, scripted_review in zip(clients, by_annotator):
             if scripted_review is not None:
                 client.annotations.create(id=task_id, result=result(data, *scripted_review, review))
+    clients[0].annotations.create(id=tasks[questions[10].id], result=[], was_cancelled=True)
     yield settings, store, questions
     store.close()
 
@@ -81,7 +85,7 @@ def test_pull_decides_by_majority_and_measures_agreement_as_computed_by_hand(scr
     assert by_index[7].answer == 3  # the generator's answer stays on record next to the human one
 
     verdicts = {v.subject_id: v for v in store.get_verdicts(stage=STAGE) if v.rule == RULE}
-    assert verdicts[questions[3].id].details["reasons"] == ["ambiguous", "several_correct"]
+    assert verdicts[questions[3].id].details == {"reasons": ["ambiguous", "other"], "comments": [COMMENT]}
     assert verdicts[questions[8].id].reason == "discarded: no_correct_option"
     assert verdicts[questions[4].id].reason == "needs adjudication: no majority on keep or discard"
     assert verdicts[questions[5].id].details["unsettled"] == ["dimension"]
