@@ -5,8 +5,13 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/pip install -q -c constraints.txt
 DEMO   ?= demo
 SCENES ?= 40
+IMAGES ?=
+VERSION ?= v1
+# The demo's local Label Studio admin: random credentials made once and kept in $(DEMO)/labelstudio.env.
+DEMO_ENV := $(DEMO)/labelstudio.env
+WITH_LS := set -a && . ./labelstudio.env && set +a &&
 
-.PHONY: install install-dev system-deps demo test
+.PHONY: install install-dev system-deps demo finish test
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,10 +33,20 @@ system-deps:                    ## Debian packages: PostgreSQL, a TrueType font,
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-demo: install                   ## oracle scenes through the pipeline on the offline profile
-	cd $(DEMO) 2>/dev/null || mkdir -p $(DEMO)
-	cd $(DEMO) && ../$(BIN)/benchsmith build --scenes $(SCENES)
+demo: install                   ## oracle scenes (and IMAGES=...) through build, pushed to a local Label Studio
+	$(BIN)/benchsmith labelstudio install
+	mkdir -p $(DEMO)
+	test -f $(DEMO_ENV) || { umask 077; \
+	  echo "LABEL_STUDIO_USERNAME=admin@benchsmith.local"; \
+	  echo "LABEL_STUDIO_PASSWORD=$$($(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(12))')"; \
+	  echo "LABEL_STUDIO_API_KEY=$$($(PYTHON) -c 'import secrets; print(secrets.token_hex(20))')"; } > $(DEMO_ENV)
+	cd $(DEMO) && $(WITH_LS) { $(PYTHON) -c "import urllib.request as u; u.urlopen('http://127.0.0.1:8080/api/version', timeout=3)" \
+	  2>/dev/null || ../$(BIN)/benchsmith labelstudio up --detach; }
+	cd $(DEMO) && $(WITH_LS) ../$(BIN)/benchsmith build --scenes $(SCENES) $(abspath $(IMAGES))
 	cd $(DEMO) && ../$(BIN)/benchsmith status
+
+finish:                         ## after review: pull, reconcile, publish VERSION, report
+	cd $(DEMO) && $(WITH_LS) ../$(BIN)/benchsmith finish --version $(VERSION)
 
 test: install-dev system-deps   ## the whole test suite against real services
 	$(BIN)/python -m pytest

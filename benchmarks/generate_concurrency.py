@@ -50,15 +50,18 @@ def _stage_seconds(base_url: str, calls: int, concurrency: int, workdir: Path) -
         "BENCHSMITH__GENERATE__LLM__BATCH_SIZE": str(calls),
         "BENCHSMITH__GENERATE__LLM__OPTIONS__CONCURRENCY": str(concurrency)})
     with Store(settings.db_url) as store:
-        for i in range(calls):  # a caption each: an image with no facts waits for extraction
+        for i in range(calls + 1):  # a caption each: an image with no facts waits for extraction
             store.add_items([Image(id=f"img{i:04d}", path=f"img{i:04d}.png", width=640, height=480)])
             store.record_extraction(f"img{i:04d}", "supplied", [Fact(
                 item_id=f"img{i:04d}", kind="caption", text=f"Drawing number {i} with {i % 7 + 2} shapes.",
                 provenance=Provenance(backend="supplied"))])
         options, jobs = plan(store, settings, generators=["llm"])
-        assert len(jobs) == calls
+        assert len(jobs) == calls + 1
+        # One job first, untimed, in both modes: it pays the once-per-process costs (SQL statement
+        # compilation on a new engine, client set-up) that a long generation run pays only once.
+        Generation(store, settings, options).run(jobs[:1])
         started = time.perf_counter()
-        report = Generation(store, settings, options).run(jobs).as_dict()
+        report = Generation(store, settings, options).run(jobs[1:]).as_dict()
         seconds = time.perf_counter() - started
     assert report["kept"] == calls, report
     return seconds
@@ -88,9 +91,6 @@ def run(calls: int = 32, delay: float = 0.5, concurrency: int = 32, repeats: int
     timings: dict[str, list[float]] = {"stage_sequential": [], "stage_concurrent": [],
                                        "client_sequential": [], "client_concurrent": []}
     with ScriptedOpenAI(_responder(delay)) as server, tempfile.TemporaryDirectory() as tmp:
-        # The stdlib server listens with a backlog of 5; 32 simultaneous connects would overflow it and
-        # the kernel would drop SYNs (a 1 s retransmit), timing the test server rather than our client.
-        server._httpd.socket.listen(128)
         for repeat in range(repeats):
             for mode, width in (("sequential", 1), ("concurrent", concurrency)):
                 workdir = Path(tmp) / f"{mode}-{repeat}"

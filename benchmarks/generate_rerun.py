@@ -52,7 +52,6 @@ def run(items: int = 40, delay: float = 0.05, quick: bool = False) -> dict:
         items = 8
     timings = {}
     with ScriptedOpenAI(_reply(delay)) as server, tempfile.TemporaryDirectory() as tmp:
-        server._httpd.socket.listen(128)  # the stdlib default backlog of 5 drops bursts of connects
         settings = load_settings(env={"BENCHSMITH_WORKSPACE": tmp, "OPENAI_BASE_URL": server.base_url,
                                       "BENCHSMITH__GENERATE__LLM__OPTIONS__CONCURRENCY": "32"})
         with Store(settings.db_url) as store:

@@ -158,16 +158,52 @@ def build(
     scenes: Annotated[int, typer.Option(help="Also render and ingest this many oracle scenes.")] = 0,
     scenes_seed: Annotated[int, typer.Option(help="Seed for the oracle scenes.")] = 0,
 ) -> None:
-    """Run the pipeline as one Prefect flow, doing only the work that is missing.
+    """Grow the benchmark: ingest -> extract -> generate -> blind filter -> push to review, as one Prefect flow.
 
-    Prefect runs in ephemeral mode unless PREFECT_API_URL points at a server.
+    Every stage does only the work that is missing, so the command can be stopped at any point and run
+    again. Prefect runs in ephemeral mode unless PREFECT_API_URL points at a server. Review tasks are
+    pushed when LABEL_STUDIO_API_KEY is set (see `benchsmith labelstudio up`). Ends with a run report.
     """
     from flows.build import run_build
 
     c = context(ctx)
     summary = run_build(c.settings, sources or [], scenes=scenes, scenes_seed=scenes_seed)
+    _print_summary(summary)
+    if "skipped" not in summary["review"]:
+        from annotation.server import annotator_guide
+        from annotation.settings import ReviewSettings
+
+        console.print(annotator_guide(c.settings, c.settings.section("review", ReviewSettings)))
+
+
+@app.command()
+def finish(
+    ctx: typer.Context,
+    version: Annotated[Optional[str], typer.Option(help="Publish this version (default: publish.version; "
+                                                        "without one, nothing is published).")] = None,
+    push: Annotated[Optional[str], typer.Option(help="Also upload to this Hub repository, org/name (HF_TOKEN).")] = None,
+) -> None:
+    """Close a round of review: pull the annotations, decide each question, publish, and report.
+
+    Questions without enough annotations stay in review for the next round.
+    """
+    from flows.build import finish_flow
+
+    _print_summary(finish_flow(context(ctx).settings, version, push))
+
+
+def _print_summary(summary: dict) -> None:
+    def show(name: str, result) -> None:
+        if isinstance(result, dict) and result.get("cached"):
+            result = "inputs unchanged since its last run: nothing to do"
+        console.print(f"[bold]{escape(name)}[/]: {escape(str(result))}")
+
     for stage, result in summary.items():
-        console.print(f"[bold]{stage}[/]: {result}")
+        if isinstance(result, dict) and result and all(isinstance(v, dict) for v in result.values()):
+            for name, value in result.items():
+                show(name, value)
+        else:
+            show(stage, result)
 
 
 @app.command()

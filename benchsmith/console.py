@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+import sys
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -10,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-console = Console(stderr=False, soft_wrap=True)
+console = Console(stderr=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 errors = Console(stderr=True, soft_wrap=True)
 
 

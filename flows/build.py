@@ -1,17 +1,35 @@
-"""The build flow: every stage in order, each doing only the work that is missing.
+"""The two flows a maintainer runs: `build` grows the benchmark, `finish` closes a round of review.
 
-ingest -> richness -> (extract -> generate -> filter -> review push, as those stages land)
+build:  ingest -> richness -> extract -> richness -> generate -> blind filter -> review push -> report
+finish: review pull (and reconcile) -> publish -> report
+
+Each stage does only the work that is missing and is cached on its inputs, so either flow can be
+stopped at any point and run again.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import flow
+from prefect import flow, task
 
+from benchsmith.errors import BenchsmithError
 from benchsmith.settings import Settings
+from benchsmith.store import Store
+from flows.extract import extract_stage
+from flows.filter import filter_stage
+from flows.generate import generate_stage
 from flows.ingest import ingest_stage
-from flows.tasks import new_run_id
+from flows.publish import publish_stage
+from flows.review import review_stage
+from flows.tasks import new_run_id, timed
+
+
+def report_stage(settings: Settings, run_id: str) -> str:
+    from benchsmith.report import write_report
+
+    with Store(settings.db_url) as store:
+        return str(write_report(store, settings.workspace / "reports" / run_id, run_id))
 
 
 @flow(name="benchsmith-build")
@@ -20,15 +38,44 @@ def build_flow(settings: Settings, sources: list[str], scenes: int = 0, scenes_s
     summary: dict = {"run": run_id}
     if scenes:
         from benchsmith.scenes import make_scenes
-        manifest = make_scenes(settings.workspace / "scenes" / f"seed{scenes_seed}-n{scenes}", scenes, scenes_seed)
+        folder = settings.workspace / "scenes" / f"seed{scenes_seed}-n{scenes}"
+        manifest = folder / "manifest.jsonl"
+        if not manifest.exists():  # rendering again would touch the files and look like new input
+            make_scenes(folder, scenes, scenes_seed)
         sources = [str(manifest), *sources]
-    summary |= ingest_stage(settings, run_id, sources)
+    summary["ingest"] = ingest_stage(settings, run_id, sources)
+    summary["extract"] = extract_stage(settings, run_id)
+    summary["generate"] = generate_stage(settings, run_id)
+    summary["filter"] = filter_stage(settings, run_id)
+    summary["review"] = review_stage(settings, run_id)
+    summary["report"] = report_stage(settings, run_id)
+    return summary
+
+
+@task(name="review:pull")
+def pull_task(settings: Settings, run_id: str) -> dict:
+    """Never cached: its input is the annotators' work on the server."""
+    from annotation.client import connect
+    from annotation.pull import pull
+    from benchsmith.dimensions import registry
+
+    server = connect(settings)
+    with Store(settings.db_url) as store:
+        return timed(store, run_id, "review:pull",
+                     lambda: pull(store, server, settings, registry()).as_dict())
+
+
+@flow(name="benchsmith-finish")
+def finish_flow(settings: Settings, version: str | None = None, push: str | None = None) -> dict:
+    run_id = new_run_id()
+    summary: dict = {"run": run_id, "review": pull_task(settings, run_id)}
+    summary["publish"] = publish_stage(settings, run_id, version, push)
+    summary["report"] = report_stage(settings, run_id)
     return summary
 
 
 def run_build(settings: Settings, sources: list[Path], *, scenes: int = 0, scenes_seed: int = 0) -> dict:
     missing = [str(s) for s in sources if not Path(s).exists()]
     if missing:
-        from benchsmith.errors import BenchsmithError
         raise BenchsmithError(f"no such source: {', '.join(missing)}")
     return build_flow(settings, [str(Path(s).resolve()) for s in sources], scenes=scenes, scenes_seed=scenes_seed)

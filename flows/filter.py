@@ -19,6 +19,8 @@ def filter_stage(settings: Settings, run_id: str) -> dict:
         pending = len(store.get_questions(status="candidate", without_verdict_from=blind.STAGE))
 
     def judge(store) -> dict:
+        if not pending:  # nothing to judge: do not load any solver model
+            return blind.FilterRun().as_dict()
         solvers = blind.solvers_from(config, settings=settings, store=store)
         return blind.apply(store, config, solvers).as_dict()
     return run_stage(settings, run_id, "blind", judge, reads=("questions",), input_token=str(pending))

@@ -46,7 +46,8 @@ def _stage(name: str, key: dict[str, str], settings: Settings, run_id: str, work
 
 def run_stage(settings: Settings, run_id: str, name: str, work: StageWork, *, reads: Sequence[str],
               input_token: str = "") -> dict[str, Any]:
-    """Run `work(store)` as the Prefect task `name`, unless its inputs are unchanged since it last ran.
+    """Run `work(store)` as the Prefect task `name`, unless its inputs are unchanged since it last ran;
+    then its stored result comes back marked `"cached": True`.
 
     `reads` names the store tables the stage takes its input from; `input_token` covers inputs from
     outside the store.
@@ -55,4 +56,6 @@ def run_stage(settings: Settings, run_id: str, name: str, work: StageWork, *, re
         key = {"settings": settings.fingerprint(), "state": store.state_token(reads), "input": input_token}
     staged = _stage.with_options(name=name, retries=settings.prefect.retries,
                                  retry_delay_seconds=settings.prefect.retry_delay_seconds)
-    return staged(name, key, settings, run_id, work)
+    state = staged(name, key, settings, run_id, work, return_state=True)
+    result = state.result()
+    return result | {"cached": True} if state.name == "Cached" else result

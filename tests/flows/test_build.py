@@ -11,16 +11,20 @@ def test_build_ingests_then_a_rerun_reuses_every_cached_stage(prefect_api, setti
 
     source = make_scenes(tmp_path / "scenes", 5, seed=11)
     first = build_flow(settings, [str(source)])
-    ingested = first[f"ingest {source}"]
-    assert ingested["added"] == 5 and first["richness"]["judged"] == 5
+    ingested = first["ingest"][f"ingest {source}"]
+    assert ingested["added"] == 5 and first["ingest"]["richness"]["judged"] == 5
     with Store(settings.db_url) as store:
         assert len(store.get_items()) == 5
         stage_runs_after_first = len(store.get_stage_runs())
 
     second = build_flow(settings, [str(source)])
-    assert second[f"ingest {source}"] == ingested  # the cached result, not a new run
+    assert second["ingest"][f"ingest {source}"] == ingested | {"cached": True}  # not a new run
+    assert all(result.get("cached") for stage in ("ingest", "extract", "generate") for result in second[stage].values())
     with Store(settings.db_url) as store:
-        assert len(store.get_stage_runs()) == stage_runs_after_first
+        rerun = [r["stage"] for r in store.get_stage_runs()][stage_runs_after_first:]
+    # The blind filter keys on how many questions were pending, so it looks once more and finds none.
+    assert rerun == ["blind"] and second["filter"]["judged"] == 0
+    assert build_flow(settings, [str(source)])["filter"]["cached"]
 
 
 def test_a_changed_source_runs_its_stage_again(prefect_api, settings, tmp_path):
@@ -30,7 +34,7 @@ def test_a_changed_source_runs_its_stage_again(prefect_api, settings, tmp_path):
     build_flow(settings, [str(source)])
     grown = make_scenes(tmp_path / "scenes", 4, seed=12)  # same folder, one more scene
     result = build_flow(settings, [str(grown)])
-    assert result[f"ingest {grown}"]["added"] == 1
+    assert result["ingest"][f"ingest {grown}"]["added"] == 1
 
 
 def test_the_stage_logic_runs_without_prefect(settings, tmp_path):

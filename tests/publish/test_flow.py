@@ -25,7 +25,7 @@ def test_the_stage_skips_without_a_version_then_publishes_once_and_reuses_its_re
         runs = [r for r in store.get_stage_runs() if r["stage"] == "publish"]
         assert len(runs) == 1 and runs[0]["status"] == "done"
 
-    assert publish_flow(versioned)["publish"] == first          # nothing changed: served from Prefect's cache
+    assert publish_flow(versioned)["publish"] == first | {"cached": True}         # nothing changed: served from Prefect's cache
     with Store(settings.db_url) as store:
         assert len([r for r in store.get_stage_runs() if r["stage"] == "publish"]) == 1
         assert [r.version for r in store.get_releases()] == ["v1"]

@@ -65,6 +65,7 @@ class ScriptedOpenAI:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # small JSON replies go out at once, not after a delayed ACK
 
             def log_message(self, *_args) -> None:  # keep test output clean
                 pass
@@ -110,7 +111,10 @@ class ScriptedOpenAI:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # many clients connect at once; the default backlog of 5 drops SYNs
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
