@@ -186,8 +186,10 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
 
 
+# A reply that is not a chat completion at all (a proxy's HTML page, a cut-off body) is retried too:
+# it is the transport failing, not the model answering badly.
 _RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-              openai.APIConnectionError)
+              openai.APIConnectionError, openai.APIResponseValidationError, json.JSONDecodeError)
 
 
 class LlmClient:
@@ -315,11 +317,13 @@ class LlmClient:
             tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost, seconds=seconds)
 
 
-def _describe(exc: openai.OpenAIError) -> str:
+def _describe(exc: Exception) -> str:
     """A one-line reason with no request headers in it (they carry the key)."""
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
         return f"HTTP {exc.status_code}: {body.get('message') or exc.message}"[:500]
     if isinstance(exc, openai.APITimeoutError):
         return "timed out"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"the reply is not a chat completion (not JSON: {exc.msg} at character {exc.pos})"
     return f"{type(exc).__name__}: {exc}"[:500]

@@ -162,7 +162,8 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
 
 def load_settings(path: str | Path | None = None, *, profile: str | None = None,
                   env: Mapping[str, str] | None = None) -> Settings:
-    """Build the effective settings. Order, later wins: defaults, user file, profile, environment."""
+    """Build the effective settings. Order, later wins: packaged defaults, the packaged profile, the user
+    file, the user file's profile, the environment."""
     env = os.environ if env is None else env
     defaults = _read_yaml(DEFAULTS_FILE)
     user_path = Path(path) if path else Path(env["BENCHSMITH_SETTINGS"]) if env.get("BENCHSMITH_SETTINGS") else None
@@ -173,15 +174,18 @@ def load_settings(path: str | Path | None = None, *, profile: str | None = None,
     if unknown:
         raise SettingsError(f"unknown settings in {user_path}: {', '.join(sorted(unknown))} "
                             f"(known: {', '.join(sorted(defaults))})")
-    merged = _merge(defaults, user)
     env_over = _env_overrides(env)
-    merged = _merge(merged, {k: v for k, v in env_over.items() if k == "profile"})
-    chosen = profile or merged["profile"]
-    profiles = merged.pop("profiles", {})
-    if chosen not in profiles:
-        raise SettingsError(f"unknown profile '{chosen}'; known profiles: {', '.join(sorted(profiles))}")
-    merged = _merge(merged, profiles[chosen] or {})
-    merged = _merge(merged, env_over)
+    chosen = profile or env_over.get("profile") or user.get("profile") or defaults["profile"]
+    known = set(defaults.get("profiles") or {}) | set(user.get("profiles") or {})
+    if chosen not in known:
+        raise SettingsError(f"unknown profile '{chosen}'; known profiles: {', '.join(sorted(known))}")
+    # Later wins: packaged defaults, the packaged profile, the user's file, the user's profile, the environment.
+    merged = {k: v for k, v in defaults.items() if k != "profiles"}
+    for layer in (defaults.get("profiles", {}).get(chosen),
+                  {k: v for k, v in user.items() if k != "profiles"},
+                  (user.get("profiles") or {}).get(chosen),
+                  env_over):
+        merged = _merge(merged, layer or {})
     merged["profile"] = chosen
     workspace = Path(merged["workspace"]).expanduser().resolve()
     merged["db_url"] = merged.get("db_url") or f"sqlite:///{workspace / 'benchsmith.db'}"

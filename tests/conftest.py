@@ -1,4 +1,5 @@
-"""Shared fixtures: real services started for the test session, and small stores.
+"""Shared fixtures: real services started once for the test session (PostgreSQL, Prefect, Label Studio),
+and small stores.
 
 PostgreSQL: `.ci/run` starts a server and sets BENCHSMITH_TEST_PG_URL. Without it, the fixture starts
 a throwaway cluster itself with Debian's PostgreSQL binaries, so the PostgreSQL tests never skip
@@ -11,13 +12,20 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 import sqlalchemy as sa
+
+from annotation.server import executable, install, start, stop
+from annotation.settings import ReviewSettings
+from benchsmith.settings import Settings, load_settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -97,8 +105,6 @@ def store(store_url):
 @pytest.fixture
 def settings(tmp_path, monkeypatch):
     """Settings for a workspace in tmp_path, isolated from the caller's environment and files."""
-    from benchsmith.settings import load_settings
-
     monkeypatch.chdir(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH") and k not in (
         "OPENAI_API_KEY", "OPENAI_BASE_URL", "LABEL_STUDIO_URL", "LABEL_STUDIO_API_KEY", "HF_TOKEN")}
@@ -124,3 +130,117 @@ def wait_for_port(port: int, timeout: float = 60) -> None:
                 return
         time.sleep(0.2)
     raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+# --- Prefect -----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def prefect_api(tmp_path_factory):
+    """PREFECT_API_URL of a running server; the variable is set for the whole session."""
+    if os.environ.get("PREFECT_API_URL"):
+        yield os.environ["PREFECT_API_URL"]
+        return
+    home = tmp_path_factory.mktemp("prefect-home")
+    port = free_port()
+    env = dict(os.environ, PREFECT_HOME=str(home), DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               PREFECT_UI_ENABLED="false", PREFECT_LOGGING_LEVEL="WARNING")
+    prefect = Path(sys.executable).with_name("prefect")
+    server = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/api"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.5)
+        if server.poll() is not None:
+            pytest.fail("prefect server exited during start-up")
+    else:
+        server.kill()
+        pytest.fail("prefect server did not become healthy in 120 s")
+    previous = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_HOME")}
+    os.environ.update(PREFECT_API_URL=url, PREFECT_HOME=str(home))
+    try:
+        yield url
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+# --- Label Studio ------------------------------------------------------------------------------------
+
+ADMIN = "admin@benchsmith.test"
+ADMIN_PASSWORD = "admin-pass-123"
+ADMIN_TOKEN = "admin-token-" + uuid.uuid4().hex[:12]
+
+
+@dataclass
+class LabelStudioServer:
+    url: str
+    root: Path  # the folder the server serves local files from; every test workspace lives inside it
+    env: dict[str, str]
+    process: subprocess.Popen | None = None
+
+    def settings(self, **review: object) -> Settings:
+        """Settings for a fresh workspace and project on this server; `review` overrides the section."""
+        name = uuid.uuid4().hex[:8]
+        env = dict(self.env, BENCHSMITH_WORKSPACE=str(self.root / f"ws-{name}"),
+                   BENCHSMITH__REVIEW__PROJECT=f"test {name}")
+        for key, value in review.items():
+            env[f"BENCHSMITH__REVIEW__{key.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
+        return load_settings(env=env)
+
+    def start(self) -> None:
+        settings = load_settings(env=self.env)
+        self.process = start(settings, settings.section("review", ReviewSettings), env=self.env)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop(self.process)
+            self.process = None
+
+    def add_user(self, email: str, password: str, token: str) -> None:
+        """An annotator with their own login and API token, made by Label Studio's own `init` command."""
+        review = load_settings(env=self.env).section("review", ReviewSettings)
+        subprocess.run([str(executable(review)), "init", "--username", email, "--password", password,
+                        "--user-token", token, "--data-dir", str(self.root / "server" / "labelstudio")],
+                       env=self.env | {"LABEL_STUDIO_BASE_DATA_DIR": str(self.root / "server" / "labelstudio")},
+                       check=True, capture_output=True, cwd=self.root)
+
+
+@pytest.fixture(scope="session")
+def label_studio(tmp_path_factory) -> LabelStudioServer:
+    root = tmp_path_factory.mktemp("labelstudio")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "LABEL_STUDIO"))}
+    env |= {
+        "BENCHSMITH_WORKSPACE": str(root / "server"),
+        "LABEL_STUDIO_URL": f"http://127.0.0.1:{free_port()}",
+        "LABEL_STUDIO_API_KEY": ADMIN_TOKEN,
+        "LABEL_STUDIO_USERNAME": ADMIN,
+        "LABEL_STUDIO_PASSWORD": ADMIN_PASSWORD,
+        "BENCHSMITH__REVIEW__LOCAL_FILES_ROOT": str(root),
+    }
+    install(load_settings(env=env).section("review", ReviewSettings))
+    server = LabelStudioServer(env["LABEL_STUDIO_URL"], root, env)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def annotators(label_studio) -> dict[str, str]:
+    """Two annotators besides the admin: email -> API token."""
+    users = {f"ann{i}@benchsmith.test": f"ann{i}-token-{uuid.uuid4().hex[:10]}" for i in (1, 2)}
+    for email, token in users.items():
+        label_studio.add_user(email, "annotator-pass-1", token)
+    return users

@@ -1,88 +1,13 @@
-"""A real Label Studio server for the session, started from `.venv-labelstudio` by the production code,
-and helpers that fill a store with questions ready for review."""
+"""Helpers that fill a store with questions ready for review. The Label Studio server itself is the
+session fixture `label_studio` in tests/conftest.py."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import uuid
-from dataclasses import dataclass
-from pathlib import Path
-
-import pytest
 from PIL import Image as PILImage
 
-from annotation.server import executable, install, start, stop
-from annotation.settings import ReviewSettings
 from benchsmith.records import Image, Provenance, Question, Verdict, sha256_bytes
-from benchsmith.settings import Settings, load_settings
-from tests.conftest import free_port
-
-ADMIN = "admin@benchsmith.test"
-ADMIN_PASSWORD = "admin-pass-123"
-ADMIN_TOKEN = "admin-token-" + uuid.uuid4().hex[:12]
-
-
-@dataclass
-class LabelStudioServer:
-    url: str
-    root: Path  # the folder the server serves local files from; every test workspace lives inside it
-    env: dict[str, str]
-    process: subprocess.Popen | None = None
-
-    def settings(self, **review: object) -> Settings:
-        """Settings for a fresh workspace and project on this server; `review` overrides the section."""
-        name = uuid.uuid4().hex[:8]
-        env = dict(self.env, BENCHSMITH_WORKSPACE=str(self.root / f"ws-{name}"),
-                   BENCHSMITH__REVIEW__PROJECT=f"test {name}")
-        for key, value in review.items():
-            env[f"BENCHSMITH__REVIEW__{key.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
-        return load_settings(env=env)
-
-    def start(self) -> None:
-        settings = load_settings(env=self.env)
-        self.process = start(settings, settings.section("review", ReviewSettings), env=self.env)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            stop(self.process)
-            self.process = None
-
-    def add_user(self, email: str, password: str, token: str) -> None:
-        """An annotator with their own login and API token, made by Label Studio's own `init` command."""
-        review = load_settings(env=self.env).section("review", ReviewSettings)
-        subprocess.run([str(executable(review)), "init", "--username", email, "--password", password,
-                        "--user-token", token, "--data-dir", str(self.root / "server" / "labelstudio")],
-                       env=self.env | {"LABEL_STUDIO_BASE_DATA_DIR": str(self.root / "server" / "labelstudio")},
-                       check=True, capture_output=True, cwd=self.root)
-
-
-@pytest.fixture(scope="session")
-def label_studio(tmp_path_factory) -> LabelStudioServer:
-    root = tmp_path_factory.mktemp("labelstudio")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "LABEL_STUDIO"))}
-    env |= {
-        "BENCHSMITH_WORKSPACE": str(root / "server"),
-        "LABEL_STUDIO_URL": f"http://127.0.0.1:{free_port()}",
-        "LABEL_STUDIO_API_KEY": ADMIN_TOKEN,
-        "LABEL_STUDIO_USERNAME": ADMIN,
-        "LABEL_STUDIO_PASSWORD": ADMIN_PASSWORD,
-        "BENCHSMITH__REVIEW__LOCAL_FILES_ROOT": str(root),
-    }
-    install(load_settings(env=env).section("review", ReviewSettings))
-    server = LabelStudioServer(env["LABEL_STUDIO_URL"], root, env)
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="session")
-def annotators(label_studio) -> dict[str, str]:
-    """Two annotators besides the admin: email -> API token."""
-    users = {f"ann{i}@benchsmith.test": f"ann{i}-token-{uuid.uuid4().hex[:10]}" for i in (1, 2)}
-    for email, token in users.items():
-        label_studio.add_user(email, "annotator-pass-1", token)
-    return users
+from benchsmith.settings import Settings
+from tests.conftest import ADMIN, ADMIN_PASSWORD  # noqa: F401 - the browser test logs in as the admin
 
 
 def seed_questions(store, settings: Settings, dimensions: list[int], *, blind_passed: bool = True) -> list[Question]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from benchsmith.store import Store
 from tests.annotation.conftest import seed_questions
-from tests.flows.conftest import prefect_api  # noqa: F401  (the session's Prefect server fixture)
 
 
 def test_the_review_flow_pushes_new_questions_and_a_rerun_with_nothing_new_is_cached(prefect_api, label_studio):

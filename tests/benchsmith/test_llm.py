@@ -201,3 +201,16 @@ def test_the_cache_key_covers_model_messages_and_params():
                 base.model_copy(update={"model": "other"}).key,
                 base.model_copy(update={"temperature": 0.0}).key}) == 5
     assert base.model_copy(update={"tag": "item-1"}).key == base.key
+
+
+def test_a_reply_that_is_not_a_chat_completion_is_retried_then_failed_not_raised(tmp_path):
+    from benchsmith.llm import LlmClient, LlmOptions, LlmRequest
+    from benchsmith.settings import load_settings
+    from tests.support.openai_server import Reply, ScriptedOpenAI
+
+    with ScriptedOpenAI(lambda _r: Reply(status=200, body="<html>bad gateway</html>")) as server:
+        settings = load_settings(env={"BENCHSMITH_WORKSPACE": str(tmp_path), "OPENAI_BASE_URL": server.base_url})
+        client = LlmClient(settings, LlmOptions(max_retries=2, backoff_s=0))
+        [result] = client.run([LlmRequest(purpose="generate", model="m", messages=[{"role": "user", "content": "q"}])])
+        assert not result.ok and "not a chat completion" in result.reason
+        assert server.calls == 3

@@ -66,6 +66,11 @@ def test_bad_settings_files_say_what_is_wrong(tmp_path, text, message):
         load_settings(write(tmp_path / "s.yaml", text), env={})
 
 
+def test_a_user_file_overrides_what_the_packaged_profile_sets(tmp_path):
+    path = write(tmp_path / "s.yaml", "extract:\n  use: [supplied]\n")
+    assert load_settings(path, env={}).raw["extract"]["use"] == ["supplied"]  # local profile says [supplied, rapidocr]
+
+
 def test_an_unknown_profile_lists_the_known_ones():
     with pytest.raises(SettingsError, match="known profiles: gpu, local"):
         load_settings(profile="cloud", env={})

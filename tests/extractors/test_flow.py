@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from benchsmith.scenes import make_scenes
 from benchsmith.store import Store
-from tests.flows.conftest import prefect_api  # noqa: F401 - the real Prefect server fixture
 
 
 def test_extract_stage_runs_each_extractor_once_and_a_rerun_is_served_from_cache(prefect_api, settings,  # noqa: F811

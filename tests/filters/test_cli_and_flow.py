@@ -8,7 +8,6 @@ from typer.testing import CliRunner
 
 from benchsmith.records import Provenance, Question
 from benchsmith.store import Store
-from tests.flows.conftest import prefect_api  # noqa: F401  (the real Prefect server fixture)
 
 LEAKED = Question(item_id="img1", dimension_id=9, text="The sign reads 'bakery'. What does the sign say?",
                   options=["pharmacy", "bakery", "library", "garage"], answer=1, provenance=Provenance(backend="t"))

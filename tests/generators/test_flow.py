@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from benchsmith.store import Store
-from tests.flows.conftest import prefect_api  # noqa: F401  (the session's real Prefect server)
 from tests.generators.test_stage import add_oracle
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from benchsmith.settings import load_settings
 from benchsmith.store import Store
-from tests.flows.conftest import prefect_api  # noqa: F401 - the session's real Prefect server
 from tests.publish.conftest import build_reviewed
 
 
