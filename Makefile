@@ -11,7 +11,7 @@ VERSION ?= v1
 DEMO_ENV := $(DEMO)/labelstudio.env
 WITH_LS := set -a && . ./labelstudio.env && set +a &&
 
-.PHONY: install install-dev system-deps demo finish test
+.PHONY: install install-dev system-deps demo finish test-deps test
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,5 +48,9 @@ demo: install                   ## oracle scenes (and IMAGES=...) through build,
 finish:                         ## after review: pull, reconcile, publish VERSION, report
 	cd $(DEMO) && $(WITH_LS) ../$(BIN)/benchsmith finish --version $(VERSION)
 
-test: install-dev system-deps   ## the whole test suite against real services
+test-deps: install-dev system-deps   ## Label Studio's own venv and the browser driver the tests use
+	$(BIN)/benchsmith labelstudio install
+	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error
+
+test: test-deps                 ## the whole test suite against real services
 	$(BIN)/python -m pytest

@@ -6,7 +6,7 @@ from benchsmith.scenes import make_scenes
 from benchsmith.store import Store
 
 
-def test_extract_stage_runs_each_extractor_once_and_a_rerun_is_served_from_cache(prefect_api, settings,  # noqa: F811
+def test_extract_stage_runs_each_extractor_once_and_a_rerun_is_served_from_cache(prefect_api, settings,
                                                                                 tmp_path):
     from benchsmith.ingest import candidates_for, ingest
     from flows.extract import extract_flow

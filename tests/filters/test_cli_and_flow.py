@@ -55,7 +55,7 @@ def test_filter_without_solvers_is_a_clear_error(settings):
     assert "filter.blind.solvers is empty" in str(result.exception)
 
 
-def test_the_filter_stage_judges_only_new_questions(prefect_api, settings):  # noqa: F811
+def test_the_filter_stage_judges_only_new_questions(prefect_api, settings):
     from benchsmith.settings import load_settings
     from flows.filter import filter_flow
 

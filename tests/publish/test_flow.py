@@ -8,7 +8,7 @@ from tests.publish.conftest import build_reviewed
 
 
 def test_the_stage_skips_without_a_version_then_publishes_once_and_reuses_its_result(
-        prefect_api, settings, oracle_dir, tmp_path):  # noqa: F811
+        prefect_api, settings, oracle_dir, tmp_path):
     from flows.publish import publish_flow
 
     assert publish_flow(settings)["publish"].startswith("skipped")

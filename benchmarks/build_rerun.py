@@ -1,0 +1,130 @@
+"""P2: rerunning a finished build costs 0 tokens and at most 0.10x the first run's wall time.
+
+The installed `benchsmith build` runs twice over the same oracle scenes, as separate processes (each
+pays its own start-up), against a Prefect server this benchmark starts, with the LLM generator on
+the scripted OpenAI-compatible server adding `delay` seconds to every call. Review push is left out
+(no Label Studio here). Reported: both wall times, their ratio, and the HTTP calls and tokens of the
+rerun. Results: benchmarks/results/build_rerun.json.
+
+    .venv/bin/python benchmarks/build_rerun.py            # 40 scenes, 500 ms per LLM call
+    .venv/bin/python benchmarks/build_rerun.py --quick    # 8 scenes, 100 ms
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+RESULTS = Path(__file__).parent / "results"
+BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
+TARGET_RATIO = 0.10
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _prefect_server(home: Path) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    env = dict(os.environ, PREFECT_HOME=str(home), DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               PREFECT_UI_ENABLED="false")
+    server = subprocess.Popen([str(Path(sys.executable).with_name("prefect")), "server", "start", "--host",
+                               "127.0.0.1", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/api"
+    for _ in range(240):
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return server, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    server.kill()
+    raise RuntimeError("prefect server did not start")
+
+
+def _reply(delay: float):
+    import hashlib
+
+    from tests.support.openai_server import json_completion
+
+    def respond(request: dict):
+        tag = hashlib.sha256(json.dumps(request["messages"]).encode()).hexdigest()[:8]
+        reply = json_completion({"questions": [
+            {"question": f"Which shape sits closest to the top edge of the picture? ({tag})",
+             "options": ["circle", "square", "star", "diamond"], "answer": "B"}]},
+            prompt_tokens=900, completion_tokens=120)
+        reply.delay = delay
+        return reply
+    return respond
+
+
+def tokens_paid(workspace: Path) -> int:
+    from benchsmith.settings import load_settings
+    from benchsmith.store import Store
+
+    with Store(load_settings(env={"BENCHSMITH_WORKSPACE": str(workspace)}).db_url) as store:
+        return sum(v["tokens_in"] + v["tokens_out"] for v in store.llm_totals().values())
+
+
+def run(scenes: int = 40, delay: float = 0.5) -> dict:
+    from benchsmith.scenes import make_scenes
+    from tests.support.openai_server import ScriptedOpenAI
+
+    with tempfile.TemporaryDirectory() as tmp, ScriptedOpenAI(_reply(delay)) as llm:
+        tmp = Path(tmp)
+        manifest = make_scenes(tmp / "scenes", scenes, seed=8)
+        prefect, api = _prefect_server(tmp / "prefect-home")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "LABEL_STUDIO"))} | {
+            "BENCHSMITH_WORKSPACE": str(tmp / "bench"), "PREFECT_API_URL": api, "PREFECT_HOME": str(tmp / "prefect-home"),
+            "OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-benchmark",
+            "BENCHSMITH__GENERATE__GENERATORS": "[programmatic, llm]",
+            "BENCHSMITH__GENERATE__LLM__OPTIONS__CONCURRENCY": "8"}
+        try:
+            runs = []
+            for _ in range(2):
+                calls_before = llm.calls
+                started = time.perf_counter()
+                done = subprocess.run([BENCHSMITH, "build", str(manifest)], env=env, cwd=tmp, capture_output=True,
+                                      text=True)
+                seconds = time.perf_counter() - started
+                if done.returncode:
+                    raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
+                runs.append({"seconds": round(seconds, 2), "http_calls": llm.calls - calls_before,
+                             "tokens_paid_so_far": tokens_paid(tmp / "bench")})
+        finally:
+            prefect.terminate()
+            prefect.wait(timeout=30)
+    first, rerun = runs
+    rerun["tokens"] = rerun["tokens_paid_so_far"] - first["tokens_paid_so_far"]
+    ratio = rerun["seconds"] / first["seconds"]
+    return {"case": "P2 build_rerun", "scenes": scenes, "llm_delay_s": delay, "first": first, "rerun": rerun,
+            "ratio": round(ratio, 3), "target_ratio": TARGET_RATIO,
+            "meets_target": ratio <= TARGET_RATIO and rerun["tokens"] == 0 and rerun["http_calls"] == 0}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="8 scenes at 100 ms per call")
+    args = parser.parse_args()
+    result = run(8, 0.1) if args.quick else run()
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "build_rerun.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
