@@ -149,7 +149,8 @@ def _read_file(path: Path) -> Callable[[], bytes]:
     return path.read_bytes
 
 
-def _inside(root: Path, path: Path) -> bool:
+def inside(root: Path, path: Path) -> bool:
+    """Whether `path`, links resolved, lies under `root`."""
     try:
         path.resolve().relative_to(root.resolve())
         return True
@@ -168,7 +169,7 @@ def folder_candidates(root: Path, *, source: str = "", license: str = "") -> Ite
             name = str(path.relative_to(root))
             if path.suffix.lower() in MANIFEST_SUFFIXES and path.parent == root:
                 continue  # a manifest beside the images describes them; it is not an image itself
-            if path.is_symlink() and not _inside(root, path):
+            if path.is_symlink() and not inside(root, path):
                 yield Candidate(name, None, refused=Rejected("escapes_root", "symlink points outside the folder"))
                 continue
             yield Candidate(name, _read_file(path), source=source or root.name, license=license)
@@ -226,7 +227,7 @@ def manifest_candidates(manifest: Path, *, source: str = "", license: str = "") 
             annotations.setdefault("captions", [row["caption"]])
         candidate = Candidate(rel, _read_file(path), source=str(row.get("source") or source or manifest.stem),
                               license=str(row.get("license") or license), annotations=annotations)
-        if not _inside(root, path):
+        if not inside(root, path):
             candidate.read = None
             candidate.refused = Rejected("escapes_root", f"path leaves the manifest's folder {root}")
         elif not path.is_file():

@@ -17,8 +17,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
@@ -26,6 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from benchsmith.errors import BenchsmithError
+from benchsmith.ingest import IngestReport, inside
 from benchsmith.records import Verdict, Video, sha256_bytes
 
 STAGE = "ingest"
@@ -106,24 +106,11 @@ def sample_frames(path: Path, count: int, out_dir: Path, fps: float, n_frames: i
     return saved
 
 
-@dataclass
-class VideoReport:
-    seen: int = 0
-    added: int = 0
-    unchanged: int = 0
-    rejected: Counter = field(default_factory=Counter)
-
-
-def _inside(root: Path, relative: str) -> Path | None:
-    candidate = (root / relative).resolve()
-    return candidate if candidate.is_relative_to(root.resolve()) else None
-
-
-def ingest_videos(store, media_dir: Path, manifest: Path, frames: int = 8, progress=None) -> VideoReport:
+def ingest_videos(store, media_dir: Path, manifest: Path, frames: int = 8, progress=None) -> IngestReport:
     """Add the manifest's videos to the store; refused rows get an input verdict with the reason."""
     if not manifest.is_file():
         raise VideoError(f"video manifest not found: {manifest}")
-    report = VideoReport()
+    report = IngestReport()
     refusals: list[Verdict] = []
 
     def refuse(subject: str, rule: str, reason: str) -> None:
@@ -145,8 +132,8 @@ def ingest_videos(store, media_dir: Path, manifest: Path, frames: int = 8, progr
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'row'}: {e['msg']}" for e in exc.errors())
             refuse(subject, "bad_row", f"row {number}: {problems}")
             continue
-        source = _inside(manifest.parent, row.path)
-        if source is None:
+        source = (manifest.parent / row.path).resolve()
+        if not inside(manifest.parent, source):
             refuse(subject, "path_outside_root", f"row {number}: {row.path!r} leaves the manifest's folder")
             continue
         if not source.is_file():

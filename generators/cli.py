@@ -68,9 +68,7 @@ def register(app: typer.Typer, context) -> None:
         frames = c.settings.section(STAGE, GenerateSettings).temporal.frames
         with c.store() as store:
             report = ingest_videos(store, c.settings.media_dir, manifest, frames=frames)
-        refused = ", ".join(f"{k} {v}" for k, v in sorted(report.rejected.items())) or "none"
-        console.print(f"{manifest}: {report.seen} seen, {report.added} added, {report.unchanged} unchanged, "
-                      f"refused: {refused}")
+        console.print(f"{manifest}: {report.summary()}")
 
     @videos_app.command("synth")
     def videos_synth(

@@ -22,7 +22,7 @@ from benchsmith.dimensions import registry
 from benchsmith.publish.media import MediaError
 from benchsmith.publish.release import PublishError, publish
 from benchsmith.settings import load_settings
-from tests.publish.conftest import GPS, SERIAL, build_reviewed
+from tests.publish.conftest import GPS, SERIAL, accept, build_reviewed, gps_photo
 
 TOKENS = {"OPENAI_API_KEY": "sk-fake-openai-7f3a9c", "HF_TOKEN": "hf_fakeTokenQ8zX2",
           "LABEL_STUDIO_API_KEY": "ls-fake-key-55e1"}
@@ -120,8 +120,12 @@ def test_images_are_reencoded_without_exif_and_nothing_local_or_secret_is_in_the
     with Store(settings.db_url) as store:
         reviewed = build_reviewed(store, settings, oracle_dir, tmp_path)
         [photo] = store.get_items([reviewed.gps_item])
-        with PILImage.open(settings.media_dir / photo.path) as stored:      # the stored copy still has it all
-            assert stored.getexif().get_ifd(0x8825) and SERIAL.encode() in stored.info["exif"]
+        stored = settings.media_dir / photo.path
+        with PILImage.open(stored) as copy:                                 # ingest already stripped it...
+            assert not copy.getexif().get_ifd(0x8825)
+        stored.write_bytes((gps_photo(tmp_path / "camera").parent / "holiday.jpg").read_bytes())  # publish must not rely on it
+        with PILImage.open(stored) as copy:
+            assert copy.getexif().get_ifd(0x8825) and SERIAL.encode() in copy.info["exif"]
         folder = publish(store, settings, "v1").folder
 
     opened = 0
@@ -152,7 +156,10 @@ def test_a_secret_that_slipped_into_a_question_stops_the_release(reviewed, tmp_p
     env = {"BENCHSMITH_WORKSPACE": str(reviewed.settings.workspace), "HF_TOKEN": "hf_leakyToken999"}
     settings = load_settings(env=env)
     [question] = reviewed.store.get_questions(ids=[reviewed.video_question])
-    reviewed.store.update_questions({question.id: {"options": ["hf_leakyToken999", *question.options[1:]]}})
+    leaky = question.model_copy(update={"options": ["hf_leakyToken999", *question.options[1:]],
+                                        "status": "candidate", "review_answer": None, "review_dimension_id": None})
+    reviewed.store.add_questions([leaky], stage="generate")
+    accept(reviewed.store, leaky, [0])
     with pytest.raises(PublishError, match="local path or a secret"):
         publish(reviewed.store, settings, "v1")
     assert reviewed.store.get_releases() == []
