@@ -25,9 +25,11 @@ install-dev: $(BIN)/python      ## everything, including the production model st
 
 system-deps:                    ## Debian packages: PostgreSQL, a TrueType font, Chromium and Node for browser tests
 	@missing=""; \
-	for pkg in postgresql fonts-dejavu-core chromium nodejs npm; do \
-	  dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; \
-	done; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	test -f /usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf || missing="$$missing fonts-dejavu-core"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
