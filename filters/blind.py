@@ -241,6 +241,8 @@ def report_from(verdicts: Sequence[Verdict]) -> BlindReport:
     report = BlindReport()
     for verdict in verdicts:
         d = verdict.details
+        if "solvers" not in d:  # a verdict recorded without solver outcomes (by hand, or by another tool)
+            continue
         dimension = d["dimension_id"]
         report.chance[dimension] = 1 / d["n_options"]
         report.judged[dimension] += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from benchsmith.scenes import make_scenes
 from benchsmith.store import Store
+from tests.annotation.test_pull import scripted  # noqa: F401 - two annotators review a scripted set
 
 
 def test_build_ingests_then_a_rerun_reuses_every_cached_stage(prefect_api, settings, tmp_path):
@@ -44,3 +45,17 @@ def test_the_stage_logic_runs_without_prefect(settings, tmp_path):
     with Store(settings.db_url) as store:
         report = ingest(store, settings.media_dir, candidates_for(source), settings.ingest, label="x")
     assert report.added == 2
+
+
+def test_finish_pulls_the_reviews_publishes_the_accepted_questions_and_reports(prefect_api, scripted):
+    from flows.build import finish_flow
+
+    settings, _store, _questions = scripted
+    summary = finish_flow(settings, version="v1")
+    review = summary["review"]
+    assert (review["accepted"], review["rejected"], review["flagged"], review["waiting"]) == (4, 2, 3, 2)
+    published = summary["publish"]["publish"]
+    assert published["version"] == "v1" and published["questions"] == 4
+    assert (settings.workspace / "releases" / "v1" / "README.md").is_file()
+    report = (settings.workspace / "reports" / summary["run"] / "report.md").read_text()
+    assert "| published" in report and "review:pull" in report
