@@ -195,7 +195,8 @@ def finish(
 def _print_summary(summary: dict) -> None:
     def show(name: str, result) -> None:
         if isinstance(result, dict) and result.get("cached"):
-            result = "inputs unchanged since its last run: nothing to do"
+            result = "inputs unchanged since its last run: nothing to do" + (
+                f" (last report: {result['report']})" if "report" in result else "")
         console.print(f"[bold]{escape(name)}[/]: {escape(str(result))}")
 
     for stage, result in summary.items():

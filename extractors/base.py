@@ -186,6 +186,21 @@ def from_pretrained(loader, model: str, name: str, settings: Settings, field: st
         raise ExtractorError(_missing_weights(model, name, field)) from None
 
 
+def load_pretrained(model_class: str, model: str, name: str, settings: Settings, *, device: str = "auto",
+                    field: str = "model", processor_class: str = "AutoProcessor") -> tuple[Any, Any, Any, Any]:
+    """(processor, model, device, dtype) for a transformers model class named by `model_class`, loaded on
+    the chosen device in eval mode; a missing library or model is one clear line."""
+    try:
+        import transformers
+    except ImportError as exc:
+        raise ExtractorError(f"extractor '{name}' needs transformers and torch ({exc}): "
+                             "pip install -e '.[gpu]' -c constraints.txt") from None
+    torch_dev, dtype = torch_device(device, model)
+    processor = from_pretrained(getattr(transformers, processor_class), model, name, settings, field)
+    loaded = from_pretrained(getattr(transformers, model_class), model, name, settings, field, dtype=dtype)
+    return processor, loaded.to(torch_dev).eval(), torch_dev, dtype
+
+
 def require_model(model: str, name: str, field: str = "model") -> None:
     """Fail early, before any extractor runs, when a model folder is missing or, offline, a hub model
     is not in the local cache. Online, the hub decides at load time."""

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from benchsmith.records import Fact
 from benchsmith.settings import Settings
-from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, from_pretrained, require_model,
+from extractors.base import (Backend, BackendParams, Loaded, load_pretrained, require_model,
                              torch_device)
 
 
@@ -24,15 +24,8 @@ class Captioner:
 
     def __init__(self, model: str, name: str, settings: Settings, *, device: str = "auto", prompt: str = "",
                  max_new_tokens: int = 40, num_beams: int = 3, field: str = "model") -> None:
-        try:
-            from transformers import AutoModelForImageTextToText, AutoProcessor
-        except ImportError as exc:
-            raise ExtractorError(f"extractor '{name}' needs transformers and torch ({exc}): "
-                                 "pip install -e '.[gpu]' -c constraints.txt") from None
-        self.device, self.dtype = torch_device(device, model)
-        self.processor = from_pretrained(AutoProcessor, model, name, settings, field)
-        self.model = from_pretrained(AutoModelForImageTextToText, model, name, settings, field,
-                                     dtype=self.dtype).to(self.device).eval()
+        self.processor, self.model, self.device, self.dtype = load_pretrained(
+            "AutoModelForImageTextToText", model, name, settings, device=device, field=field)
         self.prompt = prompt
         self.generate_options = {"max_new_tokens": max_new_tokens, "num_beams": num_beams}
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from benchsmith.records import Fact, Image
-from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, from_pretrained, require_model,
+from extractors.base import (Backend, BackendParams, Loaded, load_pretrained, require_model,
                              torch_device, unit_box)
 
 Task = Literal["<CAPTION>", "<DETAILED_CAPTION>", "<MORE_DETAILED_CAPTION>", "<OD>", "<DENSE_REGION_CAPTION>",
@@ -39,16 +39,8 @@ class Florence2Extractor(Backend):
         require_model(self.params.model, self.name)
 
     def load(self) -> None:
-        try:
-            from transformers import AutoModelForImageTextToText, AutoProcessor
-        except ImportError as exc:
-            raise ExtractorError(f"extractor '{self.name}' needs transformers and torch ({exc}): "
-                                 "pip install -e '.[gpu]' -c constraints.txt") from None
-        model = self.params.model
-        self.device, self.dtype = torch_device(self.params.device, model)
-        self.processor = from_pretrained(AutoProcessor, model, self.name, self.settings)
-        self.model = from_pretrained(AutoModelForImageTextToText, model, self.name, self.settings,
-                                     dtype=self.dtype).to(self.device).eval()
+        self.processor, self.model, self.device, self.dtype = load_pretrained(
+            "AutoModelForImageTextToText", self.params.model, self.name, self.settings, device=self.params.device)
 
     def _answers(self, task: str, images: Sequence[Loaded]) -> list[Any]:
         import torch

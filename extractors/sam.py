@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import Field
 
 from benchsmith.records import Fact, stable_hash
-from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, from_pretrained, require_model,
+from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, load_pretrained, require_model,
                              torch_device, unit_box)
 
 
@@ -221,16 +221,9 @@ class TransformersSamExtractor(_SamBackend):
         super().check()
 
     def load(self) -> None:
-        try:
-            from transformers import SamModel, SamProcessor
-        except ImportError as exc:
-            raise ExtractorError(f"extractor '{self.name}' needs transformers and torch ({exc}): "
-                                 "pip install -e '.[gpu]' -c constraints.txt") from None
-        p = self.params
-        self.device, self.dtype = torch_device(p.device, p.model)
-        self.processor = from_pretrained(SamProcessor, p.model, self.name, self.settings)
-        self.model = from_pretrained(SamModel, p.model, self.name, self.settings,
-                                     dtype=self.dtype).to(self.device).eval()
+        self.processor, self.model, self.device, self.dtype = load_pretrained(
+            "SamModel", self.params.model, self.name, self.settings, device=self.params.device,
+            processor_class="SamProcessor")
         self._load_describers()
 
     def _instances(self, loaded: Loaded) -> list[Instance]:

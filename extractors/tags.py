@@ -20,7 +20,7 @@ from pydantic import Field
 from benchsmith.paths import DATA_DIR
 from benchsmith.records import Fact, stable_hash
 from benchsmith.settings import Settings
-from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, from_pretrained, require_model,
+from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, load_pretrained, require_model,
                              torch_device)
 
 VOCABULARY_DIR = DATA_DIR / "vocabularies"
@@ -59,15 +59,8 @@ class ClipScorer:
 
     def __init__(self, model: str, name: str, settings: Settings, *, device: str = "auto",
                  template: str = "a photo of a {}.", field: str = "model") -> None:
-        try:
-            from transformers import AutoModel, AutoProcessor
-        except ImportError as exc:
-            raise ExtractorError(f"extractor '{name}' needs transformers and torch ({exc}): "
-                                 "pip install -e '.[gpu]' -c constraints.txt") from None
-        self.device, self.dtype = torch_device(device, model)
-        self.processor = from_pretrained(AutoProcessor, model, name, settings, field)
-        self.model = from_pretrained(AutoModel, model, name, settings, field,
-                                     dtype=self.dtype).to(self.device).eval()
+        self.processor, self.model, self.device, self.dtype = load_pretrained(
+            "AutoModel", model, name, settings, device=device, field=field)
         self.template = template
         self._texts: dict[tuple[str, ...], object] = {}
 

@@ -22,14 +22,19 @@ from flows.generate import generate_stage
 from flows.ingest import ingest_stage
 from flows.publish import publish_stage
 from flows.review import review_stage
-from flows.tasks import new_run_id, timed
+from flows.tasks import new_run_id, run_stage, timed
 
 
-def report_stage(settings: Settings, run_id: str) -> str:
+def report_stage(settings: Settings, run_id: str) -> dict:
+    """The run report, written again only when the store has changed since the last one."""
     from benchsmith.report import write_report
+    from benchsmith.store.schema import metadata
 
-    with Store(settings.db_url) as store:
-        return str(write_report(store, settings.workspace / "reports" / run_id, run_id))
+    def write(store: Store) -> dict:
+        return {"report": str(write_report(store, settings.workspace / "reports" / run_id, run_id))}
+    # Stage timings are left out of the key: a rerun that changed nothing keeps the last report.
+    reads = [name for name in metadata.tables if name != "stage_runs"]
+    return run_stage(settings, run_id, "report", write, reads=reads)
 
 
 @flow(name="benchsmith-build")

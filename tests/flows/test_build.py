@@ -25,6 +25,7 @@ def test_build_ingests_then_a_rerun_reuses_every_cached_stage(prefect_api, setti
         rerun = [r["stage"] for r in store.get_stage_runs()][stage_runs_after_first:]
     # The blind filter keys on how many questions were pending, so it looks once more and finds none.
     assert rerun == ["blind"] and second["filter"]["judged"] == 0
+    assert second["report"] == first["report"] | {"cached": True}  # nothing changed: the last report stands
     assert build_flow(settings, [str(source)])["filter"]["cached"]
 
 
