@@ -27,10 +27,10 @@ from flows.tasks import new_run_id, run_stage, timed
 
 def report_stage(settings: Settings, run_id: str) -> dict:
     """The run report, written again only when the store has changed since the last one."""
-    from benchsmith.report import write_report
     from benchsmith.store.schema import metadata
 
     def write(store: Store) -> dict:
+        from benchsmith.report import write_report  # pandas and matplotlib: only when a report is due
         return {"report": str(write_report(store, settings.workspace / "reports" / run_id, run_id))}
     # Stage timings are left out of the key: a rerun that changed nothing keeps the last report.
     reads = [name for name in metadata.tables if name != "stage_runs"]

@@ -18,11 +18,11 @@ def extract_stage(settings: Settings, run_id: str) -> dict:
     (`prefect concurrency-limit create gpu 1`) holds them across flows and machines.
     """
     from extractors.base import build_extractors
-    from extractors.run import extract
 
     results = {}
     for extractor in build_extractors(settings):
         def work(store, name=extractor.name) -> dict:
+            from extractors.run import extract
             return extract(store, settings, only=[name])[name].as_dict()
         with tags("gpu") if extractor.uses_gpu else nullcontext():
             results[f"extract {extractor.name}"] = run_stage(

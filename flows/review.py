@@ -14,15 +14,15 @@ from flows.tasks import new_run_id, run_stage
 
 def review_stage(settings: Settings, run_id: str) -> dict:
     """The push task; callable inside any flow. Without LABEL_STUDIO_API_KEY it says so and does nothing."""
-    from annotation.client import connect
-    from annotation.push import push, questions_to_push
-    from annotation.settings import ReviewSettings
-    from benchsmith.dimensions import registry
-
     if settings.secrets.label_studio_api_key is None:
         return {"skipped": "LABEL_STUDIO_API_KEY is not set (see `benchsmith labelstudio up`)"}
 
     def push_new(store) -> dict:
+        from annotation.client import connect
+        from annotation.push import push, questions_to_push
+        from annotation.settings import ReviewSettings
+        from benchsmith.dimensions import registry
+
         questions = questions_to_push(store, settings.section("review", ReviewSettings))
         if not questions:
             return {"sent": 0, "recovered": 0}
