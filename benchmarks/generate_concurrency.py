@@ -16,26 +16,35 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+
+import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = Path(__file__).parent / "results"
 
 
-def _responder(delay: float):
-    from tests.support.openai_server import json_completion
+QUESTIONS = json.dumps({"questions": [
+    {"question": "How many shapes are there in the drawing?", "options": ["2", "3", "4", "5"], "answer": "B"}]})
 
-    def reply(request: dict):
-        answer = json_completion({"questions": [
-            {"question": f"How many shapes are there? ({len(request['messages'][1]['content'])})",
-             "options": ["2", "3", "4", "5"], "answer": "B"}]}, prompt_tokens=900, completion_tokens=120)
-        answer.delay = delay
-        return answer
-    return reply
+
+@contextmanager
+def scripted_server(delay: float):
+    """The scripted OpenAI-compatible server in its own process, as a real LLM server would be: its
+    threads then never compete with the client for this process's interpreter lock."""
+    server = subprocess.Popen([sys.executable, "-m", "tests.support.openai_server", "--delay", str(delay),
+                               "--content", QUESTIONS], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        yield server.stdout.readline().strip()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 def _stage_seconds(base_url: str, calls: int, concurrency: int, workdir: Path) -> float:
@@ -83,20 +92,18 @@ def _client_seconds(base_url: str, calls: int, concurrency: int) -> float:
 
 
 def run(calls: int = 32, delay: float = 0.5, concurrency: int = 32, repeats: int = 3, quick: bool = False) -> dict:
-    from tests.support.openai_server import ScriptedOpenAI
-
     if quick:
         calls, delay, repeats = 16, 0.2, 1
         concurrency = min(concurrency, calls)
     timings: dict[str, list[float]] = {"stage_sequential": [], "stage_concurrent": [],
                                        "client_sequential": [], "client_concurrent": []}
-    with ScriptedOpenAI(_responder(delay)) as server, tempfile.TemporaryDirectory() as tmp:
+    with scripted_server(delay) as base_url, tempfile.TemporaryDirectory() as tmp:
         for repeat in range(repeats):
             for mode, width in (("sequential", 1), ("concurrent", concurrency)):
                 workdir = Path(tmp) / f"{mode}-{repeat}"
-                timings[f"stage_{mode}"].append(_stage_seconds(server.base_url, calls, width, workdir))
-                timings[f"client_{mode}"].append(_client_seconds(server.base_url, calls, width))
-        max_in_flight = server.max_in_flight
+                timings[f"stage_{mode}"].append(_stage_seconds(base_url, calls, width, workdir))
+                timings[f"client_{mode}"].append(_client_seconds(base_url, calls, width))
+        max_in_flight = httpx.get(f"{base_url}/_stats", timeout=10).json()["max_in_flight"]
     medians = {name: statistics.median(values) for name, values in timings.items()}
     result = {
         "calls": calls, "server_delay_s": delay, "concurrency": concurrency, "repeats": repeats,

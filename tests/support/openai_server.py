@@ -71,7 +71,9 @@ class ScriptedOpenAI:
                 pass
 
             def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models"):
+                if self.path.rstrip("/").endswith("/_stats"):  # for a server running in another process
+                    self._send(Reply(body={"calls": server.calls, "max_in_flight": server.max_in_flight}))
+                elif self.path.rstrip("/").endswith("/models"):
                     self._send(Reply(body={"object": "list", "data": [{"id": "scripted", "object": "model"}]}))
                 else:
                     self._send(error(404, "not found"))
@@ -136,12 +138,15 @@ class ScriptedOpenAI:
         self._httpd.server_close()
 
 
-if __name__ == "__main__":  # a standalone server for manual runs and benchmarks in another process
+if __name__ == "__main__":  # a standalone server in its own process, for benchmarks
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds added to every reply")
+    parser.add_argument("--content", default="ok", help="the message content of every reply")
     args = parser.parse_args()
-    with ScriptedOpenAI(lambda _r: Reply(**{**chat_completion("ok").__dict__, "delay": args.delay})) as srv:
+    with ScriptedOpenAI(lambda _r: Reply(**{**chat_completion(args.content, prompt_tokens=900,
+                                                              completion_tokens=120).__dict__,
+                                            "delay": args.delay})) as srv:
         print(srv.base_url, flush=True)
         threading.Event().wait()
