@@ -68,7 +68,9 @@ class RapidOCRExtractor(_OCRBackend):
         except ImportError as exc:
             raise ExtractorError(f"extractor '{self.name}' needs rapidocr ({exc}): "
                                  "pip install -e '.[local]' -c constraints.txt") from None
-        self.engine = RapidOCR(params=self.params.engine_params or None)
+        # RapidOCR logs every model file it opens and every image without text; our progress bar and
+        # per-image records say what matters, so only its errors are shown (engine_params may override).
+        self.engine = RapidOCR(params={"Global.log_level": "error", **self.params.engine_params})
 
     def extract(self, images: Sequence[Loaded]) -> list[list[Fact]]:
         out = []
