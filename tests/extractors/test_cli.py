@@ -10,16 +10,20 @@ from tests.benchsmith.test_cli import run
 def test_extract_reads_the_scenes_then_a_rerun_has_nothing_to_do(tmp_path):
     assert run("scenes", "make", "--n", "4", "--seed", "5", "--out", "scenes", cwd=tmp_path).returncode == 0
     assert run("ingest", "scenes/manifest.jsonl", cwd=tmp_path).returncode == 0
-    first = run("extract", cwd=tmp_path)
+    # RapidOCR is quiet by default; with its own log level at info, loading its models logs lines.
+    chatty = {"BENCHSMITH__EXTRACT__EXTRACTORS__RAPIDOCR__ENGINE_PARAMS": '{"Global.log_level": "info"}'}
+    first = run("extract", cwd=tmp_path, env=chatty)
     assert first.returncode == 0, first.stderr
     assert "supplied" in first.stdout and "rapidocr" in first.stdout
     assert "RapidOCR" in first.stderr + first.stdout  # its load logs a line
-    extractions = json.loads(run("status", "--json", cwd=tmp_path).stdout)["extractions"]
+    extractions = json.loads(run("status", "--json", cwd=tmp_path, env=chatty).stdout)["extractions"]
     assert sorted(key.split(":")[0] for key in extractions) == ["rapidocr", "supplied"]
     assert all(key.endswith("[done]") and count == 4 for key, count in extractions.items())
-    again = run("extract", cwd=tmp_path)
+    again = run("extract", cwd=tmp_path, env=chatty)
     assert again.returncode == 0, again.stderr
     assert "rapidocr" in again.stdout and "RapidOCR" not in again.stderr + again.stdout, "no model loads on a rerun"
+    quiet = run("extract", cwd=tmp_path)  # default settings, another key: RapidOCR loads and reads, quietly
+    assert quiet.returncode == 0 and "RapidOCR" not in quiet.stderr + quiet.stdout
 
 
 def test_missing_gpu_weights_are_one_clear_line_and_nothing_is_written(tmp_path):
