@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -115,8 +115,7 @@ class FilterRun:
     unanswered: int = 0  # a solver could not answer them now (failed calls); the next run retries them
 
     def as_dict(self) -> dict[str, int]:
-        return {"pending": self.pending, "judged": self.judged, "dropped": self.dropped, "kept": self.kept,
-                "unanswered": self.unanswered}
+        return asdict(self)
 
 
 def judge_questions(questions: Sequence[Question], solvers: Sequence[Solver],
