@@ -139,13 +139,22 @@ def phrase(target: dict[str, str]) -> str:
 
 
 def plural(label: str, vocabulary: Vocabulary) -> str:
+    """The plural a question uses for `label`: the vocabulary's table first (for what the inflection
+    library gets wrong), then `inflect`; a label that is already plural ('scissors', 'stairs') stays."""
     if label in vocabulary.plurals:
         return vocabulary.plurals[label]
-    if label.endswith(("s", "x", "ch", "sh")):
-        return label + "es"
-    if label.endswith("y") and label[-2:-1] not in "aeiou":
-        return label[:-1] + "ies"
-    return label + "s"
+    engine = _inflection()
+    head, _, last = label.rpartition(" ")
+    singular = engine.singular_noun(last)
+    if singular and engine.plural_noun(singular) == last:
+        return label
+    return f"{head} {engine.plural_noun(last)}".strip()
+
+
+@lru_cache(maxsize=1)
+def _inflection():
+    import inflect
+    return inflect.engine()
 
 
 @dataclass(frozen=True)
