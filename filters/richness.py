@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
+from benchsmith.errors import BenchsmithError
 from benchsmith.records import Image, Verdict
 from benchsmith.settings import Richness
 from benchsmith.store import Store
@@ -23,7 +24,7 @@ def _nlp(model: str):
         import spacy
         return spacy.load(model, disable=["parser", "ner", "lemmatizer"])
     except (ImportError, OSError) as exc:
-        raise RuntimeError(f"the richness filter needs spaCy with the '{model}' tagger: "
+        raise BenchsmithError(f"the richness filter needs spaCy with the '{model}' tagger: "
                            "pip install -e '.[local]' -c constraints.txt "
                            f"(or disable it with ingest.richness.enabled: false) [{exc}]") from None
 

@@ -32,3 +32,14 @@ def test_the_filter_can_be_switched_off(store):
     store.add_items([Image(id="d" * 64, path="d.png", width=64, height=64, annotations={"captions": ["A cat."]})])
     assert apply(store, Richness(enabled=False)) == (0, 0)
     assert len(store.get_items()) == 1
+
+
+def test_a_missing_spacy_model_stops_ingest_with_one_line(tmp_path):
+    from tests.benchsmith.test_cli import run
+
+    assert run("scenes", "make", "--n", "2", "--out", "scenes", cwd=tmp_path).returncode == 0
+    (tmp_path / "benchsmith.yaml").write_text("ingest:\n  richness:\n    spacy_model: en_core_web_nonexistent\n")
+    result = run("ingest", "scenes/manifest.jsonl", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "en_core_web_nonexistent" in result.stderr and "pip install" in result.stderr
