@@ -1,12 +1,24 @@
-"""Where the repository's data folder is. benchsmith runs from a checkout (an editable install)."""
+"""Where benchsmith's data folder is: the checkout's data/ (an editable install), else the copy a wheel
+installs under <prefix>/share/benchsmith/data; BENCHSMITH_DATA_DIR overrides both."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(os.environ.get("BENCHSMITH_DATA_DIR") or REPO_ROOT / "data")
+
+
+def find_data_dir(env=os.environ, checkout: Path = REPO_ROOT, prefix: str = sys.prefix) -> Path:
+    if env.get("BENCHSMITH_DATA_DIR"):
+        return Path(env["BENCHSMITH_DATA_DIR"])
+    if (checkout / "data" / "dimensions.yaml").exists():
+        return checkout / "data"
+    return Path(prefix) / "share" / "benchsmith" / "data"
+
+
+DATA_DIR = find_data_dir()
 FONT_CANDIDATES = (
     DATA_DIR / "fonts" / "DejaVuSans-Bold.ttf",
     Path("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"),

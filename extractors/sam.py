@@ -166,8 +166,8 @@ class SegmentAnythingExtractor(_SamBackend):
             raise ExtractorError(
                 f"extractor '{self.name}': segment-anything cannot be imported because torchvision is missing or "
                 f"broken ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); install the "
-                "torchvision build that matches your torch (pip install torchvision -c constraints.txt on a CUDA "
-                "machine), or use backend: sam_transformers, which needs no torchvision") from None
+                "torchvision build that matches your torch (pip install -e '.[sam]' on a CUDA machine), "
+                "or use backend: sam_transformers, which needs no torchvision") from None
         p = self.params
         if p.model_type not in segment_anything.sam_model_registry:
             raise ExtractorError(f"extractor '{self.name}': model_type '{p.model_type}' is not one of "

@@ -1,0 +1,30 @@
+"""A wheel (not only an editable checkout) carries the data folder where benchsmith.paths looks for it."""
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from benchsmith.paths import find_data_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_wheel_ships_every_data_file_under_share(tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                    str(tmp_path), str(ROOT)], check=True, capture_output=True)
+    (wheel,) = tmp_path.glob("benchsmith-*.whl")
+    shipped = {n.split(".data/data/", 1)[1] for n in zipfile.ZipFile(wheel).namelist() if ".data/data/" in n}
+    expected = {f"share/benchsmith/data/{p.relative_to(ROOT / 'data').as_posix()}"
+                for p in (ROOT / "data").rglob("*") if p.is_file()}
+    assert expected <= shipped
+
+
+def test_data_dir_is_the_checkout_then_the_installed_copy(tmp_path):
+    assert find_data_dir(env={}, checkout=ROOT) == ROOT / "data"
+    installed = find_data_dir(env={}, checkout=tmp_path / "site-packages", prefix=str(tmp_path))
+    assert installed == tmp_path / "share" / "benchsmith" / "data"
+    assert find_data_dir(env={"BENCHSMITH_DATA_DIR": "/elsewhere"}) == Path("/elsewhere")
