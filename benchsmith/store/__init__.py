@@ -19,6 +19,7 @@ from alembic.script import ScriptDirectory
 
 from benchsmith.store.facts import FactsMixin
 from benchsmith.store.items import ItemsMixin
+from benchsmith.store.ledger import LedgerMixin
 from benchsmith.store.llm_calls import LlmCallsMixin
 from benchsmith.store.questions import QuestionsMixin
 from benchsmith.store.releases import ReleasesMixin
@@ -90,7 +91,7 @@ def migrate(engine: sa.Engine, revision: str = "head") -> None:
 
 class Store(
     ItemsMixin, FactsMixin, QuestionsMixin, VerdictsMixin, LlmCallsMixin, ReviewsMixin, ReleasesMixin,
-    RunsMixin,
+    RunsMixin, LedgerMixin,
 ):
     """All persistent state. Methods are grouped by record in the mixins beside this file."""
 

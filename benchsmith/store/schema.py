@@ -176,3 +176,18 @@ stage_runs = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("stats", sa.JSON, nullable=False),
 )
+
+# What each stage has finished, per subject, under the configuration that produced it. A row means
+# "done (or failed for good) under this config key": a rerun under the same key skips the subject, and a
+# changed key (another model, prompt or rule) makes it pending again. Work that should be tried again
+# (an HTTP failure) gets no row.
+work_ledger = sa.Table(
+    "work_ledger", metadata,
+    sa.Column("stage", sa.String(64), primary_key=True),
+    sa.Column("config_key", sa.String(64), primary_key=True),
+    sa.Column("subject", sa.String(200), primary_key=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False, server_default=""),
+    sa.Column("details", sa.JSON, nullable=False),
+    sa.Column("created_at", When, nullable=False),
+)

@@ -1,0 +1,172 @@
+"""One contract for every stage and one runner that drives it.
+
+A stage says what is to be done and how one piece of it is done; the runner owns everything around
+that: which subjects are still pending under the stage's configuration (the work ledger), `--limit`,
+windows of work, committing results as they arrive, per-subject failure capture, progress, counters
+and timing. The CLI commands and the Prefect flows both call `run`, so a stage is driven one way.
+
+A stage provides:
+- `name`: its ledger name, e.g. `generate:llm` or `extract:rapidocr`;
+- `config_key()`: a hash of exactly what changes its output (model, prompt text, rule, solver list,
+  parameters), never batch sizes or devices; finishing a subject is recorded under this key, so a
+  changed key makes every subject pending again and an unchanged one skips them all;
+- `units(store)`: the work it could do now, each with a `subject` string;
+- `process(units)`: an iterator of `(unit, result)` pairs in any order, as results become ready. It
+  calls the pure cores; a stage whose work is remote (LLM calls) yields results while others are still
+  in flight, so the runner's commits never stall the calls;
+- `commit(store, pairs, report)`: write the results and return one `Outcome` per pair: `done`,
+  `failed` (final under this key: recorded with its reason) or `retry` (no record: the next run tries
+  again, e.g. after an HTTP failure).
+
+Results are written before their ledger rows, so a crash between the two only redoes work whose
+outputs are idempotent (content-derived ids; paid LLM calls are answered from the call cache).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from benchsmith.errors import BenchsmithError
+from benchsmith.records import stable_hash
+
+
+@dataclass(frozen=True)
+class Outcome:
+    subject: str
+    status: Literal["done", "failed", "retry"]
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StageReport:
+    stage: str
+    config_key: str
+    pending: int = 0
+    done: int = 0
+    failed: int = 0
+    retry_later: int = 0
+    failures: Counter = field(default_factory=Counter)   # reason -> subjects (failed or left to retry)
+    counters: Counter = field(default_factory=Counter)   # stage-specific counts: kept, dropped, tokens, ...
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"stage": self.stage, "config_key": self.config_key, "pending": self.pending, "done": self.done,
+                "failed": self.failed, "retry_later": self.retry_later, "failures": dict(self.failures),
+                **dict(self.counters), "seconds": round(self.seconds, 3)}
+
+
+class Stage(Protocol):
+    name: str
+
+    def config_key(self) -> str: ...
+
+    def units(self, store) -> Iterable[Any]: ...
+
+    def subject(self, unit: Any) -> str: ...
+
+    def process(self, units: Sequence[Any]) -> Iterator[tuple[Any, Any]]: ...
+
+    def commit(self, store, pairs: list[tuple[Any, Any]], report: StageReport) -> list[Outcome]: ...
+
+
+def config_key(*parts: Any) -> str:
+    """The hash stages build their `config_key` from: pass exactly what changes the output."""
+    return stable_hash(*parts)
+
+
+# Errors that say something about the whole run (a missing key, an unreachable server, a full disk)
+# stop it; anything else raised while processing is pinned on the subject that caused it.
+RUN_ERRORS = (BenchsmithError, OSError, MemoryError)
+
+
+def pending(stage: Stage, store) -> list[Any]:
+    """The units not finished under the stage's current config key, in the stage's order."""
+    finished = store.finished_subjects(stage.name, stage.config_key())
+    return [unit for unit in stage.units(store) if stage.subject(unit) not in finished]
+
+
+def cache_token(stage: Stage, store) -> str:
+    """Equal tokens mean the stage would do exactly the same work: the key for Prefect's cache. With
+    nothing pending the token only depends on the config key, so an unchanged rebuild runs nothing."""
+    return stable_hash(stage.name, stage.config_key(), sorted(stage.subject(u) for u in pending(stage, store)))
+
+
+def run(stage: Stage, store, *, window: int = 64, commit_every: int | None = None, limit: int | None = None,
+        progress: Callable[[int], None] | None = None) -> StageReport:
+    """Do every pending unit of `stage`, `window` units handed to `process` at a time, results committed
+    in groups of `commit_every` (default: the window) as they arrive."""
+    started = time.perf_counter()
+    key = stage.config_key()
+    report = StageReport(stage.name, key)
+    units = pending(stage, store)
+    if limit is not None:
+        units = units[:limit]
+    report.pending = len(units)
+    group = commit_every or window
+    for start in range(0, len(units), window):
+        batch = units[start:start + window]
+        ready: list[tuple[Any, Any]] = []
+        seen: set[str] = set()
+        try:
+            for pair in stage.process(batch):
+                ready.append(pair)
+                seen.add(stage.subject(pair[0]))
+                if len(ready) >= group:
+                    _commit(stage, store, ready, report, progress)
+                    ready = []
+        except RUN_ERRORS:
+            _commit(stage, store, ready, report, progress)
+            raise
+        except Exception:  # noqa: BLE001 - isolate the subject that broke the batch, keep the rest
+            _commit(stage, store, ready, report, progress)
+            ready = []
+            for unit in batch:
+                if stage.subject(unit) not in seen:
+                    ready.extend(_one(stage, unit))
+        _commit(stage, store, ready, report, progress)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+@dataclass(frozen=True)
+class _Crashed:
+    reason: str
+
+
+def _one(stage: Stage, unit: Any) -> list[tuple[Any, Any]]:
+    """`unit` processed alone; an exception becomes its result, recorded as its failure."""
+    try:
+        return list(stage.process([unit]))
+    except RUN_ERRORS:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        return [(unit, _Crashed(f"{type(exc).__name__}: {exc}".splitlines()[0][:500]))]
+
+
+def _commit(stage: Stage, store, pairs: list[tuple[Any, Any]], report: StageReport,
+            progress: Callable[[int], None] | None) -> None:
+    if not pairs:
+        return
+    crashed = [(u, r) for u, r in pairs if isinstance(r, _Crashed)]
+    good = [(u, r) for u, r in pairs if not isinstance(r, _Crashed)]
+    outcomes = stage.commit(store, good, report) if good else []
+    outcomes += [Outcome(stage.subject(u), "failed", r.reason) for u, r in crashed]
+    for outcome in outcomes:
+        if outcome.status == "done":
+            report.done += 1
+            continue
+        if outcome.status == "retry":
+            report.retry_later += 1
+        else:
+            report.failed += 1
+        report.failures[outcome.reason] += 1
+    store.record_work(stage.name, report.config_key,
+                      [{"subject": o.subject, "status": o.status, "reason": o.reason, "details": o.details}
+                       for o in outcomes if o.status != "retry"])
+    if progress:
+        progress(len(pairs))

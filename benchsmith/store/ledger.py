@@ -1,0 +1,49 @@
+"""The work ledger: which subjects each stage has finished under which configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from benchsmith.records import stable_hash, utcnow
+from benchsmith.store.schema import work_ledger
+from benchsmith.store.sql import insert_new
+
+
+class LedgerMixin:
+    engine: sa.Engine
+
+    def finished_subjects(self, stage: str, config_key: str) -> set[str]:
+        query = sa.select(work_ledger.c.subject).where(work_ledger.c.stage == stage,
+                                                       work_ledger.c.config_key == config_key)
+        with self.engine.connect() as conn:
+            return set(conn.scalars(query))
+
+    def record_work(self, stage: str, config_key: str, outcomes: Sequence[dict[str, Any]],
+                    conn: sa.Connection | None = None) -> int:
+        """Ledger rows for finished subjects (`subject`, `status`, `reason`, `details`); a subject already
+        recorded under this key keeps its first row. Returns how many rows were new."""
+        now = utcnow()
+        rows = [{"stage": stage, "config_key": config_key, "subject": o["subject"], "status": o["status"],
+                 "reason": o.get("reason", ""), "details": o.get("details", {}), "created_at": now} for o in outcomes]
+        if conn is not None:
+            return len(insert_new(conn, work_ledger, rows))
+        with self.engine.begin() as own:
+            return len(insert_new(own, work_ledger, rows))
+
+    def ledger_rows(self, stage: str, config_key: str | None = None) -> list[dict[str, Any]]:
+        query = sa.select(work_ledger).where(work_ledger.c.stage == stage).order_by(work_ledger.c.subject)
+        if config_key is not None:
+            query = query.where(work_ledger.c.config_key == config_key)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    def ledger_token(self, stage: str, config_key: str) -> str:
+        """Changes whenever the stage finishes something more under `config_key`."""
+        query = sa.select(sa.func.count(), sa.func.max(work_ledger.c.created_at)).where(
+            work_ledger.c.stage == stage, work_ledger.c.config_key == config_key)
+        with self.engine.connect() as conn:
+            count, latest = conn.execute(query).one()
+        return stable_hash(stage, config_key, count, str(latest))

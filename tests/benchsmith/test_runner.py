@@ -1,0 +1,100 @@
+"""The stage runner: the work ledger decides what is pending, results are committed as they arrive,
+one bad subject fails alone, and a run-level error stops the run with what was done kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from benchsmith import runner
+from benchsmith.errors import BenchsmithError
+from benchsmith.records import Verdict
+from benchsmith.runner import Outcome
+
+
+@dataclass
+class Squares:
+    """A stage over the numbers 0..n-1 that records each square as a verdict."""
+
+    n: int = 6
+    power: int = 2
+    broken: set[int] = field(default_factory=set)        # raise while processing these
+    flaky: set[int] = field(default_factory=set)         # ask to be retried
+    stop_after: int | None = None                        # raise a run-level error after this many results
+    processed: list[int] = field(default_factory=list)
+    name: str = "squares"
+
+    def config_key(self) -> str:
+        return runner.config_key("squares", self.power)
+
+    def units(self, store):
+        return list(range(self.n))
+
+    def subject(self, unit: int) -> str:
+        return f"n{unit}"
+
+    def process(self, units):
+        for unit in units:
+            if self.stop_after is not None and len(self.processed) >= self.stop_after:
+                raise BenchsmithError("the server went away")
+            if unit in self.broken:
+                raise ValueError(f"cannot square {unit}")
+            self.processed.append(unit)
+            yield unit, unit ** self.power
+
+    def commit(self, store, pairs, report):
+        store.add_verdicts([Verdict(subject_id=f"n{u}", subject_kind="item", stage="squares", rule="power",
+                                    passed=True, details={"value": r}) for u, r in pairs])
+        report.counters["written"] += len(pairs)
+        return [Outcome(self.subject(u), "retry" if u in self.flaky else "done", "flaky" if u in self.flaky else "")
+                for u, _ in pairs]
+
+
+def test_a_rerun_does_nothing_and_a_new_config_key_redoes_everything(store):
+    stage = Squares()
+    first = runner.run(stage, store, window=4)
+    assert (first.pending, first.done, first.counters["written"]) == (6, 6, 6)
+    again = Squares()
+    assert runner.run(again, store).pending == 0 and again.processed == []
+    cubes = Squares(power=3)
+    assert runner.run(cubes, store).done == 6 and cubes.processed == list(range(6))
+    assert {r["config_key"] for r in store.ledger_rows("squares")} == {stage.config_key(), cubes.config_key()}
+
+
+def test_one_bad_subject_fails_alone_with_its_reason_and_is_not_retried(store):
+    report = runner.run(Squares(broken={3}), store, window=4)
+    assert (report.done, report.failed) == (5, 1)
+    assert report.failures == {"ValueError: cannot square 3": 1}
+    [failed] = [r for r in store.ledger_rows("squares") if r["status"] == "failed"]
+    assert failed["subject"] == "n3" and failed["reason"] == "ValueError: cannot square 3"
+    assert runner.run(Squares(), store).pending == 0  # a failure is final under this key
+
+
+def test_retry_outcomes_leave_no_record_and_come_back(store):
+    report = runner.run(Squares(flaky={1, 4}), store)
+    assert (report.done, report.retry_later) == (4, 2)
+    rerun = Squares()
+    assert runner.run(rerun, store).done == 2 and rerun.processed == [1, 4]
+
+
+def test_a_run_level_error_stops_the_run_and_keeps_what_was_committed(store):
+    stage = Squares(n=10, stop_after=5)
+    with pytest.raises(BenchsmithError, match="went away"):
+        runner.run(stage, store, window=10, commit_every=2)
+    assert {r["subject"] for r in store.ledger_rows("squares")} == {f"n{i}" for i in range(5)}
+    rest = Squares(n=10)
+    runner.run(rest, store)
+    assert rest.processed == [5, 6, 7, 8, 9]
+
+
+def test_limit_progress_and_the_cache_token(store):
+    seen = []
+    stage = Squares()
+    token_before = runner.cache_token(stage, store)
+    assert runner.run(stage, store, limit=2, progress=seen.append).done == 2 and sum(seen) == 2
+    assert runner.cache_token(stage, store) != token_before     # less is pending now
+    runner.run(stage, store)
+    done = runner.cache_token(stage, store)
+    assert runner.cache_token(Squares(), store) == done          # nothing pending: stable
+    assert runner.cache_token(Squares(power=3), store) != done   # another config: work again
