@@ -50,6 +50,7 @@ class Richness(Strict):
 class IngestSettings(Strict):
     min_side: int = 32
     max_pixels: int = 60_000_000
+    max_bytes: int = 200_000_000
     batch_size: int = 256
     richness: Richness = Richness()
 
