@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from benchsmith.console import console, errors, progress_bar
 from benchsmith.errors import BenchsmithError
+from benchsmith.secrets import scrub
 from benchsmith.settings import Settings, load_settings
 
 app = typer.Typer(
@@ -250,7 +251,7 @@ WRITE_ERRORS = {errno.EACCES, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EPE
 
 
 def _fail(message: str) -> None:
-    errors.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    errors.print(f"[bold red]error:[/] {escape(scrub(message))}", highlight=False)
     sys.exit(2)
 
 

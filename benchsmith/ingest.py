@@ -12,16 +12,21 @@ from __future__ import annotations
 from benchsmith.errors import BenchsmithError
 
 import csv
+import errno
+import io
 import json
 import os
+import re
+import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from functools import partial
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from benchsmith.images import Accepted, Rejected, inspect_image
 from benchsmith.records import Image, Verdict
@@ -43,6 +48,27 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+MAX_LABEL_CHARS = 200
+MAX_CAPTION_CHARS = 2000
+_MARKUP = re.compile(r"<\s*[A-Za-z/!][^>]*>")
+
+
+def _checked_text(value: str, what: str, limit: int) -> str:
+    """Labels, tags and captions end up in prompts and in the review UI: refuse what cannot be meant."""
+    value = value.strip()
+    if not value:
+        raise ValueError(f"{what} is empty")
+    if len(value) > limit:
+        raise ValueError(f"{what} is {len(value)} characters; at most {limit}")
+    if _MARKUP.search(value):
+        raise ValueError(f"{what} contains markup (HTML tags)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} is not valid UTF-8 text") from None
+    return value
+
+
 class SuppliedObject(_Strict):
     """An object: `label` plus one of `box` (normalised xyxy), `box_px` (pixel xyxy) or `bbox` (COCO
     pixel xywh); optional `attributes` such as {"colour": "red"} and `score`."""
@@ -53,6 +79,11 @@ class SuppliedObject(_Strict):
     bbox: tuple[float, float, float, float] | None = None
     attributes: dict[str, str] = Field(default_factory=dict)
     score: float | None = None
+
+    @field_validator("label")
+    @classmethod
+    def _label(cls, value: str) -> str:
+        return _checked_text(value, "label", MAX_LABEL_CHARS)
 
     @model_validator(mode="after")
     def _one_box(self) -> SuppliedObject:
@@ -78,9 +109,23 @@ class SuppliedAnnotations(_Strict):
     ocr: list[SuppliedText] = Field(default_factory=list)
     truth: dict[str, Any] = Field(default_factory=dict)  # exact ground truth (oracle scenes), kept as is
 
+    @field_validator("captions")
+    @classmethod
+    def _captions(cls, values: list[str]) -> list[str]:
+        return [_checked_text(v, "caption", MAX_CAPTION_CHARS) for v in values]
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, values: list[str]) -> list[str]:
+        return [_checked_text(v, "tag", MAX_LABEL_CHARS) for v in values]
+
 
 def _unit(value: float, size: int) -> float:
     return round(min(max(value / size, 0.0), 1.0), 6)
+
+
+class OutsideImage(ValueError):
+    """A supplied box that covers no part of the image once clipped to it: it cannot describe what is seen."""
 
 
 def _unit_box(box, box_px, bbox, width: int, height: int) -> list[float] | None:
@@ -98,11 +143,17 @@ def _unit_box(box, box_px, bbox, width: int, height: int) -> list[float] | None:
         return None
     if x2 < x1 or y2 < y1:
         raise ValueError(f"box has x2<x1 or y2<y1: {[x1, y1, x2, y2]}")
+    if x2 <= x1 or y2 <= y1:
+        given = list(box if box is not None else box_px if box_px is not None else bbox)
+        raise OutsideImage(f"box {given} has no area inside the {width}x{height} image")
     return [round(v, 6) for v in (x1, y1, x2, y2)]
 
 
 def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[str, Any]:
-    """Validate supplied annotations and express every box in unit coordinates. Raises ValueError."""
+    """Validate supplied annotations and express every box in unit coordinates. Raises ValueError.
+
+    Objects and text lines whose box lies wholly outside the image are not kept: each goes to
+    `dropped` with its reason, so no question is ever asked about something the image does not show."""
     if isinstance(raw.get("captions"), str):
         raw = raw | {"captions": [raw["captions"]]}
     try:
@@ -110,15 +161,25 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ValueError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    objects = [{"label": o.label, "box": _unit_box(o.box, o.box_px, o.bbox, width, height),
-                "attributes": o.attributes} | ({"score": o.score} if o.score is not None else {})
-               for o in parsed.objects]
+    objects, dropped = [], []
+    for o in parsed.objects:
+        try:
+            box = _unit_box(o.box, o.box_px, o.bbox, width, height)
+        except OutsideImage as exc:
+            dropped.append({"kind": "object", "label": o.label, "reason": str(exc)})
+            continue
+        objects.append({"label": o.label, "box": box, "attributes": o.attributes}
+                       | ({"score": o.score} if o.score is not None else {}))
     ocr = []
     for line in parsed.ocr:
         if line.quad is not None:
             quad = [list(p) for p in line.quad]
         else:
-            box = _unit_box(line.box, line.box_px, None, width, height)
+            try:
+                box = _unit_box(line.box, line.box_px, None, width, height)
+            except OutsideImage as exc:
+                dropped.append({"kind": "ocr", "text": line.text, "reason": str(exc)})
+                continue
             if box is None:
                 raise ValueError(f"ocr line {line.text!r} needs box, box_px or quad")
             x1, y1, x2, y2 = box
@@ -126,7 +187,7 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
         ocr.append({"text": line.text, "quad": quad} | ({"score": line.score} if line.score is not None else {}))
     out: dict[str, Any] = {}
     for key, value in (("captions", parsed.captions), ("tags", parsed.tags), ("objects", objects),
-                       ("ocr", ocr), ("truth", parsed.truth)):
+                       ("ocr", ocr), ("truth", parsed.truth), ("dropped", dropped)):
         if value:
             out[key] = value
     return out
@@ -138,24 +199,78 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
 @dataclass
 class Candidate:
     name: str
-    read: Callable[[], bytes] | None          # None when the entry was refused before reading
+    read: Callable[[int], bytes | Rejected] | None  # given the size limit; None when refused before reading
     source: str = ""
     license: str = ""
     annotations: dict[str, Any] = field(default_factory=dict)
     refused: Rejected | None = None
 
 
-def _read_file(path: Path) -> Callable[[], bytes]:
-    return path.read_bytes
+_FILE_KINDS = ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISCHR, "character device"),
+               (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))
+
+
+def file_problem(path: Path, max_bytes: int | None = None) -> Rejected | None:
+    """Why `path` must not be opened, judged from its metadata alone, or None. Opening a FIFO or a
+    device can block forever or never end, and a huge file would be read whole, so this comes first."""
+    try:
+        info = path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return Rejected("unreadable", "symlink loop: the link never reaches a file")
+        if exc.errno == errno.ENOENT:
+            return Rejected("missing", "no such file")
+        return Rejected("unreadable", f"cannot be examined: {exc.strerror or exc}")
+    return _kind_problem(info, max_bytes)
+
+
+def _kind_problem(info: os.stat_result, max_bytes: int | None) -> Rejected | None:
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "special file")
+        return Rejected("not_a_file", f"is a {kind}, not a regular file")
+    if max_bytes is not None and info.st_size > max_bytes:
+        return Rejected("too_large", f"{info.st_size:,} bytes is more than ingest.max_bytes ({max_bytes:,})")
+    return None
+
+
+def read_regular_file(path: Path, max_bytes: int) -> bytes | Rejected:
+    """The bytes of a regular file no larger than `max_bytes`, or why not. The file is checked again
+    once open (non-blocking), so a file swapped for a FIFO between the checks cannot hang the run."""
+    problem = file_problem(path, max_bytes)
+    if problem:
+        return problem
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        problem = _kind_problem(os.fstat(fd), max_bytes)
+        if problem:
+            return problem
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        return Rejected("too_large", f"more than ingest.max_bytes ({max_bytes:,}) bytes")
+    return data
+
+
+def _read_bytes(data: bytes, max_bytes: int) -> bytes | Rejected:
+    if len(data) > max_bytes:
+        return Rejected("too_large", f"{len(data):,} bytes is more than ingest.max_bytes ({max_bytes:,})")
+    return data
 
 
 def inside(root: Path, path: Path) -> bool:
-    """Whether `path`, links resolved, lies under `root`."""
+    """Whether `path`, links resolved, lies under `root`. A link loop resolves to itself (never raises)."""
     try:
-        path.resolve().relative_to(root.resolve())
+        Path(os.path.realpath(path)).relative_to(os.path.realpath(root))
         return True
     except ValueError:
         return False
+
+
+def printable_name(name: str) -> str:
+    """`name` with bytes that are not UTF-8 (kept by Python as surrogates) shown as \\xNN escapes."""
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that did not come from a file name's bytes
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def folder_candidates(root: Path, *, source: str = "", license: str = "") -> Iterator[Candidate]:
@@ -172,14 +287,20 @@ def folder_candidates(root: Path, *, source: str = "", license: str = "") -> Ite
             if path.is_symlink() and not inside(root, path):
                 yield Candidate(name, None, refused=Rejected("escapes_root", "symlink points outside the folder"))
                 continue
-            yield Candidate(name, _read_file(path), source=source or root.name, license=license)
+            yield Candidate(name, partial(read_regular_file, path), source=source or root.name, license=license)
 
 
 def _manifest_rows(manifest: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
     """(line number, row) pairs; a row that cannot be parsed comes back as an error string."""
     if manifest.suffix.lower() == ".jsonl":
-        with manifest.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
+        with manifest.open("rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                try:
+                    line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+                except UnicodeDecodeError as exc:
+                    yield number, (f"line {number} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                                   f"{exc.start + 1}); save the manifest as UTF-8")
+                    continue
                 if not line.strip():
                     continue
                 try:
@@ -188,7 +309,14 @@ def _manifest_rows(manifest: Path) -> Iterator[tuple[int, dict[str, Any] | str]]
                 except json.JSONDecodeError as exc:
                     yield number, f"line {number} is not valid JSON: {exc.msg}"
     else:
-        with manifest.open(encoding="utf-8", newline="") as handle:
+        data = manifest.read_bytes()
+        try:
+            text = data.decode("utf-8-sig")  # Excel writes a byte-order mark
+        except UnicodeDecodeError as exc:
+            line = data[:exc.start].count(b"\n") + 1
+            raise IngestError(f"{manifest} line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x}); "
+                              "save the manifest as UTF-8 (CSV UTF-8 in Excel)") from None
+        with io.StringIO(text, newline="") as handle:
             for number, row in enumerate(csv.DictReader(handle), 2):
                 row = {k: v for k, v in row.items() if k and v not in (None, "")}
                 if "annotations" in row:
@@ -225,14 +353,14 @@ def manifest_candidates(manifest: Path, *, source: str = "", license: str = "") 
                 annotations[key] = row[key]
         if "caption" in row:
             annotations.setdefault("captions", [row["caption"]])
-        candidate = Candidate(rel, _read_file(path), source=str(row.get("source") or source or manifest.stem),
+        candidate = Candidate(rel, partial(read_regular_file, path), source=str(row.get("source") or source or manifest.stem),
                               license=str(row.get("license") or license), annotations=annotations)
         if not inside(root, path):
             candidate.read = None
             candidate.refused = Rejected("escapes_root", f"path leaves the manifest's folder {root}")
-        elif not path.is_file():
+        elif problem := file_problem(path):
             candidate.read = None
-            candidate.refused = Rejected("missing", "no such file")
+            candidate.refused = problem
         yield candidate
 
 
@@ -275,7 +403,7 @@ def hf_candidates(location: Path, *, image_column: str | None = None, source: st
         if row.get("caption"):
             annotations.setdefault("captions", [row["caption"]])
         name = f"{location.name}[{index}]"
-        yield Candidate(name, (lambda d=data or b"": d), source=str(row.get("source") or source or location.name),
+        yield Candidate(name, partial(_read_bytes, data or b""), source=str(row.get("source") or source or location.name),
                         license=str(row.get("license") or license), annotations=annotations)
 
 
@@ -316,9 +444,9 @@ def _inspect(args: tuple[bytes, int, int]) -> Accepted | Rejected:
     return inspect_image(data, min_side=min_side, max_pixels=max_pixels)
 
 
-def _read(candidate: Candidate) -> bytes | Rejected:
+def _read(candidate: Candidate, max_bytes: int) -> bytes | Rejected:
     try:
-        return candidate.read()
+        return candidate.read(max_bytes)
     except IsADirectoryError:
         return Rejected("not_a_file", "is a directory")
     except PermissionError:
@@ -345,6 +473,7 @@ def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], setti
     adds nothing that is already stored.
     """
     report = IngestReport()
+    label = printable_name(label)
     pool = ProcessPoolExecutor(workers) if workers > 1 else None
     try:
         batch: list[Candidate] = []
@@ -371,10 +500,15 @@ def _ingest_batch(store: Store, media_dir: Path, batch: list[Candidate], setting
     outcomes: list[Accepted | Rejected | None] = [None] * len(batch)
     to_inspect: list[tuple[int, bytes]] = []
     for index, candidate in enumerate(batch):
+        if printable_name(candidate.name) != candidate.name:  # the store keeps names as UTF-8 text
+            candidate.name = printable_name(candidate.name)
+            outcomes[index] = Rejected("bad_name", f"the file name {candidate.name} is not valid UTF-8; "
+                                                   "rename it (e.g. convmv -f latin1 -t utf8)")
+            continue
         if candidate.refused:
             outcomes[index] = candidate.refused
             continue
-        data = _read(candidate)
+        data = _read(candidate, settings.max_bytes)
         if isinstance(data, Rejected):
             outcomes[index] = data
         else:

@@ -15,14 +15,21 @@ connections are retried up to `max_retries` times, waiting what the server's Ret
 exponential backoff when it says nothing. Doing it here keeps every wait inside the concurrency slot
 and the rate limiter, and makes the policy a setting.
 
+Each call has a total deadline (`deadline_s`, retries and waits included), since `timeout_s` bounds
+only each read and a server can trickle a byte at a time for ever. A reply that is not a chat completion
+(a proxy's HTML page with status 200) is a failed attempt, retried like a dropped connection. Whatever
+goes wrong with one call, the others in flight finish and are stored.
+
 The API key comes only from `settings.secrets.openai_api_key`; it never enters a request record, a
-cache row, a log line or an error message.
+cache row, a log line or an error message: every error text is scrubbed of known secrets
+(`benchsmith.secrets`), as providers echo the key back in their 401 messages.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import random
 import time
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -30,10 +37,12 @@ from typing import Any, Literal
 
 import jsonschema
 import openai
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith.errors import BenchsmithError
 from benchsmith.records import stable_hash
+from benchsmith.secrets import remember, scrub
 from benchsmith.settings import Settings
 
 Purpose = Literal["generate", "solve"]
@@ -60,7 +69,8 @@ class LlmOptions(BaseModel):
     requests_per_minute: float = Field(0, ge=0)    # 0: no limit
     tokens_per_minute: float = Field(0, ge=0)      # 0: no limit; counts prompt estimate + max_tokens
     max_retries: int = Field(4, ge=0)              # on 429, 5xx, timeouts, dropped connections
-    timeout_s: float = Field(60, gt=0)             # per HTTP attempt
+    timeout_s: float = Field(60, gt=0)             # per HTTP read
+    deadline_s: float = Field(300, gt=0)           # per call, all attempts and waits included
     backoff_s: float = Field(1.0, ge=0)            # first wait when the server gives no Retry-After
     max_retry_after_s: float = Field(120, ge=0)    # never wait longer than this for one retry
     prices: dict[str, Price] = Field(default_factory=dict)  # model name -> price; unknown models cost 0
@@ -186,10 +196,27 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
 
 
+class NotAChatCompletion(Exception):
+    """The server answered 200 with something else (an HTML page from a proxy, say)."""
+
+
+class DeadlinePassed(Exception):
+    pass
+
+
 # A reply that is not a chat completion at all (a proxy's HTML page, a cut-off body) is retried too:
 # it is the transport failing, not the model answering badly.
 _RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-              openai.APIConnectionError, openai.APIResponseValidationError, json.JSONDecodeError)
+              openai.APIConnectionError, openai.APIResponseValidationError, json.JSONDecodeError,
+              NotAChatCompletion)
+
+
+async def _before(deadline: float, awaitable):
+    """Await `awaitable`, giving up with DeadlinePassed at the monotonic time `deadline`."""
+    try:
+        return await asyncio.wait_for(awaitable, max(0.0, deadline - time.monotonic()))
+    except TimeoutError:
+        raise DeadlinePassed from None
 
 
 class LlmClient:
@@ -199,6 +226,7 @@ class LlmClient:
         self.base_url = settings.services.openai_base_url or None
         secret = settings.secrets.openai_api_key
         self._api_key = secret.get_secret_value() if secret else None
+        remember(self._api_key)
         self.options = options
         self.store = store
         self.http_calls = 0  # requests actually sent, retries included
@@ -237,8 +265,12 @@ class LlmClient:
             async with openai.AsyncOpenAI(base_url=self.base_url, api_key=api_key, max_retries=0,
                                           timeout=self.options.timeout_s) as client:
                 async def one(index: int) -> None:
-                    async with semaphore:
-                        result = await self._call(client, limiter, requests[index])
+                    started = time.monotonic()
+                    try:
+                        async with semaphore:
+                            result = await self._call(client, limiter, requests[index])
+                    except Exception as exc:  # noqa: BLE001 - one bad call must not cancel the others in flight
+                        result = await asyncio.to_thread(self._failed, requests[index], _describe(exc), 1, started)
                     results[index] = result
                     if on_result:
                         on_result(requests[index], result)
@@ -259,29 +291,43 @@ class LlmClient:
 
     async def _call(self, client: openai.AsyncOpenAI, limiter: RateLimiter, request: LlmRequest) -> LlmResult:
         started = time.monotonic()
+        deadline = started + self.options.deadline_s
         attempts = 0
-        while True:
-            attempts += 1
-            await limiter.acquire(request.estimated_tokens())
-            wait = None
-            try:
-                self.http_calls += 1
-                response = await client.chat.completions.create(
-                    model=request.model, messages=request.messages, **request.params())
-                break
-            except _RETRYABLE as exc:
-                reason = _describe(exc)
-                if attempts > self.options.max_retries:
-                    return await asyncio.to_thread(self._failed, request, reason, attempts, started)
-                if isinstance(exc, openai.APIStatusError):
-                    wait = _retry_after(exc)
-                if wait is None:
-                    wait = self.options.backoff_s * 2 ** (attempts - 1)
-                await asyncio.sleep(min(wait, self.options.max_retry_after_s))
-            except openai.APIStatusError as exc:  # 400, 401, 404...: asking again will not help
-                return await asyncio.to_thread(self._failed, request, _describe(exc), attempts, started)
+        try:
+            while True:
+                attempts += 1
+                await _before(deadline, limiter.acquire(request.estimated_tokens()))
+                wait = None
+                try:
+                    self.http_calls += 1
+                    response = await _before(deadline, self._attempt(client, request))
+                    break
+                except _RETRYABLE as exc:
+                    reason = _describe(exc)
+                    if attempts > self.options.max_retries:
+                        return await asyncio.to_thread(self._failed, request, reason, attempts, started)
+                    if isinstance(exc, openai.APIStatusError):
+                        wait = _retry_after(exc)
+                    if wait is None:  # jittered, so clients that failed together do not retry together
+                        wait = self.options.backoff_s * 2 ** (attempts - 1) * random.uniform(0.5, 1.5)
+                    await _before(deadline, asyncio.sleep(min(wait, self.options.max_retry_after_s)))
+                except openai.APIStatusError as exc:  # 400, 401, 404...: asking again will not help
+                    return await asyncio.to_thread(self._failed, request, _describe(exc), attempts, started)
+        except DeadlinePassed:
+            reason = f"no answer within llm deadline_s ({self.options.deadline_s:g} s) after {attempts} attempt(s)"
+            return await asyncio.to_thread(self._failed, request, reason, attempts, started)
         # the store write runs in a thread, so the other calls in flight are not held up by it
         return await asyncio.to_thread(self._succeeded, request, response, attempts, started)
+
+    async def _attempt(self, client: openai.AsyncOpenAI, request: LlmRequest) -> ChatCompletion:
+        raw = await client.chat.completions.with_raw_response.create(
+            model=request.model, messages=request.messages, **request.params())
+        response = raw.parse()
+        if not isinstance(response, ChatCompletion):
+            kind = raw.headers.get("content-type", "no content-type")
+            raise NotAChatCompletion(f"HTTP {raw.status_code} with a {kind} body, not a chat completion: "
+                                     f"{str(response)[:120]!r}")
+        return response
 
     def _succeeded(self, request: LlmRequest, response, attempts: int, started: float) -> LlmResult:
         choice = response.choices[0] if response.choices else None
@@ -303,6 +349,7 @@ class LlmClient:
                          attempts=attempts, seconds=seconds)
 
     def _failed(self, request: LlmRequest, reason: str, attempts: int, started: float) -> LlmResult:
+        reason = scrub(reason)
         seconds = time.monotonic() - started
         self._record(request, "error", None, reason, 0, 0, 0.0, seconds)
         return LlmResult(key=request.key, ok=False, reason=reason, attempts=attempts, seconds=seconds)
@@ -318,12 +365,17 @@ class LlmClient:
 
 
 def _describe(exc: Exception) -> str:
-    """A one-line reason with no request headers in it (they carry the key)."""
+    """A one-line reason with no request headers in it (they carry the key), scrubbed of secrets
+    (servers echo the key in their messages)."""
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
-        return f"HTTP {exc.status_code}: {body.get('message') or exc.message}"[:500]
-    if isinstance(exc, openai.APITimeoutError):
-        return "timed out"
-    if isinstance(exc, json.JSONDecodeError):
-        return f"the reply is not a chat completion (not JSON: {exc.msg} at character {exc.pos})"
-    return f"{type(exc).__name__}: {exc}"[:500]
+        text = f"HTTP {exc.status_code}: {body.get('message') or exc.message}"
+    elif isinstance(exc, openai.APITimeoutError):
+        text = "timed out"
+    elif isinstance(exc, json.JSONDecodeError):
+        text = f"the reply is not a chat completion (not JSON: {exc.msg} at character {exc.pos})"
+    elif isinstance(exc, NotAChatCompletion):
+        text = str(exc)
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    return scrub(text)[:500]

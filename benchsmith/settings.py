@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from benchsmith.errors import BenchsmithError
+from benchsmith.secrets import remember
 
 import hashlib
 import json
@@ -50,6 +51,7 @@ class Richness(Strict):
 class IngestSettings(Strict):
     min_side: int = 32
     max_pixels: int = 60_000_000
+    max_bytes: int = 200_000_000
     batch_size: int = 256
     richness: Richness = Richness()
 
@@ -190,6 +192,7 @@ def load_settings(path: str | Path | None = None, *, profile: str | None = None,
     workspace = Path(merged["workspace"]).expanduser().resolve()
     merged["db_url"] = merged.get("db_url") or f"sqlite:///{workspace / 'benchsmith.db'}"
     secrets = {name: env.get(var) or None for name, var in SECRET_ENV.items()}
+    remember(*secrets.values())  # from now on every error text in this process is scrubbed of them
     try:
         return Settings(
             profile=chosen, workspace=workspace, db_url=merged["db_url"],

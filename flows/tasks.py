@@ -16,10 +16,16 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import INPUTS
 
+from benchsmith.errors import BenchsmithError
+from benchsmith.secrets import scrub
 from benchsmith.settings import Settings
 from benchsmith.store import Store
 
 StageWork = Callable[[Store], dict[str, Any]]
+
+
+class StageFailed(BenchsmithError, RuntimeError):
+    """A stage's error, restated without the secret its own message carried."""
 
 
 def new_run_id() -> str:
@@ -32,7 +38,10 @@ def timed(store: Store, run_id: str, stage: str, work: Callable[[], dict[str, An
     try:
         stats = work()
     except BaseException as exc:
-        store.finish_stage(stage_run, status="failed", stats={"error": f"{type(exc).__name__}: {exc}"})
+        message = f"{type(exc).__name__}: {exc}"
+        store.finish_stage(stage_run, status="failed", stats={"error": scrub(message)})
+        if scrub(message) != message:  # Prefect persists a failed task's exception: never with a secret in it
+            raise StageFailed(scrub(message)) from None
         raise
     store.finish_stage(stage_run, status="done", stats=stats)
     return stats

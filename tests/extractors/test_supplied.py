@@ -38,3 +38,22 @@ def test_the_local_profile_takes_captions_tags_and_boxes_but_reads_text_itself(s
     assert (supplied.name, rapidocr.name) == ("supplied", "rapidocr")
     facts, = supplied.extract([Loaded(image_with(COCO_STYLE), None)])
     assert sorted({f.kind for f in facts}) == ["caption", "object", "tag"]
+
+
+def test_boxes_wholly_outside_the_image_are_dropped_with_a_reason_and_never_become_facts(configure):
+    """Clipping a box that lies past the edges leaves a zero-area point: no fact, and no question, may
+    come from it. Boxes partly inside are clipped and kept."""
+    annotations = {"objects": [{"label": "cat", "box_px": [250, 120, 300, 180]},     # past the right/bottom
+                               {"label": "kite", "bbox": [-80, -40, 50, 30]},         # COCO box above-left
+                               {"label": "pole", "box_px": [200, 0, 260, 100]},       # on the right edge only
+                               {"label": "dog", "box_px": [150, 50, 260, 140]}],      # partly inside: clipped
+                   "ocr": [{"text": "EXIT", "box_px": [-30, -20, -5, -1]}]}
+    image = image_with(annotations)
+    assert [o["label"] for o in image.annotations["objects"]] == ["dog"]
+    assert image.annotations["objects"][0]["box"] == [0.75, 0.5, 1.0, 1.0]
+    dropped = image.annotations["dropped"]
+    assert [d.get("label") or d.get("text") for d in dropped] == ["cat", "kite", "pole", "EXIT"]
+    assert all("no area inside the 200x100 image" in d["reason"] for d in dropped)
+    extractor, = build_extractors(configure({"extractors": {"all": {"backend": "supplied"}}}), only=["all"])
+    facts, = extractor.extract([Loaded(image, None)])
+    assert [(f.kind, f.text) for f in facts] == [("object", "dog")]

@@ -2,7 +2,9 @@
 
 The real `openai` client talks to it over HTTP. A test decides each reply with a responder: a function
 from the parsed request body to a `Reply`. Helpers build the common replies: valid chat completions,
-malformed content, HTTP errors with Retry-After, and slow or hanging answers. Every request is logged.
+malformed content, HTTP errors with Retry-After (optionally echoing the caller's key, as providers do),
+slow or hanging answers, a proxy's HTML page sent with status 200, and a body trickled a byte at a
+time. Every request is logged.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ class Reply:
     body: Any = None            # dict -> JSON; str -> sent as is
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0          # seconds to wait before answering
+    content_type: str = "application/json"
+    trickle_s: float = 0.0      # > 0: send the headers, then the body one byte every trickle_s seconds
 
 
 def chat_completion(content: str, *, model: str = "scripted", prompt_tokens: int = 100,
@@ -47,6 +51,24 @@ def error(status: int, message: str = "scripted error", *, retry_after: float | 
     headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
     return Reply(status=status, body={"error": {"message": message, "type": "scripted", "code": status}},
                  headers=headers)
+
+
+def html_page(status: int = 200) -> Reply:
+    """What a misconfigured proxy or captive portal sends instead of the API's JSON."""
+    return Reply(status=status, content_type="text/html; charset=utf-8",
+                 body="<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1></body></html>")
+
+
+def trickle(reply: Reply, every_s: float = 1.0) -> Reply:
+    """`reply`, its body sent one byte every `every_s` seconds after prompt headers."""
+    return Reply(**{**reply.__dict__, "trickle_s": every_s})
+
+
+def echo_key(status: int, request: dict) -> Reply:
+    """An error that repeats the caller's API key, whole and as a masked fragment, as real providers do."""
+    key = request.get("_authorization", "").removeprefix("Bearer ")
+    masked = f"{key[:3]}...{key[-12:]}"
+    return error(status, f"Incorrect API key provided: {key}. You can find your key ({masked}) in your account.")
 
 
 Responder = Callable[[dict], Reply]
@@ -106,12 +128,19 @@ class ScriptedOpenAI:
                 payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body or {})
                 data = payload.encode("utf-8")
                 self.send_response(reply.status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", reply.content_type)
                 self.send_header("content-length", str(len(data)))
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(data)
+                if not reply.trickle_s:
+                    self.wfile.write(data)
+                    return
+                self.wfile.flush()
+                for byte in data:
+                    time.sleep(reply.trickle_s)
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 256  # many clients connect at once; the default backlog of 5 drops SYNs
