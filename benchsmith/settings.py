@@ -8,7 +8,7 @@ from benchsmith.secrets import remember
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -87,9 +87,13 @@ class Settings(Strict):
         except ValidationError as exc:
             raise SettingsError(_explain(exc, prefix=name)) from None
 
-    def fingerprint(self) -> str:
-        """A hash of everything but secrets: equal fingerprints mean equal behaviour."""
-        blob = json.dumps(self.raw, sort_keys=True, default=str)
+    def fingerprint(self, sections: Sequence[str] | None = None) -> str:
+        """A hash of everything but secrets: equal fingerprints mean equal behaviour. With `sections`,
+        only those top-level sections (plus the workspace and services) count, so a stage's cache key
+        does not change when another stage's settings do."""
+        raw = self.raw if sections is None else {
+            k: v for k, v in self.raw.items() if k in {*sections, "workspace", "db_url", "services"}}
+        blob = json.dumps(raw, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def masked(self) -> dict[str, Any]:

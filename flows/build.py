@@ -34,7 +34,7 @@ def report_stage(settings: Settings, run_id: str) -> dict:
         return {"report": str(write_report(store, settings.workspace / "reports" / run_id, run_id))}
     # Stage timings are left out of the key: a rerun that changed nothing keeps the last report.
     reads = [name for name in metadata.tables if name != "stage_runs"]
-    return run_stage(settings, run_id, "report", write, reads=reads)
+    return run_stage(settings, run_id, "report", write, reads=reads, sections=None)
 
 
 @flow(name="benchsmith-build")

@@ -26,7 +26,7 @@ def extract_stage(settings: Settings, run_id: str) -> dict:
             return extract(store, settings, only=[name])[name].as_dict()
         with tags("gpu") if extractor.uses_gpu else nullcontext():
             results[f"extract {extractor.name}"] = run_stage(
-                settings, run_id, f"extract:{extractor.name}", work, reads=("items",),
+                settings, run_id, f"extract:{extractor.name}", work, reads=("items",), sections=("extract",),
                 input_token=extractor.key)
     results["richness after extract"] = richness_stage(settings, run_id)
     return results

@@ -9,8 +9,9 @@ from flows.tasks import new_run_id, run_stage
 
 
 def filter_stage(settings: Settings, run_id: str) -> dict:
-    """The blind-filter task; callable inside any flow. Its cache key includes the number of questions
-    still pending, so questions a solver could not answer last time are retried."""
+    """The blind-filter task; callable inside any flow. With nothing pending it does not run at all (a
+    rebuild that changed nothing runs no stage); otherwise its cache key includes the questions still
+    pending, so questions a solver could not answer last time are retried."""
     from benchsmith.store import Store
     from filters import blind
 
@@ -18,12 +19,14 @@ def filter_stage(settings: Settings, run_id: str) -> dict:
     with Store(settings.db_url) as store:
         pending = len(store.get_questions(status="candidate", without_verdict_from=blind.STAGE))
 
+    if not pending:  # nothing to judge: no task, no solver model loaded
+        return blind.FilterRun().as_dict() | {"cached": True}
+
     def judge(store) -> dict:
-        if not pending:  # nothing to judge: do not load any solver model
-            return blind.FilterRun().as_dict()
         solvers = blind.solvers_from(config, settings=settings, store=store)
         return blind.apply(store, config, solvers).as_dict()
-    return run_stage(settings, run_id, "blind", judge, reads=("questions",), input_token=str(pending))
+    return run_stage(settings, run_id, "blind", judge, reads=("questions",), sections=("filter",),
+                     input_token=str(pending))
 
 
 @flow(name="benchsmith-filter")

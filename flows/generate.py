@@ -30,7 +30,7 @@ def generate_stage(settings: Settings, run_id: str) -> dict:
             return run_generate(store, settings, generators=[name])
         with tags("openai") if generator == "llm" else nullcontext():
             results[f"generate {generator}"] = run_stage(settings, run_id, f"generate:{generator}", work,
-                                                         reads=READS)
+                                                         reads=READS, sections=("generate",))
     return results
 
 

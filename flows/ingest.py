@@ -37,7 +37,8 @@ def ingest_stage(settings: Settings, run_id: str, sources: list[str]) -> dict:
             return {"seen": report.seen, "added": report.added, "unchanged": report.unchanged,
                     "refused": dict(report.rejected)}
         results[f"ingest {location}"] = run_stage(settings, run_id, f"ingest:{Path(location).name}", ingest_source,
-                                                  reads=(), input_token=listing_token(Path(location)))
+                                                  reads=(), sections=("ingest",),
+                                                  input_token=listing_token(Path(location)))
     results["richness"] = richness_stage(settings, run_id)
     return results
 
@@ -48,7 +49,7 @@ def richness_stage(settings: Settings, run_id: str) -> dict:
     def judge(store) -> dict:
         judged, excluded = richness.apply(store, settings.ingest.richness)
         return {"judged": judged, "excluded": excluded}
-    return run_stage(settings, run_id, "richness", judge, reads=("items", "facts"))
+    return run_stage(settings, run_id, "richness", judge, reads=("items", "facts"), sections=("ingest",))
 
 
 @flow(name="benchsmith-ingest")

@@ -39,7 +39,8 @@ def publish_stage(settings: Settings, run_id: str, version: str | None = None, p
             token = settings.secrets.hf_token.get_secret_value() if settings.secrets.hf_token else None
             stats["pushed"] = push_release(result.folder, push, token, private=options.private)
         return stats
-    return {"publish": run_stage(settings, run_id, "publish", release, reads=("reviews",), input_token=content)}
+    return {"publish": run_stage(settings, run_id, "publish", release, reads=("reviews",),
+                                  sections=("publish", "review"), input_token=content)}
 
 
 @flow(name="benchsmith-publish")

@@ -27,7 +27,8 @@ def review_stage(settings: Settings, run_id: str) -> dict:
         if not questions:
             return {"sent": 0, "recovered": 0}
         return push(store, connect(settings), settings, registry(), questions).as_dict()
-    return run_stage(settings, run_id, "review:push", push_new, reads=("questions", "verdicts"))
+    return run_stage(settings, run_id, "review:push", push_new, reads=("questions", "verdicts"),
+                     sections=("review",))
 
 
 @flow(name="benchsmith-review")

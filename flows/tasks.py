@@ -54,15 +54,15 @@ def _stage(name: str, key: dict[str, str], settings: Settings, run_id: str, work
 
 
 def run_stage(settings: Settings, run_id: str, name: str, work: StageWork, *, reads: Sequence[str],
-              input_token: str = "") -> dict[str, Any]:
+              sections: Sequence[str] | None, input_token: str = "") -> dict[str, Any]:
     """Run `work(store)` as the Prefect task `name`, unless its inputs are unchanged since it last ran;
     then its stored result comes back marked `"cached": True`.
 
-    `reads` names the store tables the stage takes its input from; `input_token` covers inputs from
-    outside the store.
+    `reads` names the store tables the stage takes its input from, `sections` the settings sections it
+    reads (None: all of them); `input_token` covers inputs from outside the store.
     """
     with Store(settings.db_url) as store:
-        key = {"settings": settings.fingerprint(), "state": store.state_token(reads), "input": input_token}
+        key = {"settings": settings.fingerprint(sections), "state": store.state_token(reads), "input": input_token}
     staged = _stage.with_options(name=name, retries=settings.prefect.retries,
                                  retry_delay_seconds=settings.prefect.retry_delay_seconds)
     state = staged(name, key, settings, run_id, work, return_state=True)

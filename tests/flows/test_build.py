@@ -23,10 +23,19 @@ def test_build_ingests_then_a_rerun_reuses_every_cached_stage(prefect_api, setti
     assert all(result.get("cached") for stage in ("ingest", "extract", "generate") for result in second[stage].values())
     with Store(settings.db_url) as store:
         rerun = [r["stage"] for r in store.get_stage_runs()][stage_runs_after_first:]
-    # The blind filter keys on how many questions were pending, so it looks once more and finds none.
-    assert rerun == ["blind"] and second["filter"]["judged"] == 0
+    assert rerun == []  # nothing changed: no stage ran
+    assert second["filter"]["cached"] and second["filter"]["judged"] == 0
     assert second["report"] == first["report"] | {"cached": True}  # nothing changed: the last report stands
-    assert build_flow(settings, [str(source)])["filter"]["cached"]
+
+
+def test_a_review_setting_changes_no_other_stage_cache_key(settings):
+    import benchsmith.settings as s
+
+    edited = s.load_settings(env={"BENCHSMITH_WORKSPACE": str(settings.workspace),
+                                  "BENCHSMITH__REVIEW__INSTRUCTIONS": "Look twice."})
+    for section in ("ingest", "extract", "generate", "filter"):
+        assert edited.fingerprint([section]) == settings.fingerprint([section])
+    assert edited.fingerprint(["review"]) != settings.fingerprint(["review"])
 
 
 def test_a_changed_source_runs_its_stage_again(prefect_api, settings, tmp_path):
