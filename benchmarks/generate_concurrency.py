@@ -51,7 +51,8 @@ def _stage_seconds(base_url: str, calls: int, concurrency: int, workdir: Path) -
     from benchsmith.records import Fact, Image, Provenance
     from benchsmith.settings import load_settings
     from benchsmith.store import Store
-    from generators.stage import Generation, plan
+    from benchsmith import runner
+    from generators.stage import build_stages, run_stages
 
     settings = load_settings(env={
         "BENCHSMITH_WORKSPACE": str(workdir), "OPENAI_BASE_URL": base_url,
@@ -64,13 +65,13 @@ def _stage_seconds(base_url: str, calls: int, concurrency: int, workdir: Path) -
             store.record_extraction(f"img{i:04d}", "supplied", [Fact(
                 item_id=f"img{i:04d}", kind="caption", text=f"Drawing number {i} with {i % 7 + 2} shapes.",
                 provenance=Provenance(backend="supplied"))])
-        options, jobs = plan(store, settings, generators=["llm"])
-        assert len(jobs) == calls + 1
+        stages = build_stages(settings, generators=["llm"])
+        assert len(runner.pending(stages[0], store)) == calls + 1
         # One job first, untimed, in both modes: it pays the once-per-process costs (SQL statement
         # compilation on a new engine, client set-up) that a long generation run pays only once.
-        Generation(store, settings, options).run(jobs[:1])
+        run_stages(store, stages, limit=1)
         started = time.perf_counter()
-        report = Generation(store, settings, options).run(jobs[1:]).as_dict()
+        report = run_stages(store, build_stages(settings, generators=["llm"]))
         seconds = time.perf_counter() - started
     assert report["kept"] == calls, report
     return seconds

@@ -44,7 +44,7 @@ def run(items: int = 40, delay: float = 0.05, quick: bool = False) -> dict:
     from benchsmith.records import Fact, Image, Provenance
     from benchsmith.settings import load_settings
     from benchsmith.store import Store
-    from benchsmith.store.schema import verdicts
+    from benchsmith.store.schema import work_ledger
     from generators.stage import run_generate
     from tests.support.openai_server import ScriptedOpenAI
 
@@ -64,7 +64,7 @@ def run(items: int = 40, delay: float = 0.05, quick: bool = False) -> dict:
             for name in ("first", "rerun_done", "rerun_from_cache"):
                 if name == "rerun_from_cache":
                     with store.engine.begin() as conn:
-                        conn.execute(verdicts.delete().where(verdicts.c.stage == "generate"))
+                        conn.execute(work_ledger.delete().where(work_ledger.c.stage == "generate:llm"))
                 calls = server.calls
                 started = time.perf_counter()
                 reports[name] = run_generate(store, settings, generators=["llm"])

@@ -17,15 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 ItemKind = Literal["image", "video"]
 FactKind = Literal["caption", "tag", "object", "region", "ocr"]
-QuestionStatus = Literal["candidate", "dropped", "in_review", "accepted", "rejected", "published"]
+QuestionStatus = Literal["candidate", "dropped", "superseded", "in_review", "accepted", "rejected", "published"]
 
 # Allowed moves of a question. Nothing is deleted: a drop or a rejection is a status plus a reason.
 TRANSITIONS: dict[str, frozenset[str]] = {
-    "candidate": frozenset({"dropped", "in_review"}),
+    "candidate": frozenset({"dropped", "superseded", "in_review"}),  # superseded: generated again
     "in_review": frozenset({"accepted", "rejected"}),
     "accepted": frozenset({"published"}),
     "published": frozenset({"published"}),
     "dropped": frozenset(),
+    "superseded": frozenset(),
     "rejected": frozenset(),
 }
 

@@ -21,16 +21,26 @@ READS = ("items", "facts", "llm_calls")
 
 
 def generate_stage(settings: Settings, run_id: str) -> dict:
-    """One stage per generator in `generate.generators`; callable inside any flow."""
-    from generators.stage import STAGE, GenerateSettings, run_generate
+    """One stage per generator in `generate.generators`; callable inside any flow. A generator with no
+    pending job runs no task at all; otherwise its cache key is the set of pending jobs under its config."""
+    from benchsmith import runner
+    from benchsmith.store import Store
+    from generators.stage import build_stages, run_stages
 
     results = {}
-    for generator in settings.section(STAGE, GenerateSettings).generators:
-        def work(store, name=generator) -> dict:
-            return run_generate(store, settings, generators=[name])
-        with tags("openai") if generator == "llm" else nullcontext():
-            results[f"generate {generator}"] = run_stage(settings, run_id, f"generate:{generator}", work,
-                                                         reads=READS, sections=("generate",))
+    for stage in build_stages(settings):
+        with Store(settings.db_url) as store:
+            pending = len(runner.pending(stage, store))
+            token = runner.cache_token(stage, store)
+        if not pending:
+            results[f"generate {stage.generator}"] = {"jobs": 0, "cached": True}
+            continue
+
+        def work(store, stage=stage) -> dict:
+            return run_stages(store, [stage])
+        with tags("openai") if stage.generator == "llm" else nullcontext():
+            results[f"generate {stage.generator}"] = run_stage(settings, run_id, stage.name, work, reads=READS,
+                                                               sections=("generate",), input_token=token)
     return results
 
 

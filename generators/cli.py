@@ -26,23 +26,26 @@ def register(app: typer.Typer, context) -> None:
         limit: Annotated[Optional[int], typer.Option(
             min=1, help="Do at most this many (item, dimension) jobs now; the rest wait for the next run.")] = None,
     ) -> None:
-        """Write questions for every item and dimension that has none yet.
+        """Write questions for every item and dimension not yet done under the current settings.
 
         Programmatic questions come from labels, boxes, attributes and OCR with exact answers; LLM
         questions from per-dimension prompt templates (generators/prompts/) against OPENAI_BASE_URL;
         temporal questions from video annotations. Every question passes the quality gate (dropped ones
-        are kept with the reason) and answer letters are balanced. Rerunning does only what is missing,
-        and LLM calls already answered are read from the store, never paid for twice.
+        are kept with the reason) and answer letters are balanced. Rerunning does only what is missing;
+        editing a dimension's prompt template (or the model) generates that dimension again and marks the
+        questions it replaces as superseded. LLM calls already answered are read from the store, never
+        paid for twice.
         """
+        from benchsmith import runner
         from benchsmith.console import console, progress_bar, table
-        from generators.stage import Generation, plan
+        from generators.stage import build_stages, run_stages
 
         c = context(ctx)
+        stages = build_stages(c.settings, generators=generator or (), dimensions=dimension or ())
         with c.store() as store:
-            options, jobs = plan(store, c.settings, generators=generator or (), dimensions=dimension or (),
-                                 limit=limit)
-            with progress_bar("generating", len(jobs)) as advance:
-                report = Generation(store, c.settings, options).run(jobs, advance).as_dict()
+            total = sum(len(runner.pending(stage, store)) for stage in stages)
+            with progress_bar("generating", min(total, limit) if limit else total) as advance:
+                report = run_stages(store, stages, limit=limit, progress=advance)
         dropped, failures = report.pop("dropped"), report.pop("http_failures")
         waiting = report["waiting_for_facts"]
         console.print(table("generate", ["what", "count"], [*report.items(),

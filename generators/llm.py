@@ -37,11 +37,16 @@ class LlmGeneratorSettings(BaseModel):
     max_tokens: int = 1500
     questions_per_call: int = Field(3, ge=1, le=10)
     context_chars: int = Field(4000, ge=200)         # cap on the facts block
-    batch_size: int = Field(64, ge=1)                # requests per batch; each batch is stored before the next
+    batch_size: int = Field(64, ge=1)                # the least number of jobs whose calls are in flight together
+    prompts: Path | None = None                      # a folder of prompt templates; None: generators/prompts
     options: LlmOptions = LlmOptions()               # concurrency, rate limits, retries, timeouts, prices
 
     def model_for(self, dimension: Dimension) -> str:
         return self.models.get(dimension.key, self.model)
+
+    @property
+    def prompts_dir(self) -> Path:
+        return self.prompts or PROMPTS_DIR
 
 
 @dataclass(frozen=True)
@@ -58,13 +63,19 @@ class Template:
                     "focus": self.focus, "n_questions": n_questions, "facts": facts_block})}]
 
 
-@lru_cache(maxsize=32)
 def template_for(dimension_key: str, prompts_dir: Path = PROMPTS_DIR) -> Template:
-    """The shared instruction joined with one dimension's focus; a missing file is a clear error."""
-    shared = yaml.safe_load((prompts_dir / "_shared.yaml").read_text(encoding="utf-8"))
+    """The shared instruction joined with one dimension's focus; a missing file is a clear error. Read
+    again whenever either file changes, so an edited template takes effect in a running process too."""
     path = prompts_dir / f"{dimension_key}.yaml"
     if not path.exists():
         raise KeyError(f"no prompt template for dimension {dimension_key!r}: add {path}")
+    shared = prompts_dir / "_shared.yaml"
+    return _template(shared, path, shared.stat().st_mtime_ns, path.stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=64)
+def _template(shared_path: Path, path: Path, _shared_mtime: int, _mtime: int) -> Template:
+    shared = yaml.safe_load(shared_path.read_text(encoding="utf-8"))
     own = yaml.safe_load(path.read_text(encoding="utf-8"))
     return Template(version=f"{shared['version']}+{own['version']}", system=shared["system"].strip(),
                     user=shared["user"].strip(), focus=own["focus"].strip())
@@ -96,7 +107,7 @@ def fenced(context: str) -> str:
 def request_for(image: Image, facts: list[Fact], dimension: Dimension, settings: LlmGeneratorSettings) -> LlmRequest:
     from extractors.context import visual_context
 
-    template = template_for(dimension.key)
+    template = template_for(dimension.key, settings.prompts_dir)
     block = fenced(visual_context(image, facts, settings.context_chars))
     return LlmRequest(
         purpose="generate", model=settings.model_for(dimension),
@@ -105,12 +116,13 @@ def request_for(image: Image, facts: list[Fact], dimension: Dimension, settings:
         response_format=output_schema(settings.questions_per_call), tag=f"{image.id}:{dimension.key}")
 
 
-def questions_from(result: LlmResult, request: LlmRequest, image: Image, dimension: Dimension) -> list[Question]:
+def questions_from(result: LlmResult, request: LlmRequest, image: Image, dimension: Dimension,
+                   prompts_dir: Path = PROMPTS_DIR) -> list[Question]:
     """Question records from a successful, schema-valid result; the call's cost is split among them."""
     drafts = result.parsed["questions"]
     share = max(1, len(drafts))
     provenance = Provenance(
-        backend=BACKEND, model=request.model, prompt_version=template_for(dimension.key).version,
+        backend=BACKEND, model=request.model, prompt_version=template_for(dimension.key, prompts_dir).version,
         temperature=request.temperature, seed=request.seed,
         params={"max_tokens": request.max_tokens, "llm_call": result.key},
         tokens_in=result.tokens_in // share, tokens_out=result.tokens_out // share,

@@ -1,33 +1,41 @@
-"""The generate stage: questions for every (item, dimension, generator) not generated yet.
+"""The generate stage: questions for every (item, dimension) a generator has not done under its settings.
 
-Which pairs are done is kept as verdicts: when a generator has finished an item for a dimension, the
-stage writes a Verdict with subject the item, stage "generate" and rule "<generator>:<dimension key>"
-(passed, with how many questions came out; or failed, with the reason and the raw LLM text when the
-output was malformed). A rerun skips every pair that has such a verdict. A pair whose LLM call failed
-at the HTTP level (still 429/5xx/timeout after the retries) gets no verdict, so the next run tries it
-again; calls that did succeed are in the LLM cache and are not paid for twice. An image with no facts
-yet is left alone too (counted as waiting for facts), so generating before extracting loses nothing.
+Each generator is one stage of the runner (`benchsmith.runner`), named `generate:<generator>`. A job is
+one item and one dimension; its ledger subject carries a hash of everything that shapes that
+dimension's questions (the prompt template's text and the model for the LLM; the template version and
+vocabulary for programmatic questions), and the stage's config key carries the generator-wide
+settings. So editing one prompt template makes exactly that dimension's jobs pending again, and
+switching the model or the seed makes all of them pending. The questions a redone job replaces are kept
+with status `superseded`, never deleted; questions already in review stay.
 
-The work goes in batches; each batch's questions pass the quality gate, have their answer letters
-balanced, and are stored (kept ones as candidates, the rest as dropped with their verdicts) before the
-next batch starts, so a crash loses at most one batch, and question ids are content-derived, so doing a
-batch again adds no duplicates.
+A job whose LLM call failed at the HTTP level (still 429/5xx/timeout after the retries) gets no ledger
+row, so the next run tries it again; calls that did succeed are in the LLM cache and are not paid for
+twice. An image with no facts yet is left for later (counted as waiting for facts). A job whose output
+was malformed is recorded as failed, with the reason and the raw LLM text.
+
+LLM calls stay in flight across commits: the runner hands a whole window of jobs to `process`, which
+yields each job as its answer arrives, and results are committed in small groups meanwhile. Each group's
+questions pass the quality gate, have their answer letters balanced, and are stored (kept ones as
+candidates, the rest as dropped with their verdicts); question ids are content-derived, so doing a group
+again adds no duplicates.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from benchsmith.dimensions import Dimension, registry
 from benchsmith.errors import BenchsmithError
+from benchsmith import runner
 from benchsmith.llm import LlmClient, LlmRequest, LlmResult
-from benchsmith.records import Image, Question, Verdict, Video
+from benchsmith.records import Image, Question, Video, stable_hash
 from benchsmith.settings import Settings
 from filters import quality
 from filters.quality import QualitySettings
@@ -47,7 +55,7 @@ class GenerateSettings(BaseModel):
     generators: list[GeneratorName] = ["programmatic", "temporal"]
     dimensions: list[str] = Field(default_factory=list)   # dimension keys; empty: every one a generator supports
     seed: int = 0                                         # for templates, distractor picks and letter balance
-    batch_size: int = Field(64, ge=1)                     # (item, dimension) pairs stored together
+    batch_size: int = Field(64, ge=1)                     # (item, dimension) jobs handed over and stored together
     programmatic: ProgrammaticSettings = ProgrammaticSettings()
     llm: LlmGeneratorSettings = LlmGeneratorSettings()
     temporal: TemporalSettings = TemporalSettings()
@@ -66,15 +74,11 @@ class GenerateError(BenchsmithError, ValueError):
     """A generate request that names something unknown."""
 
 
-def done_rule(generator: str, dimension: Dimension) -> str:
-    return f"{generator}:{dimension.key}"
-
-
-def _supports(generator: str, dimension: Dimension) -> bool:
+def _supports(generator: str, dimension: Dimension, options: GenerateSettings) -> bool:
     if generator == "programmatic":
         return programmatic.supports(dimension)
     if generator == "llm":
-        return llm_generator.supports(dimension)
+        return llm_generator.supports(dimension, options.llm.prompts_dir)
     return temporal.supports(dimension)
 
 
@@ -95,61 +99,59 @@ class Outcome:
     finished: bool = True
 
 
-def pending_jobs(store, options: GenerateSettings) -> list[Job]:
-    """Every (generator, item, dimension) this store has no generate verdict for, in a stable order."""
-    wanted = [registry().get(key) for key in options.dimensions] if options.dimensions else list(registry())
-    done = {(v.subject_id, v.rule) for v in store.get_verdicts(stage=STAGE, subject_kind="item")}
-    jobs = []
-    for generator in options.generators:
-        dims = [d for d in wanted if _supports(generator, d)]
-        if not dims:
-            continue
-        kind = "video" if generator == "temporal" else "image"
-        for item in store.get_items(kind=kind):
-            jobs.extend(Job(generator, item, d) for d in dims if (item.id, done_rule(generator, d)) not in done)
-    return jobs
+class GenerateStage:
+    """One generator over every (item, dimension) job it supports, as a runner stage."""
 
-
-@dataclass
-class Report:
-    jobs: int = 0
-    finished: int = 0
-    retry_later: int = 0
-    waiting_for_facts: int = 0
-    failed_drafts: int = 0
-    generated: int = 0
-    stored: int = 0
-    kept: int = 0
-    dropped: Counter = field(default_factory=Counter)
-    http_failures: Counter = field(default_factory=Counter)   # reason -> jobs left for the next run
-    llm_requests: int = 0
-    llm_cached: int = 0
-    http_calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
-
-    def as_dict(self) -> dict:
-        return {"jobs": self.jobs, "finished": self.finished, "retry_later": self.retry_later,
-                "waiting_for_facts": self.waiting_for_facts,
-                "failed_drafts": self.failed_drafts, "generated": self.generated, "new_questions": self.stored,
-                "kept": self.kept, "dropped": dict(self.dropped), "http_failures": dict(self.http_failures),
-                "llm_requests": self.llm_requests,
-                "llm_cached": self.llm_cached, "http_calls": self.http_calls, "tokens_in": self.tokens_in,
-                "tokens_out": self.tokens_out, "cost_usd": round(self.cost_usd, 6)}
-
-
-class Generation:
-    """Runs jobs batch by batch against one store."""
-
-    def __init__(self, store, settings: Settings, options: GenerateSettings) -> None:
-        self.store = store
+    def __init__(self, generator: str, settings: Settings, options: GenerateSettings) -> None:
+        self.generator = generator
+        self.name = f"{STAGE}:{generator}"
         self.settings = settings
         self.options = options
-        self.report = Report()
+        self.store = None
+        self.llm_client: LlmClient | None = None
         self._vocabulary: programmatic.Vocabulary | None = None
-        self._client: LlmClient | None = None
         self._labels: list[str] | None = None
+        self.llm_stats: Counter = Counter()        # requests, cached, tokens and cost of this run's calls
+        self.http_failures: Counter = Counter()    # reason -> jobs left for the next run
+        wanted = [registry().get(key) for key in options.dimensions] if options.dimensions else list(registry())
+        self.dimensions = [d for d in wanted if _supports(generator, d, options)]
+        self._dimension_keys = {d.key: self._dimension_key(d) for d in self.dimensions}
+
+    # -- what is done, and under which settings ---------------------------------------------------------
+
+    def config_key(self) -> str:
+        o = self.options
+        own = {"programmatic": o.programmatic, "llm": o.llm, "temporal": o.temporal}[self.generator]
+        # per-dimension parts (models, prompt files, vocabulary) go into each job's subject instead
+        parts = own.model_dump(mode="json", exclude={"batch_size", "options", "models", "prompts", "vocabulary"})
+        if self.generator == "temporal" and o.temporal.distractors == "llm":
+            parts["distractor_llm"] = o.llm.model_dump(mode="json", include={"model", "temperature", "seed",
+                                                                             "max_tokens"})
+            parts["distractor_prompt"] = temporal.PROMPT_FILE.read_text(encoding="utf-8")
+        return runner.config_key(self.generator, o.seed, o.quality.model_dump(mode="json"), parts)
+
+    def _dimension_key(self, dimension: Dimension) -> str:
+        """What shapes one dimension's questions beyond the stage's settings."""
+        if self.generator == "llm":
+            folder = self.options.llm.prompts_dir
+            shared = (folder / "_shared.yaml").read_text(encoding="utf-8")
+            own = (folder / f"{dimension.key}.yaml").read_text(encoding="utf-8")
+            return stable_hash(shared, own, self.options.llm.model_for(dimension), length=12)
+        if self.generator == "programmatic":
+            vocabulary = self.options.programmatic.vocabulary or programmatic.VOCABULARY_FILE
+            return stable_hash(programmatic.VERSION, vocabulary.read_text(encoding="utf-8"), dimension.definition,
+                               length=12)
+        return stable_hash(temporal.__name__, dimension.definition, length=12)
+
+    def units(self, store) -> list[Job]:
+        self.store = store
+        kind = "video" if self.generator == "temporal" else "image"
+        return [Job(self.generator, item, d) for item in store.get_items(kind=kind) for d in self.dimensions]
+
+    def subject(self, job: Job) -> str:
+        return f"{job.item.id}:{job.dimension.key}:{self._dimension_keys[job.dimension.key]}"
+
+    # -- the work ---------------------------------------------------------------------------------------
 
     def vocabulary(self) -> programmatic.Vocabulary:
         """The vocabulary file widened with every label, attribute and OCR word in the store (once a run)."""
@@ -166,121 +168,149 @@ class Generation:
         return self._labels
 
     def client(self) -> LlmClient:
-        if self._client is None:
-            self._client = LlmClient(self.settings, self.options.llm.options, self.store)
-        return self._client
+        if self.llm_client is None:
+            self.llm_client = LlmClient(self.settings, self.options.llm.options, self.store)
+        return self.llm_client
 
-    def run(self, jobs: Sequence[Job], advance: Callable[[int], None] | None = None) -> Report:
-        self.report.jobs += len(jobs)
-        size = self.options.llm.batch_size if any(j.generator == "llm" for j in jobs) else self.options.batch_size
-        for start in range(0, len(jobs), size):
-            batch = list(jobs[start:start + size])
-            self._store(batch, self._outcomes(batch))
-            if advance:
-                advance(len(batch))
-        if self._client is not None:
-            self.report.http_calls = self._client.http_calls
-        return self.report
-
-    def _outcomes(self, batch: list[Job]) -> list[Outcome]:
-        """Each job's outcome; all the batch's LLM calls (questions and video distractors) go out together."""
-        image_ids = [j.item.id for j in batch if j.generator != "temporal"]
-        facts = self.store.get_facts(sorted(set(image_ids))) if image_ids else {}
-        outcomes: list[Outcome] = [Outcome() for _ in batch]
-        calls: list[tuple[LlmRequest, Callable[[LlmResult], None]]] = []
-        for index, job in enumerate(batch):
-            if job.generator != "temporal" and not facts[job.item.id]:
+    def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
+        facts = self.store.get_facts(sorted({j.item.id for j in jobs})) if self.generator != "temporal" else {}
+        calls: list[tuple[Job, LlmRequest]] = []
+        for job in jobs:
+            if self.generator != "temporal" and not facts[job.item.id]:
                 # nothing extracted yet: leave the job for a run after `benchsmith extract`
-                outcomes[index].finished = False
-                self.report.waiting_for_facts += 1
-            elif job.generator == "programmatic":
-                outcomes[index].questions = programmatic.generate(
-                    job.item, facts[job.item.id], job.dimension, self.vocabulary(), self.options.programmatic,
-                    seed=self.options.seed)
-            elif job.generator == "temporal":
-                outcomes[index].questions = temporal.generate(job.item, job.dimension, self.labels(),
-                                                              self.options.temporal, seed=self.options.seed)
-                if self.options.temporal.distractors == "llm":
-                    calls.extend(self._distractor_calls(job, outcomes[index]))
+                yield job, Outcome(failure="waiting for facts", finished=False)
+            elif self.generator == "programmatic":
+                yield job, Outcome(programmatic.generate(job.item, facts[job.item.id], job.dimension,
+                                                         self.vocabulary(), self.options.programmatic,
+                                                         seed=self.options.seed))
+            elif self.generator == "temporal":
+                yield job, self._temporal(job)
             else:
-                request = llm_generator.request_for(job.item, facts[job.item.id], job.dimension, self.options.llm)
-                calls.append((request, partial(self._questions_done, outcomes, index, job, request)))
-        if calls:
-            for (_request, done), result in zip(calls, self.client().run([r for r, _ in calls])):
-                done(result)
-        return outcomes
+                calls.append((job, llm_generator.request_for(job.item, facts[job.item.id], job.dimension,
+                                                             self.options.llm)))
+        for index, result in stream(self.client(), [request for _job, request in calls]):
+            job, request = calls[index]
+            yield job, self._questions(job, request, result)
 
-    def _distractor_calls(self, job: Job, outcome: Outcome):
+    def _temporal(self, job: Job) -> Outcome:
+        outcome = Outcome(temporal.generate(job.item, job.dimension, self.labels(), self.options.temporal,
+                                            seed=self.options.seed))
+        if self.options.temporal.distractors != "llm":
+            return outcome
         llm = self.options.llm
-        for position, question in enumerate(outcome.questions):
-            if temporal.wants_llm_distractors(question):
-                request = temporal.distractor_request(
-                    question, job.item, job.dimension, model=llm.model_for(job.dimension),
-                    temperature=llm.temperature, seed=llm.seed, max_tokens=llm.max_tokens)
-                yield request, partial(self._distractors_done, outcome, position, request)
+        wanted = [(position, temporal.distractor_request(
+            question, job.item, job.dimension, model=llm.model_for(job.dimension), temperature=llm.temperature,
+            seed=llm.seed, max_tokens=llm.max_tokens))
+            for position, question in enumerate(outcome.questions) if temporal.wants_llm_distractors(question)]
+        results = self.client().run([request for _position, request in wanted])
+        for (position, request), result in zip(wanted, results):
+            if not self._answered(result):  # no answer at all: the job waits for a rerun
+                return Outcome(failure=result.reason, finished=False)
+            outcome.questions[position] = temporal.with_llm_distractors(outcome.questions[position], request, result)
+        return outcome
 
-    def _account(self, result: LlmResult) -> bool:
+    def _answered(self, result: LlmResult) -> bool:
         """Count the call; False when it got no answer at all (HTTP failure: the job waits for a rerun)."""
-        self.report.llm_requests += 1
-        self.report.llm_cached += result.cached
-        self.report.tokens_in += result.tokens_in
-        self.report.tokens_out += result.tokens_out
-        self.report.cost_usd += result.cost_usd
+        self.llm_stats.update({"llm_requests": 1, "llm_cached": int(result.cached), "tokens_in": result.tokens_in,
+                               "tokens_out": result.tokens_out})
+        self.llm_stats["cost_usd"] += result.cost_usd
         if not result.ok and not result.content:
-            self.report.http_failures[result.reason] += 1
+            self.http_failures[result.reason] += 1
             return False
         return True
 
-    def _distractors_done(self, outcome: Outcome, position: int, request: LlmRequest, result: LlmResult) -> None:
-        if not self._account(result):
-            outcome.finished, outcome.failure = False, result.reason
-            return
-        outcome.questions[position] = temporal.with_llm_distractors(outcome.questions[position], request, result)
+    def _questions(self, job: Job, request: LlmRequest, result: LlmResult) -> Outcome:
+        if not self._answered(result):
+            return Outcome(failure=result.reason, finished=False)
+        if not result.ok:
+            return Outcome(failure=result.reason, raw=result.content)
+        try:
+            return Outcome(llm_generator.questions_from(result, request, job.item, job.dimension,
+                                                        self.options.llm.prompts_dir))
+        except ValueError as exc:  # e.g. a record-level check the schema cannot express
+            return Outcome(failure=f"unusable question: {exc}".splitlines()[0], raw=result.content)
 
-    def _questions_done(self, outcomes: list[Outcome], index: int, job: Job, request: LlmRequest,
-                        result: LlmResult) -> None:
-        if not self._account(result):
-            outcomes[index] = Outcome(failure=result.reason, finished=False)
-        elif not result.ok:
-            outcomes[index] = Outcome(failure=result.reason, raw=result.content)
-        else:
-            try:
-                outcomes[index] = Outcome(llm_generator.questions_from(result, request, job.item, job.dimension))
-            except ValueError as exc:  # e.g. a record-level check the schema cannot express
-                outcomes[index] = Outcome(failure=f"unusable question: {exc}".splitlines()[0], raw=result.content)
+    # -- storing ----------------------------------------------------------------------------------------
 
-    def _store(self, batch: list[Job], outcomes: list[Outcome]) -> None:
-        generated = [q for o in outcomes if o.finished for q in o.questions]
-        self.report.generated += len(generated)
-        stored = {item_id: self.store.get_questions(item_id=item_id)
-                  for item_id in sorted({q.item_id for q in generated})}
+    def commit(self, store, pairs: list[tuple[Job, Outcome]], report: runner.StageReport) -> list[runner.Outcome]:
+        finished = [(job, o) for job, o in pairs if o.finished]
+        generated = [q.model_copy(update={"meta": q.meta | {"config": self._dimension_keys[job.dimension.key]}})
+                     for job, o in finished for q in o.questions]
+        report.counters["generated"] += len(generated)
+        stored = {item_id: store.get_questions(item_id=item_id)
+                  for item_id in sorted({job.item.id for job, _o in finished})}
         known = {q.id for qs in stored.values() for q in qs}
-        generated = [q for q in generated if q.id not in known]  # already stored by an interrupted run
-        existing = {item_id: [q for q in qs if q.status != "dropped"] for item_id, qs in stored.items()}
-        kept, dropped = quality.gate(generated, existing, self.options.quality)
+        fresh = [q for q in generated if q.id not in known]  # already stored by an interrupted run
+        existing = {item_id: [q for q in qs if q.status not in ("dropped", "superseded")]
+                    for item_id, qs in stored.items()}
+        replaced = _replaced(finished, stored, {q.id for q in generated}, self._dimension_keys)
+        if replaced:
+            report.counters["superseded"] += store.move_questions(
+                replaced, "superseded", stage=STAGE, reason="generated again after its settings changed")
+            existing = {i: [q for q in qs if q.id not in set(replaced)] for i, qs in existing.items()}
+        kept, dropped = quality.gate(fresh, existing, self.options.quality)
         kept = quality.balance_answers(kept, seed=self.options.seed)
-        self.report.kept += len(kept)
-        self.report.dropped.update(v.rule for _q, v in dropped)
-        self.report.stored += self.store.add_questions(
+        report.counters["kept"] += len(kept)
+        report.counters.update(f"dropped: {v.rule}" for _q, v in dropped)
+        report.counters["new_questions"] += store.add_questions(
             kept + [q for q, _v in dropped], stage=STAGE, verdicts_for_new=[v for _q, v in dropped])
-        marks = []
-        for job, outcome in zip(batch, outcomes):
+        outcomes = []
+        for job, outcome in pairs:
+            subject = self.subject(job)
             if not outcome.finished:
-                self.report.retry_later += bool(outcome.failure)
-                continue
-            self.report.finished += 1
-            self.report.failed_drafts += bool(outcome.failure)
-            marks.append(Verdict(
-                subject_id=job.item.id, subject_kind="item", stage=STAGE, rule=done_rule(job.generator, job.dimension),
-                passed=not outcome.failure, reason=outcome.failure,
-                details={"questions": len(outcome.questions)} | ({"raw": outcome.raw} if outcome.failure else {})))
-        self.store.add_verdicts(marks)
+                report.counters["waiting_for_facts"] += outcome.failure == "waiting for facts"
+                outcomes.append(runner.Outcome(subject, "retry", outcome.failure))
+            elif outcome.failure:
+                outcomes.append(runner.Outcome(subject, "failed", outcome.failure, {"raw": outcome.raw}))
+            else:
+                outcomes.append(runner.Outcome(subject, "done", details={"questions": len(outcome.questions)}))
+        return outcomes
 
 
-def plan(store, settings: Settings, *, generators: Sequence[str] = (), dimensions: Sequence[str] = (),
-         limit: int | None = None) -> tuple[GenerateSettings, list[Job]]:
-    """The stage's settings and its missing jobs. `generators` / `dimensions` (keys or ids) narrow the
-    settings' lists; `limit` caps how many jobs are done this time."""
+def _replaced(finished: list[tuple[Job, Outcome]], stored: dict[str, list[Question]], new_ids: set[str],
+              dimension_keys: dict[str, str]) -> list[str]:
+    """Candidates of the finished jobs' (item, dimension, generator) made under other settings."""
+    jobs = {(job.item.id, job.dimension.id): job for job, _o in finished}
+    out = []
+    for item_id, questions in stored.items():
+        for q in questions:
+            job = jobs.get((item_id, q.dimension_id))
+            if (job is not None and q.status == "candidate" and q.meta.get("generator") == job.generator
+                    and q.meta.get("config") != dimension_keys[job.dimension.key] and q.id not in new_ids):
+                out.append(q.id)
+    return out
+
+
+def stream(client: LlmClient, requests: Sequence[LlmRequest]) -> Iterator[tuple[int, LlmResult]]:
+    """(index, result) for each request as its answer arrives, while the rest stay in flight; the calls
+    run on an event loop in a worker thread, so the caller can store results meanwhile."""
+    if not requests:
+        return
+    arrived: queue.Queue = queue.Queue()
+    index_of = {id(r): i for i, r in enumerate(requests)}
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            client.run(requests, on_result=lambda request, result: arrived.put((index_of[id(request)], result)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
+            failure.append(exc)
+        finally:
+            arrived.put(None)
+
+    worker = threading.Thread(target=work, name="llm-calls", daemon=True)
+    worker.start()
+    while (item := arrived.get()) is not None:
+        yield item
+    worker.join()
+    if failure:
+        raise failure[0]
+
+
+def build_stages(settings: Settings, *, generators: Sequence[str] = (),
+                 dimensions: Sequence[str] = ()) -> list[GenerateStage]:
+    """A stage per generator in the settings (or `generators`), over the settings' dimensions (or
+    `dimensions`, keys or ids)."""
     options = settings.section(STAGE, GenerateSettings)
     unknown = sorted(set(generators) - set(get_args(GeneratorName)))
     if unknown:
@@ -289,12 +319,38 @@ def plan(store, settings: Settings, *, generators: Sequence[str] = (), dimension
         keys = [registry().get(d).key for d in dimensions]
     except KeyError as exc:
         raise GenerateError(str(exc.args[0])) from None
-    options = options.model_copy(update={"generators": list(generators) or options.generators,
-                                         "dimensions": keys or options.dimensions})
-    return options, pending_jobs(store, options)[:limit]
+    options = options.model_copy(update={"dimensions": keys or options.dimensions})
+    stages = [GenerateStage(name, settings, options) for name in list(generators) or options.generators]
+    return [s for s in stages if s.dimensions]
 
 
-def run_generate(store, settings: Settings, **narrowing) -> dict:
+def run_stages(store, stages: Sequence[GenerateStage], *, limit: int | None = None,
+               progress: Callable[[int], None] | None = None) -> dict:
+    """Run each generator's stage; return the run's counters, tokens and cost, summed."""
+    total: Counter = Counter()
+    for stage in stages:
+        llm = stage.generator == "llm"
+        window = stage.options.llm.batch_size if llm else stage.options.batch_size
+        left = None if limit is None else max(0, limit - total["jobs"])
+        # LLM jobs: a wide window keeps calls in flight while small groups of answers are stored
+        report = runner.run(stage, store, window=max(window, 1024) if llm else window,
+                            commit_every=16 if llm else None, limit=left, progress=progress)
+        total.update({"jobs": report.pending, "finished": report.done + report.failed,
+                      "failed_drafts": report.failed, "retry_later": report.retry_later, **report.counters})
+        total.update(stage.llm_stats)
+        total["http_calls"] += stage.llm_client.http_calls if stage.llm_client is not None else 0
+    out = {k: total.get(k, 0) for k in ("jobs", "finished", "retry_later", "waiting_for_facts", "failed_drafts",
+                                        "generated", "new_questions", "kept", "superseded")}
+    out["retry_later"] -= out["waiting_for_facts"]
+    out["dropped"] = {k.removeprefix("dropped: "): v for k, v in total.items() if k.startswith("dropped: ")}
+    out["http_failures"] = dict(sum((stage.http_failures for stage in stages), Counter()))
+    out |= {k: total.get(k, 0) for k in ("llm_requests", "llm_cached", "http_calls", "tokens_in", "tokens_out")}
+    out["cost_usd"] = round(total.get("cost_usd", 0.0), 6)
+    return out
+
+
+def run_generate(store, settings: Settings, *, generators: Sequence[str] = (), dimensions: Sequence[str] = (),
+                 limit: int | None = None, progress: Callable[[int], None] | None = None) -> dict:
     """Generate everything missing; return the run's counters, tokens and cost."""
-    options, jobs = plan(store, settings, **narrowing)
-    return Generation(store, settings, options).run(jobs).as_dict()
+    return run_stages(store, build_stages(settings, generators=generators, dimensions=dimensions),
+                      limit=limit, progress=progress)

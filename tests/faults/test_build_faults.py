@@ -105,8 +105,8 @@ def test_a_build_against_a_faulty_llm_server_completes_and_a_rerun_finishes_the_
         calls_after_first = server.calls
 
         with Store(settings.db_url) as store:
-            failed = store.get_verdicts(stage="generate", passed=False)
-        assert failed and all(v.reason and "raw" in v.details for v in failed)  # each bad draft kept, with its text
+            failed = [r for r in store.ledger_rows("generate:llm") if r["status"] == "failed"]
+        assert failed and all(r["reason"] and "raw" in r["details"] for r in failed)  # each bad draft, with its text
 
         server.responder = good_reply
         second = build_flow(settings, sources)
@@ -115,8 +115,8 @@ def test_a_build_against_a_faulty_llm_server_completes_and_a_rerun_finishes_the_
         assert rerun_keys and not set(rerun_keys) & paid_after_first  # nothing paid for was asked again
 
         with Store(settings.db_url) as store:
-            done = {(v.subject_id, v.rule) for v in store.get_verdicts(stage="generate")}
-        assert sum(rule.startswith("llm:") for _, rule in done) == SCENES * IMAGE_DIMENSIONS  # every job ended
+            done = store.ledger_rows("generate:llm")
+        assert len(done) == SCENES * IMAGE_DIMENSIONS  # every job ended
 
 
 def test_sigkill_at_random_points_loses_nothing_duplicates_nothing_and_repays_nothing(

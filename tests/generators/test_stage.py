@@ -10,7 +10,8 @@ import pytest
 from benchsmith.dimensions import registry
 from benchsmith.records import Fact, Image, Provenance, normalise_text
 from benchsmith.settings import load_settings
-from generators.stage import GenerateError, plan, run_generate
+from benchsmith import runner
+from generators.stage import GenerateError, build_stages, run_generate
 from tests.support.openai_server import ScriptedOpenAI, chat_completion, error, json_completion
 
 SUPPLIED = Provenance(backend="supplied")
@@ -50,9 +51,9 @@ def test_programmatic_generation_stores_balanced_candidates_and_a_rerun_does_not
     assert {q.provenance.backend for q in candidates} == {"programmatic"}
     letters = Counter(q.answer for q in candidates)
     assert max(letters.values()) - min(letters.values()) <= 3
-    done = store.get_verdicts(stage="generate", subject_kind="item")
-    assert len(done) == 72 and all(v.passed for v in done)
-    assert {v.rule.split(":")[0] for v in done} == {"programmatic"}
+    done = store.ledger_rows("generate:programmatic")
+    assert len(done) == 72 and {r["status"] for r in done} == {"done"}
+    assert store.get_verdicts(stage="generate") == []  # done-ness lives in the ledger, not in verdicts
 
     again = run_generate(store, settings, generators=["programmatic"])
     assert again["jobs"] == 0 and again["new_questions"] == 0
@@ -76,7 +77,7 @@ def test_images_without_facts_wait_for_extraction_instead_of_being_marked_done(t
     settings = settings_with(tmp_path)
     report = run_generate(store, settings, generators=["programmatic"])
     assert report["jobs"] == 6 and report["waiting_for_facts"] == 6 and report["finished"] == 0
-    assert store.get_verdicts(stage="generate") == []
+    assert store.ledger_rows("generate:programmatic") == []
     store.record_extraction("bare", "supplied", [Fact(item_id="bare", kind="object", text="circle",
                                                       box=(0.1, 0.1, 0.3, 0.3), attributes={"colour": "red"},
                                                       provenance=SUPPLIED)])
@@ -87,11 +88,12 @@ def test_images_without_facts_wait_for_extraction_instead_of_being_marked_done(t
 def test_narrowing_to_unknown_generators_or_dimensions_is_a_clear_error(tmp_path, store):
     settings = settings_with(tmp_path)
     with pytest.raises(GenerateError, match="unknown generator magic"):
-        plan(store, settings, generators=["magic"])
+        build_stages(settings, generators=["magic"])
     with pytest.raises(GenerateError, match="unknown dimension 'colourfulness'"):
-        plan(store, settings, dimensions=["colourfulness"])
-    _options, jobs = plan(store, settings, dimensions=["5", "spatial_relation"])
-    assert jobs == []
+        build_stages(settings, dimensions=["colourfulness"])
+    [stage] = build_stages(settings, dimensions=["5", "spatial_relation"])  # temporal has neither
+    assert [d.key for d in stage.dimensions] == ["instances_counting", "spatial_relation"]
+    assert runner.pending(stage, store) == []
 
 
 # -- the LLM generator through a real HTTP server -----------------------------------------------------
@@ -132,11 +134,11 @@ def test_llm_generation_records_failed_drafts_costs_and_never_calls_twice(tmp_pa
         calls_after_first = server.calls
         assert calls_after_first == 18 + 3 + 3 + 3 * 2  # the 500s were retried once each
 
-        failed = [v for v in store.get_verdicts(stage="generate", passed=False)]
-        reasons = Counter(v.reason.split(":")[0] for v in failed)
+        failed = [r for r in store.ledger_rows("generate:llm") if r["status"] == "failed"]
+        reasons = Counter(r["reason"].split(":")[0] for r in failed)
         assert reasons == {"invalid JSON": 3, "schema violation at questions/0/options": 3}
-        assert all(v.subject_kind == "item" and v.details["raw"] for v in failed)
-        assert any("Sure! Here are your questions" in v.details["raw"] for v in failed)
+        assert all(r["details"]["raw"] for r in failed)
+        assert any("Sure! Here are your questions" in r["details"]["raw"] for r in failed)
 
         question = store.get_questions(status="candidate")[0]
         assert question.provenance.model == "gpt-4o-mini"
@@ -162,10 +164,10 @@ def test_a_completed_llm_run_makes_no_http_calls_when_rerun_even_with_new_settin
                                  BENCHSMITH__GENERATE__DIMENSIONS="[instances_counting, text_understanding]")
         run_generate(store, settings, generators=["llm"])
         calls = server.calls
-        # forget which pairs were done: the generate verdicts go, the call cache stays
+        # forget which jobs were done: the ledger rows go, the call cache stays
         with store.engine.begin() as conn:
-            from benchsmith.store.schema import verdicts
-            conn.execute(verdicts.delete().where(verdicts.c.stage == "generate"))
+            from benchsmith.store.schema import work_ledger
+            conn.execute(work_ledger.delete().where(work_ledger.c.stage == "generate:llm"))
         again = run_generate(store, settings, generators=["llm"])
         assert server.calls == calls
     assert again["llm_cached"] == again["llm_requests"] == 4 and again["new_questions"] == 0
@@ -194,8 +196,8 @@ def test_text_in_the_image_stays_inside_the_data_block(tmp_path, store):
     line = next(l for l in inside.splitlines() if "pirate" in l)
     assert '\\"' in line and "\\u003c/image_facts\\u003e" in line
     assert sent["response_format"]["json_schema"]["schema"]["required"] == ["questions"]
-    done = store.get_verdicts(stage="generate", subject_kind="item")
-    assert [(v.passed, v.details["questions"]) for v in done] == [(True, 0)]
+    done = store.ledger_rows("generate:llm")
+    assert [(r["status"], r["details"]["questions"]) for r in done] == [("done", 0)]
 
 
 def test_questions_have_no_duplicates_within_an_item(tmp_path, store, oracle_dir):
@@ -207,3 +209,37 @@ def test_questions_have_no_duplicates_within_an_item(tmp_path, store, oracle_dir
     assert {q.dimension_id for q in store.get_questions()} == {
         registry().get(k).id for k in ("instances_counting", "instance_location", "spatial_relation",
                                        "instance_attributes", "instance_identity", "text_understanding")}
+
+
+def test_editing_one_prompt_regenerates_that_dimension_only_and_supersedes_its_old_questions(
+        tmp_path, store, oracle_dir):
+    import shutil
+
+    from generators import llm as llm_generator
+
+    prompts = tmp_path / "prompts"  # a maintainer's own copy of the templates
+    shutil.copytree(llm_generator.PROMPTS_DIR, prompts)
+    add_oracle(store, oracle_dir, 3)
+
+    def follows_the_prompt(request: dict):
+        if "whole objects" not in request["messages"][1]["content"]:
+            return scripted_questions(request)
+        return json_completion({"questions": [
+            {"question": f"How many whole {shape} are there?", "options": ["1", "2", "3", "4"], "answer": "A"}
+            for shape in ("circles", "triangles")]})
+
+    with ScriptedOpenAI(follows_the_prompt) as server:
+        settings = settings_with(tmp_path, OPENAI_BASE_URL=server.base_url, BENCHSMITH__GENERATE__LLM__PROMPTS=prompts,
+                                 BENCHSMITH__GENERATE__DIMENSIONS="[instances_counting, text_understanding]")
+        first = run_generate(store, settings, generators=["llm"])
+        assert first["jobs"] == 6 and server.calls == 6
+        counting = prompts / "instances_counting.yaml"
+        counting.write_text(counting.read_text().replace("focus: |", "focus: |\n  Count only whole objects."))
+        second = run_generate(store, settings, generators=["llm"])
+        assert second["jobs"] == 3 and server.calls == 9          # counting only, three new calls
+        assert second["superseded"] == 6                           # its old questions, two per image
+        assert run_generate(store, settings, generators=["llm"])["jobs"] == 0
+    counting_id = registry().get("instances_counting").id
+    superseded = store.get_questions(status="superseded")
+    assert len(superseded) == 6 and {q.dimension_id for q in superseded} == {counting_id}
+    assert len([q for q in store.get_questions(status="candidate") if q.dimension_id == counting_id]) == 6

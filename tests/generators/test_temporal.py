@@ -143,11 +143,11 @@ def test_llm_written_distractors_are_used_when_they_are_safe(tmp_path, store, cl
         report = run_generate(store, settings, generators=["temporal"])
         calls = server.calls
         assert report["jobs"] == 18 and report["llm_requests"] == calls > 0
-        from benchsmith.store.schema import verdicts
-        with store.engine.begin() as conn:  # forget the done-markers: the cache must answer everything
-            conn.execute(verdicts.delete().where(verdicts.c.stage == "generate"))
-        run_generate(store, settings, generators=["temporal"])
-        assert server.calls == calls
+        from benchsmith.store.schema import work_ledger
+        with store.engine.begin() as conn:  # forget what was done: the cache must answer everything
+            conn.execute(work_ledger.delete().where(work_ledger.c.stage == "generate:temporal"))
+        again = run_generate(store, settings, generators=["temporal"])
+        assert again["jobs"] == 18 and server.calls == calls
     asked = [json.loads(r["messages"][1]["content"].split("Correct answer: ")[1].splitlines()[0])
              for r in server.requests]
     questions = store.get_questions()
