@@ -335,6 +335,7 @@ def run_stages(store, stages: Sequence[GenerateStage], *, limit: int | None = No
         # LLM jobs: a wide window keeps calls in flight while small groups of answers are stored
         report = runner.run(stage, store, window=max(window, 1024) if llm else window,
                             commit_every=16 if llm else None, limit=left, progress=progress)
+        total["seconds"] += report.seconds
         total.update({"jobs": report.pending, "finished": report.done + report.failed,
                       "failed_drafts": report.failed, "retry_later": report.retry_later, **report.counters})
         total.update(stage.llm_stats)
@@ -346,6 +347,7 @@ def run_stages(store, stages: Sequence[GenerateStage], *, limit: int | None = No
     out["http_failures"] = dict(sum((stage.http_failures for stage in stages), Counter()))
     out |= {k: total.get(k, 0) for k in ("llm_requests", "llm_cached", "http_calls", "tokens_in", "tokens_out")}
     out["cost_usd"] = round(total.get("cost_usd", 0.0), 6)
+    out["seconds"] = round(total.get("seconds", 0.0), 2)
     return out
 
 
