@@ -397,13 +397,14 @@ def hf_candidates(location: Path, *, image_column: str | None = None, source: st
         cell = row[image_column] or {}
         data = cell.get("bytes") if isinstance(cell, dict) else None
         if data is None and isinstance(cell, dict) and cell.get("path"):
-            path = Path(cell["path"])
-            data = path.read_bytes() if path.is_file() else b""
+            read = partial(read_regular_file, Path(cell["path"]))  # checked like any file: kind, size
+        else:
+            read = partial(_read_bytes, data or b"")
         annotations = {k: row[k] for k in ANNOTATION_KEYS if row.get(k) is not None}
         if row.get("caption"):
             annotations.setdefault("captions", [row["caption"]])
         name = f"{location.name}[{index}]"
-        yield Candidate(name, partial(_read_bytes, data or b""), source=str(row.get("source") or source or location.name),
+        yield Candidate(name, read, source=str(row.get("source") or source or location.name),
                         license=str(row.get("license") or license), annotations=annotations)
 
 
