@@ -440,6 +440,20 @@ class IngestReport:
         return ", ".join(parts)
 
 
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: end this worker when the ingest process dies, even by SIGKILL (Linux), instead of
+    living on as an orphan holding memory."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the pool's own broken-pipe handling is all there is
+        pass
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+
 def _inspect(args: tuple[bytes, int, int]) -> Accepted | Rejected:
     data, min_side, max_pixels = args
     return inspect_image(data, min_side=min_side, max_pixels=max_pixels)
@@ -475,7 +489,7 @@ def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], setti
     """
     report = IngestReport()
     label = printable_name(label)
-    pool = ProcessPoolExecutor(workers) if workers > 1 else None
+    pool = ProcessPoolExecutor(workers, initializer=_die_with_parent, initargs=(os.getpid(),)) if workers > 1 else None
     try:
         batch: list[Candidate] = []
         for candidate in candidates:

@@ -182,3 +182,34 @@ def test_a_video_manifest_row_naming_a_symlink_loop_or_a_fifo_is_refused_and_the
                                                           {"path": "pipe.mp4", "segments": segments}, good]) + "\n")
     report = run_bounded(ingest_videos, store, tmp_path / "media", manifest, frames=4)
     assert report.added == 1 and report.rejected == {"unreadable": 1, "not_a_file": 1}
+
+
+def test_ingest_workers_end_when_the_parent_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    from benchmarks.ingest_throughput import make_images
+    from tests.faults.conftest import BENCHSMITH
+
+    make_images(tmp_path / "photos", 3000)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH")} | {
+        "BENCHSMITH_WORKSPACE": str(tmp_path / "bench"), "BENCHSMITH__INGEST__BATCH_SIZE": "64"}
+    parent = subprocess.Popen([BENCHSMITH, "ingest", "--workers", "2", str(tmp_path / "photos")], env=env,
+                              cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children_file = Path(f"/proc/{parent.pid}/task/{parent.pid}/children")
+    workers: list[int] = []
+    deadline = time.time() + 60
+    while len(workers) < 2 and time.time() < deadline and parent.poll() is None:
+        workers = [int(pid) for pid in children_file.read_text().split()] if children_file.exists() else []
+        time.sleep(0.05)
+    assert len(workers) >= 2, "the ingest never started its workers"
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.time() + 15
+    alive = workers
+    while alive and time.time() < deadline:
+        alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()
+                 and "Z" not in Path(f"/proc/{pid}/stat").read_text().split(")")[-1][:3]]
+        time.sleep(0.1)
+    assert not alive, f"workers {alive} outlived their killed parent"
