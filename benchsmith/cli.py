@@ -269,6 +269,10 @@ def main() -> None:
               "free space or fix permissions, then rerun the command to go on.")
     except sa.exc.OperationalError as exc:
         _fail(f"the store could not be used: {exc.orig}. Finished work is saved; fix it and rerun.")
+    except sa.exc.DatabaseError as exc:  # "database disk image is malformed": a truncated or corrupted file
+        from benchsmith.store import damaged_store_message
+
+        _fail(damaged_store_message("", exc))
     except KeyboardInterrupt:
         errors.print("interrupted; finished work is saved, rerun the command to go on")
         sys.exit(130)

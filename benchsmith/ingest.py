@@ -397,13 +397,14 @@ def hf_candidates(location: Path, *, image_column: str | None = None, source: st
         cell = row[image_column] or {}
         data = cell.get("bytes") if isinstance(cell, dict) else None
         if data is None and isinstance(cell, dict) and cell.get("path"):
-            path = Path(cell["path"])
-            data = path.read_bytes() if path.is_file() else b""
+            read = partial(read_regular_file, Path(cell["path"]))  # checked like any file: kind, size
+        else:
+            read = partial(_read_bytes, data or b"")
         annotations = {k: row[k] for k in ANNOTATION_KEYS if row.get(k) is not None}
         if row.get("caption"):
             annotations.setdefault("captions", [row["caption"]])
         name = f"{location.name}[{index}]"
-        yield Candidate(name, partial(_read_bytes, data or b""), source=str(row.get("source") or source or location.name),
+        yield Candidate(name, read, source=str(row.get("source") or source or location.name),
                         license=str(row.get("license") or license), annotations=annotations)
 
 
@@ -437,6 +438,20 @@ class IngestReport:
             parts.append(f"{sum(self.rejected.values())} refused (" +
                          ", ".join(f"{n} {rule}" for rule, n in sorted(self.rejected.items())) + ")")
         return ", ".join(parts)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: end this worker when the ingest process dies, even by SIGKILL (Linux), instead of
+    living on as an orphan holding memory."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the pool's own broken-pipe handling is all there is
+        pass
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
 
 
 def _inspect(args: tuple[bytes, int, int]) -> Accepted | Rejected:
@@ -474,7 +489,7 @@ def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], setti
     """
     report = IngestReport()
     label = printable_name(label)
-    pool = ProcessPoolExecutor(workers) if workers > 1 else None
+    pool = ProcessPoolExecutor(workers, initializer=_die_with_parent, initargs=(os.getpid(),)) if workers > 1 else None
     try:
         batch: list[Candidate] = []
         for candidate in candidates:

@@ -10,6 +10,12 @@ the store's `llm_calls` table under that key as soon as it returns, so a rerun, 
 a crash, reads it back and makes no HTTP request for it. Calls that failed at the HTTP level are
 recorded too, but a rerun tries them again.
 
+Two processes on one store (two `generate` runs at once) split the work rather than pay twice: before
+sending, a client claims its calls in the store (`Store.claim_llm_calls`, a row with status
+'in_flight'); a call claimed by another process is waited for and its stored answer read back. A claim
+of a process on this machine that is gone, or older than `deadline_s` plus a margin (a process
+elsewhere that died), is taken over.
+
 Retries are ours, not the openai client's (its own are switched off): 429, 5xx, timeouts and dropped
 connections are retried up to `max_retries` times, waiting what the server's Retry-After says, or an
 exponential backoff when it says nothing. Doing it here keeps every wait inside the concurrency slot
@@ -29,8 +35,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import socket
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, Literal
@@ -46,6 +55,8 @@ from benchsmith.secrets import remember, scrub
 from benchsmith.settings import Settings
 
 Purpose = Literal["generate", "solve"]
+CLAIM_POLL_S = 0.5       # how often a client looks for calls another process has in flight
+CLAIM_MARGIN_S = 60.0    # a claim older than deadline_s + this was left by a process that died
 PLACEHOLDER_KEY = "not-needed"  # local OpenAI-compatible servers accept any key; the client wants one
 
 
@@ -230,6 +241,7 @@ class LlmClient:
         self.options = options
         self.store = store
         self.http_calls = 0  # requests actually sent, retries included
+        self._owner = f"in flight: {socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     def _key_for_http(self) -> str:
         if self._api_key:
@@ -275,8 +287,40 @@ class LlmClient:
                     if on_result:
                         on_result(requests[index], result)
 
-                await asyncio.gather(*(one(index) for index in todo))
+                mine = await asyncio.to_thread(self._claim, [requests[i] for i in todo], stored)
+                await asyncio.gather(*(one(index) for index in todo if requests[index].key in mine),
+                                     self._await_others([i for i in todo if requests[i].key not in mine],
+                                                        requests, results, one, on_result))
         return results  # type: ignore[return-value]
+
+    def _claim(self, requests: Sequence[LlmRequest], stored: dict[str, dict]) -> set[str]:
+        if self.store is None:
+            return {r.key for r in requests}
+        rows = {r.key: {"key": r.key, "purpose": r.purpose, "model": r.model,
+                        "request": r.model_dump(exclude={"purpose"})} for r in requests}
+        dead = {row["error"] for row in stored.values() if row["status"] == "in_flight" and _owner_gone(row["error"])}
+        return self.store.claim_llm_calls(list(rows.values()), self._owner,
+                                          self.options.deadline_s + CLAIM_MARGIN_S, sorted(dead))
+
+    async def _await_others(self, waiting: list[int], requests: Sequence[LlmRequest], results: list,
+                            one: Callable, on_result) -> None:
+        """Wait for the calls another process claimed: read back its answers, and take over the claims
+        it left behind when it died (or whose call failed there, as a rerun here would retry them)."""
+        while waiting:
+            await asyncio.sleep(CLAIM_POLL_S)
+            rows = await asyncio.to_thread(self.store.get_llm_calls, [requests[i].key for i in waiting])
+            still: list[int] = []
+            for index in waiting:
+                hit = self._cached(requests[index], rows.get(requests[index].key))
+                if hit is None:
+                    still.append(index)
+                    continue
+                results[index] = hit
+                if on_result:
+                    on_result(requests[index], hit)
+            taken = await asyncio.to_thread(self._claim, [requests[i] for i in still], rows) if still else set()
+            await asyncio.gather(*(one(index) for index in still if requests[index].key in taken))
+            waiting = [index for index in still if requests[index].key not in taken]
 
     def _cached(self, request: LlmRequest, row: dict | None) -> LlmResult | None:
         """The stored answer to `request`, if a call for it succeeded before."""
@@ -362,6 +406,21 @@ class LlmClient:
             key=request.key, purpose=request.purpose, model=request.model,
             request=request.model_dump(exclude={"purpose"}), response=response, status=status, error=error,
             tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost, seconds=seconds)
+
+
+def _owner_gone(owner: str) -> bool:
+    """Whether a claim's owner ("in flight: host:pid:nonce") was a process on this machine that has ended."""
+    host, _, rest = owner.removeprefix("in flight: ").partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _describe(exc: Exception) -> str:

@@ -8,6 +8,7 @@ from benchsmith.secrets import remember
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,6 +21,7 @@ USER_FILE = Path("benchsmith.yaml")
 SECRET_ENV = {"openai_api_key": "OPENAI_API_KEY", "label_studio_api_key": "LABEL_STUDIO_API_KEY",
               "hf_token": "HF_TOKEN"}
 ENV_PREFIX = "BENCHSMITH__"
+_ENV_NAME = re.compile(r"^BENCHSMITH__[A-Za-z0-9]+(_[A-Za-z0-9]+)*(__[A-Za-z0-9]+(_[A-Za-z0-9]+)*)*$")
 
 Section = TypeVar("Section", bound=BaseModel)
 
@@ -134,13 +136,22 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _refuse_secrets(data: Mapping[str, Any], where: str) -> None:
+# Keys and values that hold a credential, whatever a user names them (generate.llm.api_key, say).
+_SECRET_KEY = re.compile(r"(^|_)(api_?key|apikey|token|secret|password|passwd|credentials?)$", re.IGNORECASE)
+_SECRET_VALUE = re.compile(r"^(sk-|hf_|ghp_|xox[bp]-)[A-Za-z0-9_\-]{16,}$")
+
+
+def _refuse_secrets(data: Mapping[str, Any], where: str, path: str = "") -> None:
     for key, value in data.items():
-        if key in SECRET_ENV or key == "secrets":
-            raise SettingsError(f"{where} sets '{key}'; secrets come only from the environment "
-                                f"({', '.join(SECRET_ENV.values())})")
+        name = f"{path}{key}"
+        if key in SECRET_ENV or key == "secrets" or _SECRET_KEY.search(str(key)):
+            raise SettingsError(f"{where} sets '{name}', which would hold a secret; secrets come only from the "
+                                f"environment ({', '.join(SECRET_ENV.values())}): remove it from there")
+        if isinstance(value, str) and _SECRET_VALUE.match(value.strip()):
+            raise SettingsError(f"{where} sets '{name}' to what looks like an API key; secrets come only from the "
+                                f"environment ({', '.join(SECRET_ENV.values())}): remove it from there")
         if isinstance(value, Mapping):
-            _refuse_secrets(value, where)
+            _refuse_secrets(value, where, f"{name}.")
 
 
 def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
@@ -151,7 +162,11 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
     pairs = [(path, env[name]) for name, path in named.items() if env.get(name)]
     for name, value in env.items():
         if name.startswith(ENV_PREFIX):
-            path = tuple(part.lower() for part in name[len(ENV_PREFIX):].split("__") if part)
+            if not _ENV_NAME.match(name):
+                raise SettingsError(f"environment variable {name!r} is not a settings path: write "
+                                    f"{ENV_PREFIX}SECTION__KEY (letters, digits and single underscores in each "
+                                    "name, parts joined by double underscores), or unset it")
+            path = tuple(part.lower() for part in name[len(ENV_PREFIX):].split("__"))
             try:
                 parsed = yaml.safe_load(value)
             except yaml.YAMLError:
@@ -161,6 +176,9 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
         node = over
         for part in path[:-1]:
             node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise SettingsError(f"the environment sets {'.'.join(path)} inside a value that another "
+                                    f"variable already sets; unset one of the two")
         node[path[-1]] = value
     _refuse_secrets(over, "the environment (BENCHSMITH__...)")
     return over

@@ -14,6 +14,7 @@ show them, and `annotations` holds the segments sorted by start, the steps and e
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import shutil
@@ -25,8 +26,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from benchsmith.errors import BenchsmithError
-from benchsmith.ingest import IngestReport, inside
-from benchsmith.records import Verdict, Video, sha256_bytes
+from benchsmith.ingest import IngestReport, file_problem, inside
+from benchsmith.records import Verdict, Video
 
 STAGE = "ingest"
 
@@ -132,19 +133,24 @@ def ingest_videos(store, media_dir: Path, manifest: Path, frames: int = 8, progr
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'row'}: {e['msg']}" for e in exc.errors())
             refuse(subject, "bad_row", f"row {number}: {problems}")
             continue
-        source = (manifest.parent / row.path).resolve()
+        source = manifest.parent / row.path
         if not inside(manifest.parent, source):
             refuse(subject, "path_outside_root", f"row {number}: {row.path!r} leaves the manifest's folder")
             continue
-        if not source.is_file():
+        problem = file_problem(source)  # before any open: a FIFO would block, a link loop would raise
+        if problem is not None and problem.rule == "missing":
             refuse(subject, "missing_file", f"row {number}: {row.path} not found")
+            continue
+        if problem is not None:
+            refuse(subject, problem.rule, f"row {number}: {row.path} {problem.reason}")
             continue
         try:
             found = probe(source)
         except ValueError as exc:
             refuse(subject, "bad_video", f"row {number}: {exc}")
             continue
-        video_id = sha256_bytes(source.read_bytes())
+        with source.open("rb") as handle:  # streamed: a video can be larger than memory
+            video_id = hashlib.file_digest(handle, "sha256").hexdigest()
         if store.known_item_ids([video_id]):
             report.unchanged += 1
             continue

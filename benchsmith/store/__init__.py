@@ -89,6 +89,35 @@ def migrate(engine: sa.Engine, revision: str = "head") -> None:
         command.upgrade(config, revision)
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+URL_HELP = "set BENCHSMITH_DB_URL to sqlite:///path/to/benchsmith.db or postgresql://user@host/dbname"
+
+
+def _check_url(url: str) -> None:
+    """Refuse, with what to do, a URL that names no store this code can open, before connecting."""
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError:
+        raise StoreError(f"the store URL is not a database URL; {URL_HELP}") from None
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise StoreError(f"the store must be SQLite or PostgreSQL, not {backend}; {URL_HELP}")
+    if backend == "sqlite" and parsed.database and parsed.database != ":memory:":
+        path = Path(parsed.database).expanduser()
+        if path.is_dir():
+            raise StoreError(f"the store path {path} is a folder; name a file in it ({URL_HELP})")
+        if path.is_file() and path.stat().st_size:
+            with path.open("rb") as handle:
+                if handle.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
+                    raise StoreError(f"{path} is not an SQLite database; point BENCHSMITH_DB_URL at a benchsmith "
+                                     "store, or at a new file to start one")
+
+
+def damaged_store_message(where: str, exc: sa.exc.DatabaseError) -> str:
+    return (f"the store{where} is damaged ({exc.orig}); restore it from your last backup or copy "
+            "(for SQLite, the .db file together with its -wal file), or move it aside to start a new store")
+
+
 class Store(
     ItemsMixin, FactsMixin, QuestionsMixin, VerdictsMixin, LlmCallsMixin, ReviewsMixin, ReleasesMixin,
     RunsMixin, LedgerMixin,
@@ -97,6 +126,7 @@ class Store(
 
     def __init__(self, url: str) -> None:
         self.url = url
+        _check_url(url)
         if url.startswith("sqlite:///"):
             Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(parents=True, exist_ok=True)
         self.engine = _make_engine(url)
@@ -108,6 +138,10 @@ class Store(
                 f"cannot open the store at {sa.make_url(url).render_as_string(hide_password=True)}: "
                 f"{exc.orig}".strip()
             ) from None
+        except sa.exc.DatabaseError as exc:
+            self.engine.dispose()
+            raise StoreError(damaged_store_message(
+                f" at {sa.make_url(url).render_as_string(hide_password=True)}", exc)) from None
 
     @property
     def dialect(self) -> str:

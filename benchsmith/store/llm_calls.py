@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 
 import sqlalchemy as sa
 
 from benchsmith.records import utcnow
 from benchsmith.store.schema import llm_calls
-from benchsmith.store.sql import chunks, upsert
+from benchsmith.store.sql import chunks, insert_new, upsert
+
+IN_FLIGHT = "in_flight"
 
 
 class LlmCallsMixin:
@@ -30,6 +33,34 @@ class LlmCallsMixin:
         """Store a finished call (status 'ok' with its response, or 'error' with the reason)."""
         with self.engine.begin() as conn:
             upsert(conn, llm_calls, [row | {"created_at": utcnow()}])
+
+    def claim_llm_calls(self, rows: Sequence[dict], owner: str, stale_after_s: float,
+                        dead_owners: Sequence[str] = ()) -> set[str]:
+        """Claim the calls in `rows` (key, purpose, model, request) for `owner` before sending them, so two
+        processes on one store never pay for the same prompt. A key is claimed when it has no row yet,
+        when its last call failed, or when another owner's claim is older than `stale_after_s` (that
+        process died), or at once when its owner is in `dead_owners`. Returns the claimed keys; the others are answered or in flight elsewhere.
+        The claim is a row with status 'in_flight' and the owner in `error`; the finished call overwrites it."""
+        if not rows:
+            return set()
+        now = utcnow()
+        keys = [row["key"] for row in rows]
+        c = llm_calls.c
+        with self.engine.begin() as conn:
+            insert_new(conn, llm_calls, [row | {"status": IN_FLIGHT, "error": owner, "created_at": now} for row in rows])
+            for batch in chunks(keys):
+                conn.execute(llm_calls.update()
+                             .where(c.key.in_(batch),
+                                    (c.status == "error")
+                                    | ((c.status == IN_FLIGHT) & (c.error != owner)
+                                       & ((c.created_at < now - timedelta(seconds=stale_after_s))
+                                          | c.error.in_(list(dead_owners) or [""]))))
+                             .values(status=IN_FLIGHT, error=owner, created_at=now))
+            claimed: set[str] = set()
+            for batch in chunks(keys):
+                claimed.update(conn.scalars(sa.select(c.key).where(c.key.in_(batch), c.status == IN_FLIGHT,
+                                                                   c.error == owner)))
+        return claimed
 
     def llm_totals(self) -> dict[tuple[str, str, str], dict]:
         """(purpose, model, status) -> calls, tokens in/out and cost."""

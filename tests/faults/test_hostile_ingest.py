@@ -154,3 +154,62 @@ def test_an_emoji_label_is_kept(store, tmp_path):
     report = ingest(store, tmp_path / "media", candidates_for(tmp_path / "m.jsonl"), SETTINGS, label="m")
     assert report.added == 1
     assert store.get_items()[0].annotations["objects"][0]["label"] == "cat 🐱"
+
+
+def test_a_device_file_in_a_folder_is_refused_without_reading_it(store, tmp_path):
+    import stat
+
+    root = tmp_path / "photos"
+    png(root / "good.png")
+    os.mknod(root / "null.jpg", stat.S_IFCHR | 0o600, os.makedev(1, 3))  # /dev/null's numbers: root only
+    report = run_bounded(ingest, store, tmp_path / "media", candidates_for(root), SETTINGS, label="p")
+    assert report.added == 1 and refusals(store, "p") == {"null.jpg": "not_a_file"}
+    [verdict] = store.get_verdicts(stage="ingest")
+    assert "character device" in verdict.reason
+
+
+def test_a_video_manifest_row_naming_a_symlink_loop_or_a_fifo_is_refused_and_the_run_goes_on(store, tmp_path):
+    from benchsmith.videos import ingest_videos, make_moving_shapes
+
+    make_moving_shapes(tmp_path, 1, seed=4)
+    good = json.loads((tmp_path / "manifest.jsonl").read_text().splitlines()[0])
+    os.symlink(tmp_path / "b.mp4", tmp_path / "a.mp4")
+    os.symlink(tmp_path / "a.mp4", tmp_path / "b.mp4")
+    os.mkfifo(tmp_path / "pipe.mp4")
+    segments = [{"start": 0, "end": 1, "label": "x"}]
+    manifest = tmp_path / "videos.jsonl"
+    manifest.write_text("\n".join(json.dumps(r) for r in [{"path": "a.mp4", "segments": segments},
+                                                          {"path": "pipe.mp4", "segments": segments}, good]) + "\n")
+    report = run_bounded(ingest_videos, store, tmp_path / "media", manifest, frames=4)
+    assert report.added == 1 and report.rejected == {"unreadable": 1, "not_a_file": 1}
+
+
+def test_ingest_workers_end_when_the_parent_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    from benchmarks.ingest_throughput import make_images
+    from tests.faults.conftest import BENCHSMITH
+
+    make_images(tmp_path / "photos", 3000)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH")} | {
+        "BENCHSMITH_WORKSPACE": str(tmp_path / "bench"), "BENCHSMITH__INGEST__BATCH_SIZE": "64"}
+    parent = subprocess.Popen([BENCHSMITH, "ingest", "--workers", "2", str(tmp_path / "photos")], env=env,
+                              cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children_file = Path(f"/proc/{parent.pid}/task/{parent.pid}/children")
+    workers: list[int] = []
+    deadline = time.time() + 60
+    while len(workers) < 2 and time.time() < deadline and parent.poll() is None:
+        workers = [int(pid) for pid in children_file.read_text().split()] if children_file.exists() else []
+        time.sleep(0.05)
+    assert len(workers) >= 2, "the ingest never started its workers"
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.time() + 15
+    alive = workers
+    while alive and time.time() < deadline:
+        alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()
+                 and "Z" not in Path(f"/proc/{pid}/stat").read_text().split(")")[-1][:3]]
+        time.sleep(0.1)
+    assert not alive, f"workers {alive} outlived their killed parent"
