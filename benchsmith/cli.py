@@ -24,7 +24,7 @@ app = typer.Typer(
          "a Hugging Face dataset.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",
+    rich_markup_mode="rich",
     add_completion=False,
 )
 scenes_app = typer.Typer(help="Synthetic oracle scenes with exact ground truth.", no_args_is_help=True)
