@@ -58,7 +58,7 @@ def register(app: typer.Typer, context) -> None:
         with c.store() as store:
             report = pull(store, server, c.settings, registry())
         console.print(report.summary())
-        console.print(_agreement_table(report.agreement))
+        console.print(agreement_table(report.agreement))
 
     @review_app.command("status")
     def review_status(ctx: typer.Context) -> None:
@@ -69,7 +69,7 @@ def register(app: typer.Typer, context) -> None:
         with c.store() as store:
             counts, agreement = state(store, c.settings)
         console.print(table("review", ["state", "n"], list(counts.items())))
-        console.print(_agreement_table(agreement))
+        console.print(agreement_table(agreement))
 
     @review_app.command("config")
     def review_config(ctx: typer.Context) -> None:
@@ -131,7 +131,12 @@ def register(app: typer.Typer, context) -> None:
         console.print("stopped")
 
 
-def _agreement_table(agreement) -> object:
-    rows = [(group, by["answer"].show(), by["keep"].show())
+def agreement_table(agreement) -> object:
+    """κ per dimension (by name) and over all, rounded, with the method and how many questions it covers."""
+    from benchsmith.dimensions import registry
+
+    dimensions = registry()
+    rows = [(group if group == "all" else f"{group} {dimensions.get(int(group)).name}", by["answer"].show(),
+             by["keep"].show())
             for group, by in sorted(agreement.items(), key=lambda kv: (kv[0] == "all", kv[0].zfill(4)))]
     return table("agreement (kappa)", ["dimension", "answer", "keep/discard"], rows)

@@ -31,15 +31,20 @@ class PullReport:
     agreement: dict[str, dict[str, Agreement]] = field(default_factory=dict)
 
     def summary(self) -> str:
-        counts = ", ".join(f"{self.outcomes[k]} {k}" for k in ("accepted", "rejected", "flagged", "waiting"))
-        unreadable = (f"; {len(self.unreadable)} annotations not understood, first: {self.unreadable[0]}"
-                      if self.unreadable else "")
-        return f"{self.new_reviews} new reviews; in review before this pull: {counts}{unreadable}"
+        first = f", first: {self.unreadable[0]}" if self.unreadable else ""
+        return pull_line(self.as_dict()) + first
 
     def as_dict(self) -> dict:
         return {"new_reviews": self.new_reviews, "unreadable": len(self.unreadable), **{k: self.outcomes[k] for k in
                 ("accepted", "rejected", "flagged", "waiting")},
                 "kappa": {group: {what: a.kappa for what, a in by.items()} for group, by in self.agreement.items()}}
+
+
+def pull_line(counts: dict) -> str:
+    """One line on a pull, from `PullReport.as_dict()` (which is also what the finish flow returns)."""
+    outcomes = ", ".join(f"{counts[k]} {k}" for k in ("accepted", "rejected", "flagged", "waiting"))
+    unreadable = f"; {counts['unreadable']} annotations not understood" if counts["unreadable"] else ""
+    return f"{counts['new_reviews']} new reviews; in review before this pull: {outcomes}{unreadable}"
 
 
 def fetch_reviews(server: Server, project_ids: set[int], registry: Registry,

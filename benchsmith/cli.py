@@ -185,11 +185,30 @@ def finish(
 ) -> None:
     """Close a round of review: pull the annotations, decide each question, publish, and report.
 
-    Questions without enough annotations stay in review for the next round.
+    Questions without enough annotations stay in review for the next round. Prints what the pull decided
+    with the agreement per dimension, the release's questions per config, and where the report is.
     """
+    from annotation.cli import agreement_table
+    from annotation.pull import agreement, pull_line
+    from benchsmith.publish.cli import release_table
     from flows.build import finish_flow
 
-    _print_summary(finish_flow(context(ctx).settings, version, push))
+    c = context(ctx)
+    summary = finish_flow(c.settings, version, push)
+    console.print(f"[bold]run[/]: {escape(summary['run'])}")
+    console.print(f"[bold]review[/]: {escape(pull_line(summary['review']))}")
+    with c.store() as store:
+        console.print(agreement_table(agreement(store)))
+    released = summary["publish"]["publish"]
+    if isinstance(released, dict):
+        console.print(release_table(released["version"], released["questions"], released.get("folder", ""),
+                                    released["configs"]))
+        if released.get("pushed"):
+            console.print(f"pushed to {escape(str(released['pushed']))}")
+    else:
+        console.print(f"[bold]publish[/]: {escape(released)}")
+    report = summary["report"]
+    console.print(f"[bold]report[/]: {escape(report['report'])}" + (" (unchanged)" if report.get("cached") else ""))
 
 
 def _print_summary(summary: dict) -> None:

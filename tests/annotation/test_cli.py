@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -10,10 +11,12 @@ import uuid
 import httpx
 from label_studio_sdk import LabelStudio
 
+from annotation.settings import ReviewSettings
 from benchsmith.paths import REPO_ROOT
 from benchsmith.store import Store
 from benchsmith.settings import load_settings
 from tests.annotation.conftest import seed_questions
+from tests.annotation.test_pull import scripted  # noqa: F401 - two annotators review a scripted set
 from tests.conftest import free_port
 
 
@@ -79,3 +82,24 @@ def test_up_starts_a_server_with_the_admin_from_the_environment_and_down_stops_i
         raise AssertionError("the server still answers after `labelstudio down`")
     except httpx.TransportError:
         pass
+
+
+def round_env(label_studio, settings) -> dict[str, str]:
+    """The environment a user of the scripted round's workspace and project has."""
+    review = settings.section("review", ReviewSettings)
+    prefect = {k: v for k, v in os.environ.items() if k.startswith("PREFECT_")}
+    return dict(label_studio.env, **prefect, BENCHSMITH_WORKSPACE=str(settings.workspace), COLUMNS="200",
+                BENCHSMITH__REVIEW__PROJECT=review.project, BENCHSMITH__REVIEW__OVERLAP=str(review.overlap))
+
+
+def test_finish_prints_the_same_tables_as_review_pull_and_publish(prefect_api, label_studio, scripted):
+    settings, _store, _questions = scripted
+    done = benchsmith(round_env(label_studio, settings), "finish", "--version", "v1")
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    assert "{'" not in out and "kappa': " not in out  # no Python dicts
+    assert "4 accepted, 2 rejected, 3 flagged, 2 waiting" in out
+    assert "agreement (kappa)" in out and "3 Instance Attributes" in out and "5 Instances Counting" in out
+    assert re.search(r"-?\d\.\d{3} cohen \(\d+ items\)", out) and not re.search(r"\d\.\d{4,}", out)
+    assert "Release v1: 4 questions in" in out and re.search(r"config\s+\S\s+n\s+\S\n", out), out
+    assert "report:" in out
