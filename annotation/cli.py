@@ -47,7 +47,9 @@ def register(app: typer.Typer, context) -> None:
         With `review.overlap` reviews a question is decided by majority: kept questions are accepted with
         the annotators' answer and dimension; discarded ones are rejected with their reasons; ties and
         spread votes are flagged for adjudication (add a deciding annotation in Label Studio, then pull
-        again). Questions with fewer reviews stay in review. Prints Cohen's or Fleiss' kappa per dimension.
+        again). Questions with fewer reviews stay in review. Prints Cohen's or Fleiss' kappa per dimension,
+        and per dimension and generator how often the annotators changed the generated answer or discarded
+        the question, and why.
         """
         from annotation.client import connect
         from annotation.pull import pull
@@ -57,19 +59,31 @@ def register(app: typer.Typer, context) -> None:
         server = connect(c.settings)
         with c.store() as store:
             report = pull(store, server, c.settings, registry())
-        console.print(report.summary())
-        console.print(agreement_table(report.agreement))
+            console.print(report.summary(), markup=False)
+            print_round(store, c.settings, report.outcomes["flagged"])
 
     @review_app.command("status")
-    def review_status(ctx: typer.Context) -> None:
+    def review_status(
+        ctx: typer.Context,
+        flagged: Annotated[bool, typer.Option("--flagged", help="Also list the questions that wait for a deciding "
+                                                                "annotation, with their Label Studio tasks.")] = False,
+    ) -> None:
         """Show where review stands, from the store alone: pushed, waiting, flagged, decided, and agreement."""
-        from annotation.pull import review_status as state
+        from annotation.pull import flagged_questions, review_status as state
+        from annotation.settings import ReviewSettings
 
         c = context(ctx)
+        review = c.settings.section("review", ReviewSettings)
         with c.store() as store:
             counts, agreement = state(store, c.settings)
+            ties = flagged_questions(store, review)
         console.print(table("review", ["state", "n"], list(counts.items())))
         console.print(agreement_table(agreement))
+        if flagged:
+            console.print(flagged_table(ties, c.settings.services.label_studio_url))
+        hint = adjudication_hint(len(ties), review.overlap)
+        if hint:
+            console.print(hint, highlight=False, markup=False)
 
     @review_app.command("config")
     def review_config(ctx: typer.Context) -> None:
@@ -129,6 +143,52 @@ def register(app: typer.Typer, context) -> None:
         stop(int(pid_file.read_text()))
         pid_file.unlink()
         console.print("stopped")
+
+
+def signal_table(rows) -> object:
+    from annotation.signal import COLUMNS
+
+    return table("reviewed answers against the generators' keys", COLUMNS, rows)
+
+
+def adjudication_hint(n_flagged: int, overlap: int) -> str:
+    """What to do about ties: they wait for one more annotation, which the overlap or a reviewer gives."""
+    if not n_flagged:
+        return ""
+    return (f"{n_flagged} question(s) wait for a deciding annotation (a tie or a split vote); list them with "
+            f"`benchsmith review status --flagged`. To get one, raise `review.overlap` to {overlap + 1} and run "
+            "`benchsmith review push` (Label Studio then asks one more annotator), or assign a reviewer to those "
+            "tasks in Label Studio (Data Manager: select the tasks, Assign Annotators); then pull again.")
+
+
+def print_round(store, settings, n_flagged: int) -> None:
+    """What a pull leaves a maintainer to look at: agreement, the generators' signal, and open ties."""
+    from annotation.pull import agreement
+    from annotation.settings import ReviewSettings
+    from annotation.signal import review_signal
+    from benchsmith.dimensions import registry
+
+    console.print(agreement_table(agreement(store)))
+    console.print(signal_table(review_signal(store, registry())))
+    hint = adjudication_hint(n_flagged, settings.section("review", ReviewSettings).overlap)
+    if hint:
+        console.print(hint, highlight=False, markup=False)
+
+
+def flagged_table(ties, url: str) -> object:
+    """One row per tie: the question, what has no majority, and the task to open in Label Studio."""
+    from benchsmith.dimensions import registry
+
+    dimensions = registry()
+    rows = [(question.id, f"{question.dimension_id} {dimensions.get(question.dimension_id).name}",
+             " and ".join(decision.reasons), decision.n_reviews,
+             f"{url.rstrip('/')}/projects/{project}/data?task={task}" if task else "not on the server",
+             question.text[:60])
+            for question, decision, (project, task) in ties]
+    out = table(f"waiting for a deciding annotation ({len(rows)})",
+                ["question", "dimension", "no majority on", "reviews", "task", "text"], rows)
+    out.columns[4].no_wrap = True  # a link folded over lines cannot be opened
+    return out
 
 
 def agreement_table(agreement) -> object:

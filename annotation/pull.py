@@ -15,7 +15,7 @@ from annotation.labeling import to_review
 from annotation.reconcile import Agreement, Decision, agreement_by_dimension, decide
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import Registry
-from benchsmith.records import Review, Verdict
+from benchsmith.records import Question, Review, Verdict
 from benchsmith.settings import Settings
 from benchsmith.store import Store
 
@@ -80,6 +80,14 @@ def decisions_in_review(store: Store, review: ReviewSettings) -> list[Decision]:
     for r in store.get_reviews([q.id for q in questions]):
         by_question.setdefault(r.question_id, []).append(r)
     return [decide(q, by_question.get(q.id, []), review.overlap) for q in questions]
+
+
+def flagged_questions(store: Store, review: ReviewSettings) -> list[tuple[Question, Decision, tuple[int, int | None]]]:
+    """Questions in review whose reviews tie: each with its decision and its (project, task) on the server."""
+    questions = {q.id: q for q in store.get_questions(status="in_review")}
+    ties = [d for d in decisions_in_review(store, review) if d.outcome == "flagged"]
+    tasks = store.get_review_tasks([d.question_id for d in ties])
+    return [(questions[d.question_id], d, tasks.get(d.question_id, (0, None))) for d in ties]
 
 
 def agreement(store: Store) -> dict[str, dict[str, Agreement]]:

@@ -186,10 +186,12 @@ def finish(
     """Close a round of review: pull the annotations, decide each question, publish, and report.
 
     Questions without enough annotations stay in review for the next round. Prints what the pull decided
-    with the agreement per dimension, the release's questions per config, and where the report is.
+    with the agreement per dimension, how often annotators changed each generator's answers or discarded
+    its questions, the ties waiting for a deciding annotation, the release's questions per config, and
+    where the report is.
     """
-    from annotation.cli import agreement_table
-    from annotation.pull import agreement, pull_line
+    from annotation.cli import print_round
+    from annotation.pull import pull_line
     from benchsmith.publish.cli import release_table
     from flows.build import finish_flow
 
@@ -198,7 +200,7 @@ def finish(
     console.print(f"[bold]run[/]: {escape(summary['run'])}")
     console.print(f"[bold]review[/]: {escape(pull_line(summary['review']))}")
     with c.store() as store:
-        console.print(agreement_table(agreement(store)))
+        print_round(store, c.settings, summary["review"]["flagged"])
     released = summary["publish"]["publish"]
     if isinstance(released, dict):
         console.print(release_table(released["version"], released["questions"], released.get("folder", ""),
@@ -233,13 +235,16 @@ def report(
     out: Annotated[Optional[Path], typer.Option(help="Folder for report.md and its plots "
                                                      "(default: <workspace>/reports/<run or 'all'>).")] = None,
 ) -> None:
-    """Write the run report: funnel per dimension, blind accuracy before and after filtering, answer
-    balance, tokens and cost, time per stage, and failures by reason (markdown with PNG plots)."""
+    """Write the run report: funnel per dimension, blind accuracy before and after filtering, review against
+    the generators (changed answers, discards and why, ties waiting), answer balance, tokens and cost, time
+    per stage, and failures by reason (markdown with PNG plots)."""
+    from annotation.settings import ReviewSettings
     from benchsmith.report import write_report
 
     c = context(ctx)
     with c.store() as store:
-        path = write_report(store, out or c.settings.workspace / "reports" / (run or "all"), run)
+        path = write_report(store, out or c.settings.workspace / "reports" / (run or "all"), run,
+                            c.settings.section("review", ReviewSettings))
     console.print(f"report: {path}")
 
 

@@ -103,7 +103,8 @@ def changes_text(changes: Changes) -> str:
 
 def render_card(*, settings: PublishSettings, version: str, date: str, repo: str, tsv: str,
                 shards: dict[str, list[str]], sizes: dict[str, int], entries: Sequence[Entry], tables: dict[str, pd.DataFrame],
-                extractors: Sequence[str], blind: dict, checks: pd.DataFrame, changes: Changes) -> str:
+                extractors: Sequence[str], blind: dict, checks: pd.DataFrame, signal: pd.DataFrame,
+                changes: Changes) -> str:
     counts = {config: sum(e.config == config for e in entries) for config in shards} | {ALL: len(entries)}
     generators = sorted({f"{e.generator} ({e.model})" if e.model else e.generator for e in entries})
     meta = yaml.dump(metadata(settings, shards, counts, sizes), Dumper=_PlainDumper, sort_keys=False,
@@ -115,7 +116,7 @@ def render_card(*, settings: PublishSettings, version: str, date: str, repo: str
         repo=repo, split=settings.split, example_config=next(iter(shards)), tsv=tsv,
         dimension_table=markdown_table(tables["dimension_counts"]), extractors=_listing(extractors),
         generators=_listing(generators), filter_summary=filter_summary(blind), checks_table=markdown_table(checks),
-        review_summary=review_summary(entries),
+        review_summary=review_summary(entries), signal_table=markdown_table(signal),
         funnel_table=markdown_table(tables["funnel"]), answer_table=markdown_table(tables["answer_balance"]),
         changes=changes_text(changes),
     )

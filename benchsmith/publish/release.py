@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
+from annotation.signal import COLUMNS as SIGNAL_COLUMNS, review_signal
 from benchsmith.dimensions import registry
 from benchsmith.errors import BenchsmithError
 from benchsmith.publish import stats
@@ -113,6 +114,7 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
         settings=options, version=release.version, date=date, repo=repo or f"<org>/{options.name}",
         tsv=tsv_name, shards=shards, sizes=sizes, entries=entries, tables=tables, extractors=extractors,
         blind=(settings.raw.get("filter") or {}).get("blind") or {}, checks=_check_table(store),
+        signal=pd.DataFrame(review_signal(store, registry()), columns=SIGNAL_COLUMNS),
         changes=changes), encoding="utf-8")
     (folder / "CHANGELOG.md").write_text(changelog_markdown([*history, (release.version, changes)]),
                                          encoding="utf-8")

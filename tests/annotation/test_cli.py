@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import httpx
 from label_studio_sdk import LabelStudio
@@ -102,4 +103,24 @@ def test_finish_prints_the_same_tables_as_review_pull_and_publish(prefect_api, l
     assert "agreement (kappa)" in out and "3 Instance Attributes" in out and "5 Instances Counting" in out
     assert re.search(r"-?\d\.\d{3} cohen \(\d+ items\)", out) and not re.search(r"\d\.\d{4,}", out)
     assert "Release v1: 4 questions in" in out and re.search(r"config\s+\S\s+n\s+\S\n", out), out
-    assert "report:" in out
+    assert "reviewed answers against the generators' keys" in out and "2 (100%)" in out
+    assert "3 question(s) wait for a deciding annotation" in out and "review status --flagged" in out
+    assert "raise `review.overlap` to 3" in out and "Assign Annotators" in out
+
+    report = Path(re.search(r"report: (\S+)", out).group(1)).read_text()
+    assert "## Review against the generators" in report and "| 2 (100%) |" in report
+    assert "3 for a deciding annotation" in report
+    assert "| review | human_review | 2 |" in report  # the 2 discarded; the 3 ties are not failures
+    card = (settings.workspace / "releases" / "v1" / "README.md").read_text()
+    assert "| 5 Instances Counting | template | 3 | 2 (100%) | 0 (0%) | 1 (33%) | no_correct_option 1 |" in card
+
+    pulled = benchsmith(round_env(label_studio, settings), "review", "pull")
+    assert pulled.returncode == 0, pulled.stderr
+    assert "0 new reviews" in pulled.stdout and "2 (100%)" in pulled.stdout
+    assert "3 question(s) wait for a deciding annotation" in pulled.stdout
+
+    listed = benchsmith(round_env(label_studio, settings), "review", "status", "--flagged")
+    assert listed.returncode == 0, listed.stderr
+    assert "waiting for a deciding annotation (3)" in listed.stdout
+    assert len(re.findall(rf"{label_studio.url}/projects/\d+/data\?task=\d+", listed.stdout)) == 3
+    assert "keep or discard" in listed.stdout and "answer" in listed.stdout and "dimension" in listed.stdout
