@@ -15,6 +15,9 @@ def register(app: typer.Typer, context) -> None:
                              no_args_is_help=True)
     server_app = typer.Typer(help="A local Label Studio server in its own virtual environment.",
                              no_args_is_help=True)
+    annotators_app = typer.Typer(help="Bring annotators into Label Studio and see how much each has done.",
+                                 no_args_is_help=True)
+    review_app.add_typer(annotators_app, name="annotators")
     app.add_typer(review_app, name="review")
     app.add_typer(server_app, name="labelstudio")
 
@@ -84,6 +87,38 @@ def register(app: typer.Typer, context) -> None:
         hint = adjudication_hint(len(ties), review.overlap)
         if hint:
             console.print(hint, highlight=False, markup=False)
+
+    @annotators_app.command("invite")
+    def annotators_invite(
+        ctx: typer.Context,
+        reset: Annotated[bool, typer.Option("--reset", help="Make a new link; the old one stops working (for a "
+                                                            "link that reached the wrong people).")] = False,
+    ) -> None:
+        """Print the link annotators sign up with (the Label Studio organization's invite).
+
+        Send it to each annotator: they open it, choose an email and a password, and land in the
+        organization, where the review project is open to them. Needs the admin's LABEL_STUDIO_API_KEY.
+        """
+        from annotation.annotators import invite_link
+        from annotation.client import connect
+
+        console.print(invite_link(connect(context(ctx).settings), reset=reset), highlight=False, markup=False,
+                      soft_wrap=True)
+
+    @annotators_app.command("list")
+    def annotators_list(ctx: typer.Context) -> None:
+        """List the organization's users with their annotations on this workspace's review tasks (on the
+        server, and already pulled into the store) and when each was last active."""
+        from annotation.annotators import annotator_rows
+        from annotation.client import connect
+        from annotation.settings import ReviewSettings
+        from benchsmith.dimensions import registry
+
+        c = context(ctx)
+        server = connect(c.settings)
+        with c.store() as store:
+            rows = annotator_rows(store, server, c.settings.section("review", ReviewSettings), registry())
+        console.print(table("annotators", ["email", "name", "annotations", "pulled", "last active"], rows))
 
     @review_app.command("config")
     def review_config(ctx: typer.Context) -> None:

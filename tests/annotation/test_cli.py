@@ -70,6 +70,7 @@ def test_up_starts_a_server_with_the_admin_from_the_environment_and_down_stops_i
         assert up.returncode == 0, up.stderr + up.stdout
         assert f"Label Studio is running at http://127.0.0.1:{port}" in up.stdout
         assert 'press "Label All Tasks"' in up.stdout and "Submit" in up.stdout
+        assert "benchsmith review annotators invite" in up.stdout and "signup link" in up.stdout
         assert token not in up.stdout + up.stderr
         me = LabelStudio(base_url=f"http://127.0.0.1:{port}", api_key=token).users.whoami()
         assert me.email == "boss@benchsmith.test"
@@ -124,3 +125,30 @@ def test_finish_prints_the_same_tables_as_review_pull_and_publish(prefect_api, l
     assert "waiting for a deciding annotation (3)" in listed.stdout
     assert len(re.findall(rf"{label_studio.url}/projects/\d+/data\?task=\d+", listed.stdout)) == 3
     assert "keep or discard" in listed.stdout and "answer" in listed.stdout and "dimension" in listed.stdout
+
+
+def test_annotators_sign_up_with_the_invite_link_and_are_listed_with_their_work(label_studio, scripted):
+    settings, _store, _questions = scripted
+    env = round_env(label_studio, settings)
+    invited = benchsmith(env, "review", "annotators", "invite")
+    assert invited.returncode == 0, invited.stderr
+    link = invited.stdout.strip()
+    assert link.startswith(f"{label_studio.url}/user/signup/?token=")
+
+    email = f"new-{uuid.uuid4().hex[:6]}@benchsmith.test"
+    with httpx.Client(timeout=60) as browser:  # what a browser does with the link: the page, then the form
+        browser.get(link).raise_for_status()
+        signed_up = browser.post(link, data={"csrfmiddlewaretoken": browser.cookies["csrftoken"], "email": email,
+                                             "password": "annotator-pass-9"})
+        assert signed_up.status_code == 302, signed_up.text[:300]
+
+    listed = benchsmith(env, "review", "annotators", "list")
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split("│")[1].strip(): [cell.strip() for cell in line.split("│")[2:-1]]
+            for line in listed.stdout.splitlines() if line.startswith("│")}
+    assert rows[email][1:3] == ["0", "0"]
+    # the scripted round: the first annotator submitted 10 tasks (and skipped one), the second 9; none pulled yet
+    assert [rows[a][1:3] for a in sorted(a for a in rows if a.startswith("ann"))] == [["10", "0"], ["9", "0"]]
+
+    renewed = benchsmith(env, "review", "annotators", "invite", "--reset")
+    assert renewed.returncode == 0 and renewed.stdout.strip() not in ("", link)
