@@ -15,6 +15,9 @@ def register(app: typer.Typer, context) -> None:
                              no_args_is_help=True)
     server_app = typer.Typer(help="A local Label Studio server in its own virtual environment.",
                              no_args_is_help=True)
+    annotators_app = typer.Typer(help="Bring annotators into Label Studio and see how much each has done.",
+                                 no_args_is_help=True)
+    review_app.add_typer(annotators_app, name="annotators")
     app.add_typer(review_app, name="review")
     app.add_typer(server_app, name="labelstudio")
 
@@ -47,7 +50,9 @@ def register(app: typer.Typer, context) -> None:
         With `review.overlap` reviews a question is decided by majority: kept questions are accepted with
         the annotators' answer and dimension; discarded ones are rejected with their reasons; ties and
         spread votes are flagged for adjudication (add a deciding annotation in Label Studio, then pull
-        again). Questions with fewer reviews stay in review. Prints Cohen's or Fleiss' kappa per dimension.
+        again). Questions with fewer reviews stay in review. Prints Cohen's or Fleiss' kappa per dimension,
+        and per dimension and generator how often the annotators changed the generated answer or discarded
+        the question, and why.
         """
         from annotation.client import connect
         from annotation.pull import pull
@@ -57,19 +62,63 @@ def register(app: typer.Typer, context) -> None:
         server = connect(c.settings)
         with c.store() as store:
             report = pull(store, server, c.settings, registry())
-        console.print(report.summary())
-        console.print(_agreement_table(report.agreement))
+            console.print(report.summary(), markup=False)
+            print_round(store, c.settings, report.outcomes["flagged"])
 
     @review_app.command("status")
-    def review_status(ctx: typer.Context) -> None:
+    def review_status(
+        ctx: typer.Context,
+        flagged: Annotated[bool, typer.Option("--flagged", help="Also list the questions that wait for a deciding "
+                                                                "annotation, with their Label Studio tasks.")] = False,
+    ) -> None:
         """Show where review stands, from the store alone: pushed, waiting, flagged, decided, and agreement."""
-        from annotation.pull import review_status as state
+        from annotation.pull import flagged_questions, review_status as state
+        from annotation.settings import ReviewSettings
 
         c = context(ctx)
+        review = c.settings.section("review", ReviewSettings)
         with c.store() as store:
             counts, agreement = state(store, c.settings)
+            ties = flagged_questions(store, review)
         console.print(table("review", ["state", "n"], list(counts.items())))
-        console.print(_agreement_table(agreement))
+        console.print(agreement_table(agreement))
+        if flagged:
+            console.print(flagged_table(ties, c.settings.services.label_studio_url))
+        hint = adjudication_hint(len(ties), review.overlap)
+        if hint:
+            console.print(hint, highlight=False, markup=False)
+
+    @annotators_app.command("invite")
+    def annotators_invite(
+        ctx: typer.Context,
+        reset: Annotated[bool, typer.Option("--reset", help="Make a new link; the old one stops working (for a "
+                                                            "link that reached the wrong people).")] = False,
+    ) -> None:
+        """Print the link annotators sign up with (the Label Studio organization's invite).
+
+        Send it to each annotator: they open it, choose an email and a password, and land in the
+        organization, where the review project is open to them. Needs the admin's LABEL_STUDIO_API_KEY.
+        """
+        from annotation.annotators import invite_link
+        from annotation.client import connect
+
+        console.print(invite_link(connect(context(ctx).settings), reset=reset), highlight=False, markup=False,
+                      soft_wrap=True)
+
+    @annotators_app.command("list")
+    def annotators_list(ctx: typer.Context) -> None:
+        """List the organization's users with their annotations on this workspace's review tasks (on the
+        server, and already pulled into the store) and when each was last active."""
+        from annotation.annotators import annotator_rows
+        from annotation.client import connect
+        from annotation.settings import ReviewSettings
+        from benchsmith.dimensions import registry
+
+        c = context(ctx)
+        server = connect(c.settings)
+        with c.store() as store:
+            rows = annotator_rows(store, server, c.settings.section("review", ReviewSettings), registry())
+        console.print(table("annotators", ["email", "name", "annotations", "pulled", "last active"], rows))
 
     @review_app.command("config")
     def review_config(ctx: typer.Context) -> None:
@@ -131,7 +180,58 @@ def register(app: typer.Typer, context) -> None:
         console.print("stopped")
 
 
-def _agreement_table(agreement) -> object:
-    rows = [(group, by["answer"].show(), by["keep"].show())
+def signal_table(rows) -> object:
+    from annotation.signal import COLUMNS
+
+    return table("reviewed answers against the generators' keys", COLUMNS, rows)
+
+
+def adjudication_hint(n_flagged: int, overlap: int) -> str:
+    """What to do about ties: they wait for one more annotation, which the overlap or a reviewer gives."""
+    if not n_flagged:
+        return ""
+    return (f"{n_flagged} question(s) wait for a deciding annotation (a tie or a split vote); list them with "
+            f"`benchsmith review status --flagged`. To get one, raise `review.overlap` to {overlap + 1} and run "
+            "`benchsmith review push` (Label Studio then asks one more annotator), or assign a reviewer to those "
+            "tasks in Label Studio (Data Manager: select the tasks, Assign Annotators); then pull again.")
+
+
+def print_round(store, settings, n_flagged: int) -> None:
+    """What a pull leaves a maintainer to look at: agreement, the generators' signal, and open ties."""
+    from annotation.pull import agreement
+    from annotation.settings import ReviewSettings
+    from annotation.signal import review_signal
+    from benchsmith.dimensions import registry
+
+    console.print(agreement_table(agreement(store)))
+    console.print(signal_table(review_signal(store, registry())))
+    hint = adjudication_hint(n_flagged, settings.section("review", ReviewSettings).overlap)
+    if hint:
+        console.print(hint, highlight=False, markup=False)
+
+
+def flagged_table(ties, url: str) -> object:
+    """One row per tie: the question, what has no majority, and the task to open in Label Studio."""
+    from benchsmith.dimensions import registry
+
+    dimensions = registry()
+    rows = [(question.id, f"{question.dimension_id} {dimensions.get(question.dimension_id).name}",
+             " and ".join(decision.reasons), decision.n_reviews,
+             f"{url.rstrip('/')}/projects/{project}/data?task={task}" if task else "not on the server",
+             question.text[:60])
+            for question, decision, (project, task) in ties]
+    out = table(f"waiting for a deciding annotation ({len(rows)})",
+                ["question", "dimension", "no majority on", "reviews", "task", "text"], rows)
+    out.columns[4].no_wrap = True  # a link folded over lines cannot be opened
+    return out
+
+
+def agreement_table(agreement) -> object:
+    """κ per dimension (by name) and over all, rounded, with the method and how many questions it covers."""
+    from benchsmith.dimensions import registry
+
+    dimensions = registry()
+    rows = [(group if group == "all" else f"{group} {dimensions.get(int(group)).name}", by["answer"].show(),
+             by["keep"].show())
             for group, by in sorted(agreement.items(), key=lambda kv: (kv[0] == "all", kv[0].zfill(4)))]
     return table("agreement (kappa)", ["dimension", "answer", "keep/discard"], rows)

@@ -15,7 +15,7 @@ from annotation.labeling import to_review
 from annotation.reconcile import Agreement, Decision, agreement_by_dimension, decide
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import Registry
-from benchsmith.records import Review, Verdict
+from benchsmith.records import Question, Review, Verdict
 from benchsmith.settings import Settings
 from benchsmith.store import Store
 
@@ -31,15 +31,20 @@ class PullReport:
     agreement: dict[str, dict[str, Agreement]] = field(default_factory=dict)
 
     def summary(self) -> str:
-        counts = ", ".join(f"{self.outcomes[k]} {k}" for k in ("accepted", "rejected", "flagged", "waiting"))
-        unreadable = (f"; {len(self.unreadable)} annotations not understood, first: {self.unreadable[0]}"
-                      if self.unreadable else "")
-        return f"{self.new_reviews} new reviews; in review before this pull: {counts}{unreadable}"
+        first = f", first: {self.unreadable[0]}" if self.unreadable else ""
+        return pull_line(self.as_dict()) + first
 
     def as_dict(self) -> dict:
         return {"new_reviews": self.new_reviews, "unreadable": len(self.unreadable), **{k: self.outcomes[k] for k in
                 ("accepted", "rejected", "flagged", "waiting")},
                 "kappa": {group: {what: a.kappa for what, a in by.items()} for group, by in self.agreement.items()}}
+
+
+def pull_line(counts: dict) -> str:
+    """One line on a pull, from `PullReport.as_dict()` (which is also what the finish flow returns)."""
+    outcomes = ", ".join(f"{counts[k]} {k}" for k in ("accepted", "rejected", "flagged", "waiting"))
+    unreadable = f"; {counts['unreadable']} annotations not understood" if counts["unreadable"] else ""
+    return f"{counts['new_reviews']} new reviews; in review before this pull: {outcomes}{unreadable}"
 
 
 def fetch_reviews(server: Server, project_ids: set[int], registry: Registry,
@@ -75,6 +80,14 @@ def decisions_in_review(store: Store, review: ReviewSettings) -> list[Decision]:
     for r in store.get_reviews([q.id for q in questions]):
         by_question.setdefault(r.question_id, []).append(r)
     return [decide(q, by_question.get(q.id, []), review.overlap) for q in questions]
+
+
+def flagged_questions(store: Store, review: ReviewSettings) -> list[tuple[Question, Decision, tuple[int, int | None]]]:
+    """Questions in review whose reviews tie: each with its decision and its (project, task) on the server."""
+    questions = {q.id: q for q in store.get_questions(status="in_review")}
+    ties = [d for d in decisions_in_review(store, review) if d.outcome == "flagged"]
+    tasks = store.get_review_tasks([d.question_id for d in ties])
+    return [(questions[d.question_id], d, tasks.get(d.question_id, (0, None))) for d in ties]
 
 
 def agreement(store: Store) -> dict[str, dict[str, Agreement]]:

@@ -154,11 +154,14 @@ def annotator_guide(settings: Settings, review: ReviewSettings) -> str:
     return f"""Label Studio is running at {url} (data in {data_dir(settings)}).
 
 For annotators:
-  1. Open {url} and sign up with your email (or log in with the account you were given).
+  1. Open the signup link the maintainer sends you and choose an email and a password (or log in at
+     {url} with the account you were given).
   2. Open the project "{review.project}" and press "Label All Tasks".
   3. For each question: pick the correct option (keys 1-4); check the evaluation dimension and change it
      if it is wrong; choose Keep (k), or Discard (x) with the reasons; then Submit (Ctrl+Enter).
      Each question is shown to {review.overlap} annotator(s).
 
-For maintainers: `benchsmith review push` sends questions, `benchsmith review pull` brings the decisions
-back, `benchsmith review status` shows progress and agreement."""
+For maintainers: `benchsmith review annotators invite` prints the signup link to send to annotators,
+`benchsmith review annotators list` shows who has annotated how much; `benchsmith review push` sends
+questions, `benchsmith review pull` brings the decisions back, `benchsmith review status` shows progress
+and agreement (`--flagged` lists ties waiting for a deciding annotation)."""

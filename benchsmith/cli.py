@@ -25,7 +25,7 @@ app = typer.Typer(
          "a Hugging Face dataset.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",
+    rich_markup_mode="rich",
     add_completion=False,
 )
 scenes_app = typer.Typer(help="Synthetic oracle scenes with exact ground truth.", no_args_is_help=True)
@@ -186,11 +186,32 @@ def finish(
 ) -> None:
     """Close a round of review: pull the annotations, decide each question, publish, and report.
 
-    Questions without enough annotations stay in review for the next round.
+    Questions without enough annotations stay in review for the next round. Prints what the pull decided
+    with the agreement per dimension, how often annotators changed each generator's answers or discarded
+    its questions, the ties waiting for a deciding annotation, the release's questions per config, and
+    where the report is.
     """
+    from annotation.cli import print_round
+    from annotation.pull import pull_line
+    from benchsmith.publish.cli import release_table
     from flows.build import finish_flow
 
-    _print_summary(finish_flow(context(ctx).settings, version, push))
+    c = context(ctx)
+    summary = finish_flow(c.settings, version, push)
+    console.print(f"[bold]run[/]: {escape(summary['run'])}")
+    console.print(f"[bold]review[/]: {escape(pull_line(summary['review']))}")
+    with c.store() as store:
+        print_round(store, c.settings, summary["review"]["flagged"])
+    released = summary["publish"]["publish"]
+    if isinstance(released, dict):
+        console.print(release_table(released["version"], released["questions"], released.get("folder", ""),
+                                    released["configs"]))
+        if released.get("pushed"):
+            console.print(f"pushed to {escape(str(released['pushed']))}")
+    else:
+        console.print(f"[bold]publish[/]: {escape(released)}")
+    report = summary["report"]
+    console.print(f"[bold]report[/]: {escape(report['report'])}" + (" (unchanged)" if report.get("cached") else ""))
 
 
 def _print_summary(summary: dict) -> None:
@@ -215,13 +236,16 @@ def report(
     out: Annotated[Optional[Path], typer.Option(help="Folder for report.md and its plots "
                                                      "(default: <workspace>/reports/<run or 'all'>).")] = None,
 ) -> None:
-    """Write the run report: funnel per dimension, blind accuracy before and after filtering, answer
-    balance, tokens and cost, time per stage, and failures by reason (markdown with PNG plots)."""
+    """Write the run report: funnel per dimension, blind accuracy before and after filtering, review against
+    the generators (changed answers, discards and why, ties waiting), answer balance, tokens and cost, time
+    per stage, and failures by reason (markdown with PNG plots)."""
+    from annotation.settings import ReviewSettings
     from benchsmith.report import write_report
 
     c = context(ctx)
     with c.store() as store:
-        path = write_report(store, out or c.settings.workspace / "reports" / (run or "all"), run)
+        path = write_report(store, out or c.settings.workspace / "reports" / (run or "all"), run,
+                            c.settings.section("review", ReviewSettings))
     console.print(f"report: {path}")
 
 

@@ -1,21 +1,24 @@
 """The run report: what a build did, as markdown with PNG plots.
 
 It shows the funnel per dimension (generated → quality gate → blind filter → review → published), blind
-accuracy before and after filtering, answer balance, tokens and cost, time per stage, and failures by
+accuracy before and after filtering, how often review changed each generator's answers or discarded its
+questions, the questions waiting in review, answer balance, tokens and cost, time per stage, and failures by
 reason. Everything is recomputed from the store, so a report can be made for any run at any time.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pandas as pd
 
+from annotation.settings import ReviewSettings
 from benchsmith.dimensions import registry
 from benchsmith.publish.stats import answer_balance, plot_answer_balance, question_frame
 from benchsmith.store import Store
 
+ADJUDICATION = "needs adjudication"  # the reason review records on a tie (annotation/pull.py)
 FUNNEL_STEPS = ["generated", "passed quality", "passed blind filter", "accepted in review", "published"]
 
 
@@ -52,10 +55,11 @@ def llm_costs(store: Store) -> pd.DataFrame:
 
 
 def failures(store: Store) -> pd.DataFrame:
-    """Every failed check, extraction and LLM call, counted by stage and reason."""
+    """Every failed check, extraction and LLM call, counted by stage and reason. A tie in review is not a
+    failure: the question waits for a deciding annotation (see `review_section`)."""
     counts: dict[tuple[str, str], int] = defaultdict(int)
-    for (stage, rule, passed, _reason), n in store.verdict_counts().items():
-        if not passed:
+    for (stage, rule, passed, reason), n in store.verdict_counts().items():
+        if not passed and not (stage == "review" and reason.startswith(ADJUDICATION)):
             counts[(stage, rule)] += n
     for row in store.extraction_failures():
         counts[(f"extract:{row['extractor'].split(':')[0]}", row["reason"][:60] or "failed")] += 1
@@ -72,6 +76,23 @@ def blind_accuracy(store: Store) -> pd.DataFrame:
     rows = report(store).solver_rows()
     return pd.DataFrame(rows, columns=["dimension_id", "solver", "chance", "n_before", "accuracy_before",
                                        "knows_before", "n_after", "accuracy_after"])
+
+
+def review_section(store: Store, review: ReviewSettings) -> list[str]:
+    """The human-vs-generator signal, and how many questions wait in review (for annotators, or for a
+    deciding annotation on a tie)."""
+    from annotation.pull import decisions_in_review
+    from annotation.signal import COLUMNS, review_signal
+
+    pending = Counter(d.outcome for d in decisions_in_review(store, review))
+    signal = pd.DataFrame(review_signal(store, registry()), columns=COLUMNS)
+    return ["## Review against the generators\n",
+            "Per generated dimension and generator: how often the annotators' answer differs from the generated "
+            "key, how often they moved the question to another dimension, and how often they discarded it and "
+            "why. A high rate is the main sign of a broken generator or of careless annotators.\n",
+            _markdown(signal),
+            f"Waiting in review: {pending['waiting']} for annotators, {pending['flagged']} for a deciding "
+            "annotation (a tie; not a failure: `benchsmith review status --flagged` lists them).\n"]
 
 
 def plot_funnel_by_dimension(table: pd.DataFrame, path: Path) -> Path:
@@ -102,8 +123,10 @@ def _markdown(table: pd.DataFrame) -> str:
     return "\n".join([header, rule, *body]) + "\n"
 
 
-def write_report(store: Store, out_dir: Path, run_id: str | None = None) -> Path:
-    """Write report.md and its plots into out_dir; return the markdown file."""
+def write_report(store: Store, out_dir: Path, run_id: str | None = None,
+                 review: ReviewSettings | None = None) -> Path:
+    """Write report.md and its plots into out_dir; return the markdown file. `review` (the settings
+    section) says how many reviews decide a question."""
     out_dir.mkdir(parents=True, exist_ok=True)
     frame = question_frame(store)
     funnel = funnel_by_dimension(store, frame)
@@ -117,6 +140,7 @@ def write_report(store: Store, out_dir: Path, run_id: str | None = None) -> Path
     sections += ["## Blind accuracy before and after filtering\n",
                  "Share of rotations each text-only solver answered right without the image; chance is "
                  "1/options.\n", _markdown(blind_accuracy(store)),
+                 *review_section(store, review or ReviewSettings()),
                  "## Answer balance (questions still in play)\n", _markdown(balance)]
     if int(balance["count"].sum()):
         plot_answer_balance(balance, out_dir / "answer_balance.png")

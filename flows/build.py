@@ -30,8 +30,11 @@ def report_stage(settings: Settings, run_id: str) -> dict:
     from benchsmith.store.schema import metadata
 
     def write(store: Store) -> dict:
+        from annotation.settings import ReviewSettings
         from benchsmith.report import write_report  # pandas and matplotlib: only when a report is due
-        return {"report": str(write_report(store, settings.workspace / "reports" / run_id, run_id))}
+
+        review = settings.section("review", ReviewSettings)
+        return {"report": str(write_report(store, settings.workspace / "reports" / run_id, run_id, review))}
     # Stage timings are left out of the key: a rerun that changed nothing keeps the last report.
     reads = [name for name in metadata.tables if name != "stage_runs"]
     return run_stage(settings, run_id, "report", write, reads=reads, sections=None)

@@ -32,7 +32,8 @@ def publish_stage(settings: Settings, run_id: str, version: str | None = None, p
 
     def release(store: Store) -> dict:
         result = publish(store, settings, version, repo=push)
-        stats = {"version": result.version, "questions": result.n_questions, "configs": result.per_config,
+        stats = {"version": result.version, "questions": result.n_questions, "folder": str(result.folder),
+                 "configs": result.per_config,
                  "added": len(result.changes.added), "removed": len(result.changes.removed),
                  "changed": len(result.changes.changed)}
         if push:

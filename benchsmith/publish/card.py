@@ -44,15 +44,17 @@ def size_category(n: int) -> str:
     return "1M<n<10M"
 
 
-def metadata(settings: PublishSettings, shards: dict[str, list[str]], counts: dict[str, int]) -> dict:
-    """The card's YAML block: configs (each dimension, and `all` over every shard), features, sizes."""
+def metadata(settings: PublishSettings, shards: dict[str, list[str]], counts: dict[str, int],
+             sizes: dict[str, int]) -> dict:
+    """The card's YAML block: configs (each dimension, and `all` over every shard), features, sizes.
+    `datasets` ignores (with a warning) a split that lacks its name, num_examples or num_bytes."""
     features = FEATURES._to_yaml_list()
     configs = [{"config_name": ALL, "default": True,
                 "data_files": [{"split": settings.split, "path": f"data/*/{settings.split}-*.parquet"}]}]
     configs += [{"config_name": config, "data_files": [{"split": settings.split, "path": paths}]}
                 for config, paths in shards.items()]
     infos = [{"config_name": name, "features": features,
-              "splits": [{"name": settings.split, "num_examples": counts[name]}]}
+              "splits": [{"name": settings.split, "num_bytes": sizes[name], "num_examples": counts[name]}]}
              for name in [ALL, *shards]]
     return {"pretty_name": settings.pretty_name, "license": settings.license, "language": settings.language,
             "task_categories": settings.task_categories, "tags": settings.tags,
@@ -100,11 +102,12 @@ def changes_text(changes: Changes) -> str:
 
 
 def render_card(*, settings: PublishSettings, version: str, date: str, repo: str, tsv: str,
-                shards: dict[str, list[str]], entries: Sequence[Entry], tables: dict[str, pd.DataFrame],
-                extractors: Sequence[str], blind: dict, checks: pd.DataFrame, changes: Changes) -> str:
+                shards: dict[str, list[str]], sizes: dict[str, int], entries: Sequence[Entry], tables: dict[str, pd.DataFrame],
+                extractors: Sequence[str], blind: dict, checks: pd.DataFrame, signal: pd.DataFrame,
+                changes: Changes) -> str:
     counts = {config: sum(e.config == config for e in entries) for config in shards} | {ALL: len(entries)}
     generators = sorted({f"{e.generator} ({e.model})" if e.model else e.generator for e in entries})
-    meta = yaml.dump(metadata(settings, shards, counts), Dumper=_PlainDumper, sort_keys=False,
+    meta = yaml.dump(metadata(settings, shards, counts, sizes), Dumper=_PlainDumper, sort_keys=False,
                      allow_unicode=True).strip()
     return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
         metadata=meta, pretty_name=settings.pretty_name, description=settings.description, version=version,
@@ -113,7 +116,7 @@ def render_card(*, settings: PublishSettings, version: str, date: str, repo: str
         repo=repo, split=settings.split, example_config=next(iter(shards)), tsv=tsv,
         dimension_table=markdown_table(tables["dimension_counts"]), extractors=_listing(extractors),
         generators=_listing(generators), filter_summary=filter_summary(blind), checks_table=markdown_table(checks),
-        review_summary=review_summary(entries),
+        review_summary=review_summary(entries), signal_table=markdown_table(signal),
         funnel_table=markdown_table(tables["funnel"]), answer_table=markdown_table(tables["answer_balance"]),
         changes=changes_text(changes),
     )

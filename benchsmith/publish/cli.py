@@ -8,6 +8,12 @@ from typing import Annotated, Optional
 import typer
 
 
+def release_table(version: str, n_questions: int, folder: str | Path, per_config: dict[str, int]):
+    from benchsmith.console import table
+
+    return table(f"Release {version}: {n_questions} questions in {folder}", ["config", "n"], sorted(per_config.items()))
+
+
 def register(app: typer.Typer, context) -> None:
     """Add this stage's commands to `app`; `context(ctx)` gives the settings and the store."""
 
@@ -34,7 +40,7 @@ def register(app: typer.Typer, context) -> None:
         previous version. Images are re-encoded without any metadata. It loads offline with
         `datasets.load_dataset(FOLDER)`.
         """
-        from benchsmith.console import console, progress_bar, table
+        from benchsmith.console import console, progress_bar
         from benchsmith.publish.release import publish as build_release
         from benchsmith.publish.settings import PublishSettings
 
@@ -45,8 +51,7 @@ def register(app: typer.Typer, context) -> None:
         with c.store() as store, progress_bar("publishing", total) as advance:
             result = build_release(store, c.settings, version, out=out, repo=push or "",
                                    allow_changes=allow_changes, withdraw=withdraw or (), progress=advance)
-        console.print(table(f"Release {result.version}: {result.n_questions} questions in {result.folder}",
-                            ["config", "n"], sorted(result.per_config.items())))
+        console.print(release_table(result.version, result.n_questions, result.folder, result.per_config))
         if result.changes.previous:
             console.print(f"since {result.changes.previous}: {len(result.changes.added)} added, "
                           f"{len(result.changes.removed)} removed, {len(result.changes.changed)} changed")

@@ -94,6 +94,17 @@ class TsvWriter:
         self._file.close()
 
 
+def uncompressed_bytes(folder: Path, paths: list[str]) -> int:
+    """A split's size as `datasets` counts it (`num_bytes`), read from the shards' parquet metadata."""
+    import pyarrow.parquet as pq
+
+    total = 0
+    for path in paths:
+        meta = pq.ParquetFile(folder / path).metadata
+        total += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    return total
+
+
 def write_data(by_config: dict[str, list[Entry]], folder: Path, encoded: Callable[[str], bytes],
                settings: PublishSettings, tsv_path: Path,
                progress: Callable[[int], None] = lambda n: None) -> dict[str, list[str]]:

@@ -19,11 +19,12 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
+from annotation.signal import COLUMNS as SIGNAL_COLUMNS, review_signal
 from benchsmith.dimensions import registry
 from benchsmith.errors import BenchsmithError
 from benchsmith.publish import stats
 from benchsmith.publish.card import ALL, Changes, changelog_markdown, render_card
-from benchsmith.publish.dataset import write_data
+from benchsmith.publish.dataset import uncompressed_bytes, write_data
 from benchsmith.publish.entries import Entry, entry_for, public_name
 from benchsmith.publish.media import CleanImages
 from benchsmith.publish.settings import PublishSettings
@@ -106,11 +107,14 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
     stats.plot_answer_balance(tables["answer_balance"], folder / "plots" / "answer_balance.png")
 
     date = datetime.now(timezone.utc).date().isoformat()
+    sizes = {config: uncompressed_bytes(folder, paths) for config, paths in shards.items()}
+    sizes[ALL] = sum(sizes.values())
     extractors = sorted({public_name(name) for name, _status in store.extraction_counts()})
     (folder / "README.md").write_text(render_card(
         settings=options, version=release.version, date=date, repo=repo or f"<org>/{options.name}",
-        tsv=tsv_name, shards=shards, entries=entries, tables=tables, extractors=extractors,
+        tsv=tsv_name, shards=shards, sizes=sizes, entries=entries, tables=tables, extractors=extractors,
         blind=(settings.raw.get("filter") or {}).get("blind") or {}, checks=_check_table(store),
+        signal=pd.DataFrame(review_signal(store, registry()), columns=SIGNAL_COLUMNS),
         changes=changes), encoding="utf-8")
     (folder / "CHANGELOG.md").write_text(changelog_markdown([*history, (release.version, changes)]),
                                          encoding="utf-8")

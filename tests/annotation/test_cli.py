@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import httpx
 from label_studio_sdk import LabelStudio
 
+from annotation.settings import ReviewSettings
 from benchsmith.paths import REPO_ROOT
 from benchsmith.store import Store
 from benchsmith.settings import load_settings
 from tests.annotation.conftest import seed_questions
+from tests.annotation.test_pull import scripted  # noqa: F401 - two annotators review a scripted set
 from tests.conftest import free_port
 
 
@@ -66,6 +70,7 @@ def test_up_starts_a_server_with_the_admin_from_the_environment_and_down_stops_i
         assert up.returncode == 0, up.stderr + up.stdout
         assert f"Label Studio is running at http://127.0.0.1:{port}" in up.stdout
         assert 'press "Label All Tasks"' in up.stdout and "Submit" in up.stdout
+        assert "benchsmith review annotators invite" in up.stdout and "signup link" in up.stdout
         assert token not in up.stdout + up.stderr
         me = LabelStudio(base_url=f"http://127.0.0.1:{port}", api_key=token).users.whoami()
         assert me.email == "boss@benchsmith.test"
@@ -79,3 +84,71 @@ def test_up_starts_a_server_with_the_admin_from_the_environment_and_down_stops_i
         raise AssertionError("the server still answers after `labelstudio down`")
     except httpx.TransportError:
         pass
+
+
+def round_env(label_studio, settings) -> dict[str, str]:
+    """The environment a user of the scripted round's workspace and project has."""
+    review = settings.section("review", ReviewSettings)
+    prefect = {k: v for k, v in os.environ.items() if k.startswith("PREFECT_")}
+    return dict(label_studio.env, **prefect, BENCHSMITH_WORKSPACE=str(settings.workspace), COLUMNS="200",
+                BENCHSMITH__REVIEW__PROJECT=review.project, BENCHSMITH__REVIEW__OVERLAP=str(review.overlap))
+
+
+def test_finish_prints_the_same_tables_as_review_pull_and_publish(prefect_api, label_studio, scripted):
+    settings, _store, _questions = scripted
+    done = benchsmith(round_env(label_studio, settings), "finish", "--version", "v1")
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    assert "{'" not in out and "kappa': " not in out  # no Python dicts
+    assert "4 accepted, 2 rejected, 3 flagged, 2 waiting" in out
+    assert "agreement (kappa)" in out and "3 Instance Attributes" in out and "5 Instances Counting" in out
+    assert re.search(r"-?\d\.\d{3} cohen \(\d+ items\)", out) and not re.search(r"\d\.\d{4,}", out)
+    assert "Release v1: 4 questions in" in out and re.search(r"config\s+\S\s+n\s+\S\n", out), out
+    assert "reviewed answers against the generators' keys" in out and "2 (100%)" in out
+    assert "3 question(s) wait for a deciding annotation" in out and "review status --flagged" in out
+    assert "raise `review.overlap` to 3" in out and "Assign Annotators" in out
+
+    report = Path(re.search(r"report: (\S+)", out).group(1)).read_text()
+    assert "## Review against the generators" in report and "| 2 (100%) |" in report
+    assert "3 for a deciding annotation" in report
+    assert "| review | human_review | 2 |" in report  # the 2 discarded; the 3 ties are not failures
+    card = (settings.workspace / "releases" / "v1" / "README.md").read_text()
+    assert "| 5 Instances Counting | template | 3 | 2 (100%) | 0 (0%) | 1 (33%) | no_correct_option 1 |" in card
+
+    pulled = benchsmith(round_env(label_studio, settings), "review", "pull")
+    assert pulled.returncode == 0, pulled.stderr
+    assert "0 new reviews" in pulled.stdout and "2 (100%)" in pulled.stdout
+    assert "3 question(s) wait for a deciding annotation" in pulled.stdout
+
+    listed = benchsmith(round_env(label_studio, settings), "review", "status", "--flagged")
+    assert listed.returncode == 0, listed.stderr
+    assert "waiting for a deciding annotation (3)" in listed.stdout
+    assert len(re.findall(rf"{label_studio.url}/projects/\d+/data\?task=\d+", listed.stdout)) == 3
+    assert "keep or discard" in listed.stdout and "answer" in listed.stdout and "dimension" in listed.stdout
+
+
+def test_annotators_sign_up_with_the_invite_link_and_are_listed_with_their_work(label_studio, scripted):
+    settings, _store, _questions = scripted
+    env = round_env(label_studio, settings)
+    invited = benchsmith(env, "review", "annotators", "invite")
+    assert invited.returncode == 0, invited.stderr
+    link = invited.stdout.strip()
+    assert link.startswith(f"{label_studio.url}/user/signup/?token=")
+
+    email = f"new-{uuid.uuid4().hex[:6]}@benchsmith.test"
+    with httpx.Client(timeout=60) as browser:  # what a browser does with the link: the page, then the form
+        browser.get(link).raise_for_status()
+        signed_up = browser.post(link, data={"csrfmiddlewaretoken": browser.cookies["csrftoken"], "email": email,
+                                             "password": "annotator-pass-9"})
+        assert signed_up.status_code == 302, signed_up.text[:300]
+
+    listed = benchsmith(env, "review", "annotators", "list")
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split("│")[1].strip(): [cell.strip() for cell in line.split("│")[2:-1]]
+            for line in listed.stdout.splitlines() if line.startswith("│")}
+    assert rows[email][1:3] == ["0", "0"]
+    # the scripted round: the first annotator submitted 10 tasks (and skipped one), the second 9; none pulled yet
+    assert [rows[a][1:3] for a in sorted(a for a in rows if a.startswith("ann"))] == [["10", "0"], ["9", "0"]]
+
+    renewed = benchsmith(env, "review", "annotators", "invite", "--reset")
+    assert renewed.returncode == 0 and renewed.stdout.strip() not in ("", link)

@@ -127,3 +127,16 @@ def test_a_second_pull_adds_nothing_and_a_deciding_review_settles_a_flagged_ques
     assert counts["accepted"] == 5 and counts["in review, flagged for adjudication"] == 2
     assert counts["tasks in Label Studio"] == len(questions)
     assert agreement["all"]["keep"].method == "fleiss"  # question 2 now has three raters
+
+
+def test_the_signal_counts_changed_answers_and_discards_per_dimension_and_generator(scripted):
+    from annotation.signal import review_signal
+
+    settings, store, _questions = scripted
+    pull(store, connect(settings), settings, registry())
+    rows = {(row[0], row[1]): row[2:] for row in review_signal(store, registry())}
+    # dimension 3: 0 and 1 kept with the generator's answer (1 moved to dimension 4), 3 discarded
+    assert rows[("3 Instance Attributes", "template")] == [3, "0 (0%)", "1 (50%)", "1 (33%)", "ambiguous 1, other 1"]
+    # dimension 5: 6 and 7 kept with another answer than the generator's key, 8 discarded
+    assert rows[("5 Instances Counting", "template")] == [3, "2 (100%)", "0 (0%)", "1 (33%)", "no_correct_option 1"]
+    assert rows[("all", "all")][:4] == [6, "2 (50%)", "1 (25%)", "2 (33%)"]

@@ -272,3 +272,29 @@ def test_a_bad_version_name_is_refused(reviewed, version):
 def test_nothing_accepted_means_nothing_to_publish(store, settings):
     with pytest.raises(PublishError, match="no accepted questions"):
         publish(store, settings, "v1")
+
+
+def test_loading_a_release_warns_about_nothing(reviewed, tmp_path):
+    """`datasets` logs through its own `datasets` logger (not propagated) and may also warn."""
+    import logging
+    import warnings
+
+    folder = publish(reviewed.store, reviewed.settings, "v1.0").folder
+    logged: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = logged.append
+    datasets_logger = logging.getLogger("datasets")
+    datasets_logger.addHandler(handler)
+    try:
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            rows = load(folder, None, tmp_path / "cache")
+            some_config = registry().get(next(iter(reviewed.accepted))).key
+            load(folder, some_config, tmp_path / "cache")
+    finally:
+        datasets_logger.removeHandler(handler)
+    assert len(rows) == len(reviewed.accepted_ids)
+    assert [r.getMessage() for r in logged] == [] and [str(w.message) for w in warned] == []
+    card = yaml.safe_load((folder / "README.md").read_text().split("---")[1])
+    sizes = {info["config_name"]: info["splits"][0] for info in card["dataset_info"]}
+    assert sizes["all"]["num_examples"] == len(rows) and sizes["all"]["num_bytes"] > 0
