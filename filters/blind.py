@@ -7,7 +7,9 @@ rotation, so a lucky guess, or a tie broken by position, knows nothing. A drop r
 - `mmstar`: drop when more than `max_right` solvers know it (MMStar dropped when more than 2 of 8 did).
 
 Every judged question gets a verdict from stage `blind` naming the rule and each solver's choices and
-scores; a dropped question moves to `dropped`, a kept one stays `candidate` for review. The report
+scores; a dropped question moves to `dropped`, a kept one stays `candidate` for review. What has been
+judged is kept in the work ledger under a hash of the rule and the solvers, so changing either judges
+every candidate again (the pending ones and the ones kept so far), and nothing else. The report
 (blind accuracy per solver and dimension, before and after the filter, and drop rates) is computed from
 those verdicts alone, so it can be rebuilt from the store at any time.
 """
@@ -21,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchsmith import runner
 from benchsmith.records import Question, Verdict
 from benchsmith.store import Store
 from filters.solvers import AnySolverConfig, Prediction, Query, Solver, build_solver
@@ -131,30 +134,61 @@ def judge_questions(questions: Sequence[Question], solvers: Sequence[Solver],
             for i, q in enumerate(questions) if all(a[i] is not None for a in answers.values())]
 
 
+# Solver settings that change how fast an answer comes, not which answer: left out of the config key.
+_SPEED_ONLY = {"device", "batch_size", "llm", "share_prompt", "dtype"}
+
+
+class BlindStage:
+    """The blind filter as a runner stage: subjects are candidate questions, results their verdicts."""
+
+    name = STAGE
+
+    def __init__(self, config: BlindSettings, solvers: Sequence[Solver]) -> None:
+        self.config = config
+        self.solvers = solvers
+
+    def config_key(self) -> str:
+        solvers = [{k: v for k, v in s.model_dump(mode="json").items() if k not in _SPEED_ONLY}
+                   for s in self.config.solvers]
+        return runner.config_key(self.config.rule, self.config.max_right, self.config.rotations, solvers)
+
+    def units(self, store: Store) -> list[Question]:
+        return store.get_questions(status="candidate")
+
+    def subject(self, question: Question) -> str:
+        return question.id
+
+    def process(self, questions: Sequence[Question]):
+        verdicts = {v.subject_id: v for v in judge_questions(questions, self.solvers, self.config)}
+        for question in questions:
+            yield question, verdicts.get(question.id)
+
+    def commit(self, store: Store, pairs, report: runner.StageReport) -> list[runner.Outcome]:
+        verdicts = [v for _q, v in pairs if v is not None]
+        write(store, verdicts)
+        report.counters["dropped"] += sum(not v.passed for v in verdicts)
+        report.counters["kept"] += sum(v.passed for v in verdicts)
+        return [runner.Outcome(q.id, "done") if v is not None
+                else runner.Outcome(q.id, "retry", "a solver could not answer it now") for q, v in pairs]
+
+
+def pending(store: Store, config: BlindSettings) -> list[Question]:
+    """The candidates not judged under `config`'s rule and solvers; no solver is built or loaded."""
+    return runner.pending(BlindStage(config, ()), store)
+
+
 def apply(store: Store, config: BlindSettings, solvers: Sequence[Solver], *, limit: int | None = None,
           progress: Callable[[int], None] | None = None) -> FilterRun:
-    """Judge every candidate question the blind filter has not judged yet, chunk by chunk.
+    """Judge every candidate question not judged under this rule and these solvers, chunk by chunk.
 
-    Each chunk's drops and verdicts are written in one transaction, so a crash loses only the chunk in
-    flight and a rerun picks up where it stopped.
+    Each chunk's drops and verdicts are written together before the next chunk, so a crash loses only
+    the chunk in flight and a rerun picks up where it stopped.
     """
-    pending = store.get_questions(status="candidate", without_verdict_from=STAGE)
-    if limit is not None:
-        pending = pending[:limit]
-    run = FilterRun(pending=len(pending))
     if not solvers:
-        return run
-    for start in range(0, len(pending), config.chunk_size):
-        chunk = pending[start:start + config.chunk_size]
-        verdicts = judge_questions(chunk, solvers, config)
-        write(store, verdicts)
-        run.judged += len(verdicts)
-        run.dropped += sum(not v.passed for v in verdicts)
-        run.kept += sum(v.passed for v in verdicts)
-        run.unanswered += len(chunk) - len(verdicts)
-        if progress:
-            progress(len(chunk))
-    return run
+        return FilterRun(pending=len(pending(store, config)[:limit]))
+    report = runner.run(BlindStage(config, solvers), store, window=config.chunk_size, limit=limit, progress=progress)
+    return FilterRun(pending=report.pending, judged=report.done, dropped=report.counters["dropped"],
+                     kept=report.counters["kept"], unanswered=report.retry_later)
 
 
 def write(store: Store, verdicts: Sequence[Verdict]) -> None:

@@ -40,7 +40,7 @@ def register(app: typer.Typer, context) -> None:
                     raise SettingsError("filter.blind.solvers is empty: name at least one solver in your settings "
                                         "(the local profile ships offline ones)")
                 solvers = blind.solvers_from(config, settings=c.settings, store=store)
-                pending = len(store.get_questions(status="candidate", without_verdict_from=blind.STAGE))
+                pending = len(blind.pending(store, config))
                 total = min(pending, limit) if limit else pending
                 with progress_bar(f"blind filter ({len(solvers)} solvers)", total) as advance:
                     run = blind.apply(store, config, solvers, limit=limit, progress=advance)

@@ -12,12 +12,14 @@ def filter_stage(settings: Settings, run_id: str) -> dict:
     """The blind-filter task; callable inside any flow. With nothing pending it does not run at all (a
     rebuild that changed nothing runs no stage); otherwise its cache key includes the questions still
     pending, so questions a solver could not answer last time are retried."""
+    from benchsmith import runner
     from benchsmith.store import Store
     from filters import blind
 
     config = blind.blind_settings(settings)
     with Store(settings.db_url) as store:
-        pending = len(store.get_questions(status="candidate", without_verdict_from=blind.STAGE))
+        pending = len(blind.pending(store, config))
+        token = runner.cache_token(blind.BlindStage(config, ()), store)
 
     if not pending:  # nothing to judge: no task, no solver model loaded
         return blind.FilterRun().as_dict() | {"cached": True}
@@ -26,7 +28,7 @@ def filter_stage(settings: Settings, run_id: str) -> dict:
         solvers = blind.solvers_from(config, settings=settings, store=store)
         return blind.apply(store, config, solvers).as_dict()
     return run_stage(settings, run_id, "blind", judge, reads=("questions",), sections=("filter",),
-                     input_token=str(pending))
+                     input_token=token)
 
 
 @flow(name="benchsmith-filter")

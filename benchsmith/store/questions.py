@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 
 from benchsmith.records import TRANSITIONS, Question, Verdict, utcnow
-from benchsmith.store.schema import question_events, questions, verdicts
+from benchsmith.store.schema import question_events, questions
 from benchsmith.store.sql import chunks, insert_new
 
 
@@ -97,10 +97,8 @@ class QuestionsMixin:
                 conn.execute(sa.update(questions).where(questions.c.id == qid).values(**values, updated_at=utcnow()))
 
     def get_questions(self, *, status: str | Sequence[str] | None = None, dimension_id: int | None = None,
-                      ids: Sequence[str] | None = None, item_id: str | None = None,
-                      without_verdict_from: str | None = None) -> list[Question]:
-        """Questions in a stable order. `without_verdict_from=stage` keeps only those that stage has not
-        judged yet, which is how a stage finds its missing work."""
+                      ids: Sequence[str] | None = None, item_id: str | None = None) -> list[Question]:
+        """Questions in a stable order (a stage's missing work is what the work ledger lacks)."""
         query = sa.select(questions).order_by(questions.c.created_at, questions.c.id)
         if isinstance(status, str):
             query = query.where(questions.c.status == status)
@@ -110,10 +108,6 @@ class QuestionsMixin:
             query = query.where(questions.c.dimension_id == dimension_id)
         if item_id is not None:
             query = query.where(questions.c.item_id == item_id)
-        if without_verdict_from is not None:
-            judged = sa.select(verdicts.c.subject_id).where(
-                verdicts.c.stage == without_verdict_from, verdicts.c.subject_id == questions.c.id)
-            query = query.where(~sa.exists(judged))
         with self.engine.connect() as conn:
             if ids is None:
                 return [_from_row(r) for r in conn.execute(query)]

@@ -1,5 +1,6 @@
 """A wheel (not only an editable checkout) carries the data folder where benchsmith.paths looks for it."""
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -14,8 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_wheel_ships_every_data_file_under_share(tmp_path):
+    leftover = not (ROOT / "build").exists()  # setuptools builds in the checkout's build/: tidy up after
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
                     str(tmp_path), str(ROOT)], check=True, capture_output=True)
+    if leftover:
+        shutil.rmtree(ROOT / "build", ignore_errors=True)
     (wheel,) = tmp_path.glob("benchsmith-*.whl")
     shipped = {n.split(".data/data/", 1)[1] for n in zipfile.ZipFile(wheel).namelist() if ".data/data/" in n}
     expected = {f"share/benchsmith/data/{p.relative_to(ROOT / 'data').as_posix()}"

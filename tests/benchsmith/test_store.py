@@ -59,15 +59,6 @@ def test_a_dropped_question_stays_with_its_reason_and_cannot_come_back(store):
     assert store.get_verdicts(subject_id=q.id)[0].reason == "all 3 solvers answered without the image"
 
 
-def test_pending_work_is_what_a_stage_has_not_judged(store):
-    store.add_items([image(1)])
-    a, b = question(image(1).id, "How many stars?"), question(image(1).id, "How many hexagons?")
-    store.add_questions([a, b], stage="generate")
-    store.add_verdicts([Verdict(subject_id=a.id, subject_kind="question", stage="blind", rule="kept",
-                                passed=True)])
-    assert [q.id for q in store.get_questions(status="candidate", without_verdict_from="blind")] == [b.id]
-
-
 def test_question_ids_ignore_option_order_and_spacing():
     a = question("x" * 64, "How many  circles are there?")
     b = a.model_copy(update={"options": ["4", "3", "2", "1"], "answer": 3, "text": "how many circles are there"})
