@@ -42,12 +42,14 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import jsonschema
-import openai
-from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    import openai
+    from openai.types.chat import ChatCompletion
 
 from benchsmith.errors import BenchsmithError
 from benchsmith.records import stable_hash
@@ -217,9 +219,12 @@ class DeadlinePassed(Exception):
 
 # A reply that is not a chat completion at all (a proxy's HTML page, a cut-off body) is retried too:
 # it is the transport failing, not the model answering badly.
-_RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-              openai.APIConnectionError, openai.APIResponseValidationError, json.JSONDecodeError,
-              NotAChatCompletion)
+@lru_cache(maxsize=1)
+def _retryable() -> tuple[type[Exception], ...]:
+    import openai  # ~1 s to import: only when a call is really sent, never on a fully cached rerun
+
+    return (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError,
+            openai.APIResponseValidationError, json.JSONDecodeError, NotAChatCompletion)
 
 
 async def _before(deadline: float, awaitable):
@@ -271,6 +276,8 @@ class LlmClient:
             if on_result:
                 on_result(request, hit)
         if todo:
+            import openai
+
             api_key = self._key_for_http()  # only now: a fully cached rerun needs no key
             semaphore = asyncio.Semaphore(self.options.concurrency)
             limiter = RateLimiter(self.options.requests_per_minute, self.options.tokens_per_minute)
@@ -334,6 +341,8 @@ class LlmClient:
                          logprobs=response.get("logprobs"), cached=True, attempts=0, seconds=0.0)
 
     async def _call(self, client: openai.AsyncOpenAI, limiter: RateLimiter, request: LlmRequest) -> LlmResult:
+        import openai
+
         started = time.monotonic()
         deadline = started + self.options.deadline_s
         attempts = 0
@@ -346,7 +355,7 @@ class LlmClient:
                     self.http_calls += 1
                     response = await _before(deadline, self._attempt(client, request))
                     break
-                except _RETRYABLE as exc:
+                except _retryable() as exc:
                     reason = _describe(exc)
                     if attempts > self.options.max_retries:
                         return await asyncio.to_thread(self._failed, request, reason, attempts, started)
@@ -364,6 +373,8 @@ class LlmClient:
         return await asyncio.to_thread(self._succeeded, request, response, attempts, started)
 
     async def _attempt(self, client: openai.AsyncOpenAI, request: LlmRequest) -> ChatCompletion:
+        from openai.types.chat import ChatCompletion
+
         raw = await client.chat.completions.with_raw_response.create(
             model=request.model, messages=request.messages, **request.params())
         response = raw.parse()
@@ -426,6 +437,8 @@ def _owner_gone(owner: str) -> bool:
 def _describe(exc: Exception) -> str:
     """A one-line reason with no request headers in it (they carry the key), scrubbed of secrets
     (servers echo the key in their messages)."""
+    import openai
+
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
         text = f"HTTP {exc.status_code}: {body.get('message') or exc.message}"
