@@ -250,6 +250,14 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes | Rejected:
     return data
 
 
+def _read_row_image(dataset, index: int, column: str, max_bytes: int) -> bytes | Rejected:
+    cell = dataset[index][column] or {}
+    data = cell.get("bytes") if isinstance(cell, dict) else None
+    if data is None and isinstance(cell, dict) and cell.get("path"):
+        return read_regular_file(Path(cell["path"]), max_bytes)  # checked like any file: kind, size
+    return _read_bytes(data or b"", max_bytes)
+
+
 def _read_bytes(data: bytes, max_bytes: int) -> bytes | Rejected:
     if len(data) > max_bytes:
         return Rejected("too_large", f"{len(data):,} bytes is more than ingest.max_bytes ({max_bytes:,})")
@@ -393,13 +401,11 @@ def hf_candidates(location: Path, *, image_column: str | None = None, source: st
         raise IngestError(f"no image column in {location}; columns: {', '.join(dataset.column_names)} "
                           "(name one with --image-column)")
     dataset = dataset.cast_column(image_column, datasets.Image(decode=False))
-    for index, row in enumerate(dataset):
-        cell = row[image_column] or {}
-        data = cell.get("bytes") if isinstance(cell, dict) else None
-        if data is None and isinstance(cell, dict) and cell.get("path"):
-            read = partial(read_regular_file, Path(cell["path"]))  # checked like any file: kind, size
-        else:
-            read = partial(_read_bytes, data or b"")
+    others = dataset.remove_columns([image_column])  # rows without their image bytes, for the metadata
+    for index, row in enumerate(others):
+        # the image is read from the memory-mapped table only when its batch is ingested, so listing a
+        # source of any size holds no image bytes
+        read = partial(_read_row_image, dataset, index, image_column)
         annotations = {k: row[k] for k in ANNOTATION_KEYS if row.get(k) is not None}
         if row.get("caption"):
             annotations.setdefault("captions", [row["caption"]])

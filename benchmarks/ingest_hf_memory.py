@@ -1,0 +1,88 @@
+"""Ingesting a Hugging Face dataset holds no more memory as the dataset grows.
+
+A dataset saved with `save_to_disk` holds N noise images of 128x128 px (about 49 KB each as PNG, so
+20,000 of them are about 1 GB). `benchsmith ingest <dataset>` runs on each size in its own process, and
+its peak RSS is read from the child's resource usage. Flat means the largest size's peak stays within
+1.25x the smallest's. Results: benchmarks/results/ingest_hf_memory.json.
+
+    .venv/bin/python benchmarks/ingest_hf_memory.py                  # 5,000, 10,000 and 20,000 images
+    .venv/bin/python benchmarks/ingest_hf_memory.py --sizes 500 2000  # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).parent / "results"
+BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
+
+
+def make_dataset(folder: Path, n: int) -> Path:
+    import datasets
+    from PIL import Image
+
+    rng = np.random.default_rng(n)
+
+    def rows():
+        for i in range(n):
+            buffer = io.BytesIO()
+            Image.fromarray(rng.integers(0, 256, (128, 128, 3), dtype=np.uint8)).save(buffer, "PNG")
+            yield {"image": {"bytes": buffer.getvalue(), "path": None}, "caption": f"noise {i}"}
+
+    features = datasets.Features({"image": datasets.Image(), "caption": datasets.Value("string")})
+    datasets.Dataset.from_generator(rows, features=features).save_to_disk(str(folder))
+    return folder
+
+
+def ingest_peak_mb(dataset: Path, workdir: Path) -> tuple[float, float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH")}
+    env |= {"BENCHSMITH__INGEST__RICHNESS__ENABLED": "false"}
+    started = time.perf_counter()
+    done = subprocess.run([BENCHSMITH, "ingest", str(dataset)], cwd=workdir, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(done.stdout + done.stderr)
+    # ru_maxrss of the children waited for so far: each size runs after the previous, so it only grows;
+    # run one size per process of this script (see main) to read each size's own peak
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, seconds
+
+
+def one(n: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        dataset = make_dataset(Path(tmp) / "dataset", n)
+        size_mb = sum(f.stat().st_size for f in dataset.rglob("*") if f.is_file()) / 2**20
+        peak, seconds = ingest_peak_mb(dataset, Path(tmp))
+    return {"images": n, "dataset_mb": round(size_mb, 1), "peak_rss_mb": round(peak, 1), "seconds": round(seconds, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[5000, 10000, 20000])
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one)))
+        return
+    runs = [json.loads(subprocess.run([sys.executable, __file__, "--one", str(n)], capture_output=True, text=True,
+                                      check=True).stdout) for n in args.sizes]
+    result = {"runs": runs, "peak_ratio_largest_to_smallest": round(runs[-1]["peak_rss_mb"] / runs[0]["peak_rss_mb"], 2),
+              "target_ratio": 1.25}
+    result["flat"] = result["peak_ratio_largest_to_smallest"] <= result["target_ratio"]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "ingest_hf_memory.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
