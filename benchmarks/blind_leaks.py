@@ -50,11 +50,11 @@ def oracle_questions(n_scenes: int, seed: int):
     from generators.programmatic import ProgrammaticSettings, generate, load_vocabulary
 
     supplied = Provenance(backend="supplied")
-    vocabulary, settings = load_vocabulary(), ProgrammaticSettings()
-    questions = []
+    settings = ProgrammaticSettings()
     with tempfile.TemporaryDirectory() as tmp:
         make_scenes(Path(tmp), n_scenes, seed=seed)
         rows = [json.loads(line) for line in (Path(tmp) / "manifest.jsonl").read_text().splitlines()]
+    items = []
     for row in rows:
         image = Image(id=row["path"], path=row["path"], width=640, height=480)
         facts = [Fact(item_id=image.id, kind="object", text=o["label"], box=tuple(o["box"]),
@@ -63,6 +63,11 @@ def oracle_questions(n_scenes: int, seed: int):
             x1, y1, x2, y2 = o["box"]
             facts.append(Fact(item_id=image.id, kind="ocr", text=o["text"],
                               quad=((x1, y1), (x2, y1), (x2, y2), (x1, y2)), provenance=supplied))
+        items.append((image, facts))
+    # widened with the collection's own labels, attributes and words, as the generate stage does
+    vocabulary = load_vocabulary().widened([f for _image, facts in items for f in facts])
+    questions = []
+    for image, facts in items:
         for key in PROGRAMMATIC_DIMENSIONS:
             questions += generate(image, facts, registry().get(key), vocabulary, settings, seed=seed)
     return balance_answers(questions, seed=seed)

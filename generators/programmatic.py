@@ -9,16 +9,21 @@ the answer from ground truth without this code:
 - `target` / `other`: the attributes (with `label`) that pick out the object(s) asked about;
 - `attribute`: the attribute asked for; `filter`: what was counted.
 
-Distractors are plausible and never also correct: counts near the truth but never equal to it, regions
-and colours next to or present beside the true one, labels and words that are absent from the image.
+Distractors are plausible, never also correct, and chosen so that the options alone do not give the
+key away to a model that cannot see the image:
+- counts: the key's rank among the four numbers is drawn first, uniformly, and given to a count that
+  allows it (small counts allow only low ranks); something absent is counted too, so 0 is a key as well;
+- regions: three other grid cells drawn uniformly, so the key is not the cell the others surround;
+- identity: two labels crossed with two colours, one pair in the image and three absent, so every
+  option shares one attribute with two others and the key is not the one most like the rest;
+- text: other real words and strings seen in the collection, of a similar length, never misspellings.
 """
 
 from __future__ import annotations
 
 import itertools
 import random
-import string
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -30,7 +35,7 @@ from benchsmith.dimensions import Dimension
 from benchsmith.records import Fact, Image, Provenance, Question, normalise_text, stable_hash
 
 BACKEND = "programmatic"
-VERSION = "programmatic-v1"
+VERSION = "programmatic-v2"  # v2: distractors that do not give the key away
 VOCABULARY_FILE = Path(__file__).with_name("vocabulary.yaml")
 DESCRIBING = ("size", "colour")  # attributes that may qualify a label, in the order they are spoken
 
@@ -52,6 +57,7 @@ class Vocabulary:
     labels: tuple[str, ...]
     plurals: dict[str, str]
     words: tuple[str, ...]
+    observed: dict[str, tuple[str, ...]] = field(default_factory=dict)  # attribute values seen in the collection
 
     def widened(self, facts: list[Fact]) -> Vocabulary:
         """Attribute values from `facts` added to this vocabulary's; labels and words from `facts`
@@ -68,9 +74,16 @@ class Vocabulary:
             elif fact.kind == "ocr":
                 words.append(fact.text)
         labels, words = list(_unique(labels)), list(_unique(words))
+        observed = {k: _unique(v[len(self.attributes.get(k, ())):]) for k, v in attributes.items()}
         return Vocabulary({k: _unique(v) for k, v in attributes.items()},
                           _unique(labels if len(labels) >= 4 else [*labels, *self.labels]), self.plurals,
-                          _unique(words if len(words) >= 8 else [*words, *self.words]))
+                          _unique(words if len(words) >= 8 else [*words, *self.words]), observed)
+
+    def values(self, attribute: str) -> tuple[str, ...]:
+        """The values of `attribute` seen in the collection when there are enough of them, else every
+        known one: a distractor drawn from rarer values than the key's would give the key away."""
+        seen = self.observed.get(attribute, ())
+        return seen if len(seen) >= 4 else self.attributes.get(attribute, ())
 
 
 def _unique(values) -> tuple[str, ...]:
@@ -191,27 +204,50 @@ def _shuffled(rng: random.Random, values) -> list:
 
 # -- Instances Counting -----------------------------------------------------------------------------
 
-def count_options(true: int, rng: random.Random) -> list[int]:
-    """Four consecutive counts containing `true`, placed at random, never below zero."""
-    start = rng.randint(max(0, true - 3), true)
-    window = list(range(start, start + 4))
-    return [true] + [n for n in window if n != true]
+def count_options(true: int, rank: int, rng: random.Random) -> list[int]:
+    """Four distinct counts, `true` first, never below zero, with `rank` of them below the truth (so
+    `rank` <= `true`); the others are drawn near it, not always next to it."""
+    below = sorted(rng.sample(range(max(0, true - rank - 2), true), rank))
+    above = sorted(rng.sample(range(true + 1, true + (3 - rank) + 3), 3 - rank))
+    return [true, *below, *above]
 
 
-def counting(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
-    drafts = []
-    groups: dict[tuple[str, str], list[Thing]] = {}
+def counting_picks(counts: list[int], n: int, rng: random.Random) -> list[tuple[int, int]]:
+    """Which counts to ask about, and the rank of each one's key among its options: `n` distinct ranks
+    drawn uniformly, each given to a count that allows it (a count of 1 has at most one smaller count),
+    chosen at random. So over a build each rank is asked about as often as counts allow, whatever the
+    question; a rank no count allows here is left out."""
+    picks: list[tuple[int, int]] = []
+    for rank in rng.sample(range(4), min(n, 4)):
+        free = [i for i, count in enumerate(counts) if count >= rank and i not in {p for p, _r in picks}]
+        if free:
+            picks.append((rng.choice(free), rank))
+    return picks
+
+
+def counting(things, _facts, vocabulary, settings, rng) -> list[Draft]:
+    groups: dict[tuple[str, str], list[Thing]] = {("all", "objects"): list(things)}
     for thing in things:
         groups.setdefault(("label", thing.label), []).append(thing)
         if "colour" in thing.attributes:
             groups.setdefault(("colour", thing.attributes["colour"]), []).append(thing)
-    for (key, value), members in sorted(groups.items()):
-        if key == "label":
+    # something absent from the image, so that 0 is a key too
+    absent = [("label", value) for value in vocabulary.labels if ("label", value) not in groups]
+    if absent:
+        groups[rng.choice(absent)] = []
+    asked = sorted(groups.items())
+    drafts = []
+    for index, rank in counting_picks([len(members) for _key, members in asked], settings.per_dimension, rng):
+        (key, value), members = asked[index]
+        if key == "all":
+            text = "How many objects are there in the image?"
+        elif key == "label":
             text = f"How many {plural(value, vocabulary)} are there in the image?"
         else:
             text = f"How many {value} objects are there in the image?"
-        options = count_options(len(members), rng)
-        drafts.append(Draft(text, tuple(str(n) for n in options), {"template": "count", "filter": {key: value}}))
+        options = count_options(len(members), rank, rng)
+        drafts.append(Draft(text, tuple(str(n) for n in options),
+                            {"template": "count", "filter": {} if key == "all" else {key: value}}))
     return drafts
 
 
@@ -244,10 +280,8 @@ def location(things, _facts, _vocabulary, settings, rng) -> list[Draft]:
         if target is None or row is None or column is None:
             continue
         cells = [(r, c) for r in range(3) for c in range(3) if (r, c) != (row, column)]
-        # neighbouring cells first: they are the hard distractors
-        near = _shuffled(rng, [cell for cell in cells if max(abs(cell[0] - row), abs(cell[1] - column)) == 1])
-        far = _shuffled(rng, [cell for cell in cells if cell not in near])
-        chosen = near[:2] + _shuffled(rng, near[2:] + far)[:1]
+        # uniformly drawn, not the neighbours: neighbouring distractors surround the key and give it away
+        chosen = rng.sample(cells, 3)
         options = (region_name(row, column), *(region_name(*cell) for cell in chosen))
         drafts.append(Draft(f"In which part of the image is {phrase(target)}?", options,
                             {"template": "location", "target": target}))
@@ -292,7 +326,7 @@ def attributes(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
     for thing in things:
         for key in ("colour", "shape", "size"):
             value = thing.attributes.get(key)
-            values = vocabulary.attributes.get(key, ())
+            values = vocabulary.values(key)
             if value is None or len(values) < 4:
                 continue
             target = referent(thing, things, without=key)
@@ -319,20 +353,25 @@ def _name(label: str, colour: str | None) -> str:
 
 
 def identity(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
+    """With colours: the present (label, colour) crossed with another label and another colour, the
+    three other pairs all absent from the image. Without: four labels, three of them absent."""
     present = {(t.label, t.attributes.get("colour")) for t in things}
     present_labels = {t.label for t in things}
-    colours = vocabulary.attributes.get("colour", ())
+    colours = vocabulary.values("colour")
     drafts = []
     for label, colour in sorted(present, key=lambda p: (p[0], p[1] or "")):
         if colour:
-            def absent(lab: str, col: str) -> bool:
-                return (lab, col) not in present
-            same_label = [_name(label, c) for c in _shuffled(rng, colours) if absent(label, c)]
-            same_colour = [_name(l, colour) for l in _shuffled(rng, vocabulary.labels) if absent(l, colour)]
-            pool = same_label[:1] + same_colour[:1] + _shuffled(rng, same_label[1:3] + same_colour[1:3])
+            crossings = [(other_label, other_colour)
+                         for other_label in _shuffled(rng, [l for l in vocabulary.labels if l != label])
+                         for other_colour in _shuffled(rng, [c for c in colours if c != colour])
+                         if not {(label, other_colour), (other_label, colour), (other_label, other_colour)} & present]
+            if not crossings:
+                continue
+            other_label, other_colour = rng.choice(crossings[:20])
+            others = [_name(label, other_colour), _name(other_label, colour), _name(other_label, other_colour)]
         else:
-            pool = _shuffled(rng, [l for l in vocabulary.labels if l not in present_labels])
-        others = _pick(pool, 3, avoid=[_name(label, colour)])
+            others = _pick(_shuffled(rng, [l for l in vocabulary.labels if l not in present_labels]), 3,
+                           avoid=[label])
         if len(others) < 3:
             continue
         drafts.append(Draft("Which of these can be seen in the image?", (_name(label, colour), *others),
@@ -342,27 +381,9 @@ def identity(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
 
 # -- Text Understanding -----------------------------------------------------------------------------
 
-LOOKALIKE = {"O": "Q0D", "I": "L1T", "E": "FB", "A": "R", "C": "GO", "S": "5B", "B": "8R", "M": "N", "N": "MH",
-             "U": "V", "P": "R", "T": "I", "L": "I", "R": "PB", "G": "C", "H": "N", "K": "X", "D": "O"}
-
-
-def perturb(word: str, rng: random.Random) -> str:
-    """One edit of `word`: a look-alike letter, a dropped, doubled or swapped letter."""
-    index = rng.randrange(len(word))
-    edit = rng.choice(("lookalike", "drop", "double", "swap"))
-    if edit == "drop" and len(word) > 3:
-        return word[:index] + word[index + 1:]
-    if edit == "double":
-        return word[:index] + word[index] + word[index:]
-    if edit == "swap" and index < len(word) - 1 and word[index] != word[index + 1]:
-        return word[:index] + word[index + 1] + word[index] + word[index + 2:]
-    letter = word[index]
-    choices = LOOKALIKE.get(letter.upper(), string.ascii_uppercase.replace(letter.upper(), ""))
-    swapped = rng.choice(choices)
-    return word[:index] + (swapped.lower() if letter.islower() else swapped) + word[index + 1:]
-
-
 def text(_things, facts, vocabulary, settings, rng) -> list[Draft]:
+    """Which text is in the image; the distractors are other real words and strings from the collection
+    (the vocabulary's words and the OCR text of other images) of the same case and a similar length."""
     lines = [" ".join(f.text.split()) for f in facts if f.kind == "ocr"
              and (f.score is None or f.score >= settings.min_ocr_score)]
     lines = [line for line in dict.fromkeys(lines) if len(line) >= settings.min_word_length]
@@ -373,12 +394,10 @@ def text(_things, facts, vocabulary, settings, rng) -> list[Draft]:
                 else "Which of these words is written in the image?")
     drafts = []
     for line in lines:
-        edits = [perturb(line, rng) for _ in range(12)]
-        same_case = [w for w in vocabulary.words if w.isupper() == line.isupper()]
-        words = _shuffled(rng, same_case or vocabulary.words)
-        pool = edits[:2] + _shuffled(rng, edits[2:4] + words[:2])
-        others = _pick(pool, 3, avoid=[line, *lines])
-        others = [o for o in others if normalise_text(o) not in present]
+        same_case = [w for w in vocabulary.words if w.isupper() == line.isupper() and normalise_text(w) not in present]
+        # the nearest lengths, ties broken at random: neither the shortest nor the longest gives the key away
+        pool = sorted(_shuffled(rng, same_case), key=lambda w: abs(len(w) - len(line)))[:8]
+        others = _pick(_shuffled(rng, pool), 3, avoid=[line, *lines])
         if len(others) < 3:
             continue
         drafts.append(Draft(question, (line, *others), {"template": "text", "target": {"text": line}}))

@@ -14,7 +14,7 @@ from benchsmith.records import Fact, Image, Provenance, normalise_text
 from benchsmith.scenes import region_of
 from filters.quality import QualitySettings, balance_answers, gate
 from generators.programmatic import (ProgrammaticSettings, Thing, count_options, generate, load_vocabulary,
-                                     perturb, referent, relation)
+                                     referent, relation)
 
 SUPPLIED = Provenance(backend="supplied")
 DIMENSIONS = ["instances_counting", "instance_location", "spatial_relation", "instance_attributes",
@@ -70,8 +70,7 @@ def truly_correct(question, row) -> list[bool]:
     meta = question.meta
     options = question.options
     if meta["template"] == "count":
-        (key, value), = meta["filter"].items()
-        n = len(_objects_matching(row, {key: value}))
+        n = len(_objects_matching(row, meta["filter"]))  # an empty filter counts every object
         return [option == str(n) for option in options]
     if meta["template"] == "location":
         obj = _only(row, meta["target"])
@@ -147,13 +146,15 @@ def test_generation_is_reproducible(oracle_dir):
         assert first == generate(image, facts, dimension, vocabulary, ProgrammaticSettings(), seed=5)
 
 
-def test_count_distractors_are_near_and_never_the_truth():
+def test_count_distractors_are_near_never_the_truth_and_the_key_at_the_asked_rank():
     rng = random.Random(0)
     for true in range(0, 12):
-        for _ in range(20):
-            options = count_options(true, rng)
-            assert options[0] == true and true not in options[1:]
-            assert len(set(options)) == 4 and min(options) >= 0 and max(options) - min(options) == 3
+        for rank in range(min(3, true) + 1):
+            for _ in range(20):
+                options = count_options(true, rank, rng)
+                assert options[0] == true and true not in options[1:]
+                assert len(set(options)) == 4 and min(options) >= 0 and max(options) - min(options) <= 8
+                assert sorted(options).index(true) == rank
 
 
 def test_a_referent_uses_the_fewest_attributes_that_make_it_unique():
@@ -176,9 +177,36 @@ def test_spatial_relation_only_when_one_axis_separates_the_boxes():
     assert relation(box(0.0, 0.4, 0.2, 0.6), box(0.21, 0.4, 0.4, 0.6), 0.02) is None  # too close
 
 
-def test_text_perturbations_are_one_edit_away_and_differ():
-    rng = random.Random(1)
-    for word in ("OPEN", "PHARMACY", "Library"):
-        for _ in range(30):
-            changed = perturb(word, rng)
-            assert changed != word and abs(len(changed) - len(word)) <= 1
+# -- what a model that cannot see the image could exploit ----------------------------------------------
+
+def test_the_counting_key_rank_is_uniform_over_a_build(oracle_questions):
+    kept, _dropped, _rows = oracle_questions
+    ranks = Counter(sorted(int(o) for o in q.options).index(int(q.options[q.answer]))
+                    for q in kept if q.meta["template"] == "count")
+    assert sum(ranks.values()) >= 30 and chisquare([ranks[r] for r in range(4)]).pvalue > 0.05, ranks
+
+
+def test_the_identity_key_is_not_the_option_most_like_the_others(oracle_questions):
+    kept, _dropped, _rows = oracle_questions
+    identity = [q for q in kept if q.meta["template"] == "identity"]
+
+    def shared_words(option, options):
+        return sum(len(set(option.split()) & set(other.split())) for other in options if other != option)
+    centroid_right = sum(
+        1 for q in identity
+        if max(range(4), key=lambda i: (shared_words(q.options[i], q.options), -i)) == q.answer)
+    assert len(identity) >= 15 and centroid_right / len(identity) <= 0.4, (centroid_right, len(identity))
+
+
+def test_text_distractors_are_real_strings_never_near_misspellings_of_the_key(oracle_questions):
+    from difflib import SequenceMatcher
+
+    kept, _dropped, rows = oracle_questions
+    seen = {normalise_text(w) for row in rows.values() for w in row["truth"]["words"]}
+    seen |= {normalise_text(w) for w in load_vocabulary().words}
+    for q in (q for q in kept if q.meta["template"] == "text"):
+        key = q.options[q.answer]
+        for option in q.options:
+            assert normalise_text(option) in seen
+            if option != key:
+                assert SequenceMatcher(None, option, key).ratio() < 0.75, (key, option)
