@@ -153,7 +153,9 @@ class BlindStage:
         return runner.config_key(self.config.rule, self.config.max_right, self.config.rotations, solvers)
 
     def units(self, store: Store) -> list[Question]:
-        return store.get_questions(status="candidate")
+        pool = store.get_questions(status="candidate")
+        fit_learners(self.solvers, pool)
+        return pool
 
     def subject(self, question: Question) -> str:
         return question.id
@@ -170,6 +172,17 @@ class BlindStage:
         report.counters["kept"] += sum(v.passed for v in verdicts)
         return [runner.Outcome(q.id, "done") if v is not None
                 else runner.Outcome(q.id, "retry", "a solver could not answer it now") for q, v in pairs]
+
+
+def fit_learners(solvers: Sequence[Solver], pool: Sequence[Question]) -> None:
+    """Solvers that learn from the questions themselves see the whole pool first; each then judges a
+    question only with a model that did not train on that question's image."""
+    learners = [s for s in solvers if hasattr(s, "fit")]
+    if learners:
+        from filters.solvers.learned import Labelled
+        labelled = [Labelled(q.text, tuple(q.options), q.answer, q.item_id) for q in pool]
+        for solver in learners:
+            solver.fit(labelled)
 
 
 def pending(store: Store, config: BlindSettings) -> list[Question]:

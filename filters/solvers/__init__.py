@@ -40,6 +40,9 @@ class Solver(Protocol):
     def release(self) -> None:
         """Free any loaded model; the next `answer` loads it again."""
 
+    # A solver that learns from the questions themselves (`learned`) also has
+    # `fit(pool: Sequence[Labelled])`, called with every candidate before it answers.
+
 
 def choose(scores: Sequence[float], tie_margin: float = 0.0) -> int:
     """The best-scoring option; options within `tie_margin` of the best count as tied, and a tie goes
@@ -64,9 +67,10 @@ class PriorConfig(SolverConfig):
     """Option priors that catch construction artefacts, no model needed:
     - longest: the option with the most characters (scored on a log scale, so `tie_margin` is a ratio);
     - overlap: the option sharing the largest share of its words with the question;
-    - odd_one_out: the option furthest from the other three, in shared words and in length."""
+    - odd_one_out: the option furthest from the other three, in shared words and in length;
+    - centroid: the option most like the other three, in shared words and characters."""
 
-    kind: Literal["longest", "overlap", "odd_one_out"]
+    kind: Literal["longest", "overlap", "odd_one_out", "centroid"]
     ignore_words: list[str] = ["a", "an", "the", "of", "in", "on", "at", "to", "is", "are", "and", "or", "it",
                                "its", "this", "that", "there", "what", "which", "who", "where", "how", "image",
                                "picture", "photo", "shown"]
@@ -102,7 +106,19 @@ class ChatConfig(SolverConfig):
                    "Question: {question}\n{options}\nAnswer:")
 
 
-AnySolverConfig = Annotated[Union[PriorConfig, EmbeddingConfig, LikelihoodConfig, ChatConfig],
+class LearnedConfig(SolverConfig):
+    """A text-only model trained on the candidate pool itself, cross-fitted by image
+    (filters/solvers/learned.py)."""
+
+    kind: Literal["learned"]
+    tie_margin: float = 0.3                    # key probabilities this close to the best tie: only a clear pick knows
+    folds: int = Field(5, ge=2)
+    regularisation: float = Field(1.0, gt=0)   # inverse strength (scikit-learn's C)
+    hash_bits: int = Field(18, ge=10, le=24)   # 2**bits feature buckets
+    min_pool: int = Field(200, ge=10)          # below this many questions no model is trained: all options tie
+
+
+AnySolverConfig = Annotated[Union[PriorConfig, EmbeddingConfig, LikelihoodConfig, ChatConfig, LearnedConfig],
                             Field(discriminator="kind")]
 
 
@@ -117,6 +133,9 @@ def build_solver(config: AnySolverConfig, **context: Any) -> Solver:
     if isinstance(config, LikelihoodConfig):
         from filters.solvers.likelihood import LikelihoodSolver
         return LikelihoodSolver(config)
+    if isinstance(config, LearnedConfig):
+        from filters.solvers.learned import LearnedSolver
+        return LearnedSolver(config)
     from filters.solvers.chat import ChatSolver
     return ChatSolver(config, **context)
 

@@ -2,7 +2,7 @@
 
 A good question gives them nothing to go on. They catch what question writers (people or LLMs) leave
 behind: a correct option longer than the rest, one that repeats the question's words, or one that
-stands apart from three distractors made alike.
+stands apart from three distractors made alike, or one that the three distractors were all made from.
 """
 
 from __future__ import annotations
@@ -44,7 +44,20 @@ def odd_one_out(query: Query, ignore: frozenset[str]) -> list[float]:
     return [sum(distance(i, j) for j in range(n) if j != i) / (n - 1) for i in range(n)]
 
 
-SCORERS = {"longest": longest, "overlap": overlap, "odd_one_out": odd_one_out}
+def centroid(query: Query, ignore: frozenset[str]) -> list[float]:
+    """Shared words plus character agreement with the other options: when every distractor is the key
+    with one thing changed ("blue star / blue circle / white circle"), the key is the most like the rest."""
+    from difflib import SequenceMatcher
+
+    sets = [words(o, ignore) for o in query.options]
+    texts = [o.casefold().strip() for o in query.options]
+    n = len(texts)
+    return [sum(len(sets[i] & sets[j]) / max(1, len(sets[i] | sets[j]))
+                + SequenceMatcher(None, texts[i], texts[j]).ratio() for j in range(n) if j != i) / (n - 1)
+            for i in range(n)]
+
+
+SCORERS = {"longest": longest, "overlap": overlap, "odd_one_out": odd_one_out, "centroid": centroid}
 
 
 class PriorSolver:

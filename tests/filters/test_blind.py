@@ -159,8 +159,9 @@ def test_solver_names_must_be_unique():
         blind.solvers_from(config)
 
 
-@pytest.mark.parametrize(("profile", "kinds"), [("local", {"longest", "overlap", "odd_one_out", "embedding"}),
-                                                ("gpu", {"likelihood"})])
+@pytest.mark.parametrize(("profile", "kinds"), [("local", {"longest", "overlap", "odd_one_out", "embedding",
+                                                            "centroid", "learned"}),
+                                                ("gpu", {"likelihood", "learned"})])
 def test_each_profile_ships_a_working_solver_list(profile, kinds):
     from benchsmith.settings import load_settings
 

@@ -1,0 +1,150 @@
+"""A text-only model trained on the question pool itself: the strongest blind adversary we can run offline.
+
+Each option of a question becomes one row of features that a model without the image could use: its
+words, its words crossed with the question's words (so a template's favourite answer is learnable), its
+length and numeric rank among the four, its overlap with the question, and how much it shares with the
+other three options (the "centroid" artefact). A logistic regression learns which row is the key. No
+feature depends on where an option is shown, so the scores do not change when the options rotate.
+
+Cross-fitting: the pool is split into folds by image, and each question is scored by the model trained
+on the other folds, so no image's questions ever judge themselves. The same code is the `learned` solver
+of the blind filter (`LearnedSolver`) and the adversary of `benchmarks/blind_adversary.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+import numpy as np
+
+from filters.solvers import LearnedConfig, Prediction, Query, choose
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """A question as the learner sees it: only text, options, which option is the key, and its image."""
+
+    text: str
+    options: tuple[str, ...]
+    answer: int
+    group: str
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.strip())
+    except ValueError:
+        return None
+
+
+def option_features(text: str, options: Sequence[str]) -> list[dict[str, float]]:
+    """One feature dict per option, from the question and the options alone, independent of order."""
+    question_words = _words(text)
+    template = " ".join(w for w in question_words if not w.isdigit())[:80]
+    words = [_words(o) for o in options]
+    lengths = [len(o) for o in options]
+    numbers = [_number(o) for o in options]
+    numeric = all(n is not None for n in numbers)
+    rows = []
+    for i, option in enumerate(options):
+        own = set(words[i])
+        others = [set(w) for j, w in enumerate(words) if j != i]
+        row: dict[str, float] = {"bias": 1.0}
+        for word in own:
+            row[f"w={word}"] = 1.0
+            row[f"t={template}|w={word}"] = 1.0
+        row[f"t={template}|o={option.lower()[:40]}"] = 1.0
+        row["length_rank"] = sorted(lengths).index(lengths[i]) / 3
+        row["longest"] = float(lengths[i] == max(lengths))
+        row["shortest"] = float(lengths[i] == min(lengths))
+        row["question_overlap"] = len(own & set(question_words)) / max(1, len(own))
+        row["shared_words"] = sum(len(own & o) for o in others) / max(1, len(own))
+        row["char_agreement"] = sum(SequenceMatcher(None, option.lower(), options[j].lower()).ratio()
+                                    for j in range(len(options)) if j != i) / 3
+        if numeric:
+            rank = sorted(numbers).index(numbers[i])
+            row[f"t={template}|numeric_rank={rank}"] = 1.0
+            row["numeric_rank"] = rank / 3
+            row[f"t={template}|value={min(numbers[i], 20):g}"] = 1.0
+        rows.append(row)
+    return rows
+
+
+class PoolModel:
+    """Logistic regressions fitted on folds of a labelled pool; `scores` uses the one that never saw
+    the question's image."""
+
+    def __init__(self, config: LearnedConfig) -> None:
+        self.config = config
+        self.models: dict[int, object] = {}
+        self.fold_of_group: dict[str, int] = {}
+        self.group_of: dict[tuple[str, tuple[str, ...]], str] = {}
+
+    def _vectorise(self, rows: list[dict[str, float]]):
+        from sklearn.feature_extraction import FeatureHasher
+        return FeatureHasher(n_features=2 ** self.config.hash_bits, alternate_sign=False).transform(rows)
+
+    def fit(self, pool: Sequence[Labelled]) -> PoolModel:
+        from sklearn.linear_model import LogisticRegression
+
+        self.models.clear()
+        if len(pool) < self.config.min_pool:
+            return self
+        groups = sorted({q.group for q in pool})
+        order = np.random.default_rng(0).permutation(len(groups))
+        self.fold_of_group = {groups[i]: rank % self.config.folds for rank, i in enumerate(order)}
+        self.group_of = {(q.text, tuple(sorted(q.options))): q.group for q in pool}
+        rows, labels, folds = [], [], []
+        for q in pool:
+            for i, row in enumerate(option_features(q.text, q.options)):
+                rows.append(row)
+                labels.append(int(i == q.answer))
+                folds.append(self.fold_of_group[q.group])
+        features, labels, folds = self._vectorise(rows), np.array(labels), np.array(folds)
+        for fold in range(self.config.folds):
+            train = folds != fold
+            if labels[train].min() == labels[train].max():
+                continue
+            model = LogisticRegression(C=self.config.regularisation, max_iter=500)
+            self.models[fold] = model.fit(features[train], labels[train])
+        return self
+
+    def scores(self, text: str, options: Sequence[str], group: str | None = None) -> list[float]:
+        """The key probability of each option from the model that did not train on this question's image;
+        equal scores when there is no such model (an unknown question, or too small a pool)."""
+        group = group or self.group_of.get((text, tuple(sorted(options))))
+        model = self.models.get(self.fold_of_group.get(group, -1)) if group is not None else None
+        if model is None:
+            return [0.0] * len(options)
+        return [float(p) for p in model.predict_proba(self._vectorise(option_features(text, options)))[:, 1]]
+
+
+class LearnedSolver:
+    """The blind filter's `learned` solver: `fit` on the candidate pool first, then `answer`."""
+
+    def __init__(self, config: LearnedConfig) -> None:
+        self.config = config
+        self.name = config.label
+        self.model = PoolModel(config)
+
+    def fit(self, pool: Sequence[Labelled]) -> None:
+        self.model.fit(pool)
+
+    def answer(self, queries: Sequence[Query]) -> list[Prediction | None]:
+        out: list[Prediction | None] = []
+        for query in queries:
+            scores = self.model.scores(query.text, query.options)
+            out.append(Prediction(choose(scores, self.config.tie_margin), tuple(scores)))
+        return out
+
+    def release(self) -> None:
+        pass
