@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -24,8 +25,18 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 START_TIMEOUT_S = 240  # the first start migrates a fresh database: 30-40 s on two cores, more when busy
 
 
+def default_venv(env: Mapping[str, str] | None = None) -> Path:
+    """Outside any git checkout: Label Studio takes its version from the git repository around its own
+    files when there is one, and would report that repository's last commit as its own."""
+    env = os.environ if env is None else env
+    data_home = Path(env.get("XDG_DATA_HOME") or Path.home() / ".local" / "share").expanduser()
+    return data_home / "benchsmith" / "labelstudio-venv"
+
+
 def venv_path(review: ReviewSettings) -> Path:
-    """`review.server.venv`, relative to the benchsmith checkout unless absolute."""
+    """`review.server.venv` (relative to the benchsmith checkout unless absolute), or `default_venv()`."""
+    if not review.server.venv:
+        return default_venv().resolve()
     return (REPO_ROOT / Path(review.server.venv).expanduser()).resolve()
 
 
@@ -39,6 +50,7 @@ def install(review: ReviewSettings, python: str = sys.executable) -> Path:
     marker = venv / f".label-studio-{review.server.version}"
     if marker.exists() and executable(review).exists():
         return executable(review)
+    venv.parent.mkdir(parents=True, exist_ok=True)
     steps = [[python, "-m", "venv", str(venv)],
              [str(venv / "bin" / "pip"), "install", "--quiet", f"label-studio=={review.server.version}"]]
     for step in steps:
@@ -77,6 +89,9 @@ def server_environment(settings: Settings, review: ReviewSettings, env: dict[str
         "SSRF_PROTECTION_ENABLED": "false",
         "SENTRY_DSN": "", "FRONTEND_SENTRY_DSN": "",
         "LATEST_VERSION_CHECK": "false", "COLLECT_ANALYTICS": "false",
+        # Label Studio asks git for its version from its own folder; a venv placed inside a checkout would
+        # otherwise report (and write into its package) that checkout's last commit.
+        "GIT_CEILING_DIRECTORIES": str(venv_path(review)),
     }
 
 

@@ -13,7 +13,9 @@ class LocalServer(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     version: str = "1.23.2"
-    venv: str = ".venv-labelstudio"  # relative to the current folder, or absolute
+    # Empty: a per-user data folder ($XDG_DATA_HOME/benchsmith/labelstudio-venv). Otherwise a path, absolute
+    # or relative to the benchsmith checkout.
+    venv: str = ""
     username: str = "admin@benchsmith.local"  # LABEL_STUDIO_USERNAME overrides it
 
 

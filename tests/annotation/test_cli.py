@@ -152,3 +152,16 @@ def test_annotators_sign_up_with_the_invite_link_and_are_listed_with_their_work(
 
     renewed = benchsmith(env, "review", "annotators", "invite", "--reset")
     assert renewed.returncode == 0 and renewed.stdout.strip() not in ("", link)
+
+
+def test_label_studio_lives_outside_the_checkout_and_reports_its_own_version(label_studio):
+    from annotation.server import default_venv, venv_path
+    from benchsmith.paths import REPO_ROOT
+
+    review = label_studio.settings().section("review", ReviewSettings)
+    venv = venv_path(review)
+    assert venv == default_venv().resolve() and REPO_ROOT not in venv.parents
+    version = httpx.get(f"{label_studio.url}/api/version", timeout=10).json()
+    ours = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True).stdout.strip()
+    assert version["release"] == review.server.version
+    assert ours and ours[:7] not in str(version)  # not benchsmith's last commit
