@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from benchsmith.llm import _owner_gone
 from benchsmith.store import Store
 from benchsmith.store.schema import llm_calls
-from tests.generators.test_resume import BENCHSMITH, key_of, two_questions
+from tests.generators.test_resume import BENCHSMITH, generate_env, key_of, two_questions
 from tests.generators.test_stage import add_oracle
 from tests.support.openai_server import ScriptedOpenAI
 
@@ -24,9 +24,7 @@ def test_two_generate_runs_at_once_split_the_prompts_and_pay_each_once(tmp_path,
         add_oracle(store, oracle_dir, 6)
     jobs = 6 * 9
     with ScriptedOpenAI(two_questions) as server:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "OPENAI"))} | {
-            "BENCHSMITH_WORKSPACE": str(workspace), "OPENAI_BASE_URL": server.base_url,
-            "BENCHSMITH__GENERATE__LLM__OPTIONS__CONCURRENCY": "4", "BENCHSMITH__GENERATE__LLM__BATCH_SIZE": "8"}
+        env = generate_env(workspace, server.base_url)
         command = [BENCHSMITH, "generate", "--generator", "llm"]
         runs = [subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True) for _ in range(2)]

@@ -42,6 +42,13 @@ def key_of(body: dict) -> str:
                       response_format=body.get("response_format")).key
 
 
+def generate_env(workspace, base_url: str) -> dict[str, str]:
+    """The environment of a `benchsmith generate` subprocess on `workspace` against a scripted server."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "OPENAI"))} | {
+        "BENCHSMITH_WORKSPACE": str(workspace), "OPENAI_BASE_URL": base_url,
+        "BENCHSMITH__GENERATE__LLM__OPTIONS__CONCURRENCY": "4", "BENCHSMITH__GENERATE__LLM__BATCH_SIZE": "8"}
+
+
 def test_a_killed_run_resumes_without_paying_twice_or_duplicating(tmp_path, oracle_dir):
     workspace = tmp_path / "bench"
     db_url = f"sqlite:///{workspace / 'benchsmith.db'}"
@@ -49,9 +56,7 @@ def test_a_killed_run_resumes_without_paying_twice_or_duplicating(tmp_path, orac
         add_oracle(store, oracle_dir, 8)
     jobs = 8 * 9
     with ScriptedOpenAI(two_questions) as server:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "OPENAI"))} | {
-            "BENCHSMITH_WORKSPACE": str(workspace), "OPENAI_BASE_URL": server.base_url,
-            "BENCHSMITH__GENERATE__LLM__OPTIONS__CONCURRENCY": "4", "BENCHSMITH__GENERATE__LLM__BATCH_SIZE": "8"}
+        env = generate_env(workspace, server.base_url)
         command = [BENCHSMITH, "generate", "--generator", "llm"]
         first = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         deadline = time.time() + 120
