@@ -1,0 +1,94 @@
+"""Model adapters: one narrow protocol, `Adapter.predict(passes) -> (pass, answer) pairs`, chosen by
+`kind` under `evaluate.models.<name>` in the settings.
+
+- `likelihood` (white-box, SEED-Bench's way): a transformers vision-language model ranks the options by
+  the log-likelihood of each option's text after the image and the question;
+- `openai` (black-box, ReForm-Eval / MMBench's way): a chat model with image input answers in words,
+  and the answer is matched to an option;
+- `blind`: a text-only solver from the blind filter, for the baselines beside the models.
+
+An adapter yields each pass's answer as it becomes ready, in any order. A model that cannot be loaded
+or an endpoint that cannot be used raises `EvalError` (the run stops with one line; finished
+predictions are kept); a pass it cannot take is answered with `ModelAnswer(skipped=reason)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Any, Literal, Protocol, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchsmith.errors import BenchsmithError
+from evaluation.records import ModelAnswer, Pass
+
+
+class EvalError(BenchsmithError, RuntimeError):
+    """Evaluation cannot go on as configured; the message says why and what to do."""
+
+
+class Adapter(Protocol):
+    name: str
+
+    def predict(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]: ...
+
+    def release(self) -> None:
+        """Free any loaded model."""
+
+
+class AdapterConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def identity(self) -> dict[str, Any]:
+        """What changes the model's answers: every field but batching, concurrency and devices."""
+        return self.model_dump(exclude={"batch_size", "device", "llm", "concurrency"})
+
+
+class VlmLikelihoodConfig(AdapterConfig):
+    """A transformers image-text-to-text model (LLaVA, Qwen2-VL, Idefics style) ranking the options."""
+
+    kind: Literal["likelihood"]
+    model: str                                   # Hugging Face id or local folder
+    normalise: Literal["sum", "mean"] = "sum"    # SEED-Bench summed the option's token log-likelihoods
+    batch_size: int = Field(8, ge=1)             # questions per forward pass (times the options)
+    share_prompt: bool = True                    # run image + question once, reuse it for every option
+    max_frames: int = Field(8, ge=1)             # frames of a video question given to the model
+    video: bool = True                           # false: the model takes one image; video passes are skipped
+    device: str = "auto"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    trust_remote_code: bool = False
+
+
+class VlmChatConfig(AdapterConfig):
+    """An OpenAI-compatible chat endpoint with image input (vLLM, Ollama, the OpenAI API)."""
+
+    kind: Literal["openai"]
+    model: str
+    max_tokens: int = Field(64, ge=1)
+    max_frames: int = Field(8, ge=1)
+    image_detail: Literal["auto", "low", "high"] = "auto"
+    matcher_model: str = ""                      # an LLM that maps unmatched replies to an option; "" for none
+    llm: dict[str, Any] = Field(default_factory=dict)   # benchsmith.llm.LlmOptions: concurrency, limits, retries
+
+
+class BlindBaselineConfig(AdapterConfig):
+    """A blind-filter solver answering without the image (`filter.solvers` entries)."""
+
+    kind: Literal["blind"]
+    solver: dict[str, Any]
+
+
+AnyAdapterConfig = Annotated[Union[VlmLikelihoodConfig, VlmChatConfig, BlindBaselineConfig],
+                             Field(discriminator="kind")]
+
+
+def build_adapter(name: str, config: AnyAdapterConfig, *, templates, settings, store=None) -> Adapter:
+    """The adapter a settings entry describes. Models load lazily, on the first `predict`."""
+    if isinstance(config, VlmLikelihoodConfig):
+        from evaluation.adapters.likelihood import LikelihoodAdapter
+        return LikelihoodAdapter(name, config, templates)
+    if isinstance(config, VlmChatConfig):
+        from evaluation.adapters.chat import ChatAdapter
+        return ChatAdapter(name, config, templates, settings=settings, store=store)
+    from evaluation.adapters.blind import BlindAdapter
+    return BlindAdapter(name, config, settings=settings, store=store)

@@ -1,0 +1,81 @@
+"""The records evaluation works on. Pure data; nothing here loads a model or touches the store."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+
+from benchsmith.records import LETTERS
+
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    """One multiple-choice question as a model under test meets it."""
+
+    question_id: str
+    text: str
+    options: tuple[str, ...]
+    answer: int                     # index of the key in `options`
+    dimension: str                  # dimension key, e.g. "instance_counting"
+    data_type: str = "image"        # image | video
+    frames: tuple[bytes, ...] = field(default=(), repr=False)  # encoded image(s); a video's sampled frames
+    content_hash: str = ""          # changes whenever anything the model sees changes
+
+    def images(self) -> list:
+        """The frames as RGB PIL images."""
+        from PIL import Image
+
+        return [Image.open(io.BytesIO(data)).convert("RGB") for data in self.frames]
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One showing of a question: its options in `order` (shown position -> original index), worded
+    with prompt template number `template`. `key` names the pass within its question."""
+
+    question: EvalQuestion
+    key: str = "single"
+    order: tuple[int, ...] = ()
+    template: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.order:
+            object.__setattr__(self, "order", tuple(range(len(self.question.options))))
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return tuple(self.question.options[i] for i in self.order)
+
+    @property
+    def key_shown(self) -> int:
+        """Where the right answer is shown in this pass."""
+        return self.order.index(self.question.answer)
+
+    @property
+    def subject(self) -> str:
+        return f"{self.question.question_id}:{self.question.content_hash[:12]}:{self.key}"
+
+    def options_block(self) -> str:
+        """The shown options as lines "A. text"."""
+        return "\n".join(f"{LETTERS[i]}. {text}" for i, text in enumerate(self.options))
+
+    def original(self, shown: int | None) -> int | None:
+        """The original option index of a shown position."""
+        return None if shown is None else self.order[shown]
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """What a model made of one pass.
+
+    `choice` is a shown position, or None when the output matched no option (a format miss, which
+    scores as wrong). `skipped` says why the model could not take the pass at all (a video for an
+    image-only model): recorded, not scored. `retry` says why it should be asked again on the next run
+    (an HTTP failure): nothing is recorded."""
+
+    choice: int | None = None
+    scores: tuple[float, ...] = ()
+    raw: str = ""
+    matched_by: str = ""            # likelihood | letter | option_text | llm | blind | "" (unmatched)
+    skipped: str = ""
+    retry: str = ""
