@@ -263,8 +263,9 @@ def _register_stage_commands() -> None:
     from filters import cli as filters_cli
     from generators import cli as generators_cli
     from benchsmith.publish import cli as publish_cli
+    from evaluation import cli as evaluation_cli
 
-    for module in (extractors_cli, generators_cli, filters_cli, annotation_cli, publish_cli):
+    for module in (extractors_cli, generators_cli, filters_cli, annotation_cli, publish_cli, evaluation_cli):
         module.register(app, context)
 
 

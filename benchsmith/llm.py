@@ -34,13 +34,16 @@ cache row, a log line or an error message: every error text is scrubbed of known
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
+import queue
 import random
 import socket
+import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -56,7 +59,7 @@ from benchsmith.records import stable_hash
 from benchsmith.secrets import remember, scrub
 from benchsmith.settings import Settings
 
-Purpose = Literal["generate", "solve"]
+Purpose = Literal["generate", "solve", "evaluate", "match", "judge"]
 CLAIM_POLL_S = 0.5       # how often a client looks for calls another process has in flight
 CLAIM_MARGIN_S = 60.0    # a claim older than deadline_s + this was left by a process that died
 PLACEHOLDER_KEY = "not-needed"  # local OpenAI-compatible servers accept any key; the client wants one
@@ -112,6 +115,11 @@ class LlmRequest(BaseModel):
     @property
     def key(self) -> str:
         return stable_hash("chat.completions", self.model, self.messages, self.params(), length=40)
+
+    def stored(self) -> dict[str, Any]:
+        """The request as the call ledger keeps it: an inline image (a base64 data URL) is replaced by
+        its digest, so the ledger does not hold a copy of every image evaluated."""
+        return {**self.model_dump(exclude={"purpose"}), "messages": _without_inline_data(self.messages)}
 
     def estimated_tokens(self) -> int:
         """A cheap upper-ish guess for the token limiter: ~4 characters a token, plus the output cap."""
@@ -304,7 +312,7 @@ class LlmClient:
         if self.store is None:
             return {r.key for r in requests}
         rows = {r.key: {"key": r.key, "purpose": r.purpose, "model": r.model,
-                        "request": r.model_dump(exclude={"purpose"})} for r in requests}
+                        "request": r.stored()} for r in requests}
         dead = {row["error"] for row in stored.values() if row["status"] == "in_flight" and _owner_gone(row["error"])}
         return self.store.claim_llm_calls(list(rows.values()), self._owner,
                                           self.options.deadline_s + CLAIM_MARGIN_S, sorted(dead))
@@ -415,8 +423,45 @@ class LlmClient:
             return
         self.store.put_llm_call(
             key=request.key, purpose=request.purpose, model=request.model,
-            request=request.model_dump(exclude={"purpose"}), response=response, status=status, error=error,
+            request=request.stored(), response=response, status=status, error=error,
             tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost, seconds=seconds)
+
+
+def stream(client: LlmClient, requests: Sequence[LlmRequest]) -> Iterator[tuple[int, LlmResult]]:
+    """(index, result) for each request as its answer arrives, while the rest stay in flight; the calls
+    run on an event loop in a worker thread, so the caller can store results meanwhile."""
+    if not requests:
+        return
+    arrived: queue.Queue = queue.Queue()
+    index_of = {id(r): i for i, r in enumerate(requests)}
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            client.run(requests, on_result=lambda request, result: arrived.put((index_of[id(request)], result)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
+            failure.append(exc)
+        finally:
+            arrived.put(None)
+
+    worker = threading.Thread(target=work, name="llm-calls", daemon=True)
+    worker.start()
+    while (item := arrived.get()) is not None:
+        yield item
+    worker.join()
+    if failure:
+        raise failure[0]
+
+
+def _without_inline_data(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith("data:") and ";base64," in value[:80]:
+        head, _, data = value.partition(";base64,")
+        return f"{head};sha256,{hashlib.sha256(data.encode('ascii', 'replace')).hexdigest()}"
+    if isinstance(value, dict):
+        return {k: _without_inline_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_inline_data(v) for v in value]
+    return value
 
 
 def _owner_gone(owner: str) -> bool:

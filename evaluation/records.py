@@ -18,6 +18,7 @@ class EvalQuestion:
     answer: int                     # index of the key in `options`
     dimension: str                  # dimension key, e.g. "instance_counting"
     data_type: str = "image"        # image | video
+    image_id: str = ""              # the image (or video) it is about; questions on one image share it
     frames: tuple[bytes, ...] = field(default=(), repr=False)  # encoded image(s); a video's sampled frames
     content_hash: str = ""          # changes whenever anything the model sees changes
 

@@ -22,8 +22,6 @@ again adds no duplicates.
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from benchsmith.dimensions import Dimension, registry
 from benchsmith.errors import BenchsmithError
 from benchsmith import runner
-from benchsmith.llm import LlmClient, LlmRequest, LlmResult
+from benchsmith.llm import LlmClient, LlmRequest, LlmResult, stream
 from benchsmith.records import Image, Question, Video, stable_hash
 from benchsmith.settings import Settings
 from filters import quality
@@ -279,32 +277,6 @@ def _replaced(finished: list[tuple[Job, Outcome]], stored: dict[str, list[Questi
                     and q.meta.get("config") != dimension_keys[job.dimension.key] and q.id not in new_ids):
                 out.append(q.id)
     return out
-
-
-def stream(client: LlmClient, requests: Sequence[LlmRequest]) -> Iterator[tuple[int, LlmResult]]:
-    """(index, result) for each request as its answer arrives, while the rest stay in flight; the calls
-    run on an event loop in a worker thread, so the caller can store results meanwhile."""
-    if not requests:
-        return
-    arrived: queue.Queue = queue.Queue()
-    index_of = {id(r): i for i, r in enumerate(requests)}
-    failure: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            client.run(requests, on_result=lambda request, result: arrived.put((index_of[id(request)], result)))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
-            failure.append(exc)
-        finally:
-            arrived.put(None)
-
-    worker = threading.Thread(target=work, name="llm-calls", daemon=True)
-    worker.start()
-    while (item := arrived.get()) is not None:
-        yield item
-    worker.join()
-    if failure:
-        raise failure[0]
 
 
 def build_stages(settings: Settings, *, generators: Sequence[str] = (),

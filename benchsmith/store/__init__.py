@@ -17,6 +17,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
+from benchsmith.store.evals import EvalsMixin
 from benchsmith.store.facts import FactsMixin
 from benchsmith.store.items import ItemsMixin
 from benchsmith.store.ledger import LedgerMixin
@@ -120,7 +121,7 @@ def damaged_store_message(where: str, exc: sa.exc.DatabaseError) -> str:
 
 class Store(
     ItemsMixin, FactsMixin, QuestionsMixin, VerdictsMixin, LlmCallsMixin, ReviewsMixin, ReleasesMixin,
-    RunsMixin, LedgerMixin,
+    RunsMixin, LedgerMixin, EvalsMixin,
 ):
     """All persistent state. Methods are grouped by record in the mixins beside this file."""
 

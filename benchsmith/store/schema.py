@@ -191,3 +191,36 @@ work_ledger = sa.Table(
     sa.Column("details", sa.JSON, nullable=False),
     sa.Column("created_at", When, nullable=False),
 )
+
+# One evaluation of one model on one set of questions under one protocol and configuration.
+eval_runs = sa.Table(
+    "eval_runs", metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("adapter", sa.String(32), nullable=False),
+    sa.Column("source", sa.Text, nullable=False),
+    sa.Column("protocol", sa.String(32), nullable=False),
+    sa.Column("config", sa.JSON, nullable=False),
+    sa.Column("created_at", When, nullable=False),
+)
+
+# What a model answered on one pass of one question (a rotation, a prompt template), with its raw output.
+eval_predictions = sa.Table(
+    "eval_predictions", metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("subject", sa.String(200), primary_key=True),
+    sa.Column("question_id", ID, nullable=False, index=True),
+    sa.Column("pass_key", sa.String(32), nullable=False),
+    sa.Column("dimension", sa.String(64), nullable=False),
+    sa.Column("option_order", sa.JSON, nullable=False),
+    sa.Column("template", sa.Integer, nullable=False),
+    sa.Column("answer", sa.Integer, nullable=False),
+    sa.Column("choice", sa.Integer),
+    sa.Column("correct", sa.Boolean),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("matched_by", sa.String(16), nullable=False, server_default=""),
+    sa.Column("raw", sa.Text, nullable=False, server_default=""),
+    sa.Column("scores", sa.JSON, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False, server_default=""),
+    sa.Column("created_at", When, nullable=False),
+)

@@ -1,0 +1,111 @@
+"""Black-box evaluation through an OpenAI-compatible chat endpoint with image input.
+
+Each pass is one chat request: the prompt template with the question and its options as shown, and the
+image (or up to `max_frames` of a video's frames, evenly spread) as base64 data URLs. The reply is
+matched to an option (`evaluation.matching`); replies that match nothing go, when `matcher_model` is
+set, to an LLM that says which option they mean. Every call goes through `benchsmith.llm.LlmClient`:
+concurrent, rate limited, retried and kept in the store, so a rerun pays for nothing twice.
+
+A call that fails for a passing reason (429, 5xx, timeouts) is left for the next run. A refusal (a 4xx
+such as "this model does not take image input") stops the run with that message, since every other
+request would be refused the same way; the answers already in are kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterator, Sequence
+
+from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
+from benchsmith.records import LETTERS
+from evaluation.adapters import EvalError, VlmChatConfig
+from evaluation.matching import match_choice
+from evaluation.records import ModelAnswer, Pass
+from evaluation.templates import Templates
+
+_REFUSED = re.compile(r"^HTTP (4(?!08|09|29)\d\d)\b")
+_MATCHED_LETTER = re.compile(r"^\W*([A-DX])\b")
+
+
+def mime_of(data: bytes) -> str:
+    if data.startswith(b"\x89PNG"):
+        return "image/png"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return "image/jpeg"
+
+
+def data_url(data: bytes) -> str:
+    return f"data:{mime_of(data)};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def spread(frames: Sequence[bytes], at_most: int) -> list[bytes]:
+    """At most `at_most` frames, evenly spaced, first and last included."""
+    if len(frames) <= at_most:
+        return list(frames)
+    if at_most == 1:
+        return [frames[len(frames) // 2]]
+    return [frames[round(i * (len(frames) - 1) / (at_most - 1))] for i in range(at_most)]
+
+
+class ChatAdapter:
+    def __init__(self, name: str, config: VlmChatConfig, templates: Templates, *, settings, store=None) -> None:
+        self.name = name
+        self.config = config
+        self.templates = templates
+        self.client = LlmClient(settings, LlmOptions.model_validate(config.llm), store=store)
+
+    def request(self, p: Pass) -> LlmRequest:
+        prompt = self.templates.choice[p.template].format(question=p.question.text, options=p.options_block())
+        images = [{"type": "image_url", "image_url": {"url": data_url(frame), "detail": self.config.image_detail}}
+                  for frame in spread(p.question.frames, self.config.max_frames)]
+        return LlmRequest(purpose="evaluate", model=self.config.model, temperature=0.0,
+                          max_tokens=self.config.max_tokens, tag=p.subject,
+                          messages=[{"role": "user", "content": [*images, {"type": "text", "text": prompt}]}])
+
+    def matcher_request(self, p: Pass, reply: str) -> LlmRequest:
+        prompt = self.templates.matcher.format(question=p.question.text, options=p.options_block(), reply=reply)
+        return LlmRequest(purpose="match", model=self.config.matcher_model, temperature=0.0, max_tokens=4,
+                          tag=p.subject, messages=[{"role": "user", "content": prompt}])
+
+    def predict(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
+        unmatched: list[tuple[Pass, str]] = []
+        refusals: list[str] = []
+        for index, result in stream(self.client, [self.request(p) for p in passes]):
+            p = passes[index]
+            if not result.ok:
+                if _REFUSED.match(result.reason):
+                    refusals.append(result.reason)
+                else:
+                    yield p, ModelAnswer(retry=result.reason)
+                continue
+            choice, form = match_choice(result.content, p.options)
+            if choice is None and self.config.matcher_model:
+                unmatched.append((p, result.content))
+                continue
+            yield p, ModelAnswer(choice=choice, raw=result.content, matched_by=form)
+        yield from self._match(unmatched)
+        if refusals:
+            raise EvalError(f"the endpoint refused model {self.config.model!r} ({len(refusals)} of "
+                            f"{len(passes)} requests): {refusals[0]}")
+
+    def _match(self, unmatched: list[tuple[Pass, str]]) -> Iterator[tuple[Pass, ModelAnswer]]:
+        requests = [self.matcher_request(p, reply) for p, reply in unmatched]
+        for index, result in stream(self.client, requests):
+            p, reply = unmatched[index]
+            if not result.ok:
+                yield p, ModelAnswer(retry=f"matcher: {result.reason}")
+                continue
+            yield p, ModelAnswer(choice=self._matched(result, len(p.options)), raw=reply, matched_by="llm")
+
+    @staticmethod
+    def _matched(result: LlmResult, n: int) -> int | None:
+        found = _MATCHED_LETTER.match(result.content.strip().upper())
+        if found is None or found.group(1) == "X":
+            return None
+        index = LETTERS.index(found.group(1))
+        return index if index < n else None
+
+    def release(self) -> None:
+        pass

@@ -1,0 +1,171 @@
+"""The leaderboard and the item analysis, computed from the stored predictions of every run on a source.
+
+Scores are per question first (a protocol's passes folded by `protocols.question_score`), then
+averaged: per dimension, and overall over all questions (SEED-Bench's overall is over questions, not
+a mean of dimensions). Each accuracy carries a 95% bootstrap interval over questions.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evaluation.protocols import entropy, question_score
+from evaluation.sources import Source
+
+CHANCE = 0.25
+
+
+@dataclass
+class RunScores:
+    """One run's per-question results on a source."""
+
+    run: dict[str, Any]
+    questions: pd.DataFrame          # question_id, dimension, score, entropy, choice, passes, matched, skipped
+
+    @property
+    def label(self) -> str:
+        return self.run["model"] if self.run["protocol"] == "single" else f"{self.run['model']} ({self.run['protocol']})"
+
+    @property
+    def blind(self) -> bool:
+        return self.run["adapter"] == "blind"
+
+
+def score_run(run: dict[str, Any], predictions: Sequence[dict[str, Any]], current: set[str]) -> RunScores:
+    """Fold a run's predictions into one row per question; `current` holds the subjects' question-and-
+    content prefixes the source has now, so answers to an older wording are not counted."""
+    by_question: dict[str, list[dict]] = defaultdict(list)
+    for row in predictions:
+        if row["subject"].rsplit(":", 1)[0] in current:
+            by_question[row["question_id"]].append(row)
+    rows = []
+    for question_id, passes in by_question.items():
+        scored = [p for p in passes if p["status"] != "skipped"]
+        choices = [p["choice"] for p in scored]
+        modal = Counter(choices).most_common(1)[0][0] if choices else None
+        rows.append({"question_id": question_id, "dimension": passes[0]["dimension"],
+                     "answer": passes[0]["answer"],
+                     "score": question_score(run["protocol"], [bool(p["correct"]) for p in scored]),
+                     "entropy": entropy(choices) if scored else None, "choice": modal, "passes": len(scored),
+                     "matched": sum(p["status"] == "ok" for p in scored),
+                     "skipped": len(passes) - len(scored)})
+    columns = ["question_id", "dimension", "answer", "score", "entropy", "choice", "passes", "matched", "skipped"]
+    return RunScores(run, pd.DataFrame(rows, columns=columns))
+
+
+def bootstrap_interval(values: np.ndarray, resamples: int, seed: int = 0) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of the mean over `resamples` resamples with replacement."""
+    if len(values) == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def collect(store, source: Source) -> list[RunScores]:
+    current = {f"{q.question_id}:{q.content_hash[:12]}" for q in source.questions}
+    runs = store.eval_runs(source.label)
+    predictions: dict[str, list[dict]] = defaultdict(list)
+    for row in store.predictions([r["id"] for r in runs]):
+        predictions[row["run_id"]].append(row)
+    # a rerun under a changed configuration supersedes the older run of the same model and protocol
+    latest = {(r["model"], r["protocol"]): r for r in runs if predictions[r["id"]]}
+    return [score_run(run, predictions[run["id"]], current) for run in latest.values()]
+
+
+@dataclass
+class Board:
+    source: str
+    dimensions: list[str]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "dimensions": self.dimensions, "chance": CHANCE, "rows": self.rows}
+
+
+def leaderboard(runs: Sequence[RunScores], source: Source, resamples: int) -> Board:
+    dimensions = sorted({q.dimension for q in source.questions})
+    board = Board(source.label, dimensions)
+    for scores in runs:
+        frame = scores.questions.dropna(subset=["score"])
+        overall = frame["score"].to_numpy(dtype=float)
+        low, high = bootstrap_interval(overall, resamples)
+        row: dict[str, Any] = {
+            "model": scores.label, "adapter": scores.run["adapter"], "protocol": scores.run["protocol"],
+            "blind": scores.blind, "questions": int(len(frame)), "of": len(source.questions),
+            "overall": float(overall.mean()) if len(overall) else None, "overall_ci": [low, high],
+            "format_hit": float(scores.questions["matched"].sum() / max(1, scores.questions["passes"].sum())),
+            "instability": float(frame["entropy"].mean()) if scores.run["protocol"] == "instability" and len(frame)
+            else None,
+            "skipped": int(scores.questions["skipped"].sum()), "dimensions": {}}
+        for dimension in dimensions:
+            values = frame.loc[frame["dimension"] == dimension, "score"].to_numpy(dtype=float)
+            if len(values):
+                row["dimensions"][dimension] = {"accuracy": float(values.mean()), "n": int(len(values)),
+                                                "ci": list(bootstrap_interval(values, resamples))}
+        board.rows.append(row)
+    board.rows.sort(key=lambda r: (r["blind"], -(r["overall"] or 0)))
+    return board
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None or value != value else f"{100 * value:.1f}"
+
+
+def board_markdown(board: Board) -> str:
+    from benchsmith.dimensions import registry
+
+    names = {}
+    for key in board.dimensions:
+        try:
+            names[key] = registry().get(key).name
+        except KeyError:
+            names[key] = key
+    head = ["model", *[names[d] for d in board.dimensions], "overall (95% CI)"]
+    lines = [f"# Leaderboard: {board.source}", "",
+             f"Accuracy in % per dimension and over all questions; chance is {100 * CHANCE:.0f}%. "
+             "Rows marked *blind* never see the image.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in board.rows:
+        cells = [f"{row['model']}{' *blind*' if row['blind'] else ''}"]
+        cells += [_pct(row["dimensions"].get(d, {}).get("accuracy")) for d in board.dimensions]
+        low, high = row["overall_ci"]
+        cells.append(f"{_pct(row['overall'])} ({_pct(low)}–{_pct(high)})")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "| model | protocol | questions | format hit | instability | skipped passes |",
+              "|---|---|---|---|---|---|"]
+    for row in board.rows:
+        lines.append(f"| {row['model']} | {row['protocol']} | {row['questions']} of {row['of']} | "
+                     f"{_pct(row['format_hit'])} | "
+                     f"{'-' if row['instability'] is None else format(row['instability'], '.3f')} | {row['skipped']} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_board(board: Board, path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in board.rows if r["overall"] is not None]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * max(3, len(rows)) + 1))
+    y = np.arange(len(rows))[::-1]
+    values = [100 * r["overall"] for r in rows]
+    errors = [[100 * (r["overall"] - r["overall_ci"][0]) for r in rows],
+              [100 * (r["overall_ci"][1] - r["overall"]) for r in rows]]
+    ax.barh(y, values, xerr=errors, color=["#9e9e9e" if r["blind"] else "#3f6fb5" for r in rows], capsize=3)
+    ax.axvline(100 * CHANCE, color="#c0392b", linestyle="--", linewidth=1, label="chance")
+    ax.set_yticks(y, [r["model"] + (" (blind)" if r["blind"] else "") for r in rows])
+    ax.set_xlabel("overall accuracy, % (95% bootstrap interval)")
+    ax.set_xlim(0, 100)
+    ax.legend(loc="lower right")
+    ax.set_title(board.source)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,77 @@
+"""Item analysis: what the models' answers say about each question.
+
+Over every model run on a source (blind baselines apart):
+- difficulty: the mean score of the models on the question (1 = every model right);
+- discrimination: the point-biserial correlation between being right on this question and a model's
+  score on the rest of the source; near zero or negative means the question does not separate strong
+  models from weak ones (needs three models or more);
+Flags, each a reason to look at the question again:
+- `same_wrong_option`: two models or more, every one wrong, and all choosing the same wrong option:
+  the key is likely wrong;
+- `no_model_beats_chance`: no model scores above chance on it;
+- `blind_right`: a text-only baseline answers it without the image.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evaluation.board import CHANCE, RunScores
+
+FLAGS = ("same_wrong_option", "no_model_beats_chance", "blind_right")
+
+
+def item_table(runs: Sequence[RunScores]) -> pd.DataFrame:
+    models = [r for r in runs if not r.blind]
+    blind = [r for r in runs if r.blind]
+    score = pd.DataFrame({r.label: r.questions.set_index("question_id")["score"] for r in models}, dtype=float)
+    choice = pd.DataFrame({r.label: r.questions.set_index("question_id")["choice"] for r in models})
+    blind_score = pd.DataFrame({r.label: r.questions.set_index("question_id")["score"] for r in blind}, dtype=float)
+    ids = sorted(set(score.index) | set(blind_score.index))
+    score, choice, blind_score = score.reindex(ids), choice.reindex(ids), blind_score.reindex(ids)
+    dimension = pd.concat([r.questions.set_index("question_id")["dimension"] for r in runs])
+    dimension = dimension[~dimension.index.duplicated()].reindex(ids)
+    answer = pd.concat([r.questions.set_index("question_id")["answer"] for r in runs])
+    answer = answer[~answer.index.duplicated()].reindex(ids)
+    totals = score.sum(axis=0, skipna=True)
+    counts = score.notna().sum(axis=0)
+    rows: list[dict[str, Any]] = []
+    for qid in ids:
+        right = score.loc[qid].dropna()
+        flags = []
+        wrong_choices = {choice.loc[qid, m] for m in right.index}
+        if len(right) >= 2 and (right == 0).all() and len(wrong_choices) == 1 and None not in wrong_choices \
+                and not pd.isna(next(iter(wrong_choices))):
+            flags.append("same_wrong_option")
+        if len(right) and (right <= CHANCE).all():
+            flags.append("no_model_beats_chance")
+        knew = [m for m, v in blind_score.loc[qid].dropna().items() if v > 0.5]
+        if knew:
+            flags.append("blind_right")
+        rows.append({"question_id": qid, "dimension": dimension.loc[qid], "key": answer.loc[qid],
+                     "models": len(right), "difficulty": float(right.mean()) if len(right) else None,
+                     "discrimination": _point_biserial(right, totals, counts),
+                     "common_wrong_choice": next(iter(wrong_choices)) if "same_wrong_option" in flags else None,
+                     "blind_right": ";".join(knew), "flags": ";".join(flags)})
+    return pd.DataFrame(rows, columns=["question_id", "dimension", "key", "models", "difficulty",
+                                       "discrimination", "common_wrong_choice", "blind_right", "flags"])
+
+
+def _point_biserial(item: pd.Series, totals: pd.Series, counts: pd.Series) -> float | None:
+    """Correlation between the item's scores and each model's mean score on every other question."""
+    if len(item) < 3:
+        return None
+    rest = np.array([(totals[m] - item[m]) / max(1, counts[m] - 1) for m in item.index])
+    values = item.to_numpy(dtype=float)
+    if values.std() == 0 or rest.std() == 0:
+        return None
+    return float(np.corrcoef(values, rest)[0, 1])
+
+
+def flagged(items: pd.DataFrame) -> dict[str, list[str]]:
+    """question id -> its flags, for the questions with any."""
+    return {row.question_id: row.flags.split(";") for row in items.itertuples() if row.flags}

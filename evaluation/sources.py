@@ -1,0 +1,128 @@
+"""Where evaluated questions come from: a release folder, a Hub dataset, or the store's candidates.
+
+A release row (the published schema: question, choice_a..d, answer letter, image list, data_type,
+question_type_id) becomes an `EvalQuestion` the same way from every source. A folder or dataset that
+lacks those columns is refused with one line that names what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchsmith.dimensions import registry
+from benchsmith.records import LETTERS, stable_hash
+from evaluation.adapters import EvalError
+from evaluation.records import EvalQuestion
+
+COLUMNS = ["question_id", "question", "choice_a", "choice_b", "choice_c", "choice_d", "answer", "image",
+           "data_type", "question_type_id"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """A set of questions and the label its eval runs are filed under."""
+
+    label: str                      # release:v1 | folder:<path> | hub:org/name | candidates
+    questions: list[EvalQuestion]
+
+
+def question_of(row: dict[str, Any], dimension: str) -> EvalQuestion:
+    frames = tuple(image["bytes"] if isinstance(image, dict) else image for image in row["image"] or [])
+    options = tuple(row[f"choice_{letter.lower()}"] for letter in LETTERS)
+    answer = LETTERS.index(row["answer"])
+    digest = [hashlib.sha256(frame).hexdigest()[:16] for frame in frames]
+    return EvalQuestion(question_id=row["question_id"], text=row["question"], options=options, answer=answer,
+                        dimension=dimension, data_type=row["data_type"], frames=frames,
+                        image_id=row.get("data_id") or row["question_id"],
+                        content_hash=stable_hash(row["question"], options, answer, row["data_type"], digest))
+
+
+def _dimension_key(type_id: int, fallback: str) -> str:
+    try:
+        return registry().get(int(type_id)).key
+    except (KeyError, ValueError):
+        return fallback
+
+
+def _check_columns(names: Iterable[str], where: str) -> None:
+    missing = [c for c in COLUMNS if c not in set(names)]
+    if missing:
+        raise EvalError(f"{where} is not a benchsmith release: it has no {', '.join(missing)} column(s)")
+
+
+def from_folder(folder: Path) -> list[EvalQuestion]:
+    """Every question of a release folder (its `data/<dimension>/*.parquet` shards)."""
+    import pyarrow.parquet as pq
+
+    shards = sorted(folder.glob("data/*/*.parquet"))
+    if not folder.is_dir():
+        raise EvalError(f"release folder {folder} does not exist")
+    if not shards:
+        raise EvalError(f"{folder} is not a benchsmith release: no data/<dimension>/*.parquet shards in it")
+    questions: list[EvalQuestion] = []
+    for shard in shards:
+        try:
+            table = pq.read_table(shard)
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
+            raise EvalError(f"cannot read {shard}: {exc}".splitlines()[0]) from None
+        _check_columns(table.column_names, str(shard))
+        questions += [question_of(row, _dimension_key(row["question_type_id"], shard.parent.name))
+                      for row in table.to_pylist()]
+    return questions
+
+
+def from_hub(name: str, config: str = "all", split: str = "test") -> list[EvalQuestion]:
+    """Every question of a published dataset on the Hub (or its local cache)."""
+    import datasets
+
+    try:
+        data = datasets.load_dataset(name, config, split=split)
+    except Exception as exc:  # noqa: BLE001 - network, auth and format errors all stop here
+        raise EvalError(f"cannot load {name!r} ({config}/{split}) from the Hub: {exc}".splitlines()[0]) from None
+    _check_columns(data.column_names, name)
+    data = data.cast_column("image", datasets.List(datasets.Image(decode=False)))
+    return [question_of(row, _dimension_key(row["question_type_id"], row.get("category", ""))) for row in data]
+
+
+def from_store(store, media_dir: Path, statuses: Iterable[str] = ("candidate", "in_review", "accepted")) -> list[EvalQuestion]:
+    """The store's questions in `statuses` as a model would see them, images read from the media folder."""
+    questions = store.get_questions(status=list(statuses))
+    items = {item.id: item for item in store.get_items(sorted({q.item_id for q in questions}))}
+    dimensions = registry()
+    out: list[EvalQuestion] = []
+    for question in questions:
+        item = items.get(question.item_id)
+        if item is None:
+            continue
+        paths = [item.path] if item.kind == "image" else list(item.frames)
+        frames = tuple((media_dir / path).read_bytes() for path in paths)
+        answer = question.answer if question.review_answer is None else question.review_answer
+        row = {"question_id": question.id, "question": question.text, "answer": LETTERS[answer],
+               "image": frames, "data_type": item.kind, "data_id": item.id,
+               **{f"choice_{letter.lower()}": text for letter, text in zip(LETTERS, question.options)}}
+        out.append(question_of(row, dimensions.get(question.dimension_id).key))
+    return out
+
+
+def resolve(*, release: str | None, hub: str | None, candidates: bool, releases_root: Path, store,
+            media_dir: Path) -> Source:
+    """The source a command line names: a release version or folder, a Hub dataset, or the candidates."""
+    if sum(map(bool, (release, hub, candidates))) > 1:
+        raise EvalError("name one source: --release, --hub or --candidates")
+    if hub:
+        return Source(f"hub:{hub}", from_hub(hub))
+    if candidates:
+        return Source("candidates", from_store(store, media_dir))
+    if release is None:
+        published = store.get_releases()
+        if not published:
+            raise EvalError("nothing is published yet: name --release <folder>, --hub org/name or --candidates")
+        release = published[-1].version
+    folder = Path(release)
+    if not folder.is_dir() and (releases_root / release).is_dir():
+        return Source(f"release:{release}", from_folder(releases_root / release))
+    return Source(f"folder:{folder.resolve()}", from_folder(folder))

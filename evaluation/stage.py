@@ -1,0 +1,125 @@
+"""Evaluation as a runner stage: one subject per pass of a question, one prediction row per subject.
+
+An eval run is one model on one source under one protocol and configuration; its id hashes all of
+that, and is the stage's config key in the work ledger. Rerunning finds every pass finished and builds
+no model and sends no request; a run stopped part way goes on from the passes not yet stored. A
+question whose content changes gets new subjects, so it is asked again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchsmith import runner
+from benchsmith.records import stable_hash
+from evaluation.adapters import Adapter, EvalError, build_adapter
+from evaluation.protocols import ProtocolName, passes, templates_used
+from evaluation.records import ModelAnswer, Pass
+from evaluation.settings import EvalSettings
+from evaluation.sources import Source
+from evaluation.templates import Templates, load_templates
+
+STAGE = "evaluate"
+
+
+@dataclass
+class EvalRun:
+    id: str
+    model: str
+    adapter: str
+    source: str
+    protocol: ProtocolName
+    config: dict[str, Any]
+
+    def row(self) -> dict[str, Any]:
+        return {"id": self.id, "model": self.model, "adapter": self.adapter, "source": self.source,
+                "protocol": self.protocol, "config": self.config}
+
+
+def plan_run(options: EvalSettings, templates: Templates, model: str, source: str,
+             protocol: ProtocolName) -> EvalRun:
+    if model not in options.models:
+        known = ", ".join(sorted(options.models)) or "none"
+        raise EvalError(f"no model {model!r} under evaluate.models in the settings (configured: {known})")
+    adapter = options.models[model]
+    wordings = templates.choice if adapter.kind == "openai" else templates.likelihood
+    used = templates_used(protocol, options.instability)
+    if used > len(wordings):
+        raise EvalError(f"evaluate.instability.templates is {used} but the prompt file has only "
+                        f"{len(wordings)} {'choice' if adapter.kind == 'openai' else 'likelihood'} templates")
+    config = {"adapter": adapter.identity(), "templates": wordings[:used] if adapter.kind != "blind" else [],
+              "instability": options.instability.model_dump() if protocol == "instability" else {},
+              "matcher": templates.matcher if getattr(adapter, "matcher_model", "") else ""}
+    run_id = stable_hash(model, source, protocol, config)
+    return EvalRun(run_id, model, adapter.kind, source, protocol, config)
+
+
+class EvalStage:
+    name = STAGE
+
+    def __init__(self, run: EvalRun, units: Sequence[Pass], make_adapter: Callable[[], Adapter]) -> None:
+        self.run = run
+        self.passes = list(units)
+        self._make_adapter = make_adapter
+        self.adapter: Adapter | None = None
+
+    def config_key(self) -> str:
+        return self.run.id
+
+    def units(self, store) -> list[Pass]:
+        return self.passes
+
+    def subject(self, unit: Pass) -> str:
+        return unit.subject
+
+    def process(self, units: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
+        if self.adapter is None:  # built only when something is pending
+            self.adapter = self._make_adapter()
+            if hasattr(self.adapter, "prepare"):
+                self.adapter.prepare(list({p.question.question_id: p.question for p in self.passes}.values()))
+        yield from self.adapter.predict(units)
+
+    def commit(self, store, pairs: list[tuple[Pass, ModelAnswer]], report: runner.StageReport) -> list[runner.Outcome]:
+        rows, outcomes = [], []
+        for p, answer in pairs:
+            if answer.retry:
+                outcomes.append(runner.Outcome(p.subject, "retry", answer.retry))
+                continue
+            status = "skipped" if answer.skipped else "ok" if answer.choice is not None else "unmatched"
+            choice = p.original(answer.choice)
+            rows.append({"run_id": self.run.id, "subject": p.subject, "question_id": p.question.question_id,
+                         "pass_key": p.key, "dimension": p.question.dimension, "option_order": list(p.order),
+                         "template": p.template, "answer": p.question.answer, "choice": choice,
+                         "correct": None if answer.skipped else choice == p.question.answer, "status": status,
+                         "matched_by": answer.matched_by, "raw": answer.raw[:4000],
+                         "scores": [float(s) for s in answer.scores], "reason": answer.skipped})
+            outcomes.append(runner.Outcome(p.subject, "failed" if answer.skipped else "done", answer.skipped))
+            report.counters[status] += 1
+        store.add_predictions(rows)
+        return outcomes
+
+
+def prepare(store, settings, source: Source, model: str, protocol: ProtocolName | None = None) -> EvalStage:
+    """The stage that evaluates `model` on `source`, its run recorded; nothing is loaded yet."""
+    options = settings.section(STAGE, EvalSettings)
+    templates = load_templates(options.prompts or None)
+    run = plan_run(options, templates, model, source.label, protocol or options.protocol)
+    store.add_eval_run(run.row())
+
+    def make_adapter() -> Adapter:
+        return build_adapter(model, options.models[model], templates=templates, settings=settings, store=store)
+
+    return EvalStage(run, passes(source.questions, run.protocol, options.instability), make_adapter)
+
+
+def evaluate(store, settings, stage: EvalStage, *, limit: int | None = None,
+             progress: Callable[[int], None] | None = None) -> runner.StageReport:
+    """Do the stage's pending passes; predictions land in the store as they arrive."""
+    try:
+        return runner.run(stage, store, window=settings.section(STAGE, EvalSettings).window, limit=limit,
+                          progress=progress)
+    finally:
+        if stage.adapter is not None:
+            stage.adapter.release()
