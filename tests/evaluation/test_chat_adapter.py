@@ -125,7 +125,7 @@ def test_an_endpoint_that_refuses_images_stops_with_one_line_keeping_what_came_b
             evaluate(published.store, settings, stage)
     answered = {q.question_id for q in questions if digest(q.frames[0]) not in refused_images}
     assert {r["question_id"] for r in published.store.predictions([stage.run.id])} == answered
-    assert len(answered) >= 6
+    assert 0 < len(answered) < len(questions)
 
 
 def test_server_errors_are_left_for_the_next_run(published, tmp_path):
