@@ -54,8 +54,11 @@ def score_run(run: dict[str, Any], predictions: Sequence[dict[str, Any]], curren
                      "score": question_score(run["protocol"], [bool(p["correct"]) for p in scored]),
                      "entropy": entropy(choices) if scored else None, "choice": modal, "passes": len(scored),
                      "matched": sum(p["status"] == "ok" for p in scored),
+                     "votes": sum(len(p["votes"]) for p in scored),
+                     "unparseable": sum(v is None for p in scored for v in p["votes"]),
                      "skipped": len(passes) - len(scored)})
-    columns = ["question_id", "dimension", "answer", "score", "entropy", "choice", "passes", "matched", "skipped"]
+    columns = ["question_id", "dimension", "answer", "score", "entropy", "choice", "passes", "matched", "votes",
+               "unparseable", "skipped"]
     return RunScores(run, pd.DataFrame(rows, columns=columns))
 
 
@@ -103,6 +106,8 @@ def leaderboard(runs: Sequence[RunScores], source: Source, resamples: int) -> Bo
             "format_hit": float(scores.questions["matched"].sum() / max(1, scores.questions["passes"].sum())),
             "instability": float(frame["entropy"].mean()) if scores.run["protocol"] == "instability" and len(frame)
             else None,
+            "judge_unparseable": float(scores.questions["unparseable"].sum() / scores.questions["votes"].sum())
+            if scores.questions["votes"].sum() else None,
             "skipped": int(scores.questions["skipped"].sum()), "dimensions": {}}
         for dimension in dimensions:
             values = frame.loc[frame["dimension"] == dimension, "score"].to_numpy(dtype=float)
@@ -138,12 +143,13 @@ def board_markdown(board: Board) -> str:
         low, high = row["overall_ci"]
         cells.append(f"{_pct(row['overall'])} ({_pct(low)}–{_pct(high)})")
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "| model | protocol | questions | format hit | instability | skipped passes |",
-              "|---|---|---|---|---|---|"]
+    lines += ["", "| model | protocol | questions | format hit % | instability | judge votes unparseable % | "
+                  "skipped passes |", "|---|---|---|---|---|---|---|"]
     for row in board.rows:
         lines.append(f"| {row['model']} | {row['protocol']} | {row['questions']} of {row['of']} | "
                      f"{_pct(row['format_hit'])} | "
-                     f"{'-' if row['instability'] is None else format(row['instability'], '.3f')} | {row['skipped']} |")
+                     f"{'-' if row['instability'] is None else format(row['instability'], '.3f')} | "
+                     f"{_pct(row['judge_unparseable'])} | {row['skipped']} |")
     return "\n".join(lines) + "\n"
 
 

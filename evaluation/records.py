@@ -78,5 +78,6 @@ class ModelAnswer:
     scores: tuple[float, ...] = ()
     raw: str = ""
     matched_by: str = ""            # likelihood | letter | option_text | llm | blind | "" (unmatched)
+    votes: tuple[int | None, ...] = ()  # judge ensemble votes; when there are any, they decide correctness
     skipped: str = ""
     retry: str = ""

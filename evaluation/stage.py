@@ -15,6 +15,7 @@ from typing import Any
 from benchsmith import runner
 from benchsmith.records import stable_hash
 from evaluation.adapters import Adapter, EvalError, build_adapter
+from evaluation.judge import decide
 from evaluation.protocols import ProtocolName, passes, templates_used
 from evaluation.records import ModelAnswer, Pass
 from evaluation.settings import EvalSettings
@@ -51,7 +52,8 @@ def plan_run(options: EvalSettings, templates: Templates, model: str, source: st
                         f"{len(wordings)} {'choice' if adapter.kind == 'openai' else 'likelihood'} templates")
     config = {"adapter": adapter.identity(), "templates": wordings[:used] if adapter.kind != "blind" else [],
               "instability": options.instability.model_dump() if protocol == "instability" else {},
-              "matcher": templates.matcher if getattr(adapter, "matcher_model", "") else ""}
+              "matcher": templates.matcher if getattr(adapter, "matcher_model", "") else "",
+              "judge": [p.model_dump() for p in templates.judge] if getattr(adapter, "judge_model", "") else []}
     run_id = stable_hash(model, source, protocol, config)
     return EvalRun(run_id, model, adapter.kind, source, protocol, config)
 
@@ -89,12 +91,14 @@ class EvalStage:
                 continue
             status = "skipped" if answer.skipped else "ok" if answer.choice is not None else "unmatched"
             choice = p.original(answer.choice)
+            correct = decide(answer.votes) if answer.votes else choice == p.question.answer
             rows.append({"run_id": self.run.id, "subject": p.subject, "question_id": p.question.question_id,
                          "pass_key": p.key, "dimension": p.question.dimension, "option_order": list(p.order),
                          "template": p.template, "answer": p.question.answer, "choice": choice,
-                         "correct": None if answer.skipped else choice == p.question.answer, "status": status,
+                         "correct": None if answer.skipped else correct, "status": status,
                          "matched_by": answer.matched_by, "raw": answer.raw[:4000],
-                         "scores": [float(s) for s in answer.scores], "reason": answer.skipped})
+                         "scores": [float(s) for s in answer.scores], "votes": list(answer.votes),
+                         "reason": answer.skipped})
             outcomes.append(runner.Outcome(p.subject, "failed" if answer.skipped else "done", answer.skipped))
             report.counters[status] += 1
         store.add_predictions(rows)

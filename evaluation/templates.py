@@ -12,12 +12,20 @@ from benchsmith.settings import SettingsError
 DEFAULT = Path(__file__).with_name("prompts.yaml")
 
 
+class JudgePrompt(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rule: int
+    text: str
+
+
 class Templates(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     choice: list[str] = Field(min_length=1)
     likelihood: list[str] = Field(min_length=1)
     matcher: str
+    judge: list[JudgePrompt] = Field(min_length=1)
 
 
 def load_templates(path: Path | str | None = None) -> Templates:

@@ -27,7 +27,7 @@ from benchsmith.publish.card import ALL, Changes, changelog_markdown, render_car
 from benchsmith.publish.dataset import uncompressed_bytes, write_data
 from benchsmith.publish.entries import Entry, entry_for, public_name
 from benchsmith.publish.media import CleanImages
-from benchsmith.publish.settings import PublishSettings
+from benchsmith.publish.settings import PublishSettings, releases_root
 from benchsmith.records import Release
 from benchsmith.settings import Settings
 from benchsmith.store import Store
@@ -48,10 +48,6 @@ class Published:
     n_questions: int
     changes: Changes
     per_config: dict[str, int]
-
-
-def releases_root(settings: Settings) -> Path:
-    return settings.workspace / settings.section("publish", PublishSettings).releases_dir
 
 
 def collect_entries(store: Store) -> tuple[list[Entry], int]:

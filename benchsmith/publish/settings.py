@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,3 +26,8 @@ class PublishSettings(BaseModel):
     private: bool = False
     version: str = ""
     push: str = ""
+
+
+def releases_root(settings) -> Path:
+    """The folder that holds one folder per published version."""
+    return settings.workspace / settings.section("publish", PublishSettings).releases_dir

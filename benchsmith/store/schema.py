@@ -221,6 +221,7 @@ eval_predictions = sa.Table(
     sa.Column("matched_by", sa.String(16), nullable=False, server_default=""),
     sa.Column("raw", sa.Text, nullable=False, server_default=""),
     sa.Column("scores", sa.JSON, nullable=False),
+    sa.Column("votes", sa.JSON, nullable=False),     # the judge ensemble's votes (1, 0, null: unparseable)
     sa.Column("reason", sa.Text, nullable=False, server_default=""),
     sa.Column("created_at", When, nullable=False),
 )

@@ -68,6 +68,7 @@ class VlmChatConfig(AdapterConfig):
     max_frames: int = Field(8, ge=1)
     image_detail: Literal["auto", "low", "high"] = "auto"
     matcher_model: str = ""                      # an LLM that maps unmatched replies to an option; "" for none
+    judge_model: str = ""                        # grade every reply with the judge ensemble (CEE); "" for none
     llm: dict[str, Any] = Field(default_factory=dict)   # benchsmith.llm.LlmOptions: concurrency, limits, retries
 
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LETTERS
 from evaluation.adapters import EvalError, VlmChatConfig
+from evaluation.judge import judge_requests, read_vote
 from evaluation.matching import match_choice
 from evaluation.records import ModelAnswer, Pass
 from evaluation.templates import Templates
@@ -70,6 +71,10 @@ class ChatAdapter:
                           tag=p.subject, messages=[{"role": "user", "content": prompt}])
 
     def predict(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
+        answers = self._answers(passes)
+        yield from (self._judged(list(answers)) if self.config.judge_model else answers)
+
+    def _answers(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
         unmatched: list[tuple[Pass, str]] = []
         refusals: list[str] = []
         for index, result in stream(self.client, [self.request(p) for p in passes]):
@@ -98,6 +103,31 @@ class ChatAdapter:
                 yield p, ModelAnswer(retry=f"matcher: {result.reason}")
                 continue
             yield p, ModelAnswer(choice=self._matched(result, len(p.options)), raw=reply, matched_by="llm")
+
+    def _judged(self, answers: list[tuple[Pass, ModelAnswer]]) -> Iterator[tuple[Pass, ModelAnswer]]:
+        """Each reply graded under every judge prompt; the votes go with the answer."""
+        prompts = self.templates.judge
+        graded = [(p, a) for p, a in answers if not a.retry]
+        yield from ((p, a) for p, a in answers if a.retry)
+        requests = []
+        for p, answer in graded:
+            reference = f"({LETTERS[p.key_shown]}) {p.options[p.key_shown]}"
+            requests += judge_requests(self.config.judge_model, prompts, f"{p.question.text}\n{p.options_block()}",
+                                       reference, answer.raw, tag=p.subject)
+        votes: dict[int, dict[int, int | None]] = {}
+        failed: set[int] = set()
+        for index, result in stream(self.client, requests):
+            which, prompt = divmod(index, len(prompts))
+            if result.ok:
+                votes.setdefault(which, {})[prompt] = read_vote(result.content)
+            else:
+                failed.add(which)
+        for which, (p, answer) in enumerate(graded):
+            if which in failed:
+                yield p, ModelAnswer(retry="judge: a call failed")
+            else:
+                ballot = tuple(votes[which][k] for k in range(len(prompts)))
+                yield p, ModelAnswer(choice=answer.choice, raw=answer.raw, matched_by=answer.matched_by, votes=ballot)
 
     @staticmethod
     def _matched(result: LlmResult, n: int) -> int | None:

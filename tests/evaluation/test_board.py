@@ -28,7 +28,7 @@ def record(store, model: str, answers: dict[str, int | None], *, adapter="likeli
                          "question_id": q.question_id, "pass_key": f"p{k}", "dimension": q.dimension,
                          "option_order": [0, 1, 2, 3], "template": 0, "answer": q.answer, "choice": choice,
                          "correct": choice == q.answer, "status": "ok" if choice is not None else "unmatched",
-                         "matched_by": "letter", "raw": "", "scores": [], "reason": ""})
+                         "matched_by": "letter", "raw": "", "scores": [], "votes": [], "reason": ""})
     store.add_predictions(rows)
 
 

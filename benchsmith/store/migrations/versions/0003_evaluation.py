@@ -40,6 +40,7 @@ def upgrade() -> None:
     sa.Column('matched_by', sa.String(length=16), server_default='', nullable=False),
     sa.Column('raw', sa.Text(), server_default='', nullable=False),
     sa.Column('scores', sa.JSON(), nullable=False),
+    sa.Column('votes', sa.JSON(), nullable=False),
     sa.Column('reason', sa.Text(), server_default='', nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('run_id', 'subject')
