@@ -2,9 +2,8 @@
 
 Workload (issue 12): the candidates of 40 oracle scenes (about 620 questions; ingested, extracted and
 generated beforehand, untimed) evaluated through the CLI by an `openai` model against the scripted
-OpenAI-compatible server in
-its own process, which answers each call after 500 ms. Each timed run is the whole command in a fresh
-copy of the workspace, so nothing comes from the call cache. The sequential figure is the same command
+OpenAI-compatible server in its own process, which answers each call after 500 ms. Each timed run is
+the whole command in a fresh copy of the workspace, so nothing comes from the call cache. The sequential figure is the same command
 with one call in flight, measured once on an eighth of the passes and scaled. A rerun of a finished
 evaluation is timed too, with the requests the server saw during it.
 Targets: 32 in flight >= 25x sequential; a rerun sends 0 requests.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from benchsmith.records import LETTERS
@@ -22,11 +23,20 @@ class EvalQuestion:
     frames: tuple[bytes, ...] = field(default=(), repr=False)  # encoded image(s); a video's sampled frames
     content_hash: str = ""          # changes whenever anything the model sees changes
 
-    def images(self) -> list:
-        """The frames as RGB PIL images."""
+    def images(self, at_most: int) -> list:
+        """Up to `at_most` frames, evenly spread, as RGB PIL images."""
         from PIL import Image
 
-        return [Image.open(io.BytesIO(data)).convert("RGB") for data in self.frames]
+        return [Image.open(io.BytesIO(data)).convert("RGB") for data in spread(self.frames, at_most)]
+
+
+def spread(frames: Sequence[bytes], at_most: int) -> list[bytes]:
+    """At most `at_most` frames, evenly spaced, first and last included."""
+    if len(frames) <= at_most:
+        return list(frames)
+    if at_most == 1:
+        return [frames[len(frames) // 2]]
+    return [frames[round(i * (len(frames) - 1) / (at_most - 1))] for i in range(at_most)]
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,6 @@ class VlmLikelihoodConfig(AdapterConfig):
     model: str                                   # Hugging Face id or local folder
     normalise: Literal["sum", "mean"] = "sum"    # SEED-Bench summed the option's token log-likelihoods
     batch_size: int = Field(8, ge=1)             # questions per forward pass (times the options)
-    share_prompt: bool = True                    # run image + question once, reuse it for every option
     max_frames: int = Field(8, ge=1)             # frames of a video question given to the model
     video: bool = True                           # false: the model takes one image; video passes are skipped
     device: str = "auto"

@@ -22,7 +22,7 @@ from benchsmith.records import LETTERS
 from evaluation.adapters import EvalError, VlmChatConfig
 from evaluation.judge import judge_requests, read_vote
 from evaluation.matching import match_choice
-from evaluation.records import ModelAnswer, Pass
+from evaluation.records import ModelAnswer, Pass, spread
 from evaluation.templates import Templates
 
 _REFUSED = re.compile(r"^HTTP (4(?!08|09|29)\d\d)\b")
@@ -39,15 +39,6 @@ def mime_of(data: bytes) -> str:
 
 def data_url(data: bytes) -> str:
     return f"data:{mime_of(data)};base64,{base64.b64encode(data).decode('ascii')}"
-
-
-def spread(frames: Sequence[bytes], at_most: int) -> list[bytes]:
-    """At most `at_most` frames, evenly spaced, first and last included."""
-    if len(frames) <= at_most:
-        return list(frames)
-    if at_most == 1:
-        return [frames[len(frames) // 2]]
-    return [frames[round(i * (len(frames) - 1) / (at_most - 1))] for i in range(at_most)]
 
 
 class ChatAdapter:
