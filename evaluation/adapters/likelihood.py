@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from evaluation.adapters import EvalError, VlmLikelihoodConfig
 from evaluation.records import ModelAnswer, Pass
 from evaluation.templates import Templates
-from filters.solvers import pick_device
+from filters.solvers import pick_device, pick_dtype
 
 
 class LikelihoodAdapter:
@@ -28,13 +28,10 @@ class LikelihoodAdapter:
         self.processor = None
 
     def load(self) -> None:
-        import torch
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
         device = pick_device(self.config.device)
-        dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(
-            self.config.dtype, torch.bfloat16 if device == "cuda" and torch.cuda.is_bf16_supported()
-            else torch.float32)
+        dtype = pick_dtype(self.config.dtype, device)
         remote = self.config.trust_remote_code
         try:
             self.processor = AutoProcessor.from_pretrained(self.config.model, trust_remote_code=remote)

@@ -150,3 +150,11 @@ def pick_device(device: str) -> str:
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
         return "mps"
     return "cpu"
+
+
+def pick_dtype(dtype: str, device: str):
+    """'auto' means bfloat16 on a GPU that has it, else float32."""
+    import torch
+    if dtype != "auto":
+        return getattr(torch, dtype)
+    return torch.bfloat16 if device == "cuda" and torch.cuda.is_bf16_supported() else torch.float32

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from benchsmith.errors import BenchsmithError
-from filters.solvers import LikelihoodConfig, Prediction, Query, choose, pick_device
+from filters.solvers import LikelihoodConfig, Prediction, Query, choose, pick_device, pick_dtype
 
 
 class LikelihoodSolver:
@@ -24,13 +24,10 @@ class LikelihoodSolver:
 
     # -- loading -----------------------------------------------------------------------------------
     def load(self) -> None:
-        import torch
         from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
         device = pick_device(self.config.device)
-        dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(
-            self.config.dtype, torch.bfloat16 if device == "cuda" and torch.cuda.is_bf16_supported()
-            else torch.float32)
+        dtype = pick_dtype(self.config.dtype, device)
         remote = self.config.trust_remote_code
         try:
             model_config = AutoConfig.from_pretrained(self.config.model, trust_remote_code=remote)
