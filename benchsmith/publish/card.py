@@ -101,10 +101,17 @@ def changes_text(changes: Changes) -> str:
             f"{len(changes.changed)} changed. `CHANGELOG.md` lists the question ids.")
 
 
-def render_card(*, settings: PublishSettings, version: str, date: str, repo: str, tsv: str,
-                shards: dict[str, list[str]], sizes: dict[str, int], entries: Sequence[Entry], tables: dict[str, pd.DataFrame],
-                extractors: Sequence[str], blind: dict, checks: pd.DataFrame, signal: pd.DataFrame,
-                changes: Changes) -> str:
+def lmms_eval_hub_note(task: str, repo: str, version: str, hub_task: bool) -> str:
+    if not hub_task:
+        return ""
+    return (f"Without downloading the data first, `--tasks {task}_hub` reads `{repo}` at tag `{version}` from "
+            "the Hub; then only the `lmms_eval/` folder is needed locally.")
+
+
+def render_card(*, settings: PublishSettings, version: str, date: str, repo: str, tsv: str, lmms_task: str,
+                hub_task: bool, shards: dict[str, list[str]], sizes: dict[str, int], entries: Sequence[Entry],
+                tables: dict[str, pd.DataFrame], extractors: Sequence[str], blind: dict, checks: pd.DataFrame,
+                signal: pd.DataFrame, changes: Changes) -> str:
     counts = {config: sum(e.config == config for e in entries) for config in shards} | {ALL: len(entries)}
     generators = sorted({f"{e.generator} ({e.model})" if e.model else e.generator for e in entries})
     meta = yaml.dump(metadata(settings, shards, counts, sizes), Dumper=_PlainDumper, sort_keys=False,
@@ -113,7 +120,8 @@ def render_card(*, settings: PublishSettings, version: str, date: str, repo: str
         metadata=meta, pretty_name=settings.pretty_name, description=settings.description, version=version,
         date=date, n_questions=len(entries), n_dimensions=len(shards),
         n_image=sum(e.data_type == "image" for e in entries), n_video=sum(e.data_type == "video" for e in entries),
-        repo=repo, split=settings.split, example_config=next(iter(shards)), tsv=tsv,
+        repo=repo, split=settings.split, example_config=next(iter(shards)), tsv=tsv, name=settings.name,
+        lmms_task=lmms_task, lmms_hub=lmms_eval_hub_note(lmms_task, repo, version, hub_task),
         dimension_table=markdown_table(tables["dimension_counts"]), extractors=_listing(extractors),
         generators=_listing(generators), filter_summary=filter_summary(blind), checks_table=markdown_table(checks),
         review_summary=review_summary(entries), signal_table=markdown_table(signal),

@@ -26,6 +26,7 @@ from benchsmith.publish import stats
 from benchsmith.publish.card import ALL, Changes, changelog_markdown, render_card
 from benchsmith.publish.dataset import uncompressed_bytes, write_data
 from benchsmith.publish.entries import Entry, entry_for, public_name
+from benchsmith.publish.lmms_eval import write_task
 from benchsmith.publish.media import CleanImages
 from benchsmith.publish.settings import PublishSettings, releases_root
 from benchsmith.records import Release
@@ -88,7 +89,7 @@ def _check_table(store: Store) -> pd.DataFrame:
 
 
 def _write_documents(folder: Path, store: Store, settings: Settings, release: Release, entries: list[Entry],
-                     shards: dict[str, list[str]], tsv_name: str, repo: str, *,
+                     shards: dict[str, list[str]], tsv_name: str, repo: str, lmms_task: str, *,
                      history: list[tuple[str, Changes]], changes: Changes) -> None:
     """The card with its plots, the changelog of every version, and release.json with content hashes."""
     options = settings.section("publish", PublishSettings)
@@ -108,7 +109,7 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
     extractors = sorted({public_name(name) for name, _status in store.extraction_counts()})
     (folder / "README.md").write_text(render_card(
         settings=options, version=release.version, date=date, repo=repo or f"<org>/{options.name}",
-        tsv=tsv_name, shards=shards, sizes=sizes, entries=entries, tables=tables, extractors=extractors,
+        tsv=tsv_name, lmms_task=lmms_task, hub_task=bool(repo), shards=shards, sizes=sizes, entries=entries, tables=tables, extractors=extractors,
         blind=(settings.raw.get("filter") or {}).get("blind") or {}, checks=_check_table(store),
         signal=pd.DataFrame(review_signal(store, registry()), columns=SIGNAL_COLUMNS),
         changes=changes), encoding="utf-8")
@@ -174,7 +175,10 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
         tsv_name = f"vlmevalkit/{options.name}.tsv"
         images = CleanImages(settings.media_dir, settings.cache_dir, options.image_format, options.jpeg_quality)
         shards = write_data(by_config, building, images, options, building / tsv_name, progress)
-        _write_documents(building, store, settings, release, entries, shards, tsv_name, repo,
+        lmms_task = write_task(building, name=options.name, pretty_name=options.pretty_name, version=version,
+                               split=options.split, shards=shards, categories={e.category for e in entries},
+                               data_types={e.data_type for e in entries}, repo=repo)
+        _write_documents(building, store, settings, release, entries, shards, tsv_name, repo, lmms_task,
                          history=[(r.version, _changes_of(r)) for r in earlier], changes=changes)
         leaked = find_leaks(building, forbidden_strings(settings))
         if leaked:
