@@ -28,7 +28,8 @@ FOLDER = "lmms_eval"
 
 
 def task_name(name: str, version: str) -> str:
-    """lmms-eval task names are letters, digits and underscores; a name must not start with a digit."""
+    """Letters, digits and underscores, starting with a letter, as lmms-eval's own task names are: safe on
+    the command line and as a key of its results."""
     slug = re.sub(r"[^a-z0-9]+", "_", f"{name}_{version}".lower()).strip("_")
     return slug if slug[:1].isalpha() else f"bench_{slug}"
 
@@ -42,8 +43,8 @@ def _render(*, task: str, dataset: dict, usage: str, pretty_name: str, version: 
             metrics: list[str]) -> str:
     return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
         task=task, dataset=yaml.safe_dump(dataset, sort_keys=False, default_flow_style=False, width=1000).strip(),
-        usage=usage, pretty_name=pretty_name, version=version, split=split, metrics=_metrics(metrics),
-        post_prompt=json.dumps(POST_PROMPT))
+        usage=usage, pretty_name=" ".join(pretty_name.split()), version=version, split=split,
+        metrics=_metrics(metrics), post_prompt=json.dumps(POST_PROMPT))
 
 
 def write_task(folder: Path, *, name: str, pretty_name: str, version: str, split: str,

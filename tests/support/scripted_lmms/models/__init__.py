@@ -1,0 +1,1 @@
+AVAILABLE_MODELS = {"scripted": "Scripted"}
