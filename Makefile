@@ -50,8 +50,9 @@ demo: install                   ## oracle scenes (and IMAGES=...) through build,
 finish:                         ## after review: pull, reconcile, publish VERSION, report
 	cd $(DEMO) && $(WITH_LS) ../$(BIN)/benchsmith finish --version $(VERSION)
 
-test-deps: install-dev system-deps   ## Label Studio's own venv and the browser driver the tests use
+test-deps: install-dev system-deps   ## Label Studio's and lmms-eval's own venvs and the browser driver the tests use
 	$(BIN)/benchsmith labelstudio install
+	$(BIN)/python -m tests.support.lmms_eval_venv
 	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error
 
 test: test-deps                 ## the whole test suite against real services
