@@ -40,7 +40,7 @@ def save_small_llava(folder: Path, texts: list[str]) -> Path:
     byte-level BPE tokenizer trained on the questions, saved like any checkpoint."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import (CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig,
+    from transformers import (CLIPImageProcessorPil, CLIPVisionConfig, LlamaConfig, LlavaConfig,
                               LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast)
 
     raw = Tokenizer(models.BPE())
@@ -63,8 +63,8 @@ def save_small_llava(folder: Path, texts: list[str]) -> Path:
         image_token_id=tokenizer.convert_tokens_to_ids("<image>"), vision_feature_select_strategy="default",
         vision_feature_layer=-1)
     LlavaForConditionalGeneration(config).save_pretrained(folder)
-    LlavaProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": IMAGE_SIZE},
-                                                      crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
+    LlavaProcessor(image_processor=CLIPImageProcessorPil(size={"shortest_edge": IMAGE_SIZE},
+                                                         crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
                    tokenizer=tokenizer, patch_size=PATCH, vision_feature_select_strategy="default",
                    image_token="<image>", num_additional_image_tokens=1).save_pretrained(folder)
     return folder

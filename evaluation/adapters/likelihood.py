@@ -65,10 +65,9 @@ class LikelihoodAdapter:
 
     @property
     def shares_cache(self) -> bool:
-        """Whether the prefix cache can be shared: models that compute multimodal rotary positions
-        themselves (Qwen2-VL style, `get_rope_index`) would not take the plain positions it needs."""
-        inner = getattr(self.model, "model", self.model)
-        return self.config.share_prompt and not hasattr(inner, "get_rope_index")
+        """Whether the model can continue a shared prefix cache: models that compute multimodal rotary
+        positions themselves (Qwen2-VL style, `get_rope_index`) would not take the plain positions it needs."""
+        return not hasattr(getattr(self.model, "model", self.model), "get_rope_index")
 
     def prefix(self, p: Pass, n_images: int) -> str:
         """The text before the option: the prompt, with one image placeholder per image."""
@@ -119,8 +118,8 @@ class LikelihoodAdapter:
         """Up to `batch_size` passes with the same number of options, similar ones together so that
         a batch pads little."""
         def size(p: Pass) -> tuple[int, int, int]:
-            return len(p.options), min(len(p.question.frames), self.config.max_frames), \
-                len(p.question.text) + sum(map(len, p.options))
+            images = min(len(p.question.frames), self.config.max_frames)
+            return len(p.options), images, len(p.question.text) + sum(map(len, p.options))
 
         for _, group in groupby(sorted(passes, key=size), key=lambda p: len(p.options)):
             group = list(group)
@@ -166,7 +165,8 @@ class LikelihoodAdapter:
         """Every (prefix, option) pair as one right-padded row with its own copy of the images."""
         n = len(batch[0].options)
         texts, images = zip(*map(self.inputs, batch))
-        encoded = self.processor(text=[t for t in texts for _ in range(n)], images=[i for i in images for _ in range(n)],
+        encoded = self.processor(text=[t for t in texts for _ in range(n)],
+                                 images=[i for i in images for _ in range(n)],
                                  padding=True, padding_side="right", return_tensors="pt")
         options = option_ids(self.processor.tokenizer, [o for p in batch for o in p.options])
         rows, starts = self.with_options(encoded, options)
@@ -179,8 +179,8 @@ class LikelihoodAdapter:
         zero over the option, as text tokens are."""
         ids = encoded["input_ids"]
         starts = encoded["attention_mask"].sum(-1).tolist()
-        rows, mask = pad([ids[r, :start].tolist() + list(option) for r, (start, option) in enumerate(zip(starts, options))],
-                         self.processor.tokenizer.pad_token_id, "cpu")
+        rows, mask = pad([ids[r, :start].tolist() + list(option) for r, (start, option)
+                          in enumerate(zip(starts, options))], self.processor.tokenizer.pad_token_id, "cpu")
         joined = dict(encoded, input_ids=rows, attention_mask=mask)
         for key, value in encoded.items():
             if key not in ("input_ids", "attention_mask") and getattr(value, "shape", None) == ids.shape:
