@@ -40,8 +40,8 @@ class AdapterConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     def identity(self) -> dict[str, Any]:
-        """What changes the model's answers: every field but batching, concurrency and devices."""
-        return self.model_dump(exclude={"batch_size", "device", "llm", "concurrency"})
+        """What changes the model's answers: every field but batching, cache sharing, concurrency and devices."""
+        return self.model_dump(exclude={"batch_size", "share_prompt", "device", "llm", "concurrency"})
 
 
 class VlmLikelihoodConfig(AdapterConfig):
@@ -51,6 +51,7 @@ class VlmLikelihoodConfig(AdapterConfig):
     model: str                                   # Hugging Face id or local folder
     normalise: Literal["sum", "mean"] = "sum"    # SEED-Bench summed the option's token log-likelihoods
     batch_size: int = Field(8, ge=1)             # questions per forward pass (times the options)
+    share_prompt: bool = True                    # run the image+prompt once per question; false: one pass per option
     max_frames: int = Field(8, ge=1)             # frames of a video question given to the model
     video: bool = True                           # false: the model takes one image; video passes are skipped
     device: str = "auto"

@@ -5,18 +5,27 @@ follow an answer format.
 Any transformers model that loads with AutoModelForImageTextToText and AutoProcessor (LLaVA, Qwen2-VL,
 Idefics style). The prompt goes through the processor's chat template when it has one (a user turn with
 the images and the prompt, then the assistant's turn opened), else the model's image token starts it.
-Rows of (question, option) are scored `batch_size` questions at a time, right-padded; an option's score
-is the sum (or the mean) of its tokens' log-probabilities.
+An option's score is the sum (or the mean) of its tokens' log-probabilities; its tokens are appended to
+the prefix's ids (filters/solvers/option_scoring.py), the same tokens on every path below.
+
+- `share_prompt: true`: `batch_size` questions at a time; their image+prompt prefixes run once, and the
+  cache is repeated for the options. Models whose cache cannot be repeated, or whose positions are not
+  plain token counts (Qwen2-VL's multimodal rotary positions), score joined rows instead: every
+  (prefix, option) pair as one right-padded row, still batched.
+- `share_prompt: false`: the reference loop, one forward pass per (question, option) with the whole
+  image+prompt+option and nothing padded or shared.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import groupby
 
 from evaluation.adapters import EvalError, VlmLikelihoodConfig
 from evaluation.records import ModelAnswer, Pass
 from evaluation.templates import Templates
-from filters.solvers import pick_device, pick_dtype
+from filters.solvers import choose, pick_device, pick_dtype
+from filters.solvers.option_scoring import after_shared_prefix, option_ids, options_in_rows, pad, reduce
 
 
 class LikelihoodAdapter:
@@ -40,9 +49,10 @@ class LikelihoodAdapter:
         except (OSError, ValueError, KeyError) as exc:
             raise EvalError(f"cannot load evaluation model {self.config.model!r}: "
                             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
+        if getattr(self.processor, "image_processor", None) is None:
+            raise EvalError(f"cannot load evaluation model {self.config.model!r}: its processor takes no images")
         self.model.to(device).eval()
         tokenizer = self.processor.tokenizer
-        tokenizer.padding_side = "right"
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
 
@@ -52,6 +62,12 @@ class LikelihoodAdapter:
         self.model = self.processor = None
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+    @property
+    def shares_cache(self) -> bool:
+        """Whether the model can continue a shared prefix cache: models that compute multimodal rotary
+        positions themselves (Qwen2-VL style, `get_rope_index`) would not take the plain positions it needs."""
+        return not hasattr(getattr(self.model, "model", self.model), "get_rope_index")
 
     def prefix(self, p: Pass, n_images: int) -> str:
         """The text before the option: the prompt, with one image placeholder per image."""
@@ -63,45 +79,117 @@ class LikelihoodAdapter:
         token = getattr(self.processor, "image_token", None) or "<image>"
         return token * n_images + "\n" + prompt
 
+    def inputs(self, p: Pass) -> tuple[str, list]:
+        """The pass's prefix text and the images it names."""
+        images = p.question.images(self.config.max_frames)
+        return self.prefix(p, len(images)), images
+
+    def cannot_take(self, p: Pass) -> str:
+        """Why the model cannot answer this pass; "" when it can."""
+        frames = len(p.question.frames)
+        if not frames:
+            return "the question has no image"
+        if frames > 1 and not self.config.video:
+            return (f"a video question ({frames} frames) and model {self.config.model!r} takes one image "
+                    f"(evaluate.models: video false)")
+        if frames > 1:
+            text, images = self.inputs(p)
+            try:
+                self.processor(text=[text], images=[images], return_tensors="pt")
+            except (ValueError, TypeError, IndexError, RuntimeError) as exc:
+                return f"model {self.config.model!r} cannot take {len(images)} images: {str(exc).strip()[:200]}"
+        return ""
+
     def predict(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
         if self.model is None:
             self.load()
         ready: list[Pass] = []
         for p in passes:
-            if len(p.question.frames) > 1 and not self.config.video:
-                yield p, ModelAnswer(skipped=f"a video question ({len(p.question.frames)} frames) and model "
-                                             f"{self.config.model!r} takes one image (evaluate.models: video false)")
-            elif not p.question.frames:
-                yield p, ModelAnswer(skipped="the question has no image")
+            reason = self.cannot_take(p)
+            if reason:
+                yield p, ModelAnswer(skipped=reason)
             else:
                 ready.append(p)
-        for start in range(0, len(ready), self.config.batch_size):
-            batch = ready[start:start + self.config.batch_size]
+        for batch in self.batches(ready):
             for p, scores in zip(batch, self.score(batch)):
-                best = max(range(len(scores)), key=scores.__getitem__)
-                yield p, ModelAnswer(choice=best, scores=tuple(scores), matched_by="likelihood")
+                yield p, ModelAnswer(choice=choose(scores), scores=tuple(scores), matched_by="likelihood")
+
+    def batches(self, passes: Sequence[Pass]) -> Iterator[list[Pass]]:
+        """Up to `batch_size` passes with the same number of options, similar ones together so that
+        a batch pads little."""
+        def size(p: Pass) -> tuple[int, int, int]:
+            images = min(len(p.question.frames), self.config.max_frames)
+            return len(p.options), images, len(p.question.text) + sum(map(len, p.options))
+
+        for _, group in groupby(sorted(passes, key=size), key=lambda p: len(p.options)):
+            group = list(group)
+            for start in range(0, len(group), self.config.batch_size):
+                yield group[start:start + self.config.batch_size]
 
     def score(self, batch: Sequence[Pass]) -> list[list[float]]:
         """Each shown option's log-likelihood after its pass's images and prompt."""
         import torch
 
-        texts, images, starts = [], [], []
-        for p in batch:
-            frames = p.question.images(self.config.max_frames)
-            prefix = self.prefix(p, len(frames))
-            start = len(self.processor(text=[prefix], images=frames, return_tensors="pt")["input_ids"][0])
-            for option in p.options:
-                texts.append(f"{prefix} {option.strip()}")
-                images.extend(frames)
-                starts.append(start)
-        inputs = self.processor(text=texts, images=images, padding=True, return_tensors="pt").to(self.model.device)
         with torch.inference_mode():
-            logits = self.model(**inputs).logits.float()
-        logps = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, inputs["input_ids"][:, 1:, None]).squeeze(-1)
-        lengths = inputs["attention_mask"].sum(-1).tolist()
-        totals = []
-        for row, (start, length) in enumerate(zip(starts, lengths)):
-            picked = logps[row, start - 1:length - 1]    # logits at t-1 predict token t
-            totals.append(float(picked.sum() if self.config.normalise == "sum" else picked.mean()))
+            if not self.config.share_prompt:
+                return [self.score_one_by_one(p) for p in batch]
+            logps, mask = (self.shared(batch) if self.shares_cache else None) or self.joined(batch)
         n = len(batch[0].options)
-        return [totals[i * n:(i + 1) * n] for i in range(len(batch))]
+        return reduce(logps, mask, self.config.normalise).view(len(batch), n).tolist()
+
+    def score_one_by_one(self, p: Pass) -> list[float]:
+        """The reference: one unpadded forward pass per option over the images, prompt and option."""
+        text, images = self.inputs(p)
+        encoded = self.processor(text=[text], images=[images], return_tensors="pt")
+        scores = []
+        for ids in option_ids(self.processor.tokenizer, p.options):
+            row, [start] = self.with_options(encoded, [ids])
+            logits = self.model(**self.on_model(row)).logits
+            logps, mask = options_in_rows(logits, row["input_ids"].to(logits.device), [start], [len(ids)])
+            scores.append(float(reduce(logps, mask, self.config.normalise)[0]))
+        return scores
+
+    def shared(self, batch: Sequence[Pass]):
+        """The batch's prefixes, left-padded, run once; (token log-probs, mask) of every option, or
+        None when the model's cache cannot be repeated."""
+        texts, images = zip(*map(self.inputs, batch))
+        prefix = self.processor(text=list(texts), images=list(images), padding=True, padding_side="left",
+                                return_tensors="pt")
+        tokenizer = self.processor.tokenizer
+        options, option_mask = pad(option_ids(tokenizer, [o for p in batch for o in p.options]),
+                                   tokenizer.pad_token_id, self.model.device)
+        logps = after_shared_prefix(self.model, self.on_model(prefix), options, option_mask, len(batch[0].options))
+        return None if logps is None else (logps, option_mask)
+
+    def joined(self, batch: Sequence[Pass]):
+        """Every (prefix, option) pair as one right-padded row with its own copy of the images."""
+        n = len(batch[0].options)
+        texts, images = zip(*map(self.inputs, batch))
+        encoded = self.processor(text=[t for t in texts for _ in range(n)],
+                                 images=[i for i in images for _ in range(n)],
+                                 padding=True, padding_side="right", return_tensors="pt")
+        options = option_ids(self.processor.tokenizer, [o for p in batch for o in p.options])
+        rows, starts = self.with_options(encoded, options)
+        logits = self.model(**self.on_model(rows)).logits
+        return options_in_rows(logits, rows["input_ids"].to(logits.device), starts, list(map(len, options)))
+
+    def with_options(self, encoded: Mapping, options: Sequence[Sequence[int]]) -> tuple[dict, list[int]]:
+        """The processor's right-padded prefixes with row r's option ids appended after its last real
+        token, and where each option starts. Other per-token inputs (Qwen2-VL's token types) are
+        zero over the option, as text tokens are."""
+        ids = encoded["input_ids"]
+        starts = encoded["attention_mask"].sum(-1).tolist()
+        rows, mask = pad([ids[r, :start].tolist() + list(option) for r, (start, option)
+                          in enumerate(zip(starts, options))], self.processor.tokenizer.pad_token_id, "cpu")
+        joined = dict(encoded, input_ids=rows, attention_mask=mask)
+        for key, value in encoded.items():
+            if key not in ("input_ids", "attention_mask") and getattr(value, "shape", None) == ids.shape:
+                grown = value.new_zeros(rows.shape)
+                grown[:, :ids.shape[1]] = value
+                joined[key] = grown
+        return joined, starts
+
+    def on_model(self, inputs: Mapping) -> dict:
+        """Inputs on the model's device; floating ones (pixel values) in the model's dtype."""
+        return {key: value.to(self.model.device, dtype=self.model.dtype) if value.is_floating_point()
+                else value.to(self.model.device) for key, value in inputs.items() if hasattr(value, "to")}

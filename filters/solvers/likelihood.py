@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from benchsmith.errors import BenchsmithError
 from filters.solvers import LikelihoodConfig, Prediction, Query, choose, pick_device, pick_dtype
+from filters.solvers.option_scoring import after_shared_prefix, option_ids, options_in_rows, pad, reduce
 
 
 class LikelihoodSolver:
@@ -80,28 +81,15 @@ class LikelihoodSolver:
                 token_logps, mask = self._causal_shared(batch)
             else:
                 token_logps, mask = self._causal_joined(batch)
-        total = (token_logps * mask).sum(-1)
-        if self.config.normalise == "mean":
-            total = total / mask.sum(-1).clamp(min=1)
         n = len(batch[0].options)
-        return total.float().view(len(batch), n).tolist()
+        return reduce(token_logps, mask, self.config.normalise).view(len(batch), n).tolist()
 
-    def _option_ids(self, batch: Sequence[Query], **kwargs) -> list[list[int]]:
-        texts = [" " + o.strip() if not self.model.config.is_encoder_decoder else o.strip()
-                 for q in batch for o in q.options]
-        return [ids or [self.tokenizer.pad_token_id] for ids in self.tokenizer(texts, **kwargs)["input_ids"]]
+    def _option_ids(self, batch: Sequence[Query]) -> list[list[int]]:
+        return option_ids(self.tokenizer, [o for q in batch for o in q.options],
+                          continuation=not self.model.config.is_encoder_decoder)
 
     def _pad(self, rows: list[list[int]], left: bool = False):
-        import torch
-
-        width = max(map(len, rows))
-        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for r, row in enumerate(rows):
-            span = slice(width - len(row), width) if left else slice(0, len(row))
-            ids[r, span] = torch.tensor(row, dtype=torch.long)
-            mask[r, span] = 1
-        return ids.to(self.device), mask.to(self.device)
+        return pad(rows, self.tokenizer.pad_token_id, self.device, left=left)
 
     def _seq2seq(self, batch: Sequence[Query]):
         import torch
@@ -119,45 +107,19 @@ class LikelihoodSolver:
         return logps, mask
 
     def _causal_shared(self, batch: Sequence[Query]):
-        """Prompts left-padded and run once; their cache is repeated for each option, which continues
-        from the prompt's true end thanks to explicit position ids."""
-        import torch
-
-        n = len(batch[0].options)
+        """Prompts left-padded and run once; their cache serves the options (option_scoring)."""
         prompt_ids, prompt_mask = self._pad(self.tokenizer([self.prompt_of(q) for q in batch])["input_ids"], left=True)
-        positions = (prompt_mask.cumsum(-1) - 1).clamp(min=0)
-        out = self.model(input_ids=prompt_ids, attention_mask=prompt_mask, position_ids=positions, use_cache=True)
-        cache = out.past_key_values
-        if not hasattr(cache, "batch_repeat_interleave"):
-            return self._causal_joined(batch)
-        cache.batch_repeat_interleave(n)
-        first = torch.log_softmax(out.logits[:, -1].float(), dim=-1).repeat_interleave(n, dim=0)
-        option_ids, option_mask = self._pad(self._option_ids(batch, add_special_tokens=False))
-        lengths = prompt_mask.sum(-1).repeat_interleave(n)
-        option_positions = lengths[:, None] + torch.arange(option_ids.shape[1], device=self.device)[None]
-        logits = self.model(input_ids=option_ids, position_ids=option_positions, past_key_values=cache,
-                            attention_mask=torch.cat([prompt_mask.repeat_interleave(n, 0), option_mask], dim=1)).logits
-        rest = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-        logps = torch.cat([first.gather(-1, option_ids[:, :1]),
-                           rest.gather(-1, option_ids[:, 1:].unsqueeze(-1)).squeeze(-1)], dim=1)
-        return logps, option_mask
+        options, option_mask = self._pad(self._option_ids(batch))
+        logps = after_shared_prefix(self.model, {"input_ids": prompt_ids, "attention_mask": prompt_mask},
+                                    options, option_mask, len(batch[0].options))
+        return (logps, option_mask) if logps is not None else self._causal_joined(batch)
 
     def _causal_joined(self, batch: Sequence[Query]):
         """Each (prompt, option) pair as one right-padded row; for models whose cache cannot be shared."""
-        import torch
-
         n = len(batch[0].options)
         prompts = self.tokenizer([self.prompt_of(q) for q in batch])["input_ids"]
-        options = self._option_ids(batch, add_special_tokens=False)
-        rows = [prompts[i // n] + option for i, option in enumerate(options)]
-        ids, mask = self._pad(rows)
+        options = self._option_ids(batch)
+        ids, mask = self._pad([prompts[r // n] + option for r, option in enumerate(options)])
         logits = self.model(input_ids=ids, attention_mask=mask).logits
-        logps = torch.log_softmax(logits[:, :-1].float(), dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-        width = max(map(len, options))
-        picked = torch.zeros((len(rows), width), device=self.device)
-        option_mask = torch.zeros((len(rows), width), dtype=torch.long, device=self.device)
-        for r, option in enumerate(options):
-            start = len(prompts[r // n]) - 1  # logits at position t predict token t + 1
-            picked[r, :len(option)] = logps[r, start:start + len(option)]
-            option_mask[r, :len(option)] = 1
-        return picked, option_mask
+        return options_in_rows(logits, ids, [len(prompts[r // n]) for r in range(len(options))],
+                               list(map(len, options)))

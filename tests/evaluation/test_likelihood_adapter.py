@@ -1,4 +1,5 @@
-"""White-box ranking with a tiny random LLaVA saved to disk and loaded through the production path."""
+"""White-box ranking with tiny random LLaVA and Idefics3 models saved to disk and loaded through the
+production path: the batched, shared-prefix scores against the one-pass-per-option reference."""
 
 from __future__ import annotations
 
@@ -14,13 +15,15 @@ from evaluation.records import EvalQuestion
 from evaluation.sources import Source, from_folder
 from evaluation.stage import evaluate, prepare
 from evaluation.templates import load_templates
+from filters.solvers.option_scoring import option_ids
 from tests.evaluation.conftest import with_evaluate
-from tests.evaluation.tiny_vlms import save_tiny_llava
+from tests.evaluation.tiny_vlms import save_tiny_idefics3, save_tiny_llava
+from tests.filters.solvers.tiny_models import save_tiny_causal
 
 
-def png(colour: str) -> bytes:
+def png(colour: str, size: tuple[int, int] = (48, 40)) -> bytes:
     out = io.BytesIO()
-    Image.new("RGB", (48, 40), colour).save(out, "PNG")
+    Image.new("RGB", size, colour).save(out, "PNG")
     return out.getvalue()
 
 
@@ -30,10 +33,14 @@ QUESTIONS = [
     EvalQuestion("q2", "How many circles are there in the picture?", ("one", "two", "three", "four"), 2, "count",
                  frames=(png("blue"),), content_hash="2"),
     EvalQuestion("q3", "Where is the star?", ("top left", "in the middle of the image", "bottom", "right"), 1,
-                 "loc", frames=(png("green"),), content_hash="3"),
+                 "loc", frames=(png("green", (64, 30)),), content_hash="3"),
+    EvalQuestion("q4", "Is it a cat?", ("yes", "no", "the quick brown fox jumps over the lazy dog", ""), 1,
+                 "odd", frames=(png("white"),), content_hash="5"),
 ]
 VIDEO = EvalQuestion("v1", "Which colour comes last?", ("red", "green", "blue", "white"), 2, "order",
                      data_type="video", frames=tuple(png(c) for c in ("red", "green", "blue")), content_hash="4")
+
+MAKERS = {"llava": save_tiny_llava, "idefics3": save_tiny_idefics3}
 
 
 @pytest.fixture(scope="module")
@@ -41,14 +48,23 @@ def llava(tmp_path_factory):
     return str(save_tiny_llava(tmp_path_factory.mktemp("llava")))
 
 
+@pytest.fixture(scope="module", params=sorted(MAKERS))
+def vlm(request, tmp_path_factory):
+    return str(MAKERS[request.param](tmp_path_factory.mktemp(request.param)))
+
+
 def adapter(model: str, **options) -> LikelihoodAdapter:
     return LikelihoodAdapter("tiny", VlmLikelihoodConfig(kind="likelihood", model=model, device="cpu", **options),
                              load_templates())
 
 
+def answers_of(ranker: LikelihoodAdapter, shown) -> dict:
+    return {p.subject: a for p, a in ranker.predict(shown)}
+
+
 def reference_mean_logp(ranker: LikelihoodAdapter, p, option: str) -> float:
     """Minus transformers' own loss on the option's tokens alone: the mean log-likelihood, computed
-    one (question, option) at a time without padding."""
+    one (question, option) at a time without padding, from the joined text."""
     import torch
 
     images = p.question.images(8)
@@ -61,37 +77,110 @@ def reference_mean_logp(ranker: LikelihoodAdapter, p, option: str) -> float:
         return -float(ranker.model(**inputs, labels=labels).loss)
 
 
-def test_scores_match_the_models_own_loss_one_option_at_a_time(llava):
-    ranker = adapter(llava, normalise="mean", batch_size=3)
-    answers = dict(ranker.predict(passes(QUESTIONS, "single", ProtocolSettings())))
+@pytest.mark.parametrize("share_prompt", [True, False])
+def test_scores_match_the_models_own_loss_one_option_at_a_time(llava, share_prompt):
+    ranker = adapter(llava, normalise="mean", batch_size=3, share_prompt=share_prompt)
+    answers = dict(ranker.predict(passes(QUESTIONS[:3], "single", ProtocolSettings())))
     for p, answer in answers.items():
         expected = [reference_mean_logp(ranker, p, option) for option in p.options]
         assert answer.scores == pytest.approx(expected, abs=1e-4)
         assert answer.choice == max(range(4), key=expected.__getitem__) and answer.matched_by == "likelihood"
 
 
-def test_batching_does_not_change_scores_and_sum_differs_from_mean(llava):
+def test_the_shared_prefix_batches_give_the_reference_loops_scores(vlm, monkeypatch):
+    shown = passes([*QUESTIONS, VIDEO], "instability", ProtocolSettings(templates=3, shuffles=2))
+    reference = answers_of(adapter(vlm, share_prompt=False, max_frames=2), shown)
+    batched = adapter(vlm, batch_size=5, max_frames=2)
+    batched.load()
+    assert batched.shares_cache
+    monkeypatch.setattr(batched, "joined", lambda batch: pytest.fail("the shared cache was not used"))
+    shared = answers_of(batched, shown)
+    assert shared.keys() == reference.keys() and len(shared) == len(shown)
+    for subject, answer in reference.items():
+        assert answer.skipped == "" and len(answer.scores) == 4
+        assert shared[subject].scores == pytest.approx(answer.scores, abs=1e-4)
+        assert shared[subject].choice == answer.choice
+    spread = {round(s, 3) for a in reference.values() for s in a.scores}
+    assert len(spread) > 20   # a random model, not a constant one
+
+
+def test_joined_rows_give_the_same_scores_for_models_that_cannot_share(vlm, monkeypatch):
     shown = passes(QUESTIONS, "circular", ProtocolSettings())
-    one = {p.subject: a.scores for p, a in adapter(llava, batch_size=1).predict(shown)}
-    many = {p.subject: a.scores for p, a in adapter(llava, batch_size=8).predict(shown)}
-    assert one.keys() == many.keys()
-    for subject in one:
-        assert one[subject] == pytest.approx(many[subject], abs=1e-4)
-    means = {p.subject: a.scores for p, a in adapter(llava, normalise="mean").predict(shown)}
-    first = shown[0]   # "a pale yellow" is more than two tokens: its sum is below twice its mean
-    assert one[first.subject][3] < means[first.subject][3] * 2
+    reference = answers_of(adapter(vlm, share_prompt=False), shown)
+    monkeypatch.setattr(LikelihoodAdapter, "shares_cache", property(lambda self: False))
+    joined = answers_of(adapter(vlm, batch_size=3), shown)
+    for subject, answer in reference.items():
+        assert joined[subject].scores == pytest.approx(answer.scores, abs=1e-4)
+        assert joined[subject].choice == answer.choice
 
 
-def test_video_questions_get_frames_or_a_recorded_skip(llava):
-    [(_, skipped)] = list(adapter(llava, video=False).predict(passes([VIDEO], "single", ProtocolSettings())))
+def test_mean_is_the_sum_over_the_options_token_count(llava):
+    shown = passes(QUESTIONS, "single", ProtocolSettings())
+    ranker = adapter(llava, normalise="sum")
+    sums = answers_of(ranker, shown)
+    means = answers_of(adapter(llava, normalise="mean"), shown)
+    counts = {p.subject: [len(ids) for ids in option_ids(ranker.processor.tokenizer, p.options)] for p in shown}
+    assert any(c > 1 for row in counts.values() for c in row)
+    for subject, total in sums.items():
+        assert means[subject].scores == pytest.approx([s / c for s, c in zip(total.scores, counts[subject])],
+                                                      abs=1e-4)
+        assert all(s < 0 for s in total.scores)
+
+
+def test_reordered_options_keep_each_options_score(llava):
+    """The default template does not list the options, so the prefix is the same in every rotation:
+    each original option keeps its score and the model keeps its original choice."""
+    shown = passes(QUESTIONS, "circular", ProtocolSettings())
+    answers = dict(adapter(llava, batch_size=4).predict(shown))
+    for q in QUESTIONS:
+        rotations = [(p, a) for p, a in answers.items() if p.question is q]
+        by_original = [dict(zip(p.order, a.scores)) for p, a in rotations]
+        for scores in by_original[1:]:
+            assert [scores[i] for i in range(4)] == pytest.approx([by_original[0][i] for i in range(4)], abs=1e-4)
+        assert len({p.original(a.choice) for p, a in rotations}) == 1
+        assert len({a.choice for _, a in rotations}) == 4   # so the shown position moves with the option
+
+
+def test_video_questions_get_frames_or_a_recorded_skip(vlm):
+    [(_, skipped)] = list(adapter(vlm, video=False).predict(passes([VIDEO], "single", ProtocolSettings())))
     assert skipped.skipped.startswith("a video question (3 frames)") and skipped.choice is None
-    [(_, answered)] = list(adapter(llava, max_frames=2).predict(passes([VIDEO], "single", ProtocolSettings())))
+    [(_, answered)] = list(adapter(vlm, max_frames=2).predict(passes([VIDEO], "single", ProtocolSettings())))
     assert answered.choice is not None and len(answered.scores) == 4
+    [(_, all_frames)] = list(adapter(vlm, max_frames=3).predict(passes([VIDEO], "single", ProtocolSettings())))
+    assert all_frames.scores != pytest.approx(answered.scores, abs=1e-6)
+
+
+def test_a_model_that_refuses_several_images_skips_the_video(llava):
+    class OneImageOnly:
+        """The model's processor, failing on more than one image as single-image processors do."""
+
+        def __init__(self, processor):
+            self.processor = processor
+
+        def __getattr__(self, name):
+            return getattr(self.processor, name)
+
+        def __call__(self, *, text, images, **kwargs):
+            if any(len(row) > 1 for row in images):
+                raise ValueError("this model takes one image per prompt")
+            return self.processor(text=text, images=images, **kwargs)
+
+    ranker = adapter(llava)
+    ranker.load()
+    ranker.processor = OneImageOnly(ranker.processor)
+    answers = dict(ranker.predict(passes([VIDEO, QUESTIONS[0]], "single", ProtocolSettings())))
+    video, image = sorted(answers.items(), key=lambda item: item[0].question.question_id != "v1")
+    assert video[1].skipped.endswith("cannot take 3 images: this model takes one image per prompt")
+    assert image[1].choice is not None
 
 
 def test_a_model_that_cannot_load_is_one_line(tmp_path):
     with pytest.raises(EvalError, match="cannot load evaluation model '.*nothing-here'"):
         list(adapter(str(tmp_path / "nothing-here")).predict(passes(QUESTIONS[:1], "single", ProtocolSettings())))
+    text_only = str(save_tiny_causal(tmp_path / "text-only"))
+    with pytest.raises(EvalError, match="cannot load evaluation model '.*text-only'") as error:
+        list(adapter(text_only).predict(passes(QUESTIONS[:1], "single", ProtocolSettings())))
+    assert "\n" not in str(error.value)
 
 
 def test_a_release_evaluated_with_a_local_vlm(published, tmp_path, llava):
