@@ -15,7 +15,8 @@ from evaluation.records import EvalQuestion
 from evaluation.sources import Source, from_folder
 from evaluation.stage import evaluate, prepare
 from evaluation.templates import load_templates
-from filters.solvers.option_scoring import option_ids
+from filters.solvers import choose
+from filters.solvers.option_scoring import option_ids, reduce
 from tests.evaluation.conftest import with_evaluate
 from tests.evaluation.tiny_vlms import save_tiny_idefics3, save_tiny_llava
 from tests.filters.solvers.tiny_models import save_tiny_causal
@@ -87,31 +88,46 @@ def test_scores_match_the_models_own_loss_one_option_at_a_time(llava, share_prom
         assert answer.choice == max(range(4), key=expected.__getitem__) and answer.matched_by == "likelihood"
 
 
-def test_the_shared_prefix_batches_give_the_reference_loops_scores(vlm, monkeypatch):
+def scores_through(ranker: LikelihoodAdapter, path, shown) -> dict[str, list[float]]:
+    """Each pass's option scores from one scoring path of the adapter (`ranker.shared`, `ranker.joined`),
+    called directly on the batches the adapter makes."""
+    import torch
+
+    out = {}
+    with torch.inference_mode():
+        for batch in ranker.batches(shown):
+            result = path(batch)
+            assert result is not None, "the model's cache could not be shared"
+            scores = reduce(*result, ranker.config.normalise).view(len(batch), -1).tolist()
+            out.update({p.subject: row for p, row in zip(batch, scores)})
+    return out
+
+
+def test_the_shared_prefix_batches_give_the_reference_loops_scores(vlm):
     shown = passes([*QUESTIONS, VIDEO], "instability", ProtocolSettings(templates=3, shuffles=2))
     reference = answers_of(adapter(vlm, share_prompt=False, max_frames=2), shown)
     batched = adapter(vlm, batch_size=5, max_frames=2)
     batched.load()
     assert batched.shares_cache
-    monkeypatch.setattr(batched, "joined", lambda batch: pytest.fail("the shared cache was not used"))
-    shared = answers_of(batched, shown)
+    shared = scores_through(batched, batched.shared, shown)
     assert shared.keys() == reference.keys() and len(shared) == len(shown)
     for subject, answer in reference.items():
         assert answer.skipped == "" and len(answer.scores) == 4
-        assert shared[subject].scores == pytest.approx(answer.scores, abs=1e-4)
-        assert shared[subject].choice == answer.choice
+        assert shared[subject] == pytest.approx(answer.scores, abs=1e-4)
+        assert choose(shared[subject]) == answer.choice
     spread = {round(s, 3) for a in reference.values() for s in a.scores}
     assert len(spread) > 20   # a random model, not a constant one
 
 
-def test_joined_rows_give_the_same_scores_for_models_that_cannot_share(vlm, monkeypatch):
+def test_joined_rows_give_the_same_scores_for_models_that_cannot_share(vlm):
     shown = passes(QUESTIONS, "circular", ProtocolSettings())
     reference = answers_of(adapter(vlm, share_prompt=False), shown)
-    monkeypatch.setattr(LikelihoodAdapter, "shares_cache", property(lambda self: False))
-    joined = answers_of(adapter(vlm, batch_size=3), shown)
+    ranker = adapter(vlm, batch_size=3)
+    ranker.load()
+    joined = scores_through(ranker, ranker.joined, shown)
     for subject, answer in reference.items():
-        assert joined[subject].scores == pytest.approx(answer.scores, abs=1e-4)
-        assert joined[subject].choice == answer.choice
+        assert joined[subject] == pytest.approx(answer.scores, abs=1e-4)
+        assert choose(joined[subject]) == answer.choice
 
 
 def test_mean_is_the_sum_over_the_options_token_count(llava):
