@@ -58,6 +58,7 @@ def register(app: typer.Typer, context) -> None:
         `openai` (a chat endpoint answers and the reply is matched to an option) or `blind` (a text-only
         baseline from the blind filter).
         """
+        from benchsmith import runner
         from benchsmith.console import console, progress_bar
         from evaluation.protocols import ProtocolName
         from evaluation.stage import evaluate, prepare
@@ -70,7 +71,6 @@ def register(app: typer.Typer, context) -> None:
             source = _source(c, store, release, hub, candidates)
             for name in model:
                 stage = prepare(store, c.settings, source, name, protocol)
-                from benchsmith import runner
                 pending = len(runner.pending(stage, store))
                 with progress_bar(f"{name} on {source.label}", min(pending, limit) if limit else pending) as advance:
                     report = evaluate(store, c.settings, stage, limit=limit, progress=advance)

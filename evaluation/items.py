@@ -43,9 +43,9 @@ def item_table(runs: Sequence[RunScores]) -> pd.DataFrame:
     for qid in ids:
         right = score.loc[qid].dropna()
         flags = []
-        wrong_choices = {choice.loc[qid, m] for m in right.index}
-        if len(right) >= 2 and (right == 0).all() and len(wrong_choices) == 1 and None not in wrong_choices \
-                and not pd.isna(next(iter(wrong_choices))):
+        chosen = {choice.loc[qid, m] for m in right.index}
+        common = next(iter(chosen)) if len(chosen) == 1 else None
+        if len(right) >= 2 and (right == 0).all() and pd.notna(common):
             flags.append("same_wrong_option")
         if len(right) and (right <= CHANCE).all():
             flags.append("no_model_beats_chance")
@@ -55,7 +55,7 @@ def item_table(runs: Sequence[RunScores]) -> pd.DataFrame:
         rows.append({"question_id": qid, "dimension": dimension.loc[qid], "key": answer.loc[qid],
                      "models": len(right), "difficulty": float(right.mean()) if len(right) else None,
                      "discrimination": _point_biserial(right, totals, counts),
-                     "common_wrong_choice": next(iter(wrong_choices)) if "same_wrong_option" in flags else None,
+                     "common_wrong_choice": common if "same_wrong_option" in flags else None,
                      "blind_right": ";".join(knew), "flags": ";".join(flags)})
     return pd.DataFrame(rows, columns=["question_id", "dimension", "key", "models", "difficulty",
                                        "discrimination", "common_wrong_choice", "blind_right", "flags"])

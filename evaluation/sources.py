@@ -58,9 +58,9 @@ def from_folder(folder: Path) -> list[EvalQuestion]:
     """Every question of a release folder (its `data/<dimension>/*.parquet` shards)."""
     import pyarrow.parquet as pq
 
-    shards = sorted(folder.glob("data/*/*.parquet"))
     if not folder.is_dir():
         raise EvalError(f"release folder {folder} does not exist")
+    shards = sorted(folder.glob("data/*/*.parquet"))
     if not shards:
         raise EvalError(f"{folder} is not a benchsmith release: no data/<dimension>/*.parquet shards in it")
     questions: list[EvalQuestion] = []

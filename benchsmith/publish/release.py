@@ -109,7 +109,8 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
     extractors = sorted({public_name(name) for name, _status in store.extraction_counts()})
     (folder / "README.md").write_text(render_card(
         settings=options, version=release.version, date=date, repo=repo or f"<org>/{options.name}",
-        tsv=tsv_name, lmms_task=lmms_task, hub_task=bool(repo), shards=shards, sizes=sizes, entries=entries, tables=tables, extractors=extractors,
+        tsv=tsv_name, lmms_task=lmms_task, hub_task=bool(repo), shards=shards, sizes=sizes, entries=entries,
+        tables=tables, extractors=extractors,
         blind=(settings.raw.get("filter") or {}).get("blind") or {}, checks=_check_table(store),
         signal=pd.DataFrame(review_signal(store, registry()), columns=SIGNAL_COLUMNS),
         changes=changes), encoding="utf-8")
