@@ -45,7 +45,7 @@ def oracle_questions(n_scenes: int, seed: int):
     """Programmatic questions about oracle scenes, with the options in balanced random order."""
     from benchsmith.dimensions import registry
     from benchsmith.records import Fact, Image, Provenance
-    from benchsmith.scenes import make_scenes
+    from ingest.scenes import make_scenes
     from filters.quality import balance_answers
     from generators.programmatic import ProgrammaticSettings, generate, load_vocabulary
 

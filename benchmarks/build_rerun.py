@@ -81,7 +81,7 @@ def tokens_paid(workspace: Path) -> int:
 
 
 def run(scenes: int = 40, delay: float = 0.5) -> dict:
-    from benchsmith.scenes import make_scenes
+    from ingest.scenes import make_scenes
     from tests.support.openai_server import ScriptedOpenAI
 
     with tempfile.TemporaryDirectory() as tmp, ScriptedOpenAI(_reply(delay)) as llm:

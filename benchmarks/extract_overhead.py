@@ -91,7 +91,7 @@ def one_run(tmp: Path, manifest: Path) -> dict:
 def run(scenes: int = 200, seed: int = 17, repeats: int = 3) -> dict:
     import logging
 
-    from benchsmith.scenes import make_scenes
+    from ingest.scenes import make_scenes
 
     logging.getLogger("RapidOCR").setLevel(logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp:

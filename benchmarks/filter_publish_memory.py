@@ -27,9 +27,9 @@ TARGET_MB = 2048
 
 
 def setup(workspace: Path, n_questions: int) -> None:
-    from benchsmith.ingest import candidates_for, ingest
+    from ingest.sources import candidates_for, ingest
     from benchsmith.records import Provenance, Question
-    from benchsmith.scenes import COLOURS, SHAPES, make_scenes
+    from ingest.scenes import COLOURS, SHAPES, make_scenes
     from benchsmith.settings import load_settings
     from benchsmith.store import Store
 
@@ -55,7 +55,7 @@ def setup(workspace: Path, n_questions: int) -> None:
 
 
 def measure(workspace: Path) -> dict:
-    from benchsmith.publish.release import publish
+    from publish.release import publish
     from benchsmith.settings import load_settings
     from benchsmith.store import Store
     from filters import blind

@@ -40,7 +40,7 @@ def make_images(folder: Path, n: int) -> None:
 
 def measure(folder: Path, n: int, workers: int) -> dict:
     """Ingest the first n files of folder into a new store (run in a child process)."""
-    from benchsmith.ingest import folder_candidates, ingest
+    from ingest.sources import folder_candidates, ingest
     from benchsmith.settings import IngestSettings
     from benchsmith.store import Store
 

@@ -57,7 +57,7 @@ def score(read: list[str], truth_lines: list[str]) -> dict[str, int]:
 def run(scenes: int = 100, seed: int = 11, backends: tuple[str, ...] = BACKENDS) -> dict:
     from benchsmith.images import open_rgb
     from benchsmith.records import Image
-    from benchsmith.scenes import make_scenes
+    from ingest.scenes import make_scenes
     from extractors.base import Loaded
 
     result = {"case": "ocr_accuracy", "scenes": scenes, "seed": seed, "target_sign_word_accuracy": 0.90,

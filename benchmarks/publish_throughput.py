@@ -32,9 +32,9 @@ QUESTIONS_PER_SCENE = 3
 
 
 def _accepted_store(workspace: Path, n_questions: int):
-    from benchsmith.ingest import candidates_for, ingest
+    from ingest.sources import candidates_for, ingest
     from benchsmith.records import Provenance, Question
-    from benchsmith.scenes import make_scenes
+    from ingest.scenes import make_scenes
     from benchsmith.settings import load_settings
     from benchsmith.store import Store
 
@@ -58,7 +58,7 @@ def _accepted_store(workspace: Path, n_questions: int):
 
 
 def _child(n_questions: int, repeats: int) -> dict:
-    from benchsmith.publish.release import publish
+    from publish.release import publish
 
     with tempfile.TemporaryDirectory() as tmp:
         store, settings = _accepted_store(Path(tmp) / "bench", n_questions)

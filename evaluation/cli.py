@@ -17,7 +17,7 @@ SOURCE_HELP = {
 
 
 def _source(c, store, release, hub, candidates):
-    from benchsmith.publish.settings import releases_root
+    from publish.settings import releases_root
     from evaluation.sources import resolve
 
     return resolve(release=release, hub=hub, candidates=candidates, releases_root=releases_root(c.settings),

@@ -31,7 +31,7 @@ def report_stage(settings: Settings, run_id: str) -> dict:
 
     def write(store: Store) -> dict:
         from annotation.settings import ReviewSettings
-        from benchsmith.report import write_report  # pandas and matplotlib: only when a report is due
+        from flows.report import write_report  # pandas and matplotlib: only when a report is due
 
         review = settings.section("review", ReviewSettings)
         return {"report": str(write_report(store, settings.workspace / "reports" / run_id, run_id, review))}
@@ -45,7 +45,7 @@ def build_flow(settings: Settings, sources: list[str], scenes: int = 0, scenes_s
     run_id = new_run_id()
     summary: dict = {"run": run_id}
     if scenes:
-        from benchsmith.scenes import make_scenes
+        from ingest.scenes import make_scenes
         folder = settings.workspace / "scenes" / f"seed{scenes_seed}-n{scenes}"
         manifest = folder / "manifest.jsonl"
         if not manifest.exists():  # rendering again would touch the files and look like new input

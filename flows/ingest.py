@@ -27,7 +27,7 @@ def listing_token(location: Path) -> str:
 
 def ingest_stage(settings: Settings, run_id: str, sources: list[str]) -> dict:
     """One task per source, then the richness check; callable inside any flow."""
-    from benchsmith.ingest import candidates_for, ingest
+    from ingest.sources import candidates_for, ingest
 
     results = {}
     for location in sources:

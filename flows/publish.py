@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from prefect import flow
 
-from benchsmith.publish.settings import PublishSettings
+from publish.settings import PublishSettings
 from benchsmith.records import stable_hash
 from benchsmith.settings import Settings
 from benchsmith.store import Store
@@ -19,8 +19,8 @@ from flows.tasks import new_run_id, run_stage
 
 def publish_stage(settings: Settings, run_id: str, version: str | None = None, push: str | None = None) -> dict:
     """The publish task; callable inside any flow."""
-    from benchsmith.publish.push import push_release
-    from benchsmith.publish.release import collect_entries, publish
+    from publish.push import push_release
+    from publish.release import collect_entries, publish
 
     options = settings.section("publish", PublishSettings)
     version, push = version or options.version, push or options.push

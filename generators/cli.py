@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -10,10 +9,6 @@ import typer
 
 def register(app: typer.Typer, context) -> None:
     """Add this stage's commands to `app`; `context(ctx)` gives the settings and the store."""
-    videos_app = typer.Typer(help="Videos with action annotations, for the temporal dimensions.",
-                             no_args_is_help=True)
-    app.add_typer(videos_app, name="videos")
-
     @app.command()
     def generate(
         ctx: typer.Context,
@@ -55,32 +50,3 @@ def register(app: typer.Typer, context) -> None:
                           "rerun `benchsmith generate` to try them again[/]")
         if waiting:
             console.print(f"[yellow]{waiting} job(s) wait for facts: run `benchsmith extract`, then generate again[/]")
-
-    @videos_app.command("add")
-    def videos_add(
-        ctx: typer.Context,
-        manifest: Annotated[Path, typer.Argument(help="JSONL: path, segments [{start, end, label}], optional "
-                                                      "steps, source, license; paths relative to the manifest.")],
-    ) -> None:
-        """Ingest annotated videos: copy them into the workspace and keep uniformly sampled frames."""
-        from benchsmith.console import console
-        from benchsmith.videos import ingest_videos
-        from generators.stage import STAGE, GenerateSettings
-
-        c = context(ctx)
-        frames = c.settings.section(STAGE, GenerateSettings).temporal.frames
-        with c.store() as store:
-            report = ingest_videos(store, c.settings.media_dir, manifest, frames=frames)
-        console.print(f"{manifest}: {report.summary()}")
-
-    @videos_app.command("synth")
-    def videos_synth(
-        out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the clips and manifest.jsonl.")],
-        n: Annotated[int, typer.Option("--n", min=1, help="How many clips.")] = 8,
-        seed: Annotated[int, typer.Option(help="The same seed always writes the same clips.")] = 0,
-    ) -> None:
-        """Write tiny synthetic clips of moving shapes with known actions (an offline test set)."""
-        from benchsmith.console import console
-        from benchsmith.videos import make_moving_shapes
-
-        console.print(f"wrote {make_moving_shapes(out, n, seed)}")

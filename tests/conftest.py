@@ -115,7 +115,7 @@ def settings(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def oracle_dir(tmp_path_factory) -> Path:
     """40 oracle scenes (seed 7) with their truth manifest, rendered once per session."""
-    from benchsmith.scenes import make_scenes
+    from ingest.scenes import make_scenes
 
     out = tmp_path_factory.mktemp("oracle")
     make_scenes(out, 40, seed=7)

@@ -1,4 +1,4 @@
-"""Published releases and the questions each holds. Filled in by benchsmith.publish."""
+"""Published releases and the questions each holds. Filled in by publish."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from tests.conftest import free_port
 
 
 def benchsmith(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from benchsmith.cli import main; main()", *args], env=env,
+    return subprocess.run([sys.executable, "-c", "from flows.app import main; main()", *args], env=env,
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
 
 

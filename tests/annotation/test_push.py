@@ -101,7 +101,7 @@ def test_a_push_killed_halfway_and_rerun_leaves_exactly_one_task_per_question(la
         questions = seed_questions(store, settings, [1 + i % 9 for i in range(1500)])
     env = dict(label_studio.env, BENCHSMITH_WORKSPACE=str(settings.workspace),
                BENCHSMITH__REVIEW__PROJECT=settings.raw["review"]["project"], BENCHSMITH__REVIEW__BATCH_SIZE="50")
-    child = subprocess.Popen([sys.executable, "-c", "from benchsmith.cli import main; main()", "review", "push"],
+    child = subprocess.Popen([sys.executable, "-c", "from flows.app import main; main()", "review", "push"],
                              env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     engine = sa.create_engine(settings.db_url)
     deadline = time.time() + 120

@@ -8,7 +8,7 @@ import re
 import typer
 from typer.testing import CliRunner
 
-from benchsmith.cli import app
+from flows.app import app
 
 BOX = re.compile(r"[│╭╮╰╯─]")
 

@@ -22,8 +22,8 @@ def test_wheel_ships_every_data_file_under_share(tmp_path):
         shutil.rmtree(ROOT / "build", ignore_errors=True)
     (wheel,) = tmp_path.glob("benchsmith-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert {"evaluation/prompts.yaml", "evaluation/cli.py", "benchsmith/settings.yaml", "benchsmith/publish/card.md",
-            "benchsmith/publish/lmms_eval/task.yaml.template", "benchsmith/publish/lmms_eval/utils.py"} <= set(names)
+    assert {"evaluation/prompts.yaml", "evaluation/cli.py", "benchsmith/settings.yaml", "publish/card.md",
+            "publish/lmms_eval/task.yaml.template", "publish/lmms_eval/utils.py", "ingest/sources.py", "flows/app.py"} <= set(names)
     shipped = {n.split(".data/data/", 1)[1] for n in names if ".data/data/" in n}
     expected = {f"share/benchsmith/data/{p.relative_to(ROOT / 'data').as_posix()}"
                 for p in (ROOT / "data").rglob("*") if p.is_file()}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchsmith.publish.release import publish
+from publish.release import publish
 from benchsmith.settings import load_settings
 from benchsmith.store import Store
 from tests.publish.conftest import Reviewed, build_reviewed

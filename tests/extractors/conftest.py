@@ -11,7 +11,7 @@ import yaml
 @pytest.fixture(scope="session")
 def few_scenes(tmp_path_factory) -> Path:
     """Six oracle scenes (seed 7): enough signs and shapes to check OCR and supplied boxes."""
-    from benchsmith.scenes import make_scenes
+    from ingest.scenes import make_scenes
 
     return make_scenes(tmp_path_factory.mktemp("scenes"), 6, seed=7)
 
@@ -31,7 +31,7 @@ def configure(settings, tmp_path):
 @pytest.fixture
 def ingested(store, settings, few_scenes):
     """The six scenes ingested into `store` (media under the test workspace); returns their images."""
-    from benchsmith.ingest import candidates_for, ingest
+    from ingest.sources import candidates_for, ingest
 
     ingest(store, settings.media_dir, candidates_for(few_scenes), settings.ingest, label="scenes")
     return store.get_items(kind="image")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from benchsmith.scenes import make_scenes
+from ingest.scenes import make_scenes
 from benchsmith.store import Store
 
 
 def test_extract_stage_runs_each_extractor_once_and_a_rerun_is_served_from_cache(prefect_api, settings,
                                                                                 tmp_path):
-    from benchsmith.ingest import candidates_for, ingest
+    from ingest.sources import candidates_for, ingest
     from flows.extract import extract_flow
 
     with Store(settings.db_url) as store:

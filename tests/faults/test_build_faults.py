@@ -21,7 +21,7 @@ import httpx
 import sqlalchemy as sa
 
 from benchsmith.llm import LlmRequest
-from benchsmith.scenes import make_scenes
+from ingest.scenes import make_scenes
 from benchsmith.settings import load_settings
 from benchsmith.store import Store
 from benchsmith.store.schema import llm_calls

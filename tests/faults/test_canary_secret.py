@@ -16,7 +16,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-from benchsmith.scenes import make_scenes
+from ingest.scenes import make_scenes
 from tests.faults.conftest import BENCHSMITH
 from tests.faults.test_build_faults import good_reply
 from tests.support.openai_server import Reply, echo_key, error

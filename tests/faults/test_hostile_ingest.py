@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from benchsmith.ingest import candidates_for, ingest
+from ingest.sources import candidates_for, ingest
 from benchsmith.settings import IngestSettings
 from tests.benchsmith.test_ingest import png
 
@@ -169,7 +169,7 @@ def test_a_device_file_in_a_folder_is_refused_without_reading_it(store, tmp_path
 
 
 def test_a_video_manifest_row_naming_a_symlink_loop_or_a_fifo_is_refused_and_the_run_goes_on(store, tmp_path):
-    from benchsmith.videos import ingest_videos, make_moving_shapes
+    from ingest.videos import ingest_videos, make_moving_shapes
 
     make_moving_shapes(tmp_path, 1, seed=4)
     good = json.loads((tmp_path / "manifest.jsonl").read_text().splitlines()[0])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from benchsmith.scenes import make_scenes
+from ingest.scenes import make_scenes
 from tests.faults.conftest import remount, run_cli
 
 

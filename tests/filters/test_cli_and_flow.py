@@ -17,7 +17,7 @@ OFFLINE_PRIORS = '[{kind: longest, tie_margin: 0.5}, {kind: overlap}, {kind: odd
 
 
 def cli(settings, *args: str):
-    from benchsmith.cli import app
+    from flows.app import app
 
     env = {"BENCHSMITH_WORKSPACE": str(settings.workspace), "BENCHSMITH__FILTER__BLIND__SOLVERS": OFFLINE_PRIORS}
     return CliRunner().invoke(app, list(args), env=env)
@@ -47,7 +47,7 @@ def test_filter_command_drops_the_leak_and_reports(settings):
 
 
 def test_filter_without_solvers_is_a_clear_error(settings):
-    from benchsmith.cli import app
+    from flows.app import app
 
     env = {"BENCHSMITH_WORKSPACE": str(settings.workspace), "BENCHSMITH__FILTER__BLIND__SOLVERS": "[]"}
     result = CliRunner().invoke(app, ["filter"], env=env)

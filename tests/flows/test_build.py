@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchsmith.scenes import make_scenes
+from ingest.scenes import make_scenes
 from benchsmith.store import Store
 from tests.annotation.test_pull import scripted  # noqa: F401 - two annotators review a scripted set
 
@@ -49,7 +49,7 @@ def test_a_changed_source_runs_its_stage_again(prefect_api, settings, tmp_path):
 
 
 def test_the_stage_logic_runs_without_prefect(settings, tmp_path):
-    from benchsmith.ingest import candidates_for, ingest
+    from ingest.sources import candidates_for, ingest
 
     source = make_scenes(tmp_path / "scenes", 2, seed=13)
     with Store(settings.db_url) as store:

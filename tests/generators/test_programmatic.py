@@ -11,7 +11,7 @@ from scipy.stats import chisquare
 
 from benchsmith.dimensions import registry
 from benchsmith.records import Fact, Image, Provenance, normalise_text
-from benchsmith.scenes import region_of
+from ingest.scenes import region_of
 from filters.quality import QualitySettings, balance_answers, gate
 from generators.programmatic import (ProgrammaticSettings, Thing, count_options, generate, load_vocabulary,
                                      referent, relation)

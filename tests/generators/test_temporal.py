@@ -10,7 +10,7 @@ import pytest
 from benchsmith.dimensions import registry
 from benchsmith.records import Video
 from benchsmith.settings import load_settings
-from benchsmith.videos import VideoError, frame_indices, ingest_videos, make_moving_shapes
+from ingest.videos import VideoError, frame_indices, ingest_videos, make_moving_shapes
 from generators.stage import run_generate
 from generators.temporal import TemporalSettings, generate, hard_negatives, label_set
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image as PILImage
 
-from benchsmith.ingest import candidates_for, ingest
+from ingest.sources import candidates_for, ingest
 from benchsmith.records import Provenance, Question, Review, Video, stable_hash
 from benchsmith.store import Store
 

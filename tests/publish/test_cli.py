@@ -12,7 +12,7 @@ import pandas as pd
 from benchsmith.store import Store
 from tests.publish.conftest import build_reviewed
 
-CLI = [sys.executable, "-c", "from benchsmith.cli import main; main()"]
+CLI = [sys.executable, "-c", "from flows.app import main; main()"]
 
 
 def benchsmith(workspace, *args, env_extra=None) -> subprocess.CompletedProcess:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchsmith.dimensions import registry
-from benchsmith.publish.entries import agreement, entry_for, public_name
+from publish.entries import agreement, entry_for, public_name
 from benchsmith.records import Image, Provenance, Question, Video
 
 PHOTO = Image(id="a" * 64, path="aa/photo.jpg", width=64, height=64, source="/data/private/photos")

@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from benchsmith.publish.lmms_eval import task_name
-from benchsmith.publish.release import publish
+from publish.lmms_eval import task_name
+from publish.release import publish
 from tests.support import lmms_eval_venv
 
 REPO = "org/bench"

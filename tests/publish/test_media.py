@@ -8,7 +8,7 @@ import os
 import pytest
 from PIL import Image as PILImage
 
-from benchsmith.publish.media import CleanImages, MediaError, clean_image, resolve_media
+from publish.media import CleanImages, MediaError, clean_image, resolve_media
 
 
 def camera_jpeg(path):

@@ -7,8 +7,8 @@ import huggingface_hub
 import pytest
 from huggingface_hub import HfApi
 
-from benchsmith.publish.push import PushError, push_release, upload_operations
-from benchsmith.publish.release import publish
+from publish.push import PushError, push_release, upload_operations
+from publish.release import publish
 from tests.conftest import free_port
 
 

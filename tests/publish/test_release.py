@@ -19,8 +19,8 @@ from huggingface_hub import DatasetCard
 from PIL import Image as PILImage
 
 from benchsmith.dimensions import registry
-from benchsmith.publish.media import MediaError
-from benchsmith.publish.release import PublishError, publish
+from publish.media import MediaError
+from publish.release import PublishError, publish
 from benchsmith.settings import load_settings
 from tests.publish.conftest import GPS, SERIAL, accept, build_reviewed, gps_photo
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from PIL import Image as PILImage
 
-from benchsmith.publish import stats
+from publish import stats
 from benchsmith.records import Image, Provenance, Question
 
 PROV = Provenance(backend="programmatic")

@@ -13,7 +13,7 @@ from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
 from benchsmith.errors import BenchsmithError
-from benchsmith.publish.release import MARKER
+from publish.release import MARKER
 
 REPO_ID = r"^[A-Za-z0-9][\w.-]*/[\w.-]+$"
 # huggingface_hub has used requests, httpx and httpx2 over its versions; any of their connection errors

@@ -15,7 +15,7 @@ import pandas as pd
 
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import registry
-from benchsmith.publish.stats import answer_balance, plot_answer_balance, question_frame
+from publish.stats import answer_balance, plot_answer_balance, question_frame
 from benchsmith.store import Store
 
 ADJUDICATION = "needs adjudication"  # the reason review records on a tie (annotation/pull.py)

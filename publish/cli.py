@@ -41,8 +41,8 @@ def register(app: typer.Typer, context) -> None:
         `datasets.load_dataset(FOLDER)`.
         """
         from benchsmith.console import console, progress_bar
-        from benchsmith.publish.release import publish as build_release
-        from benchsmith.publish.settings import PublishSettings
+        from publish.release import publish as build_release
+        from publish.settings import PublishSettings
 
         c = context(ctx)
         with c.store() as store:
@@ -56,7 +56,7 @@ def register(app: typer.Typer, context) -> None:
             console.print(f"since {result.changes.previous}: {len(result.changes.added)} added, "
                           f"{len(result.changes.removed)} removed, {len(result.changes.changed)} changed")
         if push:
-            from benchsmith.publish.push import push_release
+            from publish.push import push_release
 
             private = c.settings.section("publish", PublishSettings).private
             token = c.settings.secrets.hf_token
@@ -75,8 +75,8 @@ def register(app: typer.Typer, context) -> None:
         """Tables (and optionally plots) of the questions at any stage: status by dimension, the funnel from
         generated to published, questions per dimension and the balance of answer letters."""
         from benchsmith.console import console, table
-        from benchsmith.publish import stats as question_stats
-        from benchsmith.publish.release import PublishError
+        from publish import stats as question_stats
+        from publish.release import PublishError
 
         unknown = set(status or []) - set(question_stats.STATUSES)
         if unknown:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import datasets
 
-from benchsmith.publish.entries import Entry
-from benchsmith.publish.settings import PublishSettings
+from publish.entries import Entry
+from publish.settings import PublishSettings
 from benchsmith.records import LETTERS
 
 FEATURES = datasets.Features({

@@ -7,7 +7,7 @@ import json
 
 from PIL import Image
 
-from benchsmith.scenes import COLOURS, SIZES, make_scenes
+from ingest.scenes import COLOURS, SIZES, make_scenes
 
 
 def rows(manifest):

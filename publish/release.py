@@ -22,13 +22,13 @@ import pyarrow.parquet as pq
 from annotation.signal import COLUMNS as SIGNAL_COLUMNS, review_signal
 from benchsmith.dimensions import registry
 from benchsmith.errors import BenchsmithError
-from benchsmith.publish import stats
-from benchsmith.publish.card import ALL, Changes, changelog_markdown, render_card
-from benchsmith.publish.dataset import uncompressed_bytes, write_data
-from benchsmith.publish.entries import Entry, entry_for, public_name
-from benchsmith.publish.lmms_eval import write_task
-from benchsmith.publish.media import CleanImages
-from benchsmith.publish.settings import PublishSettings, releases_root
+from publish import stats
+from publish.card import ALL, Changes, changelog_markdown, render_card
+from publish.dataset import uncompressed_bytes, write_data
+from publish.entries import Entry, entry_for, public_name
+from publish.lmms_eval import write_task
+from publish.media import CleanImages
+from publish.settings import PublishSettings, releases_root
 from benchsmith.records import Release
 from benchsmith.settings import Settings
 from benchsmith.store import Store

@@ -26,7 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from benchsmith.errors import BenchsmithError
-from benchsmith.ingest import IngestReport, file_problem, inside
+from ingest.sources import IngestReport, file_problem, inside
 from benchsmith.records import Verdict, Video
 
 STAGE = "ingest"

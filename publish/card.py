@@ -13,9 +13,9 @@ from string import Template
 import pandas as pd
 import yaml
 
-from benchsmith.publish.dataset import FEATURES
-from benchsmith.publish.entries import Entry, public_name
-from benchsmith.publish.settings import PublishSettings
+from publish.dataset import FEATURES
+from publish.entries import Entry, public_name
+from publish.settings import PublishSettings
 
 TEMPLATE = Path(__file__).with_name("card.md")
 ALL = "all"

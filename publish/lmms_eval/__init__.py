@@ -19,7 +19,7 @@ from string import Template
 
 import yaml
 
-from benchsmith.publish.lmms_eval.utils import POST_PROMPT, dimension_metric
+from publish.lmms_eval.utils import POST_PROMPT, dimension_metric
 
 HERE = Path(__file__).parent
 TEMPLATE = HERE / "task.yaml.template"

@@ -1,0 +1,112 @@
+"""The commands that run whole flows (`build`, `finish`) and the run report, added to the CLI by
+`register`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+
+from benchsmith.console import console
+
+
+def register(app: typer.Typer, context) -> None:
+    """Add the flow commands to `app`; `context(ctx)` gives the settings and the store."""
+
+    @app.command()
+    def build(
+        ctx: typer.Context,
+        sources: Annotated[Optional[list[Path]], typer.Argument(help="Image folders, manifests or datasets to ingest.")] = None,
+        scenes: Annotated[int, typer.Option(help="Also render and ingest this many oracle scenes.")] = 0,
+        scenes_seed: Annotated[int, typer.Option(help="Seed for the oracle scenes.")] = 0,
+    ) -> None:
+        """Grow the benchmark: ingest -> extract -> generate -> blind filter -> push to review, as one Prefect flow.
+
+        Every stage does only the work that is missing, so the command can be stopped at any point and run
+        again. Prefect runs in ephemeral mode unless PREFECT_API_URL points at a server. Review tasks are
+        pushed when LABEL_STUDIO_API_KEY is set (see `benchsmith labelstudio up`). Ends with a run report.
+        """
+        from flows.build import run_build
+
+        c = context(ctx)
+        summary = run_build(c.settings, sources or [], scenes=scenes, scenes_seed=scenes_seed)
+        _print_summary(summary)
+        if "skipped" not in summary["review"]:
+            from annotation.server import annotator_guide
+            from annotation.settings import ReviewSettings
+
+            console.print(annotator_guide(c.settings, c.settings.section("review", ReviewSettings)))
+
+
+    @app.command()
+    def finish(
+        ctx: typer.Context,
+        version: Annotated[Optional[str], typer.Option(help="Publish this version (default: publish.version; "
+                                                            "without one, nothing is published).")] = None,
+        push: Annotated[Optional[str], typer.Option(help="Also upload to this Hub repository, org/name (HF_TOKEN).")] = None,
+    ) -> None:
+        """Close a round of review: pull the annotations, decide each question, publish, and report.
+
+        Questions without enough annotations stay in review for the next round. Prints what the pull decided
+        with the agreement per dimension, how often annotators changed each generator's answers or discarded
+        its questions, the ties waiting for a deciding annotation, the release's questions per config, and
+        where the report is.
+        """
+        from annotation.cli import print_round
+        from annotation.pull import pull_line
+        from publish.cli import release_table
+        from flows.build import finish_flow
+
+        c = context(ctx)
+        summary = finish_flow(c.settings, version, push)
+        console.print(f"[bold]run[/]: {escape(summary['run'])}")
+        console.print(f"[bold]review[/]: {escape(pull_line(summary['review']))}")
+        with c.store() as store:
+            print_round(store, c.settings, summary["review"]["flagged"])
+        released = summary["publish"]["publish"]
+        if isinstance(released, dict):
+            console.print(release_table(released["version"], released["questions"], released.get("folder", ""),
+                                        released["configs"]))
+            if released.get("pushed"):
+                console.print(f"pushed to {escape(str(released['pushed']))}")
+        else:
+            console.print(f"[bold]publish[/]: {escape(released)}")
+        report = summary["report"]
+        console.print(f"[bold]report[/]: {escape(report['report'])}" + (" (unchanged)" if report.get("cached") else ""))
+
+
+    @app.command()
+    def report(
+        ctx: typer.Context,
+        run: Annotated[Optional[str], typer.Option(help="Only this run's stage timings (default: every run).")] = None,
+        out: Annotated[Optional[Path], typer.Option(help="Folder for report.md and its plots "
+                                                         "(default: <workspace>/reports/<run or 'all'>).")] = None,
+    ) -> None:
+        """Write the run report: funnel per dimension, blind accuracy before and after filtering, review against
+        the generators (changed answers, discards and why, ties waiting), answer balance, tokens and cost, time
+        per stage, and failures by reason (markdown with PNG plots)."""
+        from annotation.settings import ReviewSettings
+        from flows.report import write_report
+
+        c = context(ctx)
+        with c.store() as store:
+            path = write_report(store, out or c.settings.workspace / "reports" / (run or "all"), run,
+                                c.settings.section("review", ReviewSettings))
+        console.print(f"report: {path}")
+
+
+def _print_summary(summary: dict) -> None:
+    def show(name: str, result) -> None:
+        if isinstance(result, dict) and result.get("cached"):
+            result = "inputs unchanged since its last run: nothing to do" + (
+                f" (last report: {result['report']})" if "report" in result else "")
+        console.print(f"[bold]{escape(name)}[/]: {escape(str(result))}")
+
+    for stage, result in summary.items():
+        if isinstance(result, dict) and result and all(isinstance(v, dict) for v in result.values()):
+            for name, value in result.items():
+                show(name, value)
+        else:
+            show(stage, result)

@@ -1,0 +1,92 @@
+"""Commands of the ingest stage, added to the `benchsmith` CLI by `register`: images, videos and the
+synthetic oracle scenes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+def register(app: typer.Typer, context) -> None:
+    """Add this stage's commands to `app`; `context(ctx)` gives the settings and the store."""
+    scenes_app = typer.Typer(help="Synthetic oracle scenes with exact ground truth.", no_args_is_help=True)
+    videos_app = typer.Typer(help="Videos with action annotations, for the temporal dimensions.",
+                             no_args_is_help=True)
+    app.add_typer(scenes_app, name="scenes")
+    app.add_typer(videos_app, name="videos")
+
+    @app.command()
+    def ingest(
+        ctx: typer.Context,
+        sources: Annotated[list[Path], typer.Argument(
+            help="Folders of images, .jsonl/.csv manifests (paths relative to the manifest, with optional "
+                 "annotations), or Hugging Face datasets (save_to_disk folders or .parquet).")],
+        source: Annotated[str, typer.Option(help="Source name recorded on each item (default: the folder name).")] = "",
+        license: Annotated[str, typer.Option(help="License recorded on items that do not name one.")] = "",
+        image_column: Annotated[Optional[str], typer.Option(help="Image column of a Hugging Face dataset.")] = None,
+        workers: Annotated[int, typer.Option(help="Processes that decode images in parallel.")] = 1,
+    ) -> None:
+        """Read image collections into the store.
+
+        Every file is checked (readable, a real image, not truncated, not a decompression bomb, big enough,
+        not a duplicate) and normalised to RGB with its EXIF orientation applied. Refused files are recorded
+        with a reason and the run goes on; `benchsmith status` lists them. Re-ingesting adds nothing new.
+        """
+        from benchsmith.console import console
+        from ingest.sources import ingest_sources
+
+        c = context(ctx)
+        with c.store() as store:
+            reports = ingest_sources(store, c.settings, sources, source=source, license=license,
+                                     image_column=image_column, workers=workers)
+        for location, report in reports:
+            console.print(f"[bold]{location}[/]: {report.summary()}")
+
+    @scenes_app.command("make")
+    def scenes_make(
+        out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the images and manifest.jsonl into.")],
+        n: Annotated[int, typer.Option("--n", min=1, help="How many scenes.")] = 50,
+        seed: Annotated[int, typer.Option(help="Seed; the same seed always renders the same scenes.")] = 0,
+    ) -> None:
+        """Render synthetic scenes with exact ground truth (shapes, colours, sizes, positions, counts, sign text).
+
+        The manifest is in ingest format, so `benchsmith ingest OUT/manifest.jsonl` brings the truth in as
+        supplied annotations.
+        """
+        from benchsmith.console import console, progress_bar
+        from ingest.scenes import make_scenes
+
+        with progress_bar("rendering scenes", n) as advance:
+            manifest = make_scenes(out, n, seed, progress=advance)
+        console.print(f"wrote {n} scenes and {manifest}")
+
+    @videos_app.command("add")
+    def videos_add(
+        ctx: typer.Context,
+        manifest: Annotated[Path, typer.Argument(help="JSONL: path, segments [{start, end, label}], optional "
+                                                      "steps, source, license; paths relative to the manifest.")],
+    ) -> None:
+        """Ingest annotated videos: copy them into the workspace and keep uniformly sampled frames."""
+        from benchsmith.console import console
+        from ingest.videos import ingest_videos
+        from generators.stage import STAGE, GenerateSettings
+
+        c = context(ctx)
+        frames = c.settings.section(STAGE, GenerateSettings).temporal.frames
+        with c.store() as store:
+            report = ingest_videos(store, c.settings.media_dir, manifest, frames=frames)
+        console.print(f"{manifest}: {report.summary()}")
+
+    @videos_app.command("synth")
+    def videos_synth(
+        out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the clips and manifest.jsonl.")],
+        n: Annotated[int, typer.Option("--n", min=1, help="How many clips.")] = 8,
+        seed: Annotated[int, typer.Option(help="The same seed always writes the same clips.")] = 0,
+    ) -> None:
+        """Write tiny synthetic clips of moving shapes with known actions (an offline test set)."""
+        from benchsmith.console import console
+        from ingest.videos import make_moving_shapes
+
+        console.print(f"wrote {make_moving_shapes(out, n, seed)}")
