@@ -119,7 +119,7 @@ def _explain(exc: ValidationError, prefix: str = "") -> str:
     lines = []
     for err in exc.errors():
         where = ".".join(str(p) for p in ((prefix,) if prefix else ()) + tuple(err["loc"]))
-        lines.append(f"{where}: {err['msg']}")
+        lines.append(f"{where}: {err['msg'].removeprefix('Value error, ')}")
     return "invalid settings: " + "; ".join(lines)
 
 
@@ -216,10 +216,21 @@ def load_settings(path: str | Path | None = None, *, profile: str | None = None,
     secrets = {name: env.get(var) or None for name, var in SECRET_ENV.items()}
     remember(*secrets.values())  # from now on every error text in this process is scrubbed of them
     try:
-        return Settings(
+        settings = Settings(
             profile=chosen, workspace=workspace, db_url=merged["db_url"],
             services=merged.get("services") or {}, prefect=merged.get("prefect") or {},
             ingest=merged.get("ingest") or {}, secrets=secrets, raw=merged,
         )
     except ValidationError as exc:
         raise SettingsError(_explain(exc)) from None
+    validate_sections(settings)
+    return settings
+
+
+def validate_sections(settings: Settings) -> None:
+    """Check every stage's section with the settings model its package registered, so a typo in any of
+    them is a one-line error now, not a silent no-op when (or if) that stage runs."""
+    from benchsmith import plugins
+
+    for name in plugins.names("sections"):
+        settings.section(name, plugins.load("sections", name))

@@ -12,7 +12,6 @@ work, while batch size and device, which change speed rather than what is found,
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,24 +19,12 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from PIL.Image import Image as Pixels
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from benchsmith import plugins
 from benchsmith.errors import BenchsmithError
 from benchsmith.records import Fact, Image, Provenance, stable_hash
 from benchsmith.settings import Settings, SettingsError
-
-# Backend name -> "module:Class". Imported only when configured, so the offline profile never imports
-# torch, transformers or paddle.
-BACKENDS = {
-    "supplied": "extractors.supplied:SuppliedExtractor",
-    "rapidocr": "extractors.ocr:RapidOCRExtractor",
-    "paddleocr": "extractors.ocr:PaddleOCRExtractor",
-    "caption": "extractors.captions:CaptionExtractor",
-    "florence2": "extractors.florence:Florence2Extractor",
-    "clip_tags": "extractors.tags:ClipTagExtractor",
-    "sam": "extractors.sam:SegmentAnythingExtractor",
-    "sam_transformers": "extractors.sam:TransformersSamExtractor",
-}
 
 # Parameters that change speed but not the facts produced; they are left out of the extractor key.
 NOT_IDENTITY = ("backend", "batch_size", "device")
@@ -64,6 +51,36 @@ class ExtractSettings(Strict):
     extractors: dict[str, dict[str, Any]] = Field(default_factory=dict)
     gpu_concurrency: int = Field(1, ge=1)
     retry_failed: bool = False
+
+    @model_validator(mode="after")
+    def _every_extractor_valid(self) -> "ExtractSettings":
+        """Each configured extractor (used or not) names an installed backend and passes its parameters,
+        so a typo anywhere is found when the settings load."""
+        for name in self.use:
+            if name not in self.extractors:
+                known = ", ".join(sorted(self.extractors)) or "none"
+                raise ValueError(f"use: no extractor named '{name}' under extract.extractors (configured: {known})")
+        for name in self.extractors:
+            backend_params(name, self.extractors[name])
+        return self
+
+
+def backend_class(name: str, raw: Any) -> type["Backend"]:
+    """The backend class that `extract.extractors.<name>` names."""
+    backend = raw.get("backend") if isinstance(raw, dict) else None
+    if not isinstance(backend, str):
+        raise SettingsError(f"extract.extractors.{name}.backend: missing (choose one of: "
+                            f"{', '.join(plugins.names('extractors'))})")
+    return plugins.load("extractors", backend, where=f"extract.extractors.{name}.backend")
+
+
+def backend_params(name: str, raw: Any) -> "BackendParams":
+    """`extract.extractors.<name>` checked against its backend's parameters (ValueError naming the key)."""
+    try:
+        return backend_class(name, raw).Params.model_validate(raw)
+    except ValidationError as exc:
+        raise ValueError("; ".join(f"extractors.{name}.{'.'.join(map(str, e['loc']))}: {e['msg']}"
+                                   for e in exc.errors())) from None
 
 
 @dataclass(frozen=True)
@@ -141,18 +158,7 @@ def build_extractors(settings: Settings, only: Sequence[str] | None = None) -> l
             known = ", ".join(sorted(section.extractors)) or "none"
             raise SettingsError(f"extract: no extractor named '{name}' under extract.extractors (configured: {known})")
         raw = section.extractors[name]
-        backend = raw.get("backend") if isinstance(raw, dict) else None
-        if backend not in BACKENDS:
-            raise SettingsError(f"extract.extractors.{name}.backend: '{backend}' is not a backend "
-                                f"(choose one of: {', '.join(BACKENDS)})")
-        module, cls_name = BACKENDS[backend].split(":")
-        cls = getattr(importlib.import_module(module), cls_name)
-        try:
-            params = cls.Params.model_validate(raw)
-        except ValidationError as exc:
-            details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise SettingsError(f"invalid settings: extract.extractors.{name}: {details}") from None
-        built.append(cls(name, params, settings))
+        built.append(backend_class(name, raw)(name, backend_params(name, raw), settings))
     return built
 
 

@@ -43,9 +43,9 @@ class BlindSettings(BaseModel):
 
 
 class FilterSection(BaseModel):
-    """The `filter` settings section; the blind filter reads only its `blind` part."""
+    """The `filter` settings section."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     blind: BlindSettings = BlindSettings()
 

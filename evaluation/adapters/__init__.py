@@ -1,5 +1,6 @@
 """Model adapters: one narrow protocol, `Adapter.predict(passes) -> (pass, answer) pairs`, chosen by
-`kind` under `evaluate.models.<name>` in the settings.
+`kind` under `evaluate.models.<name>` in the settings: each kind is a settings model registered in the
+`adapters` group of the plugin registry (benchsmith/plugins.py), and that model builds its adapter.
 
 - `likelihood` (white-box, SEED-Bench's way): a transformers vision-language model ranks the options by
   the log-likelihood of each option's text after the image and the question;
@@ -19,6 +20,7 @@ from typing import Annotated, Any, Literal, Protocol, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchsmith import plugins
 from benchsmith.errors import BenchsmithError
 from evaluation.records import ModelAnswer, Pass
 
@@ -43,6 +45,10 @@ class AdapterConfig(BaseModel):
         """What changes the model's answers: every field but batching, cache sharing, concurrency and devices."""
         return self.model_dump(exclude={"batch_size", "share_prompt", "device", "llm", "concurrency"})
 
+    def build(self, name: str, *, templates, settings, store=None) -> Adapter:
+        """The adapter these settings describe; its model loads lazily, on the first `predict`."""
+        raise NotImplementedError
+
 
 class VlmLikelihoodConfig(AdapterConfig):
     """A transformers image-text-to-text model (LLaVA, Qwen2-VL, Idefics style) ranking the options."""
@@ -58,6 +64,10 @@ class VlmLikelihoodConfig(AdapterConfig):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     trust_remote_code: bool = False
 
+    def build(self, name: str, *, templates, settings, store=None) -> Adapter:
+        from evaluation.adapters.likelihood import LikelihoodAdapter
+        return LikelihoodAdapter(name, self, templates)
+
 
 class VlmChatConfig(AdapterConfig):
     """An OpenAI-compatible chat endpoint with image input (vLLM, Ollama, the OpenAI API)."""
@@ -71,6 +81,10 @@ class VlmChatConfig(AdapterConfig):
     judge_model: str = ""                        # grade every reply with the judge ensemble (CEE); "" for none
     llm: dict[str, Any] = Field(default_factory=dict)   # benchsmith.llm.LlmOptions: concurrency, limits, retries
 
+    def build(self, name: str, *, templates, settings, store=None) -> Adapter:
+        from evaluation.adapters.chat import ChatAdapter
+        return ChatAdapter(name, self, templates, settings=settings, store=store)
+
 
 class BlindBaselineConfig(AdapterConfig):
     """A blind-filter solver answering without the image (`filter.solvers` entries)."""
@@ -78,18 +92,14 @@ class BlindBaselineConfig(AdapterConfig):
     kind: Literal["blind"]
     solver: dict[str, Any]
 
+    def build(self, name: str, *, templates, settings, store=None) -> Adapter:
+        from evaluation.adapters.blind import BlindAdapter
+        return BlindAdapter(name, self, settings=settings, store=store)
 
-AnyAdapterConfig = Annotated[Union[VlmLikelihoodConfig, VlmChatConfig, BlindBaselineConfig],
-                             Field(discriminator="kind")]
+
+AnyAdapterConfig = Annotated[Union[plugins.load_all("adapters")], Field(discriminator="kind")]
 
 
-def build_adapter(name: str, config: AnyAdapterConfig, *, templates, settings, store=None) -> Adapter:
+def build_adapter(name: str, config: AdapterConfig, *, templates, settings, store=None) -> Adapter:
     """The adapter a settings entry describes. Models load lazily, on the first `predict`."""
-    if isinstance(config, VlmLikelihoodConfig):
-        from evaluation.adapters.likelihood import LikelihoodAdapter
-        return LikelihoodAdapter(name, config, templates)
-    if isinstance(config, VlmChatConfig):
-        from evaluation.adapters.chat import ChatAdapter
-        return ChatAdapter(name, config, templates, settings=settings, store=store)
-    from evaluation.adapters.blind import BlindAdapter
-    return BlindAdapter(name, config, settings=settings, store=store)
+    return config.build(name, templates=templates, settings=settings, store=store)

