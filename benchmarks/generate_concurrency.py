@@ -62,7 +62,7 @@ def _stage_seconds(base_url: str, calls: int, concurrency: int, workdir: Path) -
     with Store(settings.db_url) as store:
         for i in range(calls + 1):  # a caption each: an image with no facts waits for extraction
             store.add_items([Image(id=f"img{i:04d}", path=f"img{i:04d}.png", width=640, height=480)])
-            store.record_extraction(f"img{i:04d}", "supplied", [Fact(
+            store.add_facts("supplied", [Fact(
                 item_id=f"img{i:04d}", kind="caption", text=f"Drawing number {i} with {i % 7 + 2} shapes.",
                 provenance=Provenance(backend="supplied"))])
         stages = build_stages(settings, generators=["llm"])

@@ -57,7 +57,7 @@ def run(items: int = 40, delay: float = 0.05, quick: bool = False) -> dict:
         with Store(settings.db_url) as store:
             for i in range(items):  # a caption each, so no two prompts are the same (calls are keyed by content)
                 store.add_items([Image(id=f"img{i:04d}", path=f"img{i:04d}.png", width=640, height=480)])
-                store.record_extraction(f"img{i:04d}", "supplied", [Fact(
+                store.add_facts("supplied", [Fact(
                     item_id=f"img{i:04d}", kind="caption", text=f"Drawing number {i} with {i % 7 + 2} shapes.",
                     provenance=Provenance(backend="supplied"))])
             reports = {}

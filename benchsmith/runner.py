@@ -84,9 +84,10 @@ def config_key(*parts: Any) -> str:
 RUN_ERRORS = (BenchsmithError, OSError, MemoryError)
 
 
-def pending(stage: Stage, store) -> list[Any]:
-    """The units not finished under the stage's current config key, in the stage's order."""
-    finished = store.finished_subjects(stage.name, stage.config_key())
+def pending(stage: Stage, store, *, retry_failed: bool = False) -> list[Any]:
+    """The units not finished under the stage's current config key, in the stage's order; with
+    `retry_failed`, the ones that failed under it too."""
+    finished = store.finished_subjects(stage.name, stage.config_key(), retry_failed=retry_failed)
     return [unit for unit in stage.units(store) if stage.subject(unit) not in finished]
 
 
@@ -97,13 +98,14 @@ def cache_token(stage: Stage, store) -> str:
 
 
 def run(stage: Stage, store, *, window: int = 64, commit_every: int | None = None, limit: int | None = None,
-        progress: Callable[[int], None] | None = None) -> StageReport:
-    """Do every pending unit of `stage`, `window` units handed to `process` at a time, results committed
-    in groups of `commit_every` (default: the window) as they arrive."""
+        retry_failed: bool = False, progress: Callable[[int], None] | None = None) -> StageReport:
+    """Do every pending unit of `stage` (and the failed ones, with `retry_failed`), `window` units handed
+    to `process` at a time, results committed in groups of `commit_every` (default: the window) as they
+    arrive."""
     started = time.perf_counter()
     key = stage.config_key()
     report = StageReport(stage.name, key)
-    units = pending(stage, store)
+    units = pending(stage, store, retry_failed=retry_failed)
     if limit is not None:
         units = units[:limit]
     report.pending = len(units)

@@ -50,6 +50,6 @@ def register(app: typer.Typer, context) -> None:
             for failure in report.failures[:5]:
                 console.print(f"[yellow]{name} failed on {failure}[/]")
             if len(report.failures) > 5:
-                console.print(f"[yellow]{name}: {len(report.failures) - 5} more failures (benchsmith status)[/]")
+                console.print(f"[yellow]{name}: {len(report.failures) - 5} more reasons (benchsmith status lists them)[/]")
         if judged:
             console.print(f"richness: judged {judged} images, excluded {excluded}")

@@ -1,27 +1,31 @@
-"""Running extractors over the store: only the images an extractor has not seen, in batches.
+"""Extraction as a runner stage: each extractor over the usable images it has not seen, in batches.
 
-For each configured extractor the store is asked which usable images lack a record under its key.
-Nothing pending means the model is never loaded, so a rerun costs a few queries. Every extractor with
-work first passes cheap checks (device, weights on disk), so a missing model stops the run before any
-extractor has written. Each image's facts
-are written in their own transaction, so a crash loses at most the batch in flight. An image that
-cannot be read, or on which the backend fails, is recorded as failed with its reason and the run goes
-on; `extract.retry_failed` (or `--retry-failed`) tries those again.
+Each configured extractor is one `ExtractStage` of the runner (benchsmith/runner.py): ledger stage
+`extract`, config key = the extractor's key (backend, model and the parameters that change what is
+found), subject = the image id. So a changed threshold is new work, a changed batch size or device is
+not, and a rerun with nothing pending never loads a model. Every extractor with work first passes
+cheap checks (device, weights on disk), so a missing model stops the run before any extractor has
+written. Facts are written as each batch finishes; a crash loses at most the batch in flight. An image
+that cannot be read, or on which the backend fails, is recorded as failed with its reason and the run
+goes on (the runner redoes a failing batch one image at a time to find it); `extract.retry_failed`
+(or `--retry-failed`) tries those again.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
+from benchsmith import runner
 from benchsmith.images import open_rgb
 from benchsmith.records import Fact
 from benchsmith.settings import Settings
 from benchsmith.store import Store
-from extractors.base import Extractor, ExtractSettings, Loaded, batched, build_extractors
+from benchsmith.store.facts import EXTRACT_STAGE
+from extractors.base import Extractor, ExtractSettings, Loaded, build_extractors
 
 # Holds the models of GPU backends to `extract.gpu_concurrency` at a time within this process.
 _gpu_slots: dict[int, threading.BoundedSemaphore] = {}
@@ -48,6 +52,70 @@ class ExtractorReport:
                 "facts": self.facts, "seconds": round(self.seconds, 3)}
 
 
+@dataclass(frozen=True)
+class Found:
+    """What an extractor made of one image: its facts, or why it could not (`failure`)."""
+
+    facts: list[Fact]
+    seconds: float = 0.0
+    failure: str = ""
+
+
+class ExtractStage:
+    """One extractor over every usable image it has no ledger row for, as a runner stage."""
+
+    name = EXTRACT_STAGE
+
+    def __init__(self, extractor: Extractor, settings: Settings) -> None:
+        self.extractor = extractor
+        self.settings = settings
+        self.store: Store | None = None
+        self.loaded = False
+
+    def config_key(self) -> str:
+        return self.extractor.key
+
+    def units(self, store: Store) -> list[str]:
+        self.store = store
+        return store.item_ids(kind="image")
+
+    def subject(self, item_id: str) -> str:
+        return item_id
+
+    def process(self, ids: Sequence[str]) -> Iterator[tuple[str, Found]]:
+        if not self.loaded:
+            self.extractor.load()
+            self.loaded = True
+        ready: list[Loaded] = []
+        for image in self.store.get_items(ids):
+            try:
+                pixels = open_rgb(self.settings.media_dir / image.path) if self.extractor.needs_pixels else None
+            except Exception as exc:  # noqa: BLE001 - any unreadable file is the image's failure, not the run's
+                yield image.id, Found([], failure=f"image cannot be read: {_reason(exc)}")
+                continue
+            ready.append(Loaded(image, pixels))
+        if not ready:
+            return
+        started = time.perf_counter()
+        found = self.extractor.extract(ready)  # raising here makes the runner retry the batch image by image
+        share = (time.perf_counter() - started) / len(ready)
+        for loaded, facts in zip(ready, found, strict=True):
+            yield loaded.image.id, Found(facts, seconds=share)
+
+    def commit(self, store: Store, pairs: list[tuple[str, Found]], report: runner.StageReport) -> list[runner.Outcome]:
+        store.add_facts(self.extractor.key, [fact for _id, found in pairs for fact in found.facts])
+        outcomes = []
+        for item_id, found in pairs:
+            details = {"n_facts": len(found.facts), "seconds": round(found.seconds, 4)}
+            report.counters["facts"] += len(found.facts)
+            report.counters["seconds"] += found.seconds
+            if found.failure:
+                outcomes.append(runner.Outcome(item_id, "failed", found.failure, details))
+            else:
+                outcomes.append(runner.Outcome(item_id, "done", "", details))
+        return outcomes
+
+
 Progress = Callable[[str, int], Callable[[int], None]]  # (description, total) -> advance(n)
 
 
@@ -57,71 +125,28 @@ def extract(store: Store, settings: Settings, *, only: Sequence[str] | None = No
     """Run the configured extractors on every image that lacks their facts; return a report per name."""
     section = settings.section("extract", ExtractSettings)
     retry = section.retry_failed if retry_failed is None else retry_failed
-    work = [(e, store.items_without_extraction(e.key, retry_failed=retry)[:limit])
-            for e in build_extractors(settings, only)]
-    for extractor, pending in work:
-        if pending:
-            extractor.check()  # a missing model or device stops the run before any extractor has written
+    stages = [ExtractStage(e, settings) for e in build_extractors(settings, only)]
+    waiting = {stage.extractor.name: len(runner.pending(stage, store, retry_failed=retry)) for stage in stages}
+    for stage in stages:
+        if waiting[stage.extractor.name]:
+            stage.extractor.check()  # a missing model or device stops the run before any extractor has written
     reports = {}
-    while work:
-        extractor, pending = work.pop(0)  # dropped after its turn, so its model is freed before the next loads
-        report = reports[extractor.name] = ExtractorReport(extractor.key, pending=len(pending))
-        if not pending:
+    while stages:
+        stage = stages.pop(0)  # dropped after its turn, so its model is freed before the next one loads
+        extractor = stage.extractor
+        total = min(waiting[extractor.name], limit) if limit else waiting[extractor.name]
+        if not total:
+            reports[extractor.name] = ExtractorReport(extractor.key)
             continue
-        advance = progress(f"extract {extractor.name}", len(pending)) if progress else (lambda n: None)
+        advance = progress(f"extract {extractor.name}", total) if progress else None
         with gpu_slot(section.gpu_concurrency) if extractor.uses_gpu else nullcontext():
-            extractor.load()
-            for ids in batched(pending, extractor.batch_size):
-                _run_batch(store, settings, extractor, ids, report)
-                advance(len(ids))
+            ran = runner.run(stage, store, window=extractor.batch_size, limit=limit, retry_failed=retry,
+                             progress=advance)
+        reports[extractor.name] = ExtractorReport(
+            extractor.key, pending=ran.pending, done=ran.done, failed=ran.failed, facts=ran.counters["facts"],
+            seconds=ran.counters["seconds"],
+            failures=[f"{n} image(s): {reason}" for reason, n in ran.failures.items()])
     return reports
-
-
-def _run_batch(store: Store, settings: Settings, extractor: Extractor, ids: Sequence[str],
-               report: ExtractorReport) -> None:
-    images = {image.id: image for image in store.get_items(ids)}
-    ready: list[Loaded] = []
-    for item_id in ids:
-        image = images.get(item_id)
-        if image is None:
-            continue
-        try:
-            pixels = open_rgb(settings.media_dir / image.path) if extractor.needs_pixels else None
-        except Exception as exc:  # noqa: BLE001 - any unreadable file is the image's failure, not the run's
-            _record_failure(store, extractor, item_id, f"image cannot be read: {_reason(exc)}", report)
-            continue
-        ready.append(Loaded(image, pixels))
-    if not ready:
-        return
-    started = time.perf_counter()
-    try:
-        found = extractor.extract(ready)
-        results = [(loaded, facts, None) for loaded, facts in zip(ready, found, strict=True)]
-    except Exception:  # noqa: BLE001 - find out which image of the batch fails, one by one
-        results = [_one_by_one(extractor, loaded) for loaded in ready]
-    share = (time.perf_counter() - started) / len(ready)
-    report.seconds += share * len(ready)
-    for loaded, facts, error in results:
-        if error is not None:
-            _record_failure(store, extractor, loaded.image.id, error, report, seconds=share)
-            continue
-        store.record_extraction(loaded.image.id, extractor.key, facts, seconds=share)
-        report.done += 1
-        report.facts += len(facts)
-
-
-def _one_by_one(extractor: Extractor, loaded: Loaded) -> tuple[Loaded, list[Fact], str | None]:
-    try:
-        return loaded, extractor.extract([loaded])[0], None
-    except Exception as exc:  # noqa: BLE001
-        return loaded, [], f"{extractor.name} failed: {_reason(exc)}"
-
-
-def _record_failure(store: Store, extractor: Extractor, item_id: str, reason: str, report: ExtractorReport,
-                    seconds: float = 0.0) -> None:
-    store.record_extraction(item_id, extractor.key, [], status="failed", reason=reason, seconds=seconds)
-    report.failed += 1
-    report.failures.append(f"{item_id[:12]}: {reason}")
 
 
 def _reason(exc: Exception) -> str:

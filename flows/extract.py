@@ -12,22 +12,35 @@ from flows.tasks import new_run_id, run_stage
 
 
 def extract_stage(settings: Settings, run_id: str) -> dict:
-    """One stage per extractor in `extract.use`, then richness; callable inside any flow.
+    """One stage per extractor in `extract.use`, then richness; callable inside any flow. An extractor with
+    no image pending runs no task at all; otherwise its cache key is its pending images under its key.
 
     GPU extractors run under the Prefect tag `gpu`, so a tag concurrency limit
     (`prefect concurrency-limit create gpu 1`) holds them across flows and machines.
     """
-    from extractors.base import build_extractors
+    from benchsmith import runner
+    from benchsmith.store import Store
+    from extractors.base import ExtractSettings, build_extractors
+    from extractors.run import ExtractStage
 
+    retry = settings.section("extract", ExtractSettings).retry_failed
     results = {}
     for extractor in build_extractors(settings):
+        stage = ExtractStage(extractor, settings)
+        with Store(settings.db_url) as store:
+            pending = runner.pending(stage, store, retry_failed=retry)
+            token = runner.cache_token(stage, store)
+        if not pending:
+            results[f"extract {extractor.name}"] = {"key": extractor.key, "pending": 0, "cached": True}
+            continue
+
         def work(store, name=extractor.name) -> dict:
             from extractors.run import extract
             return extract(store, settings, only=[name])[name].as_dict()
         with tags("gpu") if extractor.uses_gpu else nullcontext():
             results[f"extract {extractor.name}"] = run_stage(
-                settings, run_id, f"extract:{extractor.name}", work, reads=("items",), sections=("extract",),
-                input_token=extractor.key)
+                settings, run_id, f"extract:{extractor.name}", work, reads=(), sections=("extract",),
+                input_token=token)
     results["richness after extract"] = richness_stage(settings, run_id)
     return results
 

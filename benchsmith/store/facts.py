@@ -1,4 +1,4 @@
-"""Facts and the record of which extractor has run on which item."""
+"""Facts, and what the work ledger says about extraction (stage `extract`, one config key per extractor)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 
 from benchsmith.records import Fact, utcnow
-from benchsmith.store.schema import extractions, facts, items
-from benchsmith.store.sql import chunks, insert_new, upsert
+from benchsmith.store.schema import facts, work_ledger
+from benchsmith.store.sql import chunks, insert_new
+
+EXTRACT_STAGE = "extract"
 
 
 def _fact_row(fact: Fact, extractor: str) -> dict:
@@ -29,26 +31,11 @@ def _fact_from_row(row) -> Fact:
 class FactsMixin:
     engine: sa.Engine
 
-    def items_without_extraction(self, extractor: str, *, kind: str = "image",
-                                 retry_failed: bool = False) -> list[str]:
-        """Ids of usable items this extractor has not yet run on (failed ones too, if asked)."""
-        done = sa.select(extractions.c.item_id).where(
-            extractions.c.extractor == extractor, extractions.c.item_id == items.c.id)
-        if retry_failed:
-            done = done.where(extractions.c.status == "done")
-        query = (sa.select(items.c.id).where(items.c.kind == kind, items.c.status == "ok", ~sa.exists(done))
-                 .order_by(items.c.created_at, items.c.id))
-        with self.engine.connect() as conn:
-            return list(conn.scalars(query))
-
-    def record_extraction(self, item_id: str, extractor: str, found: Sequence[Fact], *,
-                          status: str = "done", reason: str = "", seconds: float = 0.0) -> None:
-        """Write one item's facts and mark the extractor as run on it, in one transaction."""
+    def add_facts(self, extractor: str, found: Sequence[Fact]) -> int:
+        """Write facts found by the extractor with key `extractor`; facts already stored are left alone.
+        Returns how many were new."""
         with self.engine.begin() as conn:
-            insert_new(conn, facts, [_fact_row(f, extractor) for f in found])
-            upsert(conn, extractions, [{
-                "item_id": item_id, "extractor": extractor, "status": status, "reason": reason,
-                "n_facts": len(found), "seconds": seconds, "created_at": utcnow()}])
+            return len(insert_new(conn, facts, [_fact_row(f, extractor) for f in found]))
 
     def get_facts(self, item_ids: Sequence[str], *, kinds: Sequence[str] | None = None) -> dict[str, list[Fact]]:
         out: dict[str, list[Fact]] = {i: [] for i in item_ids}
@@ -62,13 +49,17 @@ class FactsMixin:
         return out
 
     def extraction_counts(self) -> dict[tuple[str, str], int]:
-        """(extractor, status) -> count."""
+        """(extractor key, status) -> images, from the work ledger."""
+        query = (sa.select(work_ledger.c.config_key, work_ledger.c.status, sa.func.count())
+                 .where(work_ledger.c.stage == EXTRACT_STAGE)
+                 .group_by(work_ledger.c.config_key, work_ledger.c.status))
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(extractions.c.extractor, extractions.c.status, sa.func.count())
-                                .group_by(extractions.c.extractor, extractions.c.status))
-            return {(e, s): n for e, s, n in rows}
+            return {(key, status): n for key, status, n in conn.execute(query)}
 
     def extraction_failures(self) -> list[dict]:
+        """One dict per image an extractor failed on: item_id, extractor (its key), status, reason."""
+        query = (sa.select(work_ledger).where(work_ledger.c.stage == EXTRACT_STAGE, work_ledger.c.status != "done")
+                 .order_by(work_ledger.c.config_key, work_ledger.c.subject))
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(extractions).where(extractions.c.status != "done"))
-            return [dict(r._mapping) for r in rows]
+            return [{"item_id": r.subject, "extractor": r.config_key, "status": r.status, "reason": r.reason,
+                     **(r.details or {})} for r in conn.execute(query)]

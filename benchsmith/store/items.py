@@ -41,6 +41,13 @@ class ItemsMixin:
                 found.update(conn.scalars(sa.select(items.c.id).where(items.c.id.in_(batch))))
         return found
 
+    def item_ids(self, *, kind: str, status: str = "ok") -> list[str]:
+        """Ids of the items of this kind and status, oldest first."""
+        query = (sa.select(items.c.id).where(items.c.kind == kind, items.c.status == status)
+                 .order_by(items.c.created_at, items.c.id))
+        with self.engine.connect() as conn:
+            return list(conn.scalars(query))
+
     def get_items(self, ids: Sequence[str] | None = None, *, kind: str | None = None,
                   status: str | None = "ok") -> list[Image | Video]:
         query = sa.select(items).order_by(items.c.created_at, items.c.id)

@@ -9,29 +9,37 @@ import sqlalchemy as sa
 
 from benchsmith.records import stable_hash, utcnow
 from benchsmith.store.schema import work_ledger
-from benchsmith.store.sql import insert_new
+from benchsmith.store.sql import upsert
 
 
 class LedgerMixin:
     engine: sa.Engine
 
-    def finished_subjects(self, stage: str, config_key: str) -> set[str]:
+    def finished_subjects(self, stage: str, config_key: str, *, retry_failed: bool = False) -> set[str]:
+        """Subjects with a ledger row under this key; with `retry_failed`, only those that were done."""
         query = sa.select(work_ledger.c.subject).where(work_ledger.c.stage == stage,
                                                        work_ledger.c.config_key == config_key)
+        if retry_failed:
+            query = query.where(work_ledger.c.status == "done")
         with self.engine.connect() as conn:
             return set(conn.scalars(query))
 
     def record_work(self, stage: str, config_key: str, outcomes: Sequence[dict[str, Any]],
                     conn: sa.Connection | None = None) -> int:
-        """Ledger rows for finished subjects (`subject`, `status`, `reason`, `details`); a subject already
-        recorded under this key keeps its first row. Returns how many rows were new."""
+        """Ledger rows for finished subjects (`subject`, `status`, `reason`, `details`); a subject recorded
+        again under the same key (a failure tried again) gets its latest outcome. Returns how many rows
+        were written."""
         now = utcnow()
+        latest = {o["subject"]: o for o in outcomes}  # one row per subject: the database updates a key once a statement
         rows = [{"stage": stage, "config_key": config_key, "subject": o["subject"], "status": o["status"],
-                 "reason": o.get("reason", ""), "details": o.get("details", {}), "created_at": now} for o in outcomes]
+                 "reason": o.get("reason", ""), "details": o.get("details", {}), "created_at": now}
+                for o in latest.values()]
         if conn is not None:
-            return len(insert_new(conn, work_ledger, rows))
-        with self.engine.begin() as own:
-            return len(insert_new(own, work_ledger, rows))
+            upsert(conn, work_ledger, rows)
+        else:
+            with self.engine.begin() as own:
+                upsert(own, work_ledger, rows)
+        return len(rows)
 
     def ledger_rows(self, stage: str, config_key: str | None = None) -> list[dict[str, Any]]:
         query = sa.select(work_ledger).where(work_ledger.c.stage == stage).order_by(work_ledger.c.subject)

@@ -48,18 +48,6 @@ facts = sa.Table(
     sa.Column("created_at", When, nullable=False),
 )
 
-# One row per (item, extractor) once the extractor has run on it, even if it found nothing.
-extractions = sa.Table(
-    "extractions", metadata,
-    sa.Column("item_id", ID, primary_key=True),
-    sa.Column("extractor", sa.String(200), primary_key=True),
-    sa.Column("status", sa.String(16), nullable=False),
-    sa.Column("reason", sa.Text, nullable=False, server_default=""),
-    sa.Column("n_facts", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("seconds", sa.Float, nullable=False, server_default="0"),
-    sa.Column("created_at", When, nullable=False),
-)
-
 questions = sa.Table(
     "questions", metadata,
     sa.Column("id", ID, primary_key=True),
@@ -184,7 +172,7 @@ stage_runs = sa.Table(
 work_ledger = sa.Table(
     "work_ledger", metadata,
     sa.Column("stage", sa.String(64), primary_key=True),
-    sa.Column("config_key", sa.String(64), primary_key=True),
+    sa.Column("config_key", sa.String(200), primary_key=True),
     sa.Column("subject", sa.String(200), primary_key=True),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("reason", sa.Text, nullable=False, server_default=""),

@@ -65,14 +65,13 @@ def test_question_ids_ignore_option_order_and_spacing():
     assert a.id == b.id
 
 
-def test_facts_and_extraction_runs_make_reruns_do_nothing(store):
+def test_facts_are_stored_once_and_usable_images_listed_oldest_first(store):
     store.add_items([image(1), image(2)])
     fact = Fact(item_id=image(1).id, kind="object", text="circle", box=(0.1, 0.1, 0.5, 0.5), score=0.9,
                 provenance=Provenance(backend="supplied"))
-    assert store.items_without_extraction("supplied") == [image(1).id, image(2).id]
-    store.record_extraction(image(1).id, "supplied", [fact, fact])
-    store.record_extraction(image(2).id, "supplied", [])
-    assert store.items_without_extraction("supplied") == []
+    assert store.item_ids(kind="image") == [image(1).id, image(2).id]
+    assert store.add_facts("supplied", [fact, fact]) == 1
+    assert store.add_facts("supplied", [fact]) == 0
     assert store.get_facts([image(1).id])[image(1).id] == [fact]
 
 
@@ -97,6 +96,27 @@ def test_an_older_store_is_migrated_forward_keeping_its_rows(store_url):
         store.add_items([image(4)])
     with Store(store_url) as store:
         assert [i.id for i in store.get_items()] == [image(4).id]
+
+
+def test_extraction_records_of_an_older_store_move_onto_the_work_ledger(store_url):
+    engine = sa.create_engine(store_url)
+    migrate(engine, "0003")
+    when = "2026-11-01 10:00:00+00:00"
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO extractions (item_id, extractor, status, reason, n_facts, seconds, created_at) "
+                             "VALUES (:i, :e, :s, :r, :n, 0.5, :t)"), [
+            {"i": "a" * 64, "e": "florence2:microsoft/Florence-2-large-ft:0123abcd/with/a/long/local/path", "s": "done",
+             "r": "", "n": 7, "t": when},
+            {"i": "b" * 64, "e": "rapidocr:rapidocr-3.4:9f8e7d6c", "s": "failed", "r": "image cannot be read", "n": 0,
+             "t": when}])
+    engine.dispose()
+    with Store(store_url) as store:
+        assert store.extraction_counts() == {("florence2:microsoft/Florence-2-large-ft:0123abcd/with/a/long/local/path",
+                                              "done"): 1, ("rapidocr:rapidocr-3.4:9f8e7d6c", "failed"): 1}
+        failure, = store.extraction_failures()
+        assert (failure["item_id"], failure["reason"], failure["n_facts"]) == ("b" * 64, "image cannot be read", 0)
+        assert "extractions" not in sa.inspect(store.engine).get_table_names()
+        assert store.finished_subjects("extract", "rapidocr:rapidocr-3.4:9f8e7d6c", retry_failed=True) == set()
 
 
 def test_a_store_from_a_newer_benchsmith_is_refused_with_a_clear_message(store_url):

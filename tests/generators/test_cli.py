@@ -39,7 +39,7 @@ def test_an_unreachable_llm_server_loses_nothing_and_says_to_rerun(tmp_path):
     from benchsmith.store import Store
     with Store(f"sqlite:///{tmp_path / 'bench' / 'benchsmith.db'}") as store:
         store.add_items([Image(id="img", path="img.png", width=64, height=64)])
-        store.record_extraction("img", "supplied", [Fact(item_id="img", kind="caption", text="A red bus.",
+        store.add_facts("supplied", [Fact(item_id="img", kind="caption", text="A red bus.",
                                                          provenance=Provenance(backend="supplied"))])
     result = run(tmp_path, "generate", "--generator", "llm", "--dimension", "scene_understanding", **env_extra)
     assert result.returncode == 0, result.stderr
