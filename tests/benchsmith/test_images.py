@@ -103,6 +103,13 @@ def test_small_images_are_refused():
     assert inspect_image(encode(Image.new("RGB", (100, 8)), "PNG"), **LIMITS).rule == "too_small"
 
 
+def test_a_bomb_past_pillows_own_ceiling_is_refused_and_pillows_guard_stays_on():
+    huge = encode(Image.new("1", (20000, 10000)), "PNG")  # 200 Mpx: past Pillow's 2 x MAX_IMAGE_PIXELS
+    result = inspect_image(huge, min_side=16, max_pixels=500_000_000)
+    assert result.rule == "too_many_pixels" and "decompression bomb" in result.reason
+    assert Image.MAX_IMAGE_PIXELS is not None  # checking images does not switch the guard off for others
+
+
 def test_stored_copies_carry_no_exif_location_and_keep_their_pixels():
     noise = Image.fromarray(np.random.default_rng(2).integers(0, 255, (40, 40, 3), dtype=np.uint8))
     exif = Image.Exif()
