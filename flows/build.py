@@ -41,7 +41,8 @@ def report_stage(settings: Settings, run_id: str) -> dict:
 
 
 @flow(name="benchsmith-build")
-def build_flow(settings: Settings, sources: list[str], scenes: int = 0, scenes_seed: int = 0) -> dict:
+def build_flow(settings: Settings, sources: list[str], scenes: int = 0, scenes_seed: int = 0,
+               ingest_options: dict | None = None) -> dict:
     run_id = new_run_id()
     summary: dict = {"run": run_id}
     if scenes:
@@ -51,7 +52,7 @@ def build_flow(settings: Settings, sources: list[str], scenes: int = 0, scenes_s
         if not manifest.exists():  # rendering again would touch the files and look like new input
             make_scenes(folder, scenes, scenes_seed)
         sources = [str(manifest), *sources]
-    summary["ingest"] = ingest_stage(settings, run_id, sources)
+    summary["ingest"] = ingest_stage(settings, run_id, sources, ingest_options)
     summary["extract"] = extract_stage(settings, run_id)
     summary["generate"] = generate_stage(settings, run_id)
     summary["filter"] = filter_stage(settings, run_id)
@@ -82,8 +83,10 @@ def finish_flow(settings: Settings, version: str | None = None, push: str | None
     return summary
 
 
-def run_build(settings: Settings, sources: list[Path], *, scenes: int = 0, scenes_seed: int = 0) -> dict:
+def run_build(settings: Settings, sources: list[Path], *, scenes: int = 0, scenes_seed: int = 0,
+              ingest_options: dict | None = None) -> dict:
     missing = [str(s) for s in sources if not Path(s).exists()]
     if missing:
         raise BenchsmithError(f"no such source: {', '.join(missing)}")
-    return build_flow(settings, [str(Path(s).resolve()) for s in sources], scenes=scenes, scenes_seed=scenes_seed)
+    return build_flow(settings, [str(Path(s).resolve()) for s in sources], scenes=scenes, scenes_seed=scenes_seed,
+                      ingest_options=ingest_options)

@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from benchsmith.console import console
+from ingest.cli import ImageColumn, License, SourceName, Workers
 
 
 def register(app: typer.Typer, context) -> None:
@@ -21,6 +22,10 @@ def register(app: typer.Typer, context) -> None:
         sources: Annotated[Optional[list[Path]], typer.Argument(help="Image folders, manifests or datasets to ingest.")] = None,
         scenes: Annotated[int, typer.Option(help="Also render and ingest this many oracle scenes.")] = 0,
         scenes_seed: Annotated[int, typer.Option(help="Seed for the oracle scenes.")] = 0,
+        source: SourceName = "",
+        license: License = "",
+        image_column: ImageColumn = None,
+        workers: Workers = 1,
     ) -> None:
         """Grow the benchmark: ingest -> extract -> generate -> blind filter -> push to review, as one Prefect flow.
 
@@ -31,7 +36,9 @@ def register(app: typer.Typer, context) -> None:
         from flows.build import run_build
 
         c = context(ctx)
-        summary = run_build(c.settings, sources or [], scenes=scenes, scenes_seed=scenes_seed)
+        summary = run_build(c.settings, sources or [], scenes=scenes, scenes_seed=scenes_seed,
+                            ingest_options={"source": source, "license": license, "image_column": image_column,
+                                            "workers": workers})
         _print_summary(summary)
         if "skipped" not in summary["review"]:
             from annotation.server import annotator_guide

@@ -25,20 +25,22 @@ def listing_token(location: Path) -> str:
     return stable_hash(str(location.resolve()), sorted(entries))
 
 
-def ingest_stage(settings: Settings, run_id: str, sources: list[str]) -> dict:
-    """One task per source, then the richness check; callable inside any flow."""
-    from ingest.sources import candidates_for, ingest
+def ingest_stage(settings: Settings, run_id: str, sources: list[str], options: dict | None = None) -> dict:
+    """One task per source, then the richness check; callable inside any flow. `options` are ingest's own:
+    source, license, image_column, workers."""
+    from ingest.sources import ingest_location
 
+    options = options or {}
     results = {}
     for location in sources:
         def ingest_source(store, location=location) -> dict:
-            report = ingest(store, settings.media_dir, candidates_for(Path(location)), settings.ingest,
-                            label=location)
+            report = ingest_location(store, settings, Path(location), **options)
             return {"seen": report.seen, "added": report.added, "unchanged": report.unchanged,
                     "refused": dict(report.rejected)}
+        identity = {k: v for k, v in options.items() if k != "workers"}  # workers change speed, not the result
         results[f"ingest {location}"] = run_stage(settings, run_id, f"ingest:{Path(location).name}", ingest_source,
                                                   reads=(), sections=("ingest",),
-                                                  input_token=listing_token(Path(location)))
+                                                  input_token=stable_hash(listing_token(Path(location)), identity))
     results["richness"] = richness_stage(settings, run_id)
     return results
 

@@ -8,6 +8,12 @@ from typing import Annotated, Optional
 
 import typer
 
+# Ingest's own options, shared with `benchsmith build`, which ingests the same way.
+SourceName = Annotated[str, typer.Option("--source", help="Source name recorded on each item (default: the folder name).")]
+License = Annotated[str, typer.Option("--license", help="License recorded on items that do not name one.")]
+ImageColumn = Annotated[Optional[str], typer.Option("--image-column", help="Image column of a Hugging Face dataset.")]
+Workers = Annotated[int, typer.Option("--workers", min=1, help="Processes that decode images in parallel.")]
+
 
 def register(app: typer.Typer, context) -> None:
     """Add this stage's commands to `app`; `context(ctx)` gives the settings and the store."""
@@ -23,10 +29,10 @@ def register(app: typer.Typer, context) -> None:
         sources: Annotated[list[Path], typer.Argument(
             help="Folders of images, .jsonl/.csv manifests (paths relative to the manifest, with optional "
                  "annotations), or Hugging Face datasets (save_to_disk folders or .parquet).")],
-        source: Annotated[str, typer.Option(help="Source name recorded on each item (default: the folder name).")] = "",
-        license: Annotated[str, typer.Option(help="License recorded on items that do not name one.")] = "",
-        image_column: Annotated[Optional[str], typer.Option(help="Image column of a Hugging Face dataset.")] = None,
-        workers: Annotated[int, typer.Option(help="Processes that decode images in parallel.")] = 1,
+        source: SourceName = "",
+        license: License = "",
+        image_column: ImageColumn = None,
+        workers: Workers = 1,
     ) -> None:
         """Read image collections into the store.
 

@@ -577,18 +577,26 @@ def _ingest_batch(store: Store, media_dir: Path, batch: list[Candidate], setting
         store.add_verdicts(verdicts)
 
 
+def ingest_location(store: Store, settings, location: Path, *, source: str = "", license: str = "",
+                    image_column: str | None = None, workers: int = 1, show_progress: bool = False) -> IngestReport:
+    """Ingest one folder, manifest or dataset: the one way both `benchsmith ingest` and the build flow do it."""
+    found = list(candidates_for(Path(location), source=source, license=license, image_column=image_column))
+    if not show_progress:
+        return ingest(store, settings.media_dir, found, settings.ingest, label=str(location), workers=workers)
+    from benchsmith.console import progress_bar
+
+    with progress_bar(f"ingesting {Path(location).name}", len(found)) as advance:
+        return ingest(store, settings.media_dir, found, settings.ingest, label=str(location), workers=workers,
+                      progress=advance)
+
+
 def ingest_sources(store: Store, settings, locations: list[Path], *, source: str = "", license: str = "",
                    image_column: str | None = None, workers: int = 1) -> list[tuple[Path, IngestReport]]:
     """Ingest each location with a progress bar, then judge caption richness of what came in."""
-    from benchsmith.console import progress_bar
     from filters import richness
 
-    reports = []
-    for location in locations:
-        found = list(candidates_for(Path(location), source=source, license=license, image_column=image_column))
-        with progress_bar(f"ingesting {Path(location).name}", len(found)) as advance:
-            report = ingest(store, settings.media_dir, found, settings.ingest, label=str(location),
-                            workers=workers, progress=advance)
-        reports.append((Path(location), report))
+    reports = [(Path(location), ingest_location(store, settings, Path(location), source=source, license=license,
+                                                image_column=image_column, workers=workers, show_progress=True))
+               for location in locations]
     richness.apply(store, settings.ingest.richness)
     return reports

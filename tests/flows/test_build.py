@@ -48,6 +48,22 @@ def test_a_changed_source_runs_its_stage_again(prefect_api, settings, tmp_path):
     assert result["ingest"][f"ingest {grown}"]["added"] == 1
 
 
+def test_build_ingests_with_the_same_options_as_the_ingest_command(prefect_api, settings, tmp_path):
+    from flows.build import build_flow
+
+    scenes = make_scenes(tmp_path / "scenes", 2, seed=14).parent
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for png in scenes.glob("*.png"):
+        (folder / png.name).write_bytes(png.read_bytes())
+    build_flow(settings, [str(folder)], ingest_options={"source": "museum-2026", "license": "CC-BY-4.0",
+                                                         "workers": 2})
+    with Store(settings.db_url) as store:
+        assert {(i.source, i.license) for i in store.get_items()} == {("museum-2026", "CC-BY-4.0")}
+    relabelled = build_flow(settings, [str(folder)], ingest_options={"source": "museum-2027", "license": "CC-BY-4.0"})
+    assert not relabelled["ingest"][f"ingest {folder}"].get("cached")  # other options are another input
+
+
 def test_the_stage_logic_runs_without_prefect(settings, tmp_path):
     from ingest.sources import candidates_for, ingest
 
