@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from prefect import flow
@@ -12,35 +11,33 @@ from benchsmith.settings import Settings
 from flows.tasks import new_run_id, run_stage
 
 
-def listing_token(location: Path) -> str:
-    """Changes when files are added, removed, resized or touched under `location`."""
-    if location.is_file():
-        stat = location.stat()
-        return stable_hash(str(location.resolve()), stat.st_size, stat.st_mtime_ns)
-    entries = []
-    for dirpath, _dirs, files in os.walk(location):
-        for name in files:
-            stat = os.stat(os.path.join(dirpath, name))
-            entries.append((os.path.join(dirpath, name), stat.st_size, stat.st_mtime_ns))
-    return stable_hash(str(location.resolve()), sorted(entries))
-
-
 def ingest_stage(settings: Settings, run_id: str, sources: list[str], options: dict | None = None) -> dict:
     """One task per source, then the richness check; callable inside any flow. `options` are ingest's own:
-    source, license, image_column, workers."""
-    from ingest.sources import ingest_location
+    source, license, image_column, workers. A source with nothing new or changed runs no task; otherwise
+    its cache key is the set of its candidates that wait under the ingest ledger's key."""
+    from benchsmith import runner
+    from benchsmith.store import Store
+    from ingest.sources import IngestStage, candidates_for, ingest_location
 
     options = options or {}
+    listing = {k: v for k, v in options.items() if k != "workers"}
     results = {}
     for location in sources:
+        with Store(settings.db_url) as store:
+            stage = IngestStage(settings.media_dir, candidates_for(Path(location), **listing), settings.ingest,
+                                label=location)
+            waiting = len(runner.pending(stage, store))
+            token = stable_hash(runner.cache_token(stage, store), listing)
+        if not waiting:
+            results[f"ingest {location}"] = {"seen": stage.report.seen, "added": 0, "cached": True}
+            continue
+
         def ingest_source(store, location=location) -> dict:
             report = ingest_location(store, settings, Path(location), **options)
             return {"seen": report.seen, "added": report.added, "unchanged": report.unchanged,
-                    "refused": dict(report.rejected)}
-        identity = {k: v for k, v in options.items() if k != "workers"}  # workers change speed, not the result
+                    "skipped": report.skipped, "refused": dict(report.rejected)}
         results[f"ingest {location}"] = run_stage(settings, run_id, f"ingest:{Path(location).name}", ingest_source,
-                                                  reads=(), sections=("ingest",),
-                                                  input_token=stable_hash(listing_token(Path(location)), identity))
+                                                  reads=(), sections=("ingest",), input_token=token)
     results["richness"] = richness_stage(settings, run_id)
     return results
 

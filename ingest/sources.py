@@ -19,8 +19,9 @@ import os
 import re
 import stat
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from functools import partial
@@ -29,7 +30,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from benchsmith.images import Accepted, Rejected, inspect_image
-from benchsmith.records import Image, Verdict
+from benchsmith import runner
+from benchsmith.records import Image, Verdict, stable_hash
 from benchsmith.settings import IngestSettings
 from benchsmith.store import Store
 
@@ -204,6 +206,17 @@ class Candidate:
     license: str = ""
     annotations: dict[str, Any] = field(default_factory=dict)
     refused: Rejected | None = None
+    version: str = ""  # changes when the input may have changed (a file's size and times; a dataset's fingerprint)
+
+
+def file_version(path: Path) -> str:
+    """Size and modification/change times: a file that keeps them has not been rewritten, renamed over or
+    had its permissions changed, so its earlier outcome stands. Empty when the file cannot be examined."""
+    try:
+        info = path.stat()
+    except OSError:
+        return ""
+    return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
 
 
 _FILE_KINDS = ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISCHR, "character device"),
@@ -295,7 +308,8 @@ def folder_candidates(root: Path, *, source: str = "", license: str = "") -> Ite
             if path.is_symlink() and not inside(root, path):
                 yield Candidate(name, None, refused=Rejected("escapes_root", "symlink points outside the folder"))
                 continue
-            yield Candidate(name, partial(read_regular_file, path), source=source or root.name, license=license)
+            yield Candidate(name, partial(read_regular_file, path), source=source or root.name, license=license,
+                            version=file_version(path))
 
 
 def _manifest_rows(manifest: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
@@ -362,7 +376,8 @@ def manifest_candidates(manifest: Path, *, source: str = "", license: str = "") 
         if "caption" in row:
             annotations.setdefault("captions", [row["caption"]])
         candidate = Candidate(rel, partial(read_regular_file, path), source=str(row.get("source") or source or manifest.stem),
-                              license=str(row.get("license") or license), annotations=annotations)
+                              license=str(row.get("license") or license), annotations=annotations,
+                              version=stable_hash(row, file_version(path)))
         if not inside(root, path):
             candidate.read = None
             candidate.refused = Rejected("escapes_root", f"path leaves the manifest's folder {root}")
@@ -411,7 +426,8 @@ def hf_candidates(location: Path, *, image_column: str | None = None, source: st
             annotations.setdefault("captions", [row["caption"]])
         name = f"{location.name}[{index}]"
         yield Candidate(name, read, source=str(row.get("source") or source or location.name),
-                        license=str(row.get("license") or license), annotations=annotations)
+                        license=str(row.get("license") or license), annotations=annotations,
+                        version=f"{dataset._fingerprint}:{stable_hash(row)}")
 
 
 def candidates_for(location: Path, **options: Any) -> Iterator[Candidate]:
@@ -434,12 +450,15 @@ def candidates_for(location: Path, **options: Any) -> Iterator[Candidate]:
 @dataclass
 class IngestReport:
     seen: int = 0
+    skipped: int = 0     # examined by an earlier run under the same settings and not changed since: not read
     added: int = 0
-    unchanged: int = 0
+    unchanged: int = 0   # read, and already in the store
     rejected: Counter = field(default_factory=Counter)
 
     def summary(self) -> str:
         parts = [f"{self.seen} seen", f"{self.added} added", f"{self.unchanged} already in the store"]
+        if self.skipped:
+            parts.append(f"{self.skipped} unchanged since the last ingest (not read again)")
         if self.rejected:
             parts.append(f"{sum(self.rejected.values())} refused (" +
                          ", ".join(f"{n} {rule}" for rule, n in sorted(self.rejected.items())) + ")")
@@ -485,109 +504,138 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], settings: IngestSettings, *,
-           label: str, workers: int = 1, progress: Callable[[int], None] | None = None) -> IngestReport:
-    """Check, normalise and store every candidate; refuse bad ones with a verdict each.
+class IngestStage:
+    """The candidates of one source as a runner stage: ledger stage `ingest`, config key = the checks'
+    limits, subject = the source label, the candidate's name and its version. A file examined once is not
+    read again until it changes (or the limits do); an accepted image's id is the sha256 of its bytes, so
+    re-reading adds nothing twice."""
 
-    `label` prefixes the names in refusal verdicts so they can be traced back to this source. Work is
-    done in batches of `settings.batch_size`: a crash loses at most the batch in flight, and a rerun
-    adds nothing that is already stored.
-    """
-    report = IngestReport()
-    label = printable_name(label)
-    pool = ProcessPoolExecutor(workers, initializer=_die_with_parent, initargs=(os.getpid(),)) if workers > 1 else None
-    try:
-        batch: list[Candidate] = []
-        for candidate in candidates:
-            batch.append(candidate)
-            if len(batch) >= settings.batch_size:
-                _ingest_batch(store, media_dir, batch, settings, label, report, pool)
-                if progress:
-                    progress(len(batch))
-                batch = []
-        if batch:
-            _ingest_batch(store, media_dir, batch, settings, label, report, pool)
-            if progress:
-                progress(len(batch))
-    finally:
-        if pool:
-            pool.shutdown()
-    return report
+    name = "ingest"
 
+    def __init__(self, media_dir: Path, candidates: Iterable[Candidate], settings: IngestSettings, *, label: str,
+                 workers: int = 1) -> None:
+        self.media_dir = media_dir
+        self.candidates = list(candidates)
+        self.settings = settings
+        self.label = printable_name(label)
+        self.workers = workers
+        self.pool: ProcessPoolExecutor | None = None
+        self.report = IngestReport(seen=len(self.candidates))
 
-def _ingest_batch(store: Store, media_dir: Path, batch: list[Candidate], settings: IngestSettings, label: str,
-                  report: IngestReport, pool: ProcessPoolExecutor | None) -> None:
-    seen_ids: dict[str, str] = {}  # duplicates within this batch; earlier batches are in the store
-    outcomes: list[Accepted | Rejected | None] = [None] * len(batch)
-    to_inspect: list[tuple[int, bytes]] = []
-    for index, candidate in enumerate(batch):
-        if printable_name(candidate.name) != candidate.name:  # the store keeps names as UTF-8 text
-            candidate.name = printable_name(candidate.name)
-            outcomes[index] = Rejected("bad_name", f"the file name {candidate.name} is not valid UTF-8; "
-                                                   "rename it (e.g. convmv -f latin1 -t utf8)")
-            continue
-        if candidate.refused:
-            outcomes[index] = candidate.refused
-            continue
-        data = _read(candidate, settings.max_bytes)
-        if isinstance(data, Rejected):
-            outcomes[index] = data
-        else:
-            to_inspect.append((index, data))
-    args = [(data, settings.min_side, settings.max_pixels) for _, data in to_inspect]
-    results = pool.map(_inspect, args, chunksize=16) if pool else map(_inspect, args)
-    for (index, _), result in zip(to_inspect, results):
-        outcomes[index] = result
+    def __enter__(self) -> "IngestStage":
+        return self
 
-    accepted_ids = [o.id for o in outcomes if isinstance(o, Accepted)]
-    stored = store.known_item_ids(accepted_ids)
-    stored_names = {i.id: i.original_name for i in store.get_items(sorted(stored), status=None)} if stored else {}
-    new_items: list[Image] = []
-    verdicts: list[Verdict] = []
-    for candidate, outcome in zip(batch, outcomes):
-        report.seen += 1
-        if isinstance(outcome, Accepted):
-            first_name = seen_ids.get(outcome.id) or stored_names.get(outcome.id)
-            if first_name is not None and first_name != candidate.name:
-                outcome = Rejected("duplicate", f"same bytes as {first_name}", outcome.id)
-            elif first_name is not None:
-                report.unchanged += 1
+    def __exit__(self, *exc) -> None:
+        if self.pool:
+            self.pool.shutdown()
+            self.pool = None
+
+    def config_key(self) -> str:
+        s = self.settings
+        return runner.config_key(s.min_side, s.max_pixels, s.max_bytes)
+
+    def units(self, store) -> list[Candidate]:
+        return self.candidates
+
+    def subject(self, candidate: Candidate) -> str:
+        return stable_hash(self.label, printable_name(candidate.name), candidate.version, length=32)
+
+    def process(self, batch: Sequence[Candidate]) -> Iterator[tuple[Candidate, Accepted | Rejected]]:
+        """Read and check each candidate (in worker processes with `workers` > 1)."""
+        if self.workers > 1 and self.pool is None:
+            self.pool = ProcessPoolExecutor(self.workers, initializer=_die_with_parent, initargs=(os.getpid(),))
+        to_inspect: list[tuple[Candidate, bytes]] = []
+        for candidate in batch:
+            if printable_name(candidate.name) != candidate.name:  # the store keeps names as UTF-8 text
+                yield candidate, Rejected("bad_name", f"the file name {printable_name(candidate.name)} is not valid "
+                                                      "UTF-8; rename it (e.g. convmv -f latin1 -t utf8)")
                 continue
-        if isinstance(outcome, Rejected):
-            report.rejected[outcome.rule] += 1
-            verdicts.append(Verdict(subject_id=f"{label}:{candidate.name}", subject_kind="input", stage="ingest",
-                                    rule=outcome.rule, passed=False, reason=outcome.reason,
-                                    details={"sha256": outcome.id} if outcome.id else {}))
-            continue
-        try:
-            annotations = normalise_annotations(candidate.annotations, outcome.width, outcome.height)
-        except ValueError as exc:
-            report.rejected["bad_annotations"] += 1
-            verdicts.append(Verdict(subject_id=f"{label}:{candidate.name}", subject_kind="input", stage="ingest",
-                                    rule="bad_annotations", passed=False, reason=str(exc)))
-            continue
-        relative = f"{outcome.id[:2]}/{outcome.id}{outcome.extension}"
-        _write_atomic(media_dir / relative, outcome.data)
-        seen_ids[outcome.id] = candidate.name
-        new_items.append(Image(id=outcome.id, path=relative, width=outcome.width, height=outcome.height,
-                               source=candidate.source, license=candidate.license, original_name=candidate.name,
-                               annotations=annotations))
-    report.added += store.add_items(new_items)
-    if verdicts:
-        store.add_verdicts(verdicts)
+            if candidate.refused:
+                yield candidate, candidate.refused
+                continue
+            data = _read(candidate, self.settings.max_bytes)
+            if isinstance(data, Rejected):
+                yield candidate, data
+            else:
+                to_inspect.append((candidate, data))
+        s = self.settings
+        args = [(data, s.min_side, s.max_pixels) for _, data in to_inspect]
+        results = self.pool.map(_inspect, args, chunksize=16) if self.pool else map(_inspect, args)
+        for (candidate, _), result in zip(to_inspect, results):
+            yield candidate, result
+
+    def commit(self, store, pairs: list[tuple[Candidate, Accepted | Rejected]],
+               stage_report: runner.StageReport) -> list[runner.Outcome]:
+        """Store the accepted images (media file, item) and a verdict for each refused candidate."""
+        report = self.report
+        accepted_ids = [o.id for _, o in pairs if isinstance(o, Accepted)]
+        stored = store.known_item_ids(accepted_ids)
+        stored_names = {i.id: i.original_name for i in store.get_items(sorted(stored), status=None)} if stored else {}
+        seen_ids: dict[str, str] = {}  # duplicates within this group; earlier groups are in the store
+        new_items: list[Image] = []
+        verdicts: list[Verdict] = []
+        outcomes: list[runner.Outcome] = []
+        for candidate, outcome in pairs:
+            subject, name = self.subject(candidate), printable_name(candidate.name)
+            if isinstance(outcome, Accepted):
+                first_name = seen_ids.get(outcome.id) or stored_names.get(outcome.id)
+                if first_name is not None and first_name != name:
+                    outcome = Rejected("duplicate", f"same bytes as {first_name}", outcome.id)
+                elif first_name is not None:
+                    report.unchanged += 1
+                    outcomes.append(runner.Outcome(subject, "done", details={"name": name, "item": outcome.id}))
+                    continue
+            if isinstance(outcome, Accepted):
+                try:
+                    annotations = normalise_annotations(candidate.annotations, outcome.width, outcome.height)
+                except ValueError as exc:
+                    outcome = Rejected("bad_annotations", str(exc))
+            if isinstance(outcome, Rejected):
+                report.rejected[outcome.rule] += 1
+                verdicts.append(Verdict(subject_id=f"{self.label}:{name}", subject_kind="input", stage="ingest",
+                                        rule=outcome.rule, passed=False, reason=outcome.reason,
+                                        details={"sha256": outcome.id} if outcome.id else {}))
+                outcomes.append(runner.Outcome(subject, "failed", outcome.rule, {"name": name}))
+                continue
+            relative = f"{outcome.id[:2]}/{outcome.id}{outcome.extension}"
+            _write_atomic(self.media_dir / relative, outcome.data)
+            seen_ids[outcome.id] = name
+            new_items.append(Image(id=outcome.id, path=relative, width=outcome.width, height=outcome.height,
+                                   source=candidate.source, license=candidate.license, original_name=name,
+                                   annotations=annotations))
+            outcomes.append(runner.Outcome(subject, "done", details={"name": name, "item": outcome.id}))
+        report.added += store.add_items(new_items)
+        if verdicts:
+            store.add_verdicts(verdicts)
+        return outcomes
+
+
+def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], settings: IngestSettings, *,
+           label: str, workers: int = 1, show_progress: bool = False) -> IngestReport:
+    """Check, normalise and store every candidate not examined before; refuse bad ones with a verdict each.
+
+    `label` names the source: it prefixes the names in refusal verdicts, so they can be traced back to it,
+    and keeps its ledger subjects apart from other sources'. Work is committed in batches of
+    `settings.batch_size`: a crash loses at most the batch in flight, and a rerun reads only what is new
+    or changed.
+    """
+    from benchsmith.console import progress_bar
+
+    with IngestStage(media_dir, candidates, settings, label=label, workers=workers) as stage:
+        todo = len(runner.pending(stage, store))
+        stage.report.skipped = stage.report.seen - todo
+        if todo:
+            with progress_bar(f"ingesting {Path(label).name}", todo) if show_progress else nullcontext() as advance:
+                runner.run(stage, store, window=settings.batch_size, progress=advance)
+    return stage.report
 
 
 def ingest_location(store: Store, settings, location: Path, *, source: str = "", license: str = "",
                     image_column: str | None = None, workers: int = 1, show_progress: bool = False) -> IngestReport:
     """Ingest one folder, manifest or dataset: the one way both `benchsmith ingest` and the build flow do it."""
-    found = list(candidates_for(Path(location), source=source, license=license, image_column=image_column))
-    if not show_progress:
-        return ingest(store, settings.media_dir, found, settings.ingest, label=str(location), workers=workers)
-    from benchsmith.console import progress_bar
-
-    with progress_bar(f"ingesting {Path(location).name}", len(found)) as advance:
-        return ingest(store, settings.media_dir, found, settings.ingest, label=str(location), workers=workers,
-                      progress=advance)
+    found = candidates_for(Path(location), source=source, license=license, image_column=image_column)
+    return ingest(store, settings.media_dir, found, settings.ingest, label=str(location), workers=workers,
+                  show_progress=show_progress)
 
 
 def ingest_sources(store: Store, settings, locations: list[Path], *, source: str = "", license: str = "",

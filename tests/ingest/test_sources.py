@@ -65,9 +65,23 @@ def test_a_folder_of_bad_files_keeps_the_good_and_refuses_each_bad_one_once(stor
     assert sum(report.rejected.values()) == len(expected)
 
     again = ingest(store, tmp_path / "media", candidates_for(root), SETTINGS, label="photos")
-    assert again.added == 0 and again.unchanged == 3
+    assert (again.added, again.skipped, again.rejected) == (0, again.seen, {})  # nothing read or judged twice
     assert len(store.get_items()) == 3
     assert len(store.get_verdicts(stage="ingest")) == len(expected)
+
+
+def test_a_rerun_reads_only_files_that_changed_and_stricter_limits_read_everything_again(store, tmp_path):
+    root = tmp_path / "photos"
+    png(root / "a.png", (200, 10, 10))
+    png(root / "b.png", (10, 200, 10))
+    ingest(store, tmp_path / "media", candidates_for(root), SETTINGS, label="photos")
+    png(root / "b.png", (10, 10, 200))  # rewritten in place: new bytes, a new image
+    png(root / "c.png", (90, 90, 90))
+    again = ingest(store, tmp_path / "media", candidates_for(root), SETTINGS, label="photos")
+    assert (again.seen, again.skipped, again.added) == (3, 1, 2)
+    stricter = SETTINGS.model_copy(update={"min_side": SETTINGS.min_side + 1})
+    rechecked = ingest(store, tmp_path / "media", candidates_for(root), stricter, label="photos")
+    assert (rechecked.skipped, rechecked.unchanged, rechecked.added) == (0, 3, 0)
 
 
 def test_stored_images_are_normalised_copies_named_by_content(store, tmp_path):
