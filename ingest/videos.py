@@ -18,6 +18,7 @@ import hashlib
 import json
 import random
 import shutil
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,9 +26,10 @@ import cv2
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from benchsmith import runner
 from benchsmith.errors import BenchsmithError
-from ingest.sources import IngestReport, file_problem, inside
-from benchsmith.records import Verdict, Video
+from benchsmith.records import Verdict, Video, stable_hash
+from ingest.sources import IngestReport, file_problem, file_version, inside
 
 STAGE = "ingest"
 
@@ -107,74 +109,134 @@ def sample_frames(path: Path, count: int, out_dir: Path, fps: float, n_frames: i
     return saved
 
 
-def ingest_videos(store, media_dir: Path, manifest: Path, frames: int = 8, progress=None) -> IngestReport:
-    """Add the manifest's videos to the store; refused rows get an input verdict with the reason."""
-    if not manifest.is_file():
-        raise VideoError(f"video manifest not found: {manifest}")
-    report = IngestReport()
-    refusals: list[Verdict] = []
+@dataclass(frozen=True)
+class VideoLine:
+    number: int
+    text: str
+    version: str   # the line itself and its file's size and times
 
-    def refuse(subject: str, rule: str, reason: str) -> None:
-        report.rejected[rule] += 1
-        refusals.append(Verdict(subject_id=subject, subject_kind="input", stage=STAGE, rule=rule, passed=False,
-                                reason=reason))
 
-    for number, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        report.seen += 1
-        subject = f"{manifest}:{number}"
+@dataclass(frozen=True)
+class VideoOutcome:
+    video: Video | None = None
+    unchanged: bool = False
+    rule: str = ""
+    reason: str = ""
+
+
+class VideoStage:
+    """The rows of one video manifest as a runner stage (ledger stage `ingest`, subject = the manifest, the
+    row number and its version), so a rerun probes, hashes and samples only new or changed rows."""
+
+    name = STAGE
+
+    def __init__(self, media_dir: Path, manifest: Path, frames: int) -> None:
+        self.media_dir = media_dir
+        self.manifest = manifest
+        self.frames = frames
+        self.report = IngestReport()
+
+    def config_key(self) -> str:
+        return runner.config_key("videos", self.frames)
+
+    def units(self, store) -> list[VideoLine]:
+        self.store = store
+        lines = []
+        for number, text in enumerate(self.manifest.read_text(encoding="utf-8").splitlines(), start=1):
+            if text.strip():
+                path = _row_path(text)
+                lines.append(VideoLine(number, text, stable_hash(text, file_version(self.manifest.parent / path)
+                                                                 if path else "")))
+        self.report.seen = len(lines)
+        return lines
+
+    def subject(self, line: VideoLine) -> str:
+        return stable_hash(str(self.manifest), line.number, line.version, length=32)
+
+    def process(self, lines: Sequence[VideoLine]) -> Iterator[tuple[VideoLine, VideoOutcome]]:
+        for line in lines:
+            yield line, self._one(line)
+
+    def _one(self, line: VideoLine) -> VideoOutcome:
+        number = line.number
         try:
-            row = VideoRow.model_validate(json.loads(line))
+            row = VideoRow.model_validate(json.loads(line.text))
         except json.JSONDecodeError as exc:
-            refuse(subject, "bad_row", f"row {number}: not JSON: {exc.msg}")
-            continue
+            return VideoOutcome(rule="bad_row", reason=f"row {number}: not JSON: {exc.msg}")
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'row'}: {e['msg']}" for e in exc.errors())
-            refuse(subject, "bad_row", f"row {number}: {problems}")
-            continue
-        source = manifest.parent / row.path
-        if not inside(manifest.parent, source):
-            refuse(subject, "path_outside_root", f"row {number}: {row.path!r} leaves the manifest's folder")
-            continue
+            return VideoOutcome(rule="bad_row", reason=f"row {number}: {problems}")
+        source = self.manifest.parent / row.path
+        if not inside(self.manifest.parent, source):
+            return VideoOutcome(rule="path_outside_root", reason=f"row {number}: {row.path!r} leaves the manifest's folder")
         problem = file_problem(source)  # before any open: a FIFO would block, a link loop would raise
         if problem is not None and problem.rule == "missing":
-            refuse(subject, "missing_file", f"row {number}: {row.path} not found")
-            continue
+            return VideoOutcome(rule="missing_file", reason=f"row {number}: {row.path} not found")
         if problem is not None:
-            refuse(subject, problem.rule, f"row {number}: {row.path} {problem.reason}")
-            continue
+            return VideoOutcome(rule=problem.rule, reason=f"row {number}: {row.path} {problem.reason}")
         try:
             found = probe(source)
         except ValueError as exc:
-            refuse(subject, "bad_video", f"row {number}: {exc}")
-            continue
+            return VideoOutcome(rule="bad_video", reason=f"row {number}: {exc}")
         with source.open("rb") as handle:  # streamed: a video can be larger than memory
             video_id = hashlib.file_digest(handle, "sha256").hexdigest()
-        if store.known_item_ids([video_id]):
-            report.unchanged += 1
-            continue
+        if self.store.known_item_ids([video_id]):
+            return VideoOutcome(unchanged=True)
         stored = Path("videos") / f"{video_id}{source.suffix.lower()}"
-        (media_dir / stored).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, media_dir / stored)
+        (self.media_dir / stored).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, self.media_dir / stored)
         try:
-            sampled = sample_frames(source, frames, media_dir / "frames" / video_id, found.fps, found.n_frames)
+            sampled = sample_frames(source, self.frames, self.media_dir / "frames" / video_id, found.fps, found.n_frames)
         except ValueError as exc:
-            refuse(subject, "bad_video", f"row {number}: {exc}")
-            continue
+            return VideoOutcome(rule="bad_video", reason=f"row {number}: {exc}")
         segments = sorted(row.segments, key=lambda s: (s.start, s.end))
-        video = Video(
+        return VideoOutcome(Video(
             id=video_id, path=str(stored), width=found.width, height=found.height, fps=found.fps,
-            n_frames=found.n_frames, frames=[str(p.relative_to(media_dir)) for p, _t in sampled],
+            n_frames=found.n_frames, frames=[str(p.relative_to(self.media_dir)) for p, _t in sampled],
             source=row.source, license=row.license, original_name=source.name,
             annotations={"segments": [s.model_dump() for s in segments], "steps": row.steps,
-                         "frame_times": [t for _p, t in sampled], "duration": round(found.n_frames / found.fps, 3)})
-        report.added += store.add_items([video])
-        if progress:
-            progress(1)
-    if refusals:
-        store.add_verdicts(refusals)
-    return report
+                         "frame_times": [t for _p, t in sampled], "duration": round(found.n_frames / found.fps, 3)}))
+
+    def commit(self, store, pairs: list[tuple[VideoLine, VideoOutcome]],
+               stage_report: runner.StageReport) -> list[runner.Outcome]:
+        refusals, outcomes = [], []
+        for line, outcome in pairs:
+            subject = self.subject(line)
+            if outcome.rule:
+                self.report.rejected[outcome.rule] += 1
+                refusals.append(Verdict(subject_id=f"{self.manifest}:{line.number}", subject_kind="input",
+                                        stage=STAGE, rule=outcome.rule, passed=False, reason=outcome.reason))
+                outcomes.append(runner.Outcome(subject, "failed", outcome.rule))
+                continue
+            if outcome.unchanged:
+                self.report.unchanged += 1
+            else:
+                self.report.added += store.add_items([outcome.video])
+            outcomes.append(runner.Outcome(subject, "done"))
+        if refusals:
+            store.add_verdicts(refusals)
+        return outcomes
+
+
+def _row_path(text: str) -> str:
+    """The row's `path`, if the line is a JSON object that names one (the full check comes later)."""
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError:
+        return ""
+    path = row.get("path") if isinstance(row, dict) else None
+    return path if isinstance(path, str) else ""
+
+
+def ingest_videos(store, media_dir: Path, manifest: Path, frames: int = 8, progress=None) -> IngestReport:
+    """Add the manifest's videos to the store; refused rows get an input verdict with the reason. A rerun
+    looks only at rows that are new or whose line or file changed."""
+    if not manifest.is_file():
+        raise VideoError(f"video manifest not found: {manifest}")
+    stage = VideoStage(media_dir, manifest, frames)
+    ran = runner.run(stage, store, window=1, progress=progress)
+    stage.report.skipped = stage.report.seen - ran.pending
+    return stage.report
 
 
 # -- a tiny synthetic set: one shape per clip doing known actions in turn ----------------------------

@@ -35,7 +35,7 @@ def test_ingest_keeps_uniform_frames_and_sorted_segments(tmp_path, store, clips)
     times = video.annotations["frame_times"]
     assert times == sorted(times) and times[0] < 0.5 and times[-1] > video.annotations["duration"] - 0.5
     again = ingest_videos(store, media, clips / "manifest.jsonl", frames=8)
-    assert (again.added, again.unchanged) == (0, 6)
+    assert (again.added, again.skipped) == (0, 6)  # no video is hashed or sampled again
 
 
 def test_bad_rows_are_refused_with_reasons(tmp_path, store, clips):
