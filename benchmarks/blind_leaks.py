@@ -42,11 +42,20 @@ ABSURD = [
 
 
 def oracle_questions(n_scenes: int, seed: int):
-    """Programmatic questions about oracle scenes, with the options in balanced random order."""
+    """Programmatic questions about oracle scenes that pass the quality gate, with the options in
+    balanced random order."""
+    from filters.quality import QualitySettings, balance_answers, gate
+
+    kept, _dropped = gate(oracle_drafts(n_scenes, seed), {}, QualitySettings())
+    return balance_answers(kept, seed=seed)
+
+
+def oracle_drafts(n_scenes: int, seed: int):
+    """Programmatic questions about oracle scenes as the generator writes them, before the quality gate
+    (which drops, with their reasons, the ones the generator chose not to ask)."""
     from benchsmith.dimensions import registry
     from benchsmith.records import Fact, Image, Provenance
     from ingest.scenes import make_scenes
-    from filters.quality import balance_answers
     from generators.programmatic import ProgrammaticSettings, generate, load_vocabulary
 
     supplied = Provenance(backend="supplied")
@@ -65,12 +74,12 @@ def oracle_questions(n_scenes: int, seed: int):
                               quad=((x1, y1), (x2, y1), (x2, y2), (x1, y2)), provenance=supplied))
         items.append((image, facts))
     # widened with the collection's own labels, attributes and words, as the generate stage does
-    vocabulary = load_vocabulary().widened([f for _image, facts in items for f in facts])
+    vocabulary = load_vocabulary().widened([f for _image, facts in items for f in facts], settings)
     questions = []
     for image, facts in items:
         for key in PROGRAMMATIC_DIMENSIONS:
             questions += generate(image, facts, registry().get(key), vocabulary, settings, seed=seed)
-    return balance_answers(questions, seed=seed)
+    return questions
 
 
 # Subtle leaks: no hint in any one question, but each template's key is always the same value, a prior
@@ -78,11 +87,32 @@ def oracle_questions(n_scenes: int, seed: int):
 TEMPLATE_PRIORS = {2: "silver kite", 3: "turquoise", 4: "top right", 5: "7", 6: "above it", 9: "ZEPHYR"}
 
 
+def misspellings(word: str, rng: random.Random, n: int = 3) -> list[str]:
+    """`n` distinct one-edit misspellings of `word` (a letter changed, dropped or doubled), in its case."""
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if word.isupper() else "abcdefghijklmnopqrstuvwxyz"
+    out: list[str] = []
+    while len(out) < n:
+        at = rng.randrange(len(word))
+        edit = rng.choice(["change", "drop", "double"])
+        spelt = (word[:at] + rng.choice(letters) + word[at + 1:] if edit == "change"
+                 else word[:at] + word[at + 1:] if edit == "drop" and len(word) > 3 else word[:at + 1] + word[at:])
+        if spelt != word and spelt not in out:
+            out.append(spelt)
+    return out
+
+
 def blind_answerable(questions, seed: int):
     """Each fair question made unfair: a third with the answer leaked into the text, a third with three
-    absurd distractors, a third whose key is its template's favourite value."""
+    absurd distractors, a third whose key is its template's favourite value; and every text question once
+    more with three misspellings of its key as distractors (the only real word is the key)."""
     rng = random.Random(seed)
     out = []
+    for q in questions:
+        if q.dimension_id == 9:
+            answer = q.options[q.answer]
+            spelt = iter(misspellings(answer, rng))
+            options = [o if j == q.answer else next(spelt) for j, o in enumerate(q.options)]
+            out.append(q.model_copy(update={"options": options, "meta": {"leak": "misspelt_distractors"}}))
     for i, q in enumerate(questions):
         answer = q.options[q.answer]
         if i % 3 == 0:
@@ -123,8 +153,14 @@ def run(scenes: int = 120, seed: int = 3) -> dict:
         return {s.name: round(sum(s.name in v.details["knowing"] for v in verdicts) / len(verdicts), 4)
                 for s in solvers}
 
-    kinds = {kind: [v for q, v in zip(unfair, unfair_verdicts) if q.meta["leak"] == kind]
-             for kind in ("answer_in_question", "absurd_options", "template_prior")}
+    leak_of = {q.id: q.meta["leak"] for q in unfair}
+    kinds = {kind: [v for v in unfair_verdicts if leak_of[v.subject_id] == kind]
+             for kind in ("answer_in_question", "absurd_options", "template_prior", "misspelt_distractors")}
+
+    def caught_only_by(verdicts) -> dict:
+        """Per solver, the share of questions it alone knows: what the others would have let through."""
+        return {s.name: round(sum(v.details["knowing"] == [s.name] for v in verdicts) / max(1, len(verdicts)), 4)
+                for s in solvers}
     fair_report = report_from(fair_verdicts)
     kept_accuracy = fair_report.overall(kept_only=True)
     mean_kept_accuracy = sum(kept_accuracy.values()) / len(kept_accuracy)
@@ -133,7 +169,9 @@ def run(scenes: int = 120, seed: int = 3) -> dict:
         "rotations": config.rotations, "solvers": [s.name for s in solvers], "seconds": round(seconds, 2),
         "blind_answerable": {"n": len(unfair), "drop_rate": round(drop_rate(unfair_verdicts), 4),
                              "drop_rate_by_kind": {k: round(drop_rate(v), 4) for k, v in kinds.items()},
-                             "known_by_solver": by_solver(unfair_verdicts)},
+                             "known_by_solver": by_solver(unfair_verdicts),
+                             "known_by_solver_by_kind": {k: by_solver(v) for k, v in kinds.items()},
+                             "caught_only_by_by_kind": {k: caught_only_by(v) for k, v in kinds.items()}},
         "programmatic": {"n": len(fair), "drop_rate": round(drop_rate(fair_verdicts), 4),
                          "drop_rate_by_dimension": {d: round(fair_report.drop_rate(d), 4) for d in fair_report.judged},
                          "known_by_solver": by_solver(fair_verdicts),

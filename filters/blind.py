@@ -226,6 +226,16 @@ def solvers_from(config: BlindSettings, **context: Any) -> list[Solver]:
 
 # -- the report --------------------------------------------------------------------------------------
 
+def wilson(right: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval (95% by default) of an accuracy of `right` out of `n`."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = right / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5 / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
 @dataclass
 class Tally:
     n: int = 0
@@ -240,6 +250,10 @@ class Tally:
     @property
     def accuracy(self) -> float | None:
         return self.right / self.n if self.n else None
+
+    @property
+    def ci95(self) -> tuple[float, float] | None:
+        return wilson(self.right, self.n) if self.n else None
 
 
 @dataclass
@@ -257,23 +271,36 @@ class BlindReport:
         return self.dropped[dimension] / self.judged[dimension] if self.judged[dimension] else 0.0
 
     def solver_rows(self) -> list[dict[str, Any]]:
+        """Per dimension and solver, then per solver over every dimension (`dimension_id` None), with
+        95% Wilson intervals."""
         rows = []
-        for (dimension, solver), before in sorted(self.before.items()):
-            after = self.after.get((dimension, solver), Tally())
-            rows.append({"dimension_id": dimension, "solver": solver, "chance": self.chance[dimension],
-                         "n_before": before.n, "accuracy_before": before.accuracy,
+        overall = {kept: self._totals(kept) for kept in (False, True)}
+        cells = [*sorted(self.before.items()), *(((None, solver), t) for solver, t in overall[False].items())]
+        for (dimension, solver), before in cells:
+            after = (self.after.get((dimension, solver)) if dimension is not None else overall[True].get(solver)) or Tally()
+            chance = self.chance[dimension] if dimension is not None else self._mean_chance()
+            rows.append({"dimension_id": dimension, "solver": solver, "chance": chance,
+                         "n_before": before.n, "accuracy_before": before.accuracy, "ci95_before": before.ci95,
                          "knows_before": before.knows / before.n if before.n else None,
-                         "n_after": after.n, "accuracy_after": after.accuracy})
+                         "n_after": after.n, "accuracy_after": after.accuracy, "ci95_after": after.ci95})
         return rows
 
-    def overall(self, kept_only: bool) -> dict[str, float | None]:
-        """Per solver across dimensions."""
+    def _totals(self, kept_only: bool) -> dict[str, Tally]:
         totals: dict[str, Tally] = defaultdict(Tally)
         for (_dimension, solver), tally in (self.after if kept_only else self.before).items():
             totals[solver].n += tally.n
             totals[solver].right += tally.right
             totals[solver].knows += tally.knows
-        return {solver: t.accuracy for solver, t in sorted(totals.items())}
+        return dict(sorted(totals.items()))
+
+    def _mean_chance(self) -> float | None:
+        """Chance over every judged question."""
+        n = sum(self.judged.values())
+        return sum(self.chance[d] * k for d, k in self.judged.items()) / n if n else None
+
+    def overall(self, kept_only: bool) -> dict[str, float | None]:
+        """Per solver across dimensions."""
+        return {solver: t.accuracy for solver, t in self._totals(kept_only).items()}
 
     def as_dict(self) -> dict[str, Any]:
         return {"dimensions": {d: {"judged": self.judged[d], "dropped": self.dropped[d],
@@ -298,6 +325,27 @@ def report_from(verdicts: Sequence[Verdict]) -> BlindReport:
             if verdict.passed:
                 report.after[(dimension, solver)].add(o)
     return report
+
+
+def accuracy_table(report: BlindReport) -> list[dict[str, Any]]:
+    """`report.solver_rows()` for people: dimension names, and each accuracy as a percentage with its
+    95% interval beside chance. The run report and the dataset card show this table."""
+    from benchsmith.dimensions import registry
+
+    def cell(accuracy: float | None, ci: tuple[float, float] | None) -> str:
+        return "" if accuracy is None else f"{accuracy:.1%} ({ci[0]:.1%}–{ci[1]:.1%})"
+
+    names = {d.id: d.name for d in registry()}
+    return [{"dimension": names.get(r["dimension_id"], str(r["dimension_id"])) if r["dimension_id"] is not None
+             else "all dimensions", "solver": r["solver"],
+             "chance": "" if r["chance"] is None else f"{r['chance']:.0%}",
+             "questions before": r["n_before"], "accuracy before (95% CI)": cell(r["accuracy_before"], r["ci95_before"]),
+             "questions after": r["n_after"], "accuracy after (95% CI)": cell(r["accuracy_after"], r["ci95_after"])}
+            for r in report.solver_rows()]
+
+
+ACCURACY_COLUMNS = ["dimension", "solver", "chance", "questions before", "accuracy before (95% CI)",
+                    "questions after", "accuracy after (95% CI)"]
 
 
 def report(store: Store) -> BlindReport:

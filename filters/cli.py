@@ -79,7 +79,7 @@ def report_tables(result) -> list:
                      ["dimension", "solver", "before", "after", "chance", "knows (before)"], [
         [dimension_name(r["dimension_id"]), r["solver"], _percent(r["accuracy_before"]),
          _percent(r["accuracy_after"]), _percent(r["chance"]), _percent(r["knows_before"])]
-        for r in result.solver_rows()])
+        for r in result.solver_rows() if r["dimension_id"] is not None])
     before, after = result.overall(kept_only=False), result.overall(kept_only=True)
     overall = table("Blind accuracy per solver, all dimensions", ["solver", "before", "after"], [
         [solver, _percent(before[solver]), _percent(after.get(solver))] for solver in before])

@@ -2,9 +2,14 @@
 
 Rules, each a small function returning a reason when the question fails it:
 
+- `unbalanced_key`: the generator itself chose not to ask it (`meta["dropped"]` says why: a programmatic
+  key already asked about more often than the others of its template would be a prior a blind model learns);
 - `options`: exactly four distinct, non-empty options and an answer that indexes one of them;
 - `catch_all_option`: no "all of the above" / "none of the above" style option;
 - `answer_in_question`: the question does not give its answer away by containing it;
+- `distractors_from_key`: the wrong options were not made out of the correct one, which a model that
+  cannot see the image spots: every distractor a small edit of the key (a misspelling, one word swapped),
+  or the key the option most like the other three by a clear margin (`centroid_margin`);
 - `mentions_source`: the question and options speak of the image, never of the captions, boxes or OCR
   the generator was given;
 - `near_duplicate`: the same item has no question already that asks the same thing with the same answer;
@@ -36,6 +41,7 @@ class QualitySettings(BaseModel):
     function_words: list[str] = Field(default_factory=lambda: (
         "a an the is are was were be of in on at to for with by from this that these those there it its "
         "which what who whom whose do does did can could shown seen visible image picture photo").split())
+    centroid_margin: float = Field(0.15, gt=0)  # the key this much more like the others than any option: dropped
     catch_all_pattern: str = r"\b(all|none|both|neither)\s+of\s+(the\s+)?(above|these|them|options)\b"
     source_pattern: str = (r"\b(captions?|bounding box(es)?|ocr|the (given |provided )?description|"
                            r"image facts|according to the (text|data))\b")
@@ -76,6 +82,47 @@ def answer_in_question_rule(question: Question) -> str:
     return ""
 
 
+def near_variant(a: str, b: str, ignore: frozenset[str] = frozenset()) -> bool:
+    """`b` is `a` with one small edit: for phrases, one word swapped (words in `ignore` left out); for a
+    single word of four or more letters, at most two characters changed, added or dropped. Numbers are
+    never variants of each other (3 and 4 are different counts, not a typo)."""
+    words_a = [w for w in re.findall(r"\w+", normalise_text(a)) if w not in ignore]
+    words_b = [w for w in re.findall(r"\w+", normalise_text(b)) if w not in ignore]
+    if len(words_a) > 1 or len(words_b) > 1:
+        return len(words_a) == len(words_b) and sum(x != y for x, y in zip(words_a, words_b)) == 1
+    a, b = "".join(words_a), "".join(words_b)
+    if not (a.isalpha() and b.isalpha()) or min(len(a), len(b)) < 4:
+        return False
+    return _edits(a, b) <= 2
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance."""
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
+def distractors_from_key_rule(question: Question, centroid_margin: float) -> str:
+    from filters.solvers import PriorConfig, Query
+    from filters.solvers.priors import centroid
+
+    ignore = frozenset(PriorConfig.model_fields["ignore_words"].default)  # the blind filter's centroid prior's
+    key = question.options[question.answer]
+    others = [o for i, o in enumerate(question.options) if i != question.answer]
+    if all(near_variant(key, o, ignore) for o in others):
+        return f"every wrong option is a small edit of the answer {key!r}: {', '.join(map(repr, others))}"
+    scores = centroid(Query(question.text, tuple(question.options)), ignore)
+    margin = scores[question.answer] - max(s for i, s in enumerate(scores) if i != question.answer)
+    if margin >= centroid_margin:
+        return f"the answer {key!r} is the option most like the other three (by {margin:.2f})"
+    return ""
+
+
 def content_words(text: str, function_words: set[str]) -> set[str]:
     return set(re.findall(r"\w+", normalise_text(text))) - function_words
 
@@ -108,9 +155,11 @@ def gate(questions: Sequence[Question], existing: dict[str, list[Question]],
     for question in questions:
         siblings = seen.setdefault(question.item_id, [])
         rule, reason = "", ""
-        for name, check in (("options", lambda q: options_rule(q)),
+        for name, check in (("unbalanced_key", lambda q: q.meta.get("dropped", "")),
+                            ("options", lambda q: options_rule(q)),
                             ("catch_all_option", lambda q: catch_all_rule(q, settings.catch_all_pattern)),
                             ("answer_in_question", answer_in_question_rule),
+                            ("distractors_from_key", lambda q: distractors_from_key_rule(q, settings.centroid_margin)),
                             ("mentions_source", lambda q: mentions_source_rule(q, settings.source_pattern))):
             reason = check(question)
             if reason:

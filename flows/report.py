@@ -71,11 +71,9 @@ def failures(store: Store) -> pd.DataFrame:
 
 
 def blind_accuracy(store: Store) -> pd.DataFrame:
-    from filters.blind import report
+    from filters.blind import ACCURACY_COLUMNS, accuracy_table, report
 
-    rows = report(store).solver_rows()
-    return pd.DataFrame(rows, columns=["dimension_id", "solver", "chance", "n_before", "accuracy_before",
-                                       "knows_before", "n_after", "accuracy_after"])
+    return pd.DataFrame(accuracy_table(report(store)), columns=ACCURACY_COLUMNS)
 
 
 def review_section(store: Store, review: ReviewSettings) -> list[str]:
@@ -138,8 +136,9 @@ def write_report(store: Store, out_dir: Path, run_id: str | None = None,
         plot_funnel_by_dimension(funnel, out_dir / "funnel_by_dimension.png")
         sections.append("![funnel](funnel_by_dimension.png)\n")
     sections += ["## Blind accuracy before and after filtering\n",
-                 "Share of rotations each text-only solver answered right without the image; chance is "
-                 "1/options.\n", _markdown(blind_accuracy(store)),
+                 "Share of option orders each text-only solver (the learned one included) answered right "
+                 "without the image, on every judged question (before) and on the ones the filter kept "
+                 "(after), with 95% Wilson intervals; chance is 1/options.\n", _markdown(blind_accuracy(store)),
                  *review_section(store, review or ReviewSettings()),
                  "## Answer balance (questions still in play)\n", _markdown(balance)]
     if int(balance["count"].sum()):

@@ -11,8 +11,13 @@ the answer from ground truth without this code:
 
 Distractors are plausible, never also correct, and chosen so that the options alone do not give the
 key away to a model that cannot see the image:
-- counts: the key's rank among the four numbers is drawn first, uniformly, and given to a count that
-  allows it (small counts allow only low ranks); something absent is counted too, so 0 is a key as well;
+- counts: the four numbers are the key and three others drawn uniformly from the counts this collection
+  asks about (its `support`), and a count is asked about only as often as the rarest of them, so each
+  number is the key about a quarter of the times it is shown and its rank among the four is uniform.
+  Something absent is counted too, so 0 is a key as often as a distractor. A count outside the support,
+  or one already asked about enough, is dropped with the reason in `meta["dropped"]`, which the quality
+  gate records as a verdict;
+- relations: left/right and above/below are asked about equally often across the collection, the same way;
 - regions: three other grid cells drawn uniformly, so the key is not the cell the others surround;
 - identity: two labels crossed with two colours, one pair in the image and three absent, so every
   option shares one attribute with two others and the key is not the one most like the rest;
@@ -23,7 +28,8 @@ from __future__ import annotations
 
 import itertools
 import random
-from dataclasses import dataclass, field
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -35,7 +41,7 @@ from benchsmith.dimensions import Dimension
 from benchsmith.records import Fact, Image, Provenance, Question, normalise_text, stable_hash
 
 BACKEND = "programmatic"
-VERSION = "programmatic-v2"  # v2: distractors that do not give the key away
+VERSION = "programmatic-v3"  # v3: count and relation keys balanced over the collection
 VOCABULARY_FILE = Path(__file__).with_name("vocabulary.yaml")
 DESCRIBING = ("size", "colour")  # attributes that may qualify a label, in the order they are spoken
 
@@ -58,11 +64,15 @@ class Vocabulary:
     plurals: dict[str, str]
     words: tuple[str, ...]
     observed: dict[str, tuple[str, ...]] = field(default_factory=dict)  # attribute values seen in the collection
+    # family ("count:label", "spatial", ...) -> answer value -> how many questions of that family could
+    # have it as their key over the collection (`key_tallies`)
+    keys: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def widened(self, facts: list[Fact]) -> Vocabulary:
+    def widened(self, facts: list[Fact], settings: ProgrammaticSettings | None = None) -> Vocabulary:
         """Attribute values from `facts` added to this vocabulary's; labels and words from `facts`
         replace this vocabulary's when there are enough of them, so distractors come from the
-        collection's own label set rather than from unrelated generic ones."""
+        collection's own label set rather than from unrelated generic ones. The keys the collection
+        could give each balanced template are tallied too (`key_tallies`)."""
         attributes = {k: list(v) for k, v in self.attributes.items()}
         labels: list[str] = []
         words: list[str] = []
@@ -75,15 +85,44 @@ class Vocabulary:
                 words.append(fact.text)
         labels, words = list(_unique(labels)), list(_unique(words))
         observed = {k: _unique(v[len(self.attributes.get(k, ())):]) for k, v in attributes.items()}
-        return Vocabulary({k: _unique(v) for k, v in attributes.items()},
+        wide = Vocabulary({k: _unique(v) for k, v in attributes.items()},
                           _unique(labels if len(labels) >= 4 else [*labels, *self.labels]), self.plurals,
                           _unique(words if len(words) >= 8 else [*words, *self.words]), observed)
+        return replace(wide, keys=key_tallies(facts, wide, settings or ProgrammaticSettings()))
 
     def values(self, attribute: str) -> tuple[str, ...]:
         """The values of `attribute` seen in the collection when there are enough of them, else every
         known one: a distractor drawn from rarer values than the key's would give the key away."""
         seen = self.observed.get(attribute, ())
         return seen if len(seen) >= 4 else self.attributes.get(attribute, ())
+
+    def support(self, family: str) -> tuple[str, ...]:
+        """The key values a balanced family asks about: the most frequent ones, as many as make the
+        most questions when each is asked only as often as the rarest of them (at least four, so
+        there are three distractors). Without tallies (a vocabulary not widened over a collection),
+        the fallback in `FALLBACK_SUPPORT`."""
+        tally = self.keys.get(family)
+        if not tally:
+            return FALLBACK_SUPPORT.get(family.split(":")[0], ())
+        ranked = sorted(tally, key=lambda v: (-tally[v], v))
+        best = max(range(4, len(ranked) + 1), key=lambda k: (k * tally[ranked[k - 1]], k), default=0)
+        return tuple(sorted(ranked[:best], key=_value_order))
+
+    def keep_chance(self, family: str, value: str) -> float:
+        """How likely a question of `family` whose key is `value` is kept: the rarest supported key's
+        tally over this key's, so across the collection every supported key is asked equally often."""
+        support = self.support(family)
+        if value not in support:
+            return 0.0
+        tally = self.keys.get(family)
+        return min(tally[v] for v in support) / tally[value] if tally else 1.0
+
+
+FALLBACK_SUPPORT = {"count": tuple(str(n) for n in range(6)), "spatial": ("above", "below", "left", "right")}
+
+
+def _value_order(value: str):
+    return (0, int(value), "") if value.isdigit() else (1, 0, value)
 
 
 def _unique(values) -> tuple[str, ...]:
@@ -177,6 +216,7 @@ class Draft:
     text: str
     options: tuple[str, str, str, str]
     meta: dict
+    dropped: str = ""  # why this question is not asked (kept as a dropped question with this reason)
 
 
 Template = Callable[[list[Thing], list[Fact], Vocabulary, ProgrammaticSettings, random.Random], list[Draft]]
@@ -204,51 +244,81 @@ def _shuffled(rng: random.Random, values) -> list:
 
 # -- Instances Counting -----------------------------------------------------------------------------
 
-def count_options(true: int, rank: int, rng: random.Random) -> list[int]:
-    """Four distinct counts, `true` first, never below zero, with `rank` of them below the truth (so
-    `rank` <= `true`); the others are drawn near it, not always next to it."""
-    below = sorted(rng.sample(range(max(0, true - rank - 2), true), rank))
-    above = sorted(rng.sample(range(true + 1, true + (3 - rank) + 3), 3 - rank))
-    return [true, *below, *above]
+def count_groups(things: list[Thing], vocabulary: Vocabulary, rng: random.Random) -> dict[tuple[str, str], int]:
+    """What can be counted in an image and how many there are: every object, each label and each colour,
+    plus one label and one colour that are absent (count 0), so that 0 is a key as well as a distractor."""
+    groups: Counter = Counter({("all", "objects"): len(things)})
+    for thing in things:
+        groups[("label", thing.label)] += 1
+        if "colour" in thing.attributes:
+            groups[("colour", thing.attributes["colour"])] += 1
+    for key, values in (("label", vocabulary.labels), ("colour", vocabulary.values("colour"))):
+        absent = [v for v in values if (key, v) not in groups]
+        if absent:
+            groups[(key, rng.choice(absent))] = 0
+    return dict(groups)
 
 
-def counting_picks(counts: list[int], n: int, rng: random.Random) -> list[tuple[int, int]]:
-    """Which counts to ask about, and the rank of each one's key among its options: `n` distinct ranks
-    drawn uniformly, each given to a count that allows it (a count of 1 has at most one smaller count),
-    chosen at random. So over a build each rank is asked about as often as counts allow, whatever the
-    question; a rank no count allows here is left out."""
-    picks: list[tuple[int, int]] = []
-    for rank in rng.sample(range(4), min(n, 4)):
-        free = [i for i, count in enumerate(counts) if count >= rank and i not in {p for p, _r in picks}]
-        if free:
-            picks.append((rng.choice(free), rank))
-    return picks
+def count_options(true: int, support: tuple[str, ...], rng: random.Random) -> list[int]:
+    """Four distinct counts, `true` first, the others drawn uniformly from the supported counts: the
+    four are then a uniform draw of the support whichever of them is the key."""
+    return [true, *rng.sample([int(v) for v in support if int(v) != true], 3)]
 
 
 def counting(things, _facts, vocabulary, settings, rng) -> list[Draft]:
-    groups: dict[tuple[str, str], list[Thing]] = {("all", "objects"): list(things)}
-    for thing in things:
-        groups.setdefault(("label", thing.label), []).append(thing)
-        if "colour" in thing.attributes:
-            groups.setdefault(("colour", thing.attributes["colour"]), []).append(thing)
-    # something absent from the image, so that 0 is a key too
-    absent = [("label", value) for value in vocabulary.labels if ("label", value) not in groups]
-    if absent:
-        groups[rng.choice(absent)] = []
-    asked = sorted(groups.items())
+    if not things:
+        return []
     drafts = []
-    for index, rank in counting_picks([len(members) for _key, members in asked], settings.per_dimension, rng):
-        (key, value), members = asked[index]
+    for (key, value), n in sorted(count_groups(things, vocabulary, rng).items()):
+        family = f"count:{key}"
         if key == "all":
             text = "How many objects are there in the image?"
         elif key == "label":
             text = f"How many {plural(value, vocabulary)} are there in the image?"
         else:
             text = f"How many {value} objects are there in the image?"
-        options = count_options(len(members), rank, rng)
-        drafts.append(Draft(text, tuple(str(n) for n in options),
-                            {"template": "count", "filter": {} if key == "all" else {key: value}}))
+        meta = {"template": "count", "filter": {} if key == "all" else {key: value}}
+        support = vocabulary.support(family)
+        if len(support) < 4:
+            continue
+        draft = Draft(text, tuple(str(v) for v in count_options(n, support, rng)), meta)
+        if str(n) not in support:
+            drafts.append(replace(draft, dropped=f"count {n} is outside the counts asked about "
+                                                 f"({', '.join(support)}): the options would give it away"))
+        else:
+            drafts.append(_balanced(draft, family, str(n), vocabulary, rng))
     return drafts
+
+
+def _balanced(draft: Draft, family: str, key: str, vocabulary: Vocabulary, rng: random.Random) -> Draft:
+    """`draft`, dropped at random as often as its key is more common in the collection than the rarest
+    supported one: keys shown more often than others would be a prior a blind model learns."""
+    if rng.random() < vocabulary.keep_chance(family, key):
+        return draft
+    return replace(draft, dropped=f"the key {key!r} is already asked about more often than other keys of "
+                                  f"this template ({family}); asking it again would make it a guessable prior")
+
+
+def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: ProgrammaticSettings) -> dict[str, dict[str, int]]:
+    """For the balanced templates, how many questions over the collection could have each key: counts
+    per family (every object, per label, per colour, one absent label and colour per image) and spatial
+    relations between pairs of objects."""
+    per_item: dict[str, list[Fact]] = defaultdict(list)
+    for fact in facts:
+        per_item[fact.item_id].append(fact)
+    tallies: dict[str, Counter] = defaultdict(Counter)
+    rng = random.Random(0)
+    for item_facts in per_item.values():
+        things = things_in(item_facts)
+        if not things:
+            continue
+        for (key, _value), n in count_groups(things, vocabulary, rng).items():
+            tallies[f"count:{key}"][str(n)] += 1
+        for a, b in itertools.permutations(things, 2):
+            where = relation(a, b, settings.spatial_gap)
+            if where is not None:
+                tallies["spatial"][where] += 1
+    return {family: dict(tally) for family, tally in sorted(tallies.items())}
 
 
 # -- Instance Location ------------------------------------------------------------------------------
@@ -306,7 +376,7 @@ def relation(a: Thing, b: Thing, gap: float) -> str | None:
     return None
 
 
-def spatial(things, _facts, _vocabulary, settings, rng) -> list[Draft]:
+def spatial(things, _facts, vocabulary, settings, rng) -> list[Draft]:
     drafts = []
     for a, b in itertools.permutations(things, 2):
         where = relation(a, b, settings.spatial_gap)
@@ -314,8 +384,9 @@ def spatial(things, _facts, _vocabulary, settings, rng) -> list[Draft]:
         if where is None or target is None or other is None:
             continue
         options = (RELATIONS[where], *(text for name, text in RELATIONS.items() if name != where))
-        drafts.append(Draft(f"Where is {phrase(target)} relative to {phrase(other)}?", options,
-                            {"template": "spatial", "target": target, "other": other}))
+        drafts.append(_balanced(Draft(f"Where is {phrase(target)} relative to {phrase(other)}?", options,
+                                      {"template": "spatial", "target": target, "other": other}),
+                                "spatial", where, vocabulary, rng))
     return drafts
 
 
@@ -420,11 +491,19 @@ def supports(dimension: Dimension) -> bool:
 
 def generate(item: Image, facts: list[Fact], dimension: Dimension, vocabulary: Vocabulary,
              settings: ProgrammaticSettings, seed: int = 0) -> list[Question]:
-    """Up to `settings.per_dimension` questions about `item`; the correct option is first."""
+    """Up to `settings.per_dimension` questions about `item`; the correct option is first. Drafts met on
+    the way that are not asked come too, with the reason in `meta["dropped"]` (the quality gate keeps
+    them as dropped questions)."""
     rng = random.Random(stable_hash(seed, item.id, dimension.id))
     drafts = TEMPLATES[dimension.key](things_in(facts), facts, vocabulary, settings, rng)
-    chosen = drafts if len(drafts) <= settings.per_dimension else rng.sample(drafts, settings.per_dimension)
+    chosen, asked = [], 0
+    for draft in rng.sample(drafts, len(drafts)):
+        if asked == settings.per_dimension:
+            break
+        chosen.append(draft)
+        asked += not draft.dropped
     provenance = Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed,
                             params=settings.model_dump(mode="json", exclude={"vocabulary"}))
     return [Question(item_id=item.id, dimension_id=dimension.id, text=d.text, options=list(d.options), answer=0,
-                     provenance=provenance, meta=d.meta | {"generator": BACKEND}) for d in chosen]
+                     provenance=provenance, meta=d.meta | {"generator": BACKEND}
+                     | ({"dropped": d.dropped} if d.dropped else {})) for d in chosen]

@@ -156,7 +156,8 @@ class GenerateStage:
         if self._vocabulary is None:
             ids = [item.id for item in self.store.get_items(kind="image")]
             facts = [f for fs in self.store.get_facts(ids, kinds=["object", "ocr"]).values() for f in fs]
-            self._vocabulary = programmatic.load_vocabulary(self.options.programmatic.vocabulary).widened(facts)
+            self._vocabulary = programmatic.load_vocabulary(self.options.programmatic.vocabulary).widened(
+                facts, self.options.programmatic)
         return self._vocabulary
 
     def labels(self) -> list[str]:

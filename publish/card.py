@@ -111,7 +111,8 @@ def lmms_eval_hub_note(task: str, repo: str, version: str, hub_task: bool) -> st
 def render_card(*, settings: PublishSettings, version: str, date: str, repo: str, tsv: str, lmms_task: str,
                 hub_task: bool, shards: dict[str, list[str]], sizes: dict[str, int], entries: Sequence[Entry],
                 tables: dict[str, pd.DataFrame], extractors: Sequence[str], blind: dict, checks: pd.DataFrame,
-                signal: pd.DataFrame, changes: Changes) -> str:
+                signal: pd.DataFrame, changes: Changes, blind_accuracy: pd.DataFrame) -> str:
+    """The card's markdown. `blind_accuracy` is `filters.blind.accuracy_table` over the store's verdicts."""
     counts = {config: sum(e.config == config for e in entries) for config in shards} | {ALL: len(entries)}
     generators = sorted({f"{e.generator} ({e.model})" if e.model else e.generator for e in entries})
     meta = yaml.dump(metadata(settings, shards, counts, sizes), Dumper=_PlainDumper, sort_keys=False,
@@ -124,6 +125,7 @@ def render_card(*, settings: PublishSettings, version: str, date: str, repo: str
         lmms_task=lmms_task, lmms_hub=lmms_eval_hub_note(lmms_task, repo, version, hub_task),
         dimension_table=markdown_table(tables["dimension_counts"]), extractors=_listing(extractors),
         generators=_listing(generators), filter_summary=filter_summary(blind), checks_table=markdown_table(checks),
+        blind_table=markdown_table(blind_accuracy),
         review_summary=review_summary(entries), signal_table=markdown_table(signal),
         funnel_table=markdown_table(tables["funnel"]), answer_table=markdown_table(tables["answer_balance"]),
         changes=changes_text(changes),

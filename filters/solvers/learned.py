@@ -23,6 +23,7 @@ import numpy as np
 from filters.solvers import LearnedConfig, Prediction, Query, choose
 
 _WORD = re.compile(r"[a-z0-9]+")
+CHUNK = 10_000  # questions hashed at a time while fitting
 
 
 @dataclass(frozen=True)
@@ -103,13 +104,18 @@ class PoolModel:
         order = np.random.default_rng(0).permutation(len(groups))
         self.fold_of_group = {groups[i]: rank % self.config.folds for rank, i in enumerate(order)}
         self.group_of = {(q.text, tuple(sorted(q.options))): q.group for q in pool}
-        rows, labels, folds = [], [], []
-        for q in pool:
-            for i, row in enumerate(option_features(q.text, q.options)):
-                rows.append(row)
-                labels.append(int(i == q.answer))
-                folds.append(self.fold_of_group[q.group])
-        features, labels, folds = self._vectorise(rows), np.array(labels), np.array(folds)
+        from scipy.sparse import vstack
+
+        labels, folds, blocks = [], [], []
+        for start in range(0, len(pool), CHUNK):  # hashed a chunk at a time: 100,000 questions' dicts never coexist
+            rows = []
+            for q in pool[start:start + CHUNK]:
+                for i, row in enumerate(option_features(q.text, q.options)):
+                    rows.append(row)
+                    labels.append(int(i == q.answer))
+                    folds.append(self.fold_of_group[q.group])
+            blocks.append(self._vectorise(rows))
+        features, labels, folds = vstack(blocks).tocsr(), np.array(labels, dtype=np.int8), np.array(folds)
         for fold in range(self.config.folds):
             train = folds != fold
             if labels[train].min() == labels[train].max():
@@ -121,11 +127,26 @@ class PoolModel:
     def scores(self, text: str, options: Sequence[str], group: str | None = None) -> list[float]:
         """The key probability of each option from the model that did not train on this question's image;
         equal scores when there is no such model (an unknown question, or too small a pool)."""
-        group = group or self.group_of.get((text, tuple(sorted(options))))
-        model = self.models.get(self.fold_of_group.get(group, -1)) if group is not None else None
-        if model is None:
-            return [0.0] * len(options)
-        return [float(p) for p in model.predict_proba(self._vectorise(option_features(text, options)))[:, 1]]
+        return self.scores_many([(text, tuple(options), group)])[0]
+
+    def scores_many(self, questions: Sequence[tuple[str, tuple[str, ...], str | None]]) -> list[list[float]]:
+        """`scores` for many questions at once: one hashing pass and one prediction per fold model."""
+        out: list[list[float]] = [[0.0] * len(options) for _text, options, _group in questions]
+        by_fold: dict[int, list[int]] = {}
+        for index, (text, options, group) in enumerate(questions):
+            group = group or self.group_of.get((text, tuple(sorted(options))))
+            fold = self.fold_of_group.get(group, -1) if group is not None else -1
+            if fold in self.models:
+                by_fold.setdefault(fold, []).append(index)
+        for fold, indices in by_fold.items():
+            rows = [row for i in indices for row in option_features(questions[i][0], questions[i][1])]
+            probabilities = self.models[fold].predict_proba(self._vectorise(rows))[:, 1]
+            at = 0
+            for i in indices:
+                n = len(questions[i][1])
+                out[i] = [float(p) for p in probabilities[at:at + n]]
+                at += n
+        return out
 
 
 class LearnedSolver:
@@ -140,11 +161,8 @@ class LearnedSolver:
         self.model.fit(pool)
 
     def answer(self, queries: Sequence[Query]) -> list[Prediction | None]:
-        out: list[Prediction | None] = []
-        for query in queries:
-            scores = self.model.scores(query.text, query.options)
-            out.append(Prediction(choose(scores, self.config.tie_margin), tuple(scores)))
-        return out
+        scored = self.model.scores_many([(q.text, q.options, None) for q in queries])
+        return [Prediction(choose(scores, self.config.tie_margin), tuple(scores)) for scores in scored]
 
     def release(self) -> None:
         pass

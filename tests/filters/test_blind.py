@@ -149,6 +149,11 @@ def test_report_compares_accuracy_before_and_after_with_chance(store):
     assert rows[(3, "two")]["accuracy_after"] == 0.0
     assert rows[(3, "one")]["n_after"] == 1
     assert result.as_dict()["accuracy_after"]["one"] == pytest.approx(0.25)
+    # over every dimension: 4 questions before, of which solver one was right on 1 + 1 + 0.25 + its share on 9
+    overall = {r["solver"]: r for r in result.solver_rows() if r["dimension_id"] is None}
+    assert overall["one"]["n_before"] == 4 and overall["one"]["chance"] == 0.25
+    low, high = overall["one"]["ci95_before"]
+    assert low < overall["one"]["accuracy_before"] < high
 
 
 def test_solver_names_must_be_unique():
@@ -160,8 +165,8 @@ def test_solver_names_must_be_unique():
 
 
 @pytest.mark.parametrize(("profile", "kinds"), [("local", {"longest", "overlap", "odd_one_out", "embedding",
-                                                            "centroid", "learned"}),
-                                                ("gpu", {"likelihood", "learned"})])
+                                                            "centroid", "learned", "real_word"}),
+                                                ("gpu", {"likelihood", "learned", "real_word"})])
 def test_each_profile_ships_a_working_solver_list(profile, kinds):
     from benchsmith.settings import load_settings
 

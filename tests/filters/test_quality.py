@@ -97,3 +97,45 @@ def test_questions_that_speak_of_the_generators_sources_are_dropped():
     kept, _ = gate([q("What does the sign above the door say?", ["OPEN", "CLOSED", "EXIT", "STOP"])], {},
                    QualitySettings())
     assert len(kept) == 1
+
+
+def test_distractors_made_from_the_key_are_dropped_with_the_reason():
+    _kept, dropped = gate([
+        q("What does the text in the image say?", ["COFBEE", "COFFEF", "COFFEE", "COFFE"], answer=2),
+        q("Which of these can be seen in the image?", ["blue star", "white circle", "blue circle", "blue hexagon"],
+          answer=2),
+        q("What is happening in the image?", ["a man riding a brown horse on the beach",
+                                              "a man riding a bicycle on the beach",
+                                              "a woman riding a brown horse in a field",
+                                              "a child walking a dog on the beach"])], {}, QualitySettings())
+    rules = reasons(dropped)
+    assert [rule for rule, _ in rules] == ["distractors_from_key"] * 3
+    assert "small edit of the answer 'COFFEE'" in rules[0][1] and "small edit of the answer 'blue circle'" in rules[1][1]
+    assert "most like the other three" in rules[2][1]
+
+
+def test_distractors_of_the_same_kind_that_are_not_edits_of_the_key_pass():
+    fair = [q("How many dogs are there in the image?", ["3", "4", "0", "5"]),
+            q("Which of these can be seen in the image?", ["red star", "blue star", "red circle", "blue circle"]),
+            q("Where is the red star relative to the blue circle?", ["to its left", "to its right", "above it",
+                                                                    "below it"]),
+            q("What does the sign say?", ["BAKERY", "HOTEL", "PHARMACY", "GARAGE"]),
+            q("What does the text in the image say?", ["COFFEE", "COFFER", "TOFFEE", "MARKET"])]
+    kept, dropped = gate(fair, {}, QualitySettings())
+    assert reasons(dropped) == [] and len(kept) == 5
+
+
+def test_the_centroid_margin_is_a_setting():
+    question = q("What is happening in the image?", ["a man riding a brown horse on the beach",
+                                                     "a man riding a bicycle on the beach",
+                                                     "a woman riding a brown horse in a field",
+                                                     "a child walking a dog on the beach"])
+    kept, _dropped = gate([question], {}, QualitySettings(centroid_margin=0.5))
+    assert kept == [question]
+
+
+def test_a_question_its_generator_chose_not_to_ask_is_kept_as_dropped_with_its_reason():
+    skipped = q("How many dogs are there in the image?", ["1", "0", "2", "3"]).model_copy(
+        update={"meta": {"dropped": "the key '1' is already asked about more often than other keys"}})
+    kept, dropped = gate([skipped], {}, QualitySettings())
+    assert kept == [] and reasons(dropped) == [("unbalanced_key", skipped.meta["dropped"])]

@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from dataclasses import replace
 
 import pytest
-from scipy.stats import chisquare
+from scipy.stats import chi2, chisquare
 
 from benchsmith.dimensions import registry
 from benchsmith.records import Fact, Image, Provenance, normalise_text
 from ingest.scenes import region_of
 from filters.quality import QualitySettings, balance_answers, gate
-from generators.programmatic import (ProgrammaticSettings, Thing, count_options, generate, load_vocabulary,
-                                     referent, relation)
+from generators.programmatic import (RELATIONS, ProgrammaticSettings, Thing, count_options, generate,
+                                     load_vocabulary, referent, relation)
 
 SUPPLIED = Provenance(backend="supplied")
 DIMENSIONS = ["instances_counting", "instance_location", "spatial_relation", "instance_attributes",
@@ -95,7 +96,7 @@ def truly_correct(question, row) -> list[bool]:
 def oracle_questions(oracle_dir):
     settings = ProgrammaticSettings()
     items = oracle_items(oracle_dir)
-    vocabulary = load_vocabulary().widened([f for _i, facts, _r in items for f in facts])
+    vocabulary = load_vocabulary().widened([f for _i, facts, _r in items for f in facts], settings)
     rows = {image.id: row for image, _f, row in items}
     questions = []
     for image, facts, _row in items:
@@ -120,7 +121,7 @@ def test_keyed_answers_agree_with_the_truth_and_distractors_are_false(oracle_que
         agree += truth[question.answer] and sum(truth) == 1
     share = agree / len(kept)
     print(f"\nagreement {share:.1%} over {len(kept)} questions")
-    assert share >= 0.98
+    assert share == 1.0
 
 
 def test_answer_letters_are_uniform_and_the_longest_option_is_rarely_right(oracle_questions):
@@ -146,15 +147,61 @@ def test_generation_is_reproducible(oracle_dir):
         assert first == generate(image, facts, dimension, vocabulary, ProgrammaticSettings(), seed=5)
 
 
-def test_count_distractors_are_near_never_the_truth_and_the_key_at_the_asked_rank():
+def test_count_distractors_are_drawn_uniformly_from_the_support_and_never_the_truth():
     rng = random.Random(0)
-    for true in range(0, 12):
-        for rank in range(min(3, true) + 1):
-            for _ in range(20):
-                options = count_options(true, rank, rng)
-                assert options[0] == true and true not in options[1:]
-                assert len(set(options)) == 4 and min(options) >= 0 and max(options) - min(options) <= 8
-                assert sorted(options).index(true) == rank
+    support = ("0", "1", "2", "3", "4")
+    seen = Counter()
+    for true in range(5):
+        for _ in range(200):
+            options = count_options(true, support, rng)
+            assert options[0] == true and true not in options[1:] and len(set(options)) == 4
+            seen.update(options[1:])
+    assert set(seen) == set(range(5)) and chisquare(list(seen.values())).pvalue > 0.01  # 0 is a distractor too
+
+
+def test_the_support_is_the_most_frequent_keys_and_common_keys_are_kept_less_often():
+    vocabulary = replace(load_vocabulary(), keys={"count:label": {"0": 40, "1": 100, "2": 50, "3": 30, "4": 5}})
+    assert vocabulary.support("count:label") == ("0", "1", "2", "3")  # 4 x 30 beats 5 x 5
+    assert vocabulary.keep_chance("count:label", "1") == 0.3 and vocabulary.keep_chance("count:label", "3") == 1.0
+    assert vocabulary.keep_chance("count:label", "4") == 0.0
+    assert load_vocabulary().support("count:label") == ("0", "1", "2", "3", "4", "5")  # not widened: the fallback
+
+
+def test_a_count_outside_the_support_is_dropped_with_its_reason():
+    vocabulary = replace(load_vocabulary(), keys={"count:all": {"1": 9, "2": 9, "3": 9, "4": 9},
+                                                  "count:label": {"0": 9, "1": 9, "2": 9, "3": 9},
+                                                  "count:colour": {"0": 9, "1": 9, "2": 9, "3": 9}})
+    image = Image(id="img", path="img.png", width=640, height=480)
+    facts = [Fact(item_id="img", kind="object", text="star", box=(0.1 * i, 0.1, 0.1 * i + 0.05, 0.2),
+                  attributes={"colour": "red"}, provenance=SUPPLIED) for i in range(6)]
+    questions = generate(image, facts, registry().get("instances_counting"), vocabulary,
+                         ProgrammaticSettings(per_dimension=10), seed=0)
+    by_filter = {json.dumps(q.meta["filter"]): q for q in questions}
+    for name in ('{}', '{"label": "star"}', '{"colour": "red"}'):  # six of each: no support holds 6
+        assert "count 6 is outside the counts asked about" in by_filter[name].meta["dropped"]
+    assert all("dropped" not in q.meta and q.options[0] == "0" for f, q in by_filter.items() if "6" not in q.options[:1]
+               and f not in ('{}', '{"label": "star"}', '{"colour": "red"}'))
+
+
+def test_every_count_is_the_key_about_a_quarter_of_the_times_it_is_shown(oracle_questions):
+    kept, _dropped, _rows = oracle_questions
+    shown, keyed = Counter(), Counter()
+    for question in (q for q in kept if q.meta["template"] == "count"):
+        family = next(iter(question.meta["filter"]), "all")
+        shown.update((family, o) for o in question.options)
+        keyed[(family, question.options[question.answer])] += 1
+    assert keyed[("label", "0")] and shown[("label", "0")] > keyed[("label", "0")]  # 0 is a key and a distractor
+    frequent = [k for k in shown if shown[k] >= 20]
+    assert len(frequent) >= 8
+    # each value's key count against a binomial with p = 1/4 over its showings, pooled into one test
+    statistic = sum((keyed[v] - shown[v] / 4) ** 2 / (shown[v] * 3 / 16) for v in frequent)
+    assert chi2.sf(statistic, len(frequent)) > 0.01, {v: (keyed[v], shown[v]) for v in frequent}
+
+
+def test_left_right_and_above_below_are_asked_about_equally_often(oracle_questions):
+    kept, _dropped, _rows = oracle_questions
+    keys = Counter(q.options[q.answer] for q in kept if q.meta["template"] == "spatial")
+    assert sum(keys.values()) >= 30 and chisquare([keys[r] for r in RELATIONS.values()]).pvalue > 0.05, keys
 
 
 def test_a_referent_uses_the_fewest_attributes_that_make_it_unique():

@@ -143,7 +143,7 @@ def test_llm_generation_records_failed_drafts_costs_and_never_calls_twice(tmp_pa
         question = store.get_questions(status="candidate")[0]
         assert question.provenance.model == "gpt-4o-mini"
         assert question.provenance.temperature == 0.7 and question.provenance.seed == 0
-        assert question.provenance.prompt_version.startswith("shared-v1+")
+        assert question.provenance.prompt_version.startswith("shared-v2+")
         assert question.provenance.tokens_in == 600 and question.provenance.cost_usd > 0
 
         # the rerun only retries the three HTTP failures; everything else is done or cached

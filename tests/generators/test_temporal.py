@@ -163,4 +163,4 @@ def test_llm_written_distractors_are_used_when_they_are_safe(tmp_path, store, cl
         else:
             assert q.meta["distractors"] == "llm"
             assert sorted(q.options) == sorted([correct, f"{correct} twice", "it wobbles", "it spins"])
-            assert q.provenance.model == "gpt-4o-mini" and q.provenance.prompt_version == "temporal-distractors-v1"
+            assert q.provenance.model == "gpt-4o-mini" and q.provenance.prompt_version == "temporal-distractors-v2"

@@ -298,3 +298,25 @@ def test_loading_a_release_warns_about_nothing(reviewed, tmp_path):
     card = yaml.safe_load((folder / "README.md").read_text().split("---")[1])
     sizes = {info["config_name"]: info["splits"][0] for info in card["dataset_info"]}
     assert sizes["all"]["num_examples"] == len(rows) and sizes["all"]["num_bytes"] > 0
+
+
+def test_the_card_shows_blind_accuracy_per_solver_and_dimension_with_intervals(reviewed):
+    from filters.blind import BlindSettings, judge_questions, solvers_from
+
+    questions = reviewed.store.get_questions(status="accepted")
+    config = BlindSettings(rule="mmstar", max_right=0, solvers=[{"kind": "longest", "name": "longest"}])
+    verdicts = judge_questions(questions, solvers_from(config), config)
+    reviewed.store.add_verdicts(verdicts)
+    card = (publish(reviewed.store, reviewed.settings, "v1").folder / "README.md").read_text()
+    assert "| dimension | solver | chance | questions before | accuracy before (95% CI) |" in card
+    for dimension in {v.details["dimension_id"] for v in verdicts}:
+        mine = [v for v in verdicts if v.details["dimension_id"] == dimension]
+        kept = [v for v in mine if v.passed]
+
+        def cell(vs) -> str:  # the share of option orders answered right, and its Wilson 95% interval
+            n, p, z = len(vs), sum(v.details["solvers"]["longest"]["right"] for v in vs) / len(vs), 1.96
+            centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5 / (1 + z * z / n)
+            return f"{p:.1%} ({max(0, centre - half):.1%}–{min(1, centre + half):.1%})"
+        after = cell(kept) if kept else ""
+        row = f"| {registry().get(dimension).name} | longest | 25% | {len(mine)} | {cell(mine)} | {len(kept)} | {after} |"
+        assert row in card, row
