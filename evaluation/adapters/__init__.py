@@ -5,6 +5,8 @@
   the log-likelihood of each option's text after the image and the question;
 - `openai` (black-box, ReForm-Eval / MMBench's way): a chat model with image input answers in words,
   and the answer is matched to an option;
+- `generate` (black-box too): a transformers vision-language model answers with greedy `generate`,
+  loaded and prompted as `likelihood` loads it, and the reply is matched to an option the same way;
 - `blind`: a text-only solver from the blind filter, for the baselines beside the models.
 
 An adapter yields each pass's answer as it becomes ready, in any order. A model that cannot be loaded
@@ -44,19 +46,31 @@ class AdapterConfig(BaseModel):
         return self.model_dump(exclude={"batch_size", "share_prompt", "device", "llm", "concurrency"})
 
 
-class VlmLikelihoodConfig(AdapterConfig):
-    """A transformers image-text-to-text model (LLaVA, Qwen2-VL, Idefics style) ranking the options."""
+class TransformersVlmConfig(AdapterConfig):
+    """A transformers image-text-to-text model (LLaVA, Qwen2-VL, Idefics style), loaded locally."""
 
-    kind: Literal["likelihood"]
     model: str                                   # Hugging Face id or local folder
-    normalise: Literal["sum", "mean"] = "sum"    # SEED-Bench summed the option's token log-likelihoods
-    batch_size: int = Field(8, ge=1)             # questions per forward pass (times the options)
-    share_prompt: bool = True                    # run the image+prompt once per question; false: one pass per option
+    batch_size: int = Field(8, ge=1)             # questions per forward pass (likelihood: times the options)
     max_frames: int = Field(8, ge=1)             # frames of a video question given to the model
     video: bool = True                           # false: the model takes one image; video passes are skipped
     device: str = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     trust_remote_code: bool = False
+
+
+class VlmLikelihoodConfig(TransformersVlmConfig):
+    """The model ranks the options by their log-likelihood (white-box)."""
+
+    kind: Literal["likelihood"]
+    normalise: Literal["sum", "mean"] = "sum"    # SEED-Bench summed the option's token log-likelihoods
+    share_prompt: bool = True                    # run the image+prompt once per question; false: one pass per option
+
+
+class VlmGenerateConfig(TransformersVlmConfig):
+    """The model answers in words with greedy decoding, and the reply is matched to an option (black-box)."""
+
+    kind: Literal["generate"]
+    max_new_tokens: int = Field(16, ge=1)        # enough for "Answer: B" or a short option text
 
 
 class VlmChatConfig(AdapterConfig):
@@ -79,7 +93,7 @@ class BlindBaselineConfig(AdapterConfig):
     solver: dict[str, Any]
 
 
-AnyAdapterConfig = Annotated[Union[VlmLikelihoodConfig, VlmChatConfig, BlindBaselineConfig],
+AnyAdapterConfig = Annotated[Union[VlmLikelihoodConfig, VlmGenerateConfig, VlmChatConfig, BlindBaselineConfig],
                              Field(discriminator="kind")]
 
 
@@ -88,6 +102,9 @@ def build_adapter(name: str, config: AnyAdapterConfig, *, templates, settings, s
     if isinstance(config, VlmLikelihoodConfig):
         from evaluation.adapters.likelihood import LikelihoodAdapter
         return LikelihoodAdapter(name, config, templates)
+    if isinstance(config, VlmGenerateConfig):
+        from evaluation.adapters.generate import GenerateAdapter
+        return GenerateAdapter(name, config, templates)
     if isinstance(config, VlmChatConfig):
         from evaluation.adapters.chat import ChatAdapter
         return ChatAdapter(name, config, templates, settings=settings, store=store)

@@ -63,3 +63,28 @@ def save_tiny_idefics3(folder: Path, *, seed: int = 0) -> Path:
     Idefics3Processor(image_processor=image_processor, tokenizer=tokenizer, image_seq_len=4,
                       chat_template=chat_template).save_pretrained(folder)
     return folder
+
+
+def force_reply(folder: Path, token: str) -> Path:
+    """Rewire a saved tiny VLM so that greedy decoding gives `token` (one token of its tokenizer) at
+    every step, whatever the images and the prompt: one residual dimension is held at 1 (every token
+    embedding sets it, no attention or MLP writes to it), the final norm keeps only that dimension, and
+    the output head reads it into `token`'s logit alone."""
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    model = AutoModelForImageTextToText.from_pretrained(folder)
+    [token_id] = AutoProcessor.from_pretrained(folder).tokenizer(token, add_special_tokens=False)["input_ids"]
+    decoder, head = model.get_decoder(), model.get_output_embeddings()
+    assert head.weight.data_ptr() != decoder.embed_tokens.weight.data_ptr(), "tied embeddings cannot be rewired"
+    with torch.no_grad():
+        decoder.embed_tokens.weight[:, 0] = 1.0
+        for layer in decoder.layers:
+            layer.self_attn.o_proj.weight[0, :] = 0.0
+            layer.mlp.down_proj.weight[0, :] = 0.0
+        decoder.norm.weight.zero_()
+        decoder.norm.weight[0] = 1.0
+        head.weight.zero_()
+        head.weight[token_id, 0] = 1.0
+    model.save_pretrained(folder)
+    return folder
