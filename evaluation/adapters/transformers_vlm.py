@@ -35,7 +35,7 @@ class TransformersVlm:
             self.processor = AutoProcessor.from_pretrained(self.config.model, trust_remote_code=remote)
             self.model = AutoModelForImageTextToText.from_pretrained(self.config.model, dtype=dtype,
                                                                      trust_remote_code=remote)
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, ImportError) as exc:  # ImportError: a part needs a missing library
             raise EvalError(f"cannot load evaluation model {self.config.model!r}: "
                             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
         if getattr(self.processor, "image_processor", None) is None:
