@@ -22,7 +22,7 @@ from benchsmith.records import LETTERS
 from evaluation.adapters import EvalError, VlmChatConfig
 from evaluation.judge import judge_requests, read_vote
 from evaluation.matching import match_choice
-from evaluation.records import ModelAnswer, Pass, spread
+from evaluation.records import ModelAnswer, Pass
 from evaluation.templates import Templates
 
 _REFUSED = re.compile(r"^HTTP (4(?!08|09|29)\d\d)\b")
@@ -51,7 +51,7 @@ class ChatAdapter:
     def request(self, p: Pass) -> LlmRequest:
         prompt = self.templates.choice[p.template].format(question=p.question.text, options=p.options_block())
         images = [{"type": "image_url", "image_url": {"url": data_url(frame), "detail": self.config.image_detail}}
-                  for frame in spread(p.question.frames, self.config.max_frames)]
+                  for frame in p.question.encoded(self.config.max_frames)]
         return LlmRequest(purpose="evaluate", model=self.config.model, temperature=0.0,
                           max_tokens=self.config.max_tokens, tag=p.subject,
                           messages=[{"role": "user", "content": [*images, {"type": "text", "text": prompt}]}])

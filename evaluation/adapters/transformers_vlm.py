@@ -69,7 +69,7 @@ class TransformersVlm:
 
     def cannot_take(self, p: Pass) -> str:
         """Why the model cannot answer this pass; "" when it can."""
-        frames = len(p.question.frames)
+        frames = p.question.n_frames
         if not frames:
             return "the question has no image"
         if frames > 1 and not self.config.video:
@@ -100,7 +100,7 @@ class TransformersVlm:
         """Up to `batch_size` passes with the same number of options, similar ones together so that
         a batch pads little."""
         def size(p: Pass) -> tuple[int, int, int]:
-            images = min(len(p.question.frames), self.config.max_frames)
+            images = min(p.question.n_frames, self.config.max_frames)
             return len(p.options), images, len(p.question.text) + sum(map(len, p.options))
 
         for _, group in groupby(sorted(passes, key=size), key=lambda p: len(p.options)):
