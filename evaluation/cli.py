@@ -55,8 +55,9 @@ def register(app: typer.Typer, context) -> None:
         Each answer is stored as it arrives (the raw output too), so an interrupted run goes on where it
         stopped, and a rerun of a finished one loads no model and sends no request. Models are configured
         by name under `evaluate.models`: `likelihood` (a transformers VLM ranks the options),
-        `openai` (a chat endpoint answers and the reply is matched to an option) or `blind` (a text-only
-        baseline from the blind filter).
+        `generate` (the same kind of model answers in words), `openai` (a chat endpoint answers) - the
+        replies of these two are matched to an option - or `blind` (a text-only baseline from the blind
+        filter).
         """
         from benchsmith import runner
         from benchsmith.console import console, progress_bar
