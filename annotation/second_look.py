@@ -226,6 +226,16 @@ def _change_text(question: Question, answer: int, dimension: int, new_answer: in
     return " and ".join(parts) + " at a second look"
 
 
+def outcomes_on(store: Store, source: str, question_ids: Sequence[str]) -> dict[str, str]:
+    """question id -> what a second look decided (confirmed, changed, withdrawn) about the content the
+    models saw in `source`, for the questions it decided."""
+    version = evaluated_version(source)
+    hashes = store.release_hashes(version) if version else {}
+    decided = decisions(store)
+    return {qid: decided[qid].details.get("outcome") for qid in question_ids
+            if qid in decided and qid in hashes and decided[qid].details.get("content_hash") == hashes[qid]}
+
+
 def withdrawn(store: Store) -> dict[str, Verdict]:
     """question id -> the verdict of a second look that withdrew the question."""
     return {qid: v for qid, v in decisions(store).items() if v.details.get("outcome") == "withdrawn"}

@@ -114,6 +114,11 @@ def test_flagged_questions_come_back_and_the_next_version_changes_withdraws_or_k
         assert {qid: v.details["outcome"] for qid, v in verdicts.items()} == {
             ids[0]: "changed", ids[1]: "withdrawn", ids[2]: "confirmed"}
         assert [e["reason"] for e in store.question_events(ids[0])][-1] == "answer A -> B at a second look"
+    items = benchsmith(env, "eval", "items")      # the flags stay, each with what the second look made of it
+    assert items.returncode == 0 and "(confirmed at a second look)" in items.stdout, items.stdout + items.stderr
+    flagged = json.loads((settings.workspace / "evaluations" / "release_v1" / "flagged.json").read_text())["flagged"]
+    assert {qid: entry["second_look"] for qid, entry in flagged.items()} == {
+        ids[0]: "changed", ids[1]: "withdrawn", ids[2]: "confirmed"}
     status = benchsmith(env, "review", "status")
     assert re.search(r"second looks changed\s*│\s*1", status.stdout), status.stdout
 
