@@ -71,6 +71,8 @@ class VlmGenerateConfig(TransformersVlmConfig):
 
     kind: Literal["generate"]
     max_new_tokens: int = Field(16, ge=1)        # enough for "Answer: B" or a short option text
+    matcher_model: str = ""                      # an LLM that maps unmatched replies to an option; "" for none
+    llm: dict[str, Any] = Field(default_factory=dict)   # the matcher's benchsmith.llm.LlmOptions
 
 
 class VlmChatConfig(AdapterConfig):
@@ -104,7 +106,7 @@ def build_adapter(name: str, config: AnyAdapterConfig, *, templates, settings, s
         return LikelihoodAdapter(name, config, templates)
     if isinstance(config, VlmGenerateConfig):
         from evaluation.adapters.generate import GenerateAdapter
-        return GenerateAdapter(name, config, templates)
+        return GenerateAdapter(name, config, templates, settings=settings, store=store)
     if isinstance(config, VlmChatConfig):
         from evaluation.adapters.chat import ChatAdapter
         return ChatAdapter(name, config, templates, settings=settings, store=store)

@@ -1,7 +1,9 @@
 """Black-box evaluation with a local transformers vision-language model: the model answers each pass
 in words with greedy `generate` (at most `max_new_tokens` new tokens), prompted with the same choice
 templates as a chat endpoint, and the reply is matched to an option by `evaluation.matching`. A reply
-that matches nothing is stored as it came (a format miss, counted in the board's format-hit rate).
+that matches nothing goes to the LLM matcher when `matcher_model` is set (llm_matcher.py, as for the
+`openai` kind); otherwise, or when the matcher says none, it is stored as it came (a format miss,
+counted in the board's format-hit rate).
 
 Loading, prompting, images and batching are transformers_vlm.py's, as for the likelihood adapter.
 Passes of a batch are left-padded so that every reply starts right after its own prompt.
@@ -11,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from benchsmith.llm import LlmClient, LlmOptions
 from evaluation.adapters import VlmGenerateConfig
+from evaluation.adapters.llm_matcher import LlmMatcher
 from evaluation.adapters.transformers_vlm import TransformersVlm
 from evaluation.matching import match_choice
 from evaluation.records import ModelAnswer, Pass
@@ -21,17 +25,26 @@ from evaluation.templates import Templates
 class GenerateAdapter(TransformersVlm):
     config: VlmGenerateConfig
 
-    def __init__(self, name: str, config: VlmGenerateConfig, templates: Templates) -> None:
+    def __init__(self, name: str, config: VlmGenerateConfig, templates: Templates, *, settings=None,
+                 store=None) -> None:
         super().__init__(name, config, templates.choice)
+        self.matcher = (LlmMatcher(LlmClient(settings, LlmOptions.model_validate(config.llm), store=store),
+                                   config.matcher_model, templates.matcher) if config.matcher_model else None)
 
     def predict(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
         skipped: list[tuple[Pass, str]] = []
         ready = self.ready(passes, skipped)
         yield from ((p, ModelAnswer(skipped=reason)) for p, reason in skipped)
+        unmatched: list[tuple[Pass, str]] = []
         for batch in self.batches(ready):
             for p, reply in zip(batch, self.replies(batch)):
                 choice, form = match_choice(reply, p.options)
-                yield p, ModelAnswer(choice=choice, raw=reply, matched_by=form)
+                if choice is None and self.matcher is not None:
+                    unmatched.append((p, reply))
+                else:
+                    yield p, ModelAnswer(choice=choice, raw=reply, matched_by=form)
+        if unmatched:
+            yield from self.matcher.match(unmatched)
 
     def replies(self, batch: Sequence[Pass]) -> list[str]:
         """Each pass's greedy reply, decoded without special tokens."""

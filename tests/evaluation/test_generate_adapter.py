@@ -13,7 +13,9 @@ from evaluation.stage import evaluate, prepare
 from evaluation.templates import load_templates
 from tests.evaluation.conftest import with_evaluate
 from tests.evaluation.test_likelihood_adapter import QUESTIONS, VIDEO
+from evaluation.sources import from_folder
 from tests.evaluation.tiny_vlms import force_reply, save_tiny_idefics3, save_tiny_llava
+from tests.support.openai_server import ScriptedOpenAI, chat_completion
 
 MAKERS = {"llava": save_tiny_llava, "idefics3": save_tiny_idefics3}
 
@@ -63,7 +65,6 @@ def test_batches_give_the_replies_of_one_pass_at_a_time(random_llava):
 
 def test_a_release_scored_through_the_stage_records_matches_misses_and_skips(published, tmp_path, says_z, llava_b):
     from evaluation.board import collect, leaderboard
-    from evaluation.sources import from_folder
 
     questions = from_folder(published.folder)
     settings = with_evaluate(published.settings, tmp_path, {"models": {
@@ -82,6 +83,28 @@ def test_a_release_scored_through_the_stage_records_matches_misses_and_skips(pub
     stored = published.store.predictions([r["id"] for r in published.store.eval_runs("release:v1")])
     assert {r["raw"] for r in stored if r["status"] == "unmatched"} == {"zz"}
     assert sum(r["status"] == "skipped" for r in stored) == len(questions) - len(images)
+
+
+def test_replies_that_match_nothing_go_to_the_llm_matcher_when_one_is_set(published, tmp_path, says_z):
+    matched = []
+
+    def matcher(request: dict):
+        matched.append(request["messages"][0]["content"])
+        return chat_completion("C")
+
+    questions = [q for q in from_folder(published.folder) if q.data_type == "image"][:3]
+    with ScriptedOpenAI(matcher) as server:
+        settings = with_evaluate(published.settings, tmp_path, {"models": {"says-z": {
+            "kind": "generate", "model": says_z, "device": "cpu", "max_new_tokens": 2,
+            "matcher_model": "matcher"}}}, openai_base_url=server.base_url)
+        stage = prepare(published.store, settings, Source("release:v1", questions), "says-z")
+        evaluate(published.store, settings, stage)
+        rows = published.store.predictions([stage.run.id])
+        assert [(r["choice"], r["matched_by"], r["raw"]) for r in rows] == [(2, "llm", "zz")] * 3
+        assert len(matched) == 3 and "<<<REPLY\nzz\nREPLY>>>" in matched[0]
+        evaluate(published.store, settings, prepare(published.store, settings, Source("release:v1", questions),
+                                                   "says-z"))
+        assert server.calls == 3                    # a rerun loads nothing and asks the matcher nothing
 
 
 @pytest.fixture(scope="module")
