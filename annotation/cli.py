@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Optional
 
 import typer
 
@@ -22,26 +23,54 @@ def register(app: typer.Typer, context) -> None:
     app.add_typer(server_app, name="labelstudio")
 
     @review_app.command("push")
-    def review_push(ctx: typer.Context) -> None:
+    def review_push(
+        ctx: typer.Context,
+        flagged: Annotated[bool, typer.Option("--flagged", help=(
+            "Instead of new candidates, send the published questions that `benchsmith eval items` flagged "
+            "back for a second look (to review.second_look_project)."))] = False,
+        items: Annotated[Optional[Path], typer.Option(help=(
+            "With --flagged: the flagged.json to read (default: the one `benchsmith eval items` wrote for the "
+            "latest release)."))] = None,
+    ) -> None:
         """Send questions that passed the blind filter to Label Studio, in bulk batches.
 
         Creates the project named by `review.project` (or reuses it), with the labeling config, the overlap
         (`review.overlap` annotators per question) and access to the media folder. Each question is sent
         once: rerunning, even after a crash or a server restart half-way, sends only what is missing.
         Server: LABEL_STUDIO_URL (or services.label_studio_url); token: LABEL_STUDIO_API_KEY.
+
+        With --flagged, published questions the models put in doubt (every model chose the same wrong
+        option, no model beat chance, a blind baseline got it right) go to their own project; each task
+        shows the flags, the published answer and every model's choice. `benchsmith review pull` then
+        confirms, changes or withdraws each one for the next `publish`; a confirmed question is not sent
+        again while it stays the same.
         """
         from annotation.client import connect
-        from annotation.push import push, questions_to_push
+        from annotation.push import FIRST, push, questions_to_push
         from annotation.settings import ReviewSettings
         from benchsmith.dimensions import registry
 
         c = context(ctx)
+        if items is not None and not flagged:
+            raise typer.BadParameter("--items goes with --flagged", param_hint="--items")
         server = connect(c.settings)
         with c.store() as store:
-            questions = questions_to_push(store, c.settings.section("review", ReviewSettings))
-            with progress_bar("pushing to Label Studio", len(questions)) as advance:
-                report = push(store, server, c.settings, registry(), questions, progress=advance)
+            if flagged:
+                from annotation.second_look import plan, read_flagged
+
+                source, doubts = read_flagged(items or default_flagged(c.settings, store))
+                second = plan(store, source, doubts)
+                questions, round_ = second.questions, second.as_round()
+            else:
+                questions = questions_to_push(store, c.settings.section("review", ReviewSettings))
+                round_ = FIRST
+            label = "second looks to Label Studio" if flagged else "pushing to Label Studio"
+            with progress_bar(label, len(questions)) as advance:
+                report = push(store, server, c.settings, registry(), questions, progress=advance, round=round_)
         console.print(report.summary())
+        if flagged:
+            for reason, n in second.skipped.most_common():
+                console.print(f"  not sent: {n} {reason}", highlight=False, markup=False)
 
     @review_app.command("pull")
     def review_pull(ctx: typer.Context) -> None:
@@ -178,6 +207,17 @@ def register(app: typer.Typer, context) -> None:
         stop(int(pid_file.read_text()))
         pid_file.unlink()
         console.print("stopped")
+
+
+def default_flagged(settings, store) -> Path:
+    """The flagged.json `benchsmith eval items` writes for the latest release."""
+    from evaluation.cli import out_folder
+
+    releases = store.get_releases()
+    if not releases:
+        from annotation.second_look import SecondLookError
+        raise SecondLookError("nothing is published yet: a second look is for published questions")
+    return out_folder(settings, f"release:{releases[-1].version}") / "flagged.json"
 
 
 def signal_table(rows) -> object:

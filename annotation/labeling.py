@@ -18,17 +18,22 @@ KEEP, DISCARD = "Keep", "Discard"
 OPTION_HOTKEYS = "1234"
 
 
-def label_config(settings: ReviewSettings) -> str:
+def label_config(settings: ReviewSettings, second_look: bool = False) -> str:
     """The Label Studio XML for reviewing a question. The options and the dimensions are per task (see
     `to_task`), so each dimension comes preselected without a prediction, which costs the server more
-    to import than the task itself."""
+    to import than the task itself. A second look also shows the task's note: why the question is back."""
     reasons = "\n".join(f"        <Choice value={quoteattr(label)}/>" for label in settings.discard_reasons.values())
     other = quoteattr(settings.discard_reasons.get("other", ""))
     comment = (f"""
       <View visibleWhen="choice-selected" whenTagName="reasons" whenChoiceValue={other}>
         <TextArea name="comment" toName="image" placeholder="What is wrong?" rows="2" maxSubmissions="1"/>
       </View>""" if "other" in settings.discard_reasons else "")
-    return f"""<View>
+    note = ("""
+  <View style="background: #fff4e5; padding: 0.5em 1em; margin-bottom: 1em">
+    <Header value="Back for a second look: the published answer is in doubt" size="5"/>
+    <Text name="note" value="$note"/>
+  </View>""" if second_look else "")
+    return f"""<View>{note}
   <Image name="image" valueList="$images" maxWidth="100%"/>
   <Header value="$question"/>
   <Choices name="answer" toName="image" choice="single-radio" value="$options" showInline="false"/>
@@ -65,11 +70,14 @@ def option_label(index: int, text: str) -> str:
 
 
 def to_task(question: Question, item: Image | Video, registry: Registry, settings: ReviewSettings,
-            base: str) -> dict:
+            base: str, *, round: str = "", note: str = "") -> dict:
     """One Label Studio task. The dimensions of the question's modality are listed from the registry
-    with the generator's one preselected. The generator's answer goes in as a prediction, and only when
-    `show_predictions` is set."""
-    generated = registry.get(question.dimension_id)
+    with the current one (the generator's, or the reviewed one) preselected. The current answer goes in
+    as a prediction, and only when `show_predictions` is set. A second look (`round`, the release
+    version in doubt) carries its `note`."""
+    generated = registry.get(question.dimension_id if question.review_dimension_id is None
+                             else question.review_dimension_id)
+    answer = question.answer if question.review_answer is None else question.review_answer
     task = {"data": {
         "question_id": question.id,
         "item_id": question.item_id,
@@ -80,10 +88,12 @@ def to_task(question: Question, item: Image | Video, registry: Registry, setting
         "dimensions": [{"value": d.name, "hint": d.definition, "selected": d.id == generated.id}
                        for d in registry.for_modality(generated.modality)],
     }}
+    if round:
+        task["data"] |= {"round": round, "note": note}
     if settings.show_predictions:
-        answer = option_label(question.answer, question.options[question.answer])
+        shown = option_label(answer, question.options[answer])
         task["predictions"] = [{"model_version": question.provenance.backend, "result": [
-            {"from_name": "answer", "to_name": "image", "type": "choices", "value": {"choices": [answer]}}]}]
+            {"from_name": "answer", "to_name": "image", "type": "choices", "value": {"choices": [shown]}}]}]
     return task
 
 

@@ -29,6 +29,7 @@ class PullReport:
     unreadable: list[str] = field(default_factory=list)  # annotations that fit no choice of the config
     outcomes: Counter = field(default_factory=Counter)
     agreement: dict[str, dict[str, Agreement]] = field(default_factory=dict)
+    second_looks: Counter = field(default_factory=Counter)  # annotation/second_look.py's outcomes of this pull
 
     def summary(self) -> str:
         first = f", first: {self.unreadable[0]}" if self.unreadable else ""
@@ -37,14 +38,17 @@ class PullReport:
     def as_dict(self) -> dict:
         return {"new_reviews": self.new_reviews, "unreadable": len(self.unreadable), **{k: self.outcomes[k] for k in
                 ("accepted", "rejected", "flagged", "waiting")},
-                "kappa": {group: {what: a.kappa for what, a in by.items()} for group, by in self.agreement.items()}}
+                "kappa": {group: {what: a.kappa for what, a in by.items()} for group, by in self.agreement.items()},
+                "second_looks": dict(self.second_looks)}
 
 
 def pull_line(counts: dict) -> str:
     """One line on a pull, from `PullReport.as_dict()` (which is also what the finish flow returns)."""
     outcomes = ", ".join(f"{counts[k]} {k}" for k in ("accepted", "rejected", "flagged", "waiting"))
     unreadable = f"; {counts['unreadable']} annotations not understood" if counts["unreadable"] else ""
-    return f"{counts['new_reviews']} new reviews; in review before this pull: {outcomes}{unreadable}"
+    looks = counts.get("second_looks") or {}
+    second = ("; second looks: " + ", ".join(f"{n} {outcome}" for outcome, n in sorted(looks.items()))) if looks else ""
+    return f"{counts['new_reviews']} new reviews; in review before this pull: {outcomes}{unreadable}{second}"
 
 
 def fetch_reviews(server: Server, project_ids: set[int], registry: Registry,
@@ -91,8 +95,10 @@ def flagged_questions(store: Store, review: ReviewSettings) -> list[tuple[Questi
 
 
 def agreement(store: Store) -> dict[str, dict[str, Agreement]]:
-    """κ over every stored review, per dimension."""
-    reviews = store.get_reviews()
+    """κ over every stored review of a first round, per dimension (second looks are another question:
+    whether a published answer survives the models' doubt)."""
+    second_looks = {task for _project, task in store.get_second_look_tasks().values()}
+    reviews = [r for r in store.get_reviews() if r.task_id not in second_looks]
     questions = store.get_questions(ids=sorted({r.question_id for r in reviews}))
     return agreement_by_dimension(questions, reviews)
 
@@ -106,6 +112,8 @@ def reconcile(store: Store, review: ReviewSettings) -> PullReport:
 
 def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dict[str, dict[str, Agreement]]]:
     """Counts for `benchsmith review status`, read from the store without changing it."""
+    from annotation.second_look import second_look_counts
+
     review = settings.section("review", ReviewSettings)
     tasks = store.get_review_tasks()
     pending = Counter(d.outcome for d in decisions_in_review(store, review))
@@ -120,17 +128,24 @@ def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dic
         "in review, decided at next pull": pending["accepted"] + pending["rejected"],
         "accepted": by_status["accepted"],
         "rejected": by_status["rejected"],
+        **second_look_counts(store),
     }
     return counts, agreement(store)
 
 
 def pull(store: Store, server: Server, settings: Settings, registry: Registry) -> PullReport:
+    """Fetch the reviews of every round (first reviews and second looks), then decide both."""
+    from annotation.second_look import decide_second_looks
+
     review = settings.section("review", ReviewSettings)
-    pushed = store.get_review_tasks()
-    projects = {project for project, task in pushed.values() if task is not None}
+    first = store.get_review_tasks()
+    second = store.get_second_look_tasks().values()
+    projects = {project for project, task in [*first.values(), *second] if task is not None}
+    second_tasks = {task for _project, task in second}
     fetched, unreadable = fetch_reviews(server, projects, registry, review)
-    new = store.add_reviews([r for r in fetched if r.question_id in pushed])
+    new = store.add_reviews([r for r in fetched if r.question_id in first or r.task_id in second_tasks])
     report = reconcile(store, review)
+    report.second_looks = decide_second_looks(store, review, registry)
     report.new_reviews, report.unreadable = new, unreadable
     return report
 

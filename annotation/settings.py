@@ -25,6 +25,8 @@ class ReviewSettings(BaseModel):
     project: str = "benchsmith review"
     after_stage: str = "blind"
     overlap: int = Field(2, ge=1)
+    second_look_project: str = "benchsmith second look"
+    second_look_overlap: int = Field(1, ge=1)
     batch_size: int = Field(1000, ge=1)
     show_predictions: bool = False
     images: Literal["local", "url"] = "local"

@@ -55,8 +55,9 @@ def register(app: typer.Typer, context) -> None:
         Each answer is stored as it arrives (the raw output too), so an interrupted run goes on where it
         stopped, and a rerun of a finished one loads no model and sends no request. Models are configured
         by name under `evaluate.models`: `likelihood` (a transformers VLM ranks the options),
-        `openai` (a chat endpoint answers and the reply is matched to an option) or `blind` (a text-only
-        baseline from the blind filter).
+        `generate` (the same kind of model answers in words), `openai` (a chat endpoint answers) - the
+        replies of these two are matched to an option - or `blind` (a text-only baseline from the blind
+        filter).
         """
         from benchsmith import runner
         from benchsmith.console import console, progress_bar
@@ -141,8 +142,10 @@ def register(app: typer.Typer, context) -> None:
         models' scores on the rest), and flags: every model picks the same wrong option (the key is
         likely wrong), no model beats chance, a blind baseline answers it. Writes items.csv and
         flagged.json under <workspace>/evaluations/<source>/; `benchsmith review push --flagged` sends the
-        flagged questions back to Label Studio.
+        flagged questions back to Label Studio, and once a second look has decided one (confirmed,
+        changed, withdrawn), this says so beside its flags.
         """
+        from annotation.second_look import outcomes_on
         from benchsmith.console import console, table
         from evaluation.board import collect
         from evaluation.items import flagged, item_table
@@ -151,16 +154,21 @@ def register(app: typer.Typer, context) -> None:
         with c.store() as store:
             source = _source(c, store, release, hub, candidates)
             items = item_table(collect(store, source))
+            flags = flagged(items)
+            looked = outcomes_on(store, source.label, list(flags))
+        for qid, outcome in looked.items():
+            flags[qid]["second_look"] = outcome
         folder = out_folder(c.settings, source.label)
         folder.mkdir(parents=True, exist_ok=True)
         items.to_csv(folder / "items.csv", index=False)
-        flags = flagged(items)
         (folder / "flagged.json").write_text(json.dumps({"source": source.label, "flagged": flags}, indent=1),
                                              encoding="utf-8")
         shown = items[items["flags"] != ""].head(show)
         console.print(table(f"Flagged questions: {len(flags)} of {len(items)}",
                             ["question", "dimension", "difficulty", "discrimination", "flags"],
-                            [(r.question_id, r.dimension, _fmt(r.difficulty), _fmt(r.discrimination), r.flags)
+                            [(r.question_id, r.dimension, _fmt(r.difficulty), _fmt(r.discrimination),
+                              r.flags + (f" ({looked[r.question_id]} at a second look)"
+                                         if r.question_id in looked else ""))
                              for r in shown.itertuples()]))
         console.print(f"written to {folder}")
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchsmith.records import LETTERS
 from evaluation.board import CHANCE, RunScores
 
 FLAGS = ("same_wrong_option", "no_model_beats_chance", "blind_right")
@@ -43,7 +44,8 @@ def item_table(runs: Sequence[RunScores]) -> pd.DataFrame:
     for qid in ids:
         right = score.loc[qid].dropna()
         flags = []
-        chosen = {choice.loc[qid, m] for m in right.index}
+        picks = {m: choice.loc[qid, m] for m in right.index}
+        chosen = set(picks.values())
         common = next(iter(chosen)) if len(chosen) == 1 else None
         if len(right) >= 2 and (right == 0).all() and pd.notna(common):
             flags.append("same_wrong_option")
@@ -56,9 +58,15 @@ def item_table(runs: Sequence[RunScores]) -> pd.DataFrame:
                      "models": len(right), "difficulty": float(right.mean()) if len(right) else None,
                      "discrimination": _point_biserial(right, totals, counts),
                      "common_wrong_choice": common if "same_wrong_option" in flags else None,
+                     "choices": ";".join(f"{m}={_letter(c)}" for m, c in picks.items()),
                      "blind_right": ";".join(knew), "flags": ";".join(flags)})
     return pd.DataFrame(rows, columns=["question_id", "dimension", "key", "models", "difficulty",
-                                       "discrimination", "common_wrong_choice", "blind_right", "flags"])
+                                       "discrimination", "common_wrong_choice", "choices", "blind_right", "flags"])
+
+
+def _letter(choice) -> str:
+    """An option index as its letter; "-" for a reply that matched no option."""
+    return LETTERS[int(choice)] if pd.notna(choice) else "-"
 
 
 def _point_biserial(item: pd.Series, totals: pd.Series, counts: pd.Series) -> float | None:
@@ -72,6 +80,11 @@ def _point_biserial(item: pd.Series, totals: pd.Series, counts: pd.Series) -> fl
     return float(np.corrcoef(values, rest)[0, 1])
 
 
-def flagged(items: pd.DataFrame) -> dict[str, list[str]]:
-    """question id -> its flags, for the questions with any."""
-    return {row.question_id: row.flags.split(";") for row in items.itertuples() if row.flags}
+def flagged(items: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """question id -> its flags, the key the models were scored against, each model's choice ("-": no
+    option matched) and the blind baselines that got it right; for the questions with any flag. This is
+    what `benchsmith review push --flagged` reads and shows the annotators."""
+    return {row.question_id: {"flags": row.flags.split(";"), "key": _letter(row.key),
+                              "choices": dict(pair.rsplit("=", 1) for pair in row.choices.split(";") if pair),
+                              "blind_right": [m for m in row.blind_right.split(";") if m]}
+            for row in items.itertuples() if row.flags}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
 
 from benchsmith.records import LETTERS
 
@@ -21,16 +23,31 @@ class EvalQuestion:
     data_type: str = "image"        # image | video
     image_id: str = ""              # the image (or video) it is about; questions on one image share it
     frames: tuple[bytes, ...] = field(default=(), repr=False)  # encoded image(s); a video's sampled frames
+    frame_files: tuple[Path, ...] = ()  # or the files that hold them, read only when a model needs them
     content_hash: str = ""          # changes whenever anything the model sees changes
+
+    @property
+    def n_frames(self) -> int:
+        return len(self.frames) or len(self.frame_files)
+
+    def encoded(self, at_most: int) -> list[bytes]:
+        """Up to `at_most` encoded frames, evenly spread. Frames in files are read now, so a run holds
+        only the images of the passes a model is working on."""
+        if self.frames:
+            return spread(self.frames, at_most)
+        return [path.read_bytes() for path in spread(self.frame_files, at_most)]
 
     def images(self, at_most: int) -> list:
         """Up to `at_most` frames, evenly spread, as RGB PIL images."""
         from PIL import Image
 
-        return [Image.open(io.BytesIO(data)).convert("RGB") for data in spread(self.frames, at_most)]
+        return [Image.open(io.BytesIO(data)).convert("RGB") for data in self.encoded(at_most)]
 
 
-def spread(frames: Sequence[bytes], at_most: int) -> list[bytes]:
+T = TypeVar("T")
+
+
+def spread(frames: Sequence[T], at_most: int) -> list[T]:
     """At most `at_most` frames, evenly spaced, first and last included."""
     if len(frames) <= at_most:
         return list(frames)

@@ -30,15 +30,20 @@ class Source:
     questions: list[EvalQuestion]
 
 
+def content_hash(text: str, options: tuple[str, ...], answer: int, data_type: str, digests: list[str]) -> str:
+    """Changes whenever anything a model sees changes: `digests` are each frame's sha256 prefix."""
+    return stable_hash(text, options, answer, data_type, digests)
+
+
 def question_of(row: dict[str, Any], dimension: str) -> EvalQuestion:
     frames = tuple(image["bytes"] if isinstance(image, dict) else image for image in row["image"] or [])
     options = tuple(row[f"choice_{letter.lower()}"] for letter in LETTERS)
     answer = LETTERS.index(row["answer"])
-    digest = [hashlib.sha256(frame).hexdigest()[:16] for frame in frames]
+    digests = [hashlib.sha256(frame).hexdigest()[:16] for frame in frames]
     return EvalQuestion(question_id=row["question_id"], text=row["question"], options=options, answer=answer,
                         dimension=dimension, data_type=row["data_type"], frames=frames,
                         image_id=row.get("data_id") or row["question_id"],
-                        content_hash=stable_hash(row["question"], options, answer, row["data_type"], digest))
+                        content_hash=content_hash(row["question"], options, answer, row["data_type"], digests))
 
 
 def _dimension_key(type_id: int, fallback: str) -> str:
@@ -89,22 +94,29 @@ def from_hub(name: str, config: str = "all", split: str = "test") -> list[EvalQu
 
 
 def from_store(store, media_dir: Path, statuses: Iterable[str] = ("candidate", "in_review", "accepted")) -> list[EvalQuestion]:
-    """The store's questions in `statuses` as a model would see them, images read from the media folder."""
+    """The store's questions in `statuses` as a model would see them. Their images stay in the media
+    folder until a model needs them; each is read once now, a file at a time, for its digest."""
     questions = store.get_questions(status=list(statuses))
     items = {item.id: item for item in store.get_items(sorted({q.item_id for q in questions}))}
     dimensions = registry()
+    digests: dict[Path, str] = {}
     out: list[EvalQuestion] = []
     for question in questions:
         item = items.get(question.item_id)
         if item is None:
             continue
-        paths = [item.path] if item.kind == "image" else list(item.frames)
-        frames = tuple((media_dir / path).read_bytes() for path in paths)
+        files = tuple(media_dir / path for path in ([item.path] if item.kind == "image" else item.frames))
+        for file in files:
+            if file not in digests:
+                with file.open("rb") as handle:
+                    digests[file] = hashlib.file_digest(handle, "sha256").hexdigest()[:16]
         answer = question.answer if question.review_answer is None else question.review_answer
-        row = {"question_id": question.id, "question": question.text, "answer": LETTERS[answer],
-               "image": frames, "data_type": item.kind, "data_id": item.id,
-               **{f"choice_{letter.lower()}": text for letter, text in zip(LETTERS, question.options)}}
-        out.append(question_of(row, dimensions.get(question.dimension_id).key))
+        options = tuple(question.options)
+        out.append(EvalQuestion(
+            question_id=question.id, text=question.text, options=options, answer=answer,
+            dimension=dimensions.get(question.dimension_id).key, data_type=item.kind, frame_files=files,
+            image_id=item.id, content_hash=content_hash(question.text, options, answer, item.kind,
+                                                        [digests[f] for f in files])))
     return out
 
 

@@ -45,11 +45,12 @@ def plan_run(options: EvalSettings, templates: Templates, model: str, source: st
         known = ", ".join(sorted(options.models)) or "none"
         raise EvalError(f"no model {model!r} under evaluate.models in the settings (configured: {known})")
     adapter = options.models[model]
-    wordings = templates.choice if adapter.kind == "openai" else templates.likelihood
+    kind = "likelihood" if adapter.kind == "likelihood" else "choice"   # answering in words: choice wordings
+    wordings = getattr(templates, kind)
     used = templates_used(protocol, options.instability)
     if used > len(wordings):
         raise EvalError(f"evaluate.instability.templates is {used} but the prompt file has only "
-                        f"{len(wordings)} {'choice' if adapter.kind == 'openai' else 'likelihood'} templates")
+                        f"{len(wordings)} {kind} templates")
     config = {"adapter": adapter.identity(), "templates": wordings[:used] if adapter.kind != "blind" else [],
               "instability": options.instability.model_dump() if protocol == "instability" else {},
               "matcher": templates.matcher if getattr(adapter, "matcher_model", "") else "",

@@ -6,7 +6,7 @@ The prose lives in `card.md` beside this file; this module only computes what fi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 
@@ -34,6 +34,7 @@ class Changes:
     added: list[str]
     removed: list[str]
     changed: list[str]
+    notes: dict[str, str] = field(default_factory=dict)  # question id -> why it was removed or changed
 
 
 def size_category(n: int) -> str:
@@ -139,5 +140,6 @@ def changelog_markdown(history: Sequence[tuple[str, Changes]]) -> str:
         out += [f"## {version}", "", changes_text(changes), ""]
         for label, ids in (("Added", changes.added), ("Removed", changes.removed), ("Changed", changes.changed)):
             if ids and changes.previous is not None:
-                out += [f"### {label} ({len(ids)})", "", *[f"- `{qid}`" for qid in ids], ""]
+                out += [f"### {label} ({len(ids)})", "",
+                        *[f"- `{qid}`" + (f": {changes.notes[qid]}" if qid in changes.notes else "") for qid in ids], ""]
     return "\n".join(out)

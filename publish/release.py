@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
+from annotation import second_look
 from annotation.signal import COLUMNS as SIGNAL_COLUMNS, review_signal
 from benchsmith.dimensions import registry
 from benchsmith.errors import BenchsmithError
@@ -79,7 +80,7 @@ def compare(previous: Release | None, previous_hashes: dict[str, str], hashes: d
 def _changes_of(release: Release) -> Changes:
     log = release.changelog
     return Changes(release.meta.get("previous"), log.get("added", []), log.get("removed", []),
-                   log.get("changed", []))
+                   log.get("changed", []), release.meta.get("change_notes", {}))
 
 
 def _check_table(store: Store) -> pd.DataFrame:
@@ -122,7 +123,7 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
                 "n_questions": len(entries), "configs": release.meta["configs"] | {ALL: len(entries)},
                 "changes": {"added": len(changes.added), "removed": len(changes.removed),
                             "changed": len(changes.changed)},
-                "questions": dict(sorted(hashes.items()))}
+                "change_notes": changes.notes, "questions": dict(sorted(hashes.items()))}
     (folder / MARKER).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
 
@@ -132,7 +133,9 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
     """Build release `version` from the store and record it. `repo` names the Hub repository in the card.
 
     `withdraw` takes published or accepted questions out of this and every later version (a published
-    question keeps its status; the release remembers what was withdrawn).
+    question keeps its status; the release remembers what was withdrawn). Questions a second look
+    withdrew (annotation/second_look.py) are withdrawn the same way, and questions it changed are
+    published as changed without `allow_changes`; the CHANGELOG says why for both.
     """
     options = settings.section("publish", PublishSettings)
     if not VERSION.match(version):
@@ -145,7 +148,8 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
     if unknown:
         raise PublishError(f"cannot withdraw {', '.join(sorted(unknown))}: not an accepted or published question")
     earlier = history[:history.index(existing)] if existing else history
-    withdrawn = set(withdraw).union(*(r.meta.get("withdrawn", []) for r in [*earlier, existing] if r))
+    looked_withdrawn = second_look.withdrawn(store)
+    withdrawn = set(withdraw).union(looked_withdrawn, *(r.meta.get("withdrawn", []) for r in [*earlier, existing] if r))
     entries = [e for e in entries if e.question_id not in withdrawn]
     if not entries:
         raise PublishError("there are no accepted questions to publish; review some first "
@@ -155,10 +159,18 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
         raise PublishError(f"version {version} was already published with different questions; publish the "
                            "current set under a new version")
     previous = earlier[-1] if earlier else None
-    changes = compare(previous, store.release_hashes(previous.version) if previous else {}, hashes)
-    if changes.changed and not allow_changes:
-        raise PublishError(f"{len(changes.changed)} question(s) published in {previous.version} have changed since "
-                           f"(e.g. {changes.changed[0]}); pass --allow-changes to publish them as changed")
+    previous_hashes = store.release_hashes(previous.version) if previous else {}
+    changes = compare(previous, previous_hashes, hashes)
+    looked_changed = {qid: v for qid, v in second_look.changed(store).items()
+                      if v.details.get("content_hash") == previous_hashes.get(qid)}
+    unexplained = [qid for qid in changes.changed if qid not in looked_changed]
+    if unexplained and not allow_changes:
+        raise PublishError(f"{len(unexplained)} question(s) published in {previous.version} have changed since "
+                           f"without a second look that changed them (e.g. {unexplained[0]}); pass --allow-changes "
+                           "to publish them as changed")
+    notes = {qid: _note(looked_changed[qid]) for qid in changes.changed if qid in looked_changed}
+    notes |= {qid: _note(looked_withdrawn[qid]) for qid in changes.removed if qid in looked_withdrawn}
+    changes = Changes(changes.previous, changes.added, changes.removed, changes.changed, notes)
 
     by_config: dict[str, list[Entry]] = {}
     for entry in entries:
@@ -168,7 +180,7 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
     release = Release(version=version, question_ids=sorted(hashes), path=str(folder),
                       changelog={"added": changes.added, "removed": changes.removed, "changed": changes.changed},
                       meta={"previous": changes.previous, "configs": per_config, "left_out_excluded_items": left_out,
-                            "withdrawn": sorted(withdrawn)})
+                            "withdrawn": sorted(withdrawn), "change_notes": changes.notes})
     if folder.exists() and not (folder / MARKER).is_file():
         raise PublishError(f"{folder} exists and is not a benchsmith release; choose another --out")
     building = folder.with_name(f".{folder.name}.building")
@@ -197,6 +209,12 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
         store.move_questions([e.question_id for e in entries], "published", stage="publish", reason=version)
         store.add_release(release, hashes)
     return Published(version, folder, len(entries), changes, per_config)
+
+
+def _note(verdict) -> str:
+    """Why a second look removed or changed a question, for the CHANGELOG."""
+    flags = verdict.details.get("flags") or []
+    return verdict.reason + (f" (flagged by the models: {', '.join(flags)})" if flags else "")
 
 
 def find_leaks(folder: Path, forbidden: Sequence[str]) -> list[str]:

@@ -18,26 +18,29 @@ from benchsmith.store.sql import chunks, upsert
 class ReviewsMixin:
     engine: sa.Engine
 
-    def record_review_intents(self, question_ids: Sequence[str], project_id: int) -> None:
-        """Note that these questions, none of which has a confirmed task, are about to be sent to
-        `project_id`."""
+    def record_review_intents(self, question_ids: Sequence[str], project_id: int, round: str = "") -> None:
+        """Note that these questions, none of which has a confirmed task in `round`, are about to be sent
+        to `project_id`. Round "" is the first review; a second look names the release it rechecks."""
         now = utcnow()
         with self.engine.begin() as conn:
-            upsert(conn, review_tasks, [{"question_id": qid, "project_id": project_id, "task_id": None,
-                                         "pushed_at": now} for qid in question_ids])
+            upsert(conn, review_tasks, [{"question_id": qid, "round": round, "project_id": project_id,
+                                         "task_id": None, "pushed_at": now} for qid in question_ids])
 
-    def set_review_task_ids(self, task_ids: Mapping[str, int]) -> None:
-        """Record the server's task id of each question (question id -> task id)."""
+    def set_review_task_ids(self, task_ids: Mapping[str, int], round: str = "") -> None:
+        """Record the server's task id of each question in `round` (question id -> task id)."""
         if not task_ids:
             return
         with self.engine.begin() as conn:
-            conn.execute(sa.update(review_tasks).where(review_tasks.c.question_id == sa.bindparam("qid"))
+            conn.execute(sa.update(review_tasks).where(review_tasks.c.question_id == sa.bindparam("qid"),
+                                                       review_tasks.c.round == round)
                          .values(task_id=sa.bindparam("tid")),
                          [{"qid": qid, "tid": tid} for qid, tid in task_ids.items()])
 
-    def get_review_tasks(self, question_ids: Sequence[str] | None = None) -> dict[str, tuple[int, int | None]]:
-        """question id -> (project id, task id or None while the push is unconfirmed)."""
-        query = sa.select(review_tasks.c.question_id, review_tasks.c.project_id, review_tasks.c.task_id)
+    def get_review_tasks(self, question_ids: Sequence[str] | None = None,
+                         round: str = "") -> dict[str, tuple[int, int | None]]:
+        """question id -> (project id, task id or None while the push is unconfirmed), in `round`."""
+        query = (sa.select(review_tasks.c.question_id, review_tasks.c.project_id, review_tasks.c.task_id)
+                 .where(review_tasks.c.round == round))
         with self.engine.connect() as conn:
             if question_ids is None:
                 return {q: (p, t) for q, p, t in conn.execute(query)}
@@ -46,6 +49,13 @@ class ReviewsMixin:
                 out.update({q: (p, t) for q, p, t in conn.execute(
                     query.where(review_tasks.c.question_id.in_(batch)))})
             return out
+
+    def get_second_look_tasks(self) -> dict[tuple[str, str], tuple[int, int | None]]:
+        """(question id, round) -> (project id, task id or None) for every round after the first."""
+        query = sa.select(review_tasks.c.question_id, review_tasks.c.round, review_tasks.c.project_id,
+                          review_tasks.c.task_id).where(review_tasks.c.round != "")
+        with self.engine.connect() as conn:
+            return {(q, r): (p, t) for q, r, p, t in conn.execute(query)}
 
     def add_reviews(self, records: Sequence[Review]) -> int:
         """Store reviews; one edited in Label Studio since the last pull replaces its earlier version.

@@ -112,9 +112,12 @@ llm_calls = sa.Table(
     sa.Column("created_at", When, nullable=False),
 )
 
+# One row per question and review round: its first review (round "") and each second look after it was
+# published (round: the release version that was in doubt).
 review_tasks = sa.Table(
     "review_tasks", metadata,
     sa.Column("question_id", ID, primary_key=True),
+    sa.Column("round", sa.String(64), primary_key=True, server_default=""),
     sa.Column("project_id", sa.Integer, nullable=False),
     sa.Column("task_id", sa.Integer),
     sa.Column("pushed_at", When, nullable=False),

@@ -6,6 +6,8 @@
   the log-likelihood of each option's text after the image and the question;
 - `openai` (black-box, ReForm-Eval / MMBench's way): a chat model with image input answers in words,
   and the answer is matched to an option;
+- `generate` (black-box too): a transformers vision-language model answers with greedy `generate`,
+  loaded and prompted as `likelihood` loads it, and the reply is matched to an option the same way;
 - `blind`: a text-only solver from the blind filter, for the baselines beside the models.
 
 An adapter yields each pass's answer as it becomes ready, in any order. A model that cannot be loaded
@@ -50,23 +52,41 @@ class AdapterConfig(BaseModel):
         raise NotImplementedError
 
 
-class VlmLikelihoodConfig(AdapterConfig):
-    """A transformers image-text-to-text model (LLaVA, Qwen2-VL, Idefics style) ranking the options."""
+class TransformersVlmConfig(AdapterConfig):
+    """A transformers image-text-to-text model (LLaVA, Qwen2-VL, Idefics style), loaded locally."""
 
-    kind: Literal["likelihood"]
     model: str                                   # Hugging Face id or local folder
-    normalise: Literal["sum", "mean"] = "sum"    # SEED-Bench summed the option's token log-likelihoods
-    batch_size: int = Field(8, ge=1)             # questions per forward pass (times the options)
-    share_prompt: bool = True                    # run the image+prompt once per question; false: one pass per option
+    batch_size: int = Field(8, ge=1)             # questions per forward pass (likelihood: times the options)
     max_frames: int = Field(8, ge=1)             # frames of a video question given to the model
     video: bool = True                           # false: the model takes one image; video passes are skipped
     device: str = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     trust_remote_code: bool = False
 
+
+class VlmLikelihoodConfig(TransformersVlmConfig):
+    """The model ranks the options by their log-likelihood (white-box)."""
+
+    kind: Literal["likelihood"]
+    normalise: Literal["sum", "mean"] = "sum"    # SEED-Bench summed the option's token log-likelihoods
+    share_prompt: bool = True                    # run the image+prompt once per question; false: one pass per option
+
     def build(self, name: str, *, templates, settings, store=None) -> Adapter:
         from evaluation.adapters.likelihood import LikelihoodAdapter
         return LikelihoodAdapter(name, self, templates)
+
+
+class VlmGenerateConfig(TransformersVlmConfig):
+    """The model answers in words with greedy decoding, and the reply is matched to an option (black-box)."""
+
+    kind: Literal["generate"]
+    max_new_tokens: int = Field(16, ge=1)        # enough for "Answer: B" or a short option text
+    matcher_model: str = ""                      # an LLM that maps unmatched replies to an option; "" for none
+    llm: dict[str, Any] = Field(default_factory=dict)   # the matcher's benchsmith.llm.LlmOptions
+
+    def build(self, name: str, *, templates, settings, store=None) -> Adapter:
+        from evaluation.adapters.generate import GenerateAdapter
+        return GenerateAdapter(name, self, templates, settings=settings, store=store)
 
 
 class VlmChatConfig(AdapterConfig):

@@ -3,8 +3,9 @@
 Each pass is one chat request: the prompt template with the question and its options as shown, and the
 image (or up to `max_frames` of a video's frames, evenly spread) as base64 data URLs. The reply is
 matched to an option (`evaluation.matching`); replies that match nothing go, when `matcher_model` is
-set, to an LLM that says which option they mean. Every call goes through `benchsmith.llm.LlmClient`:
-concurrent, rate limited, retried and kept in the store, so a rerun pays for nothing twice.
+set, to an LLM that says which option they mean (llm_matcher.py). Every call goes through
+`benchsmith.llm.LlmClient`: concurrent, rate limited, retried and kept in the store, so a rerun pays for
+nothing twice.
 
 A call that fails for a passing reason (429, 5xx, timeouts) is left for the next run. A refusal (a 4xx
 such as "this model does not take image input") stops the run with that message, since every other
@@ -17,16 +18,16 @@ import base64
 import re
 from collections.abc import Iterator, Sequence
 
-from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
+from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, stream
 from benchsmith.records import LETTERS
 from evaluation.adapters import EvalError, VlmChatConfig
+from evaluation.adapters.llm_matcher import LlmMatcher
 from evaluation.judge import judge_requests, read_vote
 from evaluation.matching import match_choice
-from evaluation.records import ModelAnswer, Pass, spread
+from evaluation.records import ModelAnswer, Pass
 from evaluation.templates import Templates
 
 _REFUSED = re.compile(r"^HTTP (4(?!08|09|29)\d\d)\b")
-_MATCHED_LETTER = re.compile(r"^\W*([A-DX])\b")
 
 
 def mime_of(data: bytes) -> str:
@@ -47,19 +48,15 @@ class ChatAdapter:
         self.config = config
         self.templates = templates
         self.client = LlmClient(settings, LlmOptions.model_validate(config.llm), store=store)
+        self.matcher = LlmMatcher(self.client, config.matcher_model, templates.matcher)
 
     def request(self, p: Pass) -> LlmRequest:
         prompt = self.templates.choice[p.template].format(question=p.question.text, options=p.options_block())
         images = [{"type": "image_url", "image_url": {"url": data_url(frame), "detail": self.config.image_detail}}
-                  for frame in spread(p.question.frames, self.config.max_frames)]
+                  for frame in p.question.encoded(self.config.max_frames)]
         return LlmRequest(purpose="evaluate", model=self.config.model, temperature=0.0,
                           max_tokens=self.config.max_tokens, tag=p.subject,
                           messages=[{"role": "user", "content": [*images, {"type": "text", "text": prompt}]}])
-
-    def matcher_request(self, p: Pass, reply: str) -> LlmRequest:
-        prompt = self.templates.matcher.format(question=p.question.text, options=p.options_block(), reply=reply)
-        return LlmRequest(purpose="match", model=self.config.matcher_model, temperature=0.0, max_tokens=4,
-                          tag=p.subject, messages=[{"role": "user", "content": prompt}])
 
     def predict(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
         answers = self._answers(passes)
@@ -81,19 +78,10 @@ class ChatAdapter:
                 unmatched.append((p, result.content))
                 continue
             yield p, ModelAnswer(choice=choice, raw=result.content, matched_by=form)
-        yield from self._match(unmatched)
+        yield from self.matcher.match(unmatched)
         if refusals:
             raise EvalError(f"the endpoint refused model {self.config.model!r} ({len(refusals)} of "
                             f"{len(passes)} requests): {refusals[0]}")
-
-    def _match(self, unmatched: list[tuple[Pass, str]]) -> Iterator[tuple[Pass, ModelAnswer]]:
-        requests = [self.matcher_request(p, reply) for p, reply in unmatched]
-        for index, result in stream(self.client, requests):
-            p, reply = unmatched[index]
-            if not result.ok:
-                yield p, ModelAnswer(retry=f"matcher: {result.reason}")
-                continue
-            yield p, ModelAnswer(choice=self._matched(result, len(p.options)), raw=reply, matched_by="llm")
 
     def _judged(self, answers: list[tuple[Pass, ModelAnswer]]) -> Iterator[tuple[Pass, ModelAnswer]]:
         """Each reply graded under every judge prompt; the votes go with the answer."""
@@ -119,14 +107,6 @@ class ChatAdapter:
             else:
                 ballot = tuple(votes[which][k] for k in range(len(prompts)))
                 yield p, ModelAnswer(choice=answer.choice, raw=answer.raw, matched_by=answer.matched_by, votes=ballot)
-
-    @staticmethod
-    def _matched(result: LlmResult, n: int) -> int | None:
-        found = _MATCHED_LETTER.match(result.content.strip().upper())
-        if found is None or found.group(1) == "X":
-            return None
-        index = LETTERS.index(found.group(1))
-        return index if index < n else None
 
     def release(self) -> None:
         pass

@@ -2,10 +2,8 @@
 the log-likelihood of each option's text after the image(s) and the prompt, so the model never has to
 follow an answer format.
 
-Any transformers model that loads with AutoModelForImageTextToText and AutoProcessor (LLaVA, Qwen2-VL,
-Idefics style). The prompt goes through the processor's chat template when it has one (a user turn with
-the images and the prompt, then the assistant's turn opened), else the model's image token starts it.
-An option's score is the sum (or the mean) of its tokens' log-probabilities; its tokens are appended to
+The model is loaded and prompted as in transformers_vlm.py (the `generate` adapter's code too). An
+option's score is the sum (or the mean) of its tokens' log-probabilities; its tokens are appended to
 the prefix's ids (filters/solvers/option_scoring.py), the same tokens on every path below.
 
 - `share_prompt: true`: `batch_size` questions at a time; their image+prompt prefixes run once, and the
@@ -19,49 +17,20 @@ the prefix's ids (filters/solvers/option_scoring.py), the same tokens on every p
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from itertools import groupby
 
-from evaluation.adapters import EvalError, VlmLikelihoodConfig
+from evaluation.adapters import VlmLikelihoodConfig
+from evaluation.adapters.transformers_vlm import TransformersVlm
 from evaluation.records import ModelAnswer, Pass
 from evaluation.templates import Templates
-from filters.solvers import choose, pick_device, pick_dtype
+from filters.solvers import choose
 from filters.solvers.option_scoring import after_shared_prefix, option_ids, options_in_rows, pad, reduce
 
 
-class LikelihoodAdapter:
+class LikelihoodAdapter(TransformersVlm):
+    config: VlmLikelihoodConfig
+
     def __init__(self, name: str, config: VlmLikelihoodConfig, templates: Templates) -> None:
-        self.name = name
-        self.config = config
-        self.templates = templates
-        self.model = None
-        self.processor = None
-
-    def load(self) -> None:
-        from transformers import AutoModelForImageTextToText, AutoProcessor
-
-        device = pick_device(self.config.device)
-        dtype = pick_dtype(self.config.dtype, device)
-        remote = self.config.trust_remote_code
-        try:
-            self.processor = AutoProcessor.from_pretrained(self.config.model, trust_remote_code=remote)
-            self.model = AutoModelForImageTextToText.from_pretrained(self.config.model, dtype=dtype,
-                                                                     trust_remote_code=remote)
-        except (OSError, ValueError, KeyError) as exc:
-            raise EvalError(f"cannot load evaluation model {self.config.model!r}: "
-                            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
-        if getattr(self.processor, "image_processor", None) is None:
-            raise EvalError(f"cannot load evaluation model {self.config.model!r}: its processor takes no images")
-        self.model.to(device).eval()
-        tokenizer = self.processor.tokenizer
-        if tokenizer.pad_token_id is None:
-            tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
-
-    def release(self) -> None:
-        import torch
-
-        self.model = self.processor = None
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        super().__init__(name, config, templates.likelihood)
 
     @property
     def shares_cache(self) -> bool:
@@ -69,62 +38,13 @@ class LikelihoodAdapter:
         positions themselves (Qwen2-VL style, `get_rope_index`) would not take the plain positions it needs."""
         return not hasattr(getattr(self.model, "model", self.model), "get_rope_index")
 
-    def prefix(self, p: Pass, n_images: int) -> str:
-        """The text before the option: the prompt, with one image placeholder per image."""
-        prompt = self.templates.likelihood[p.template].format(question=p.question.text, options=p.options_block())
-        if getattr(self.processor, "chat_template", None):
-            content = [{"type": "image"} for _ in range(n_images)] + [{"type": "text", "text": prompt}]
-            return self.processor.apply_chat_template([{"role": "user", "content": content}],
-                                                      add_generation_prompt=True, tokenize=False)
-        token = getattr(self.processor, "image_token", None) or "<image>"
-        return token * n_images + "\n" + prompt
-
-    def inputs(self, p: Pass) -> tuple[str, list]:
-        """The pass's prefix text and the images it names."""
-        images = p.question.images(self.config.max_frames)
-        return self.prefix(p, len(images)), images
-
-    def cannot_take(self, p: Pass) -> str:
-        """Why the model cannot answer this pass; "" when it can."""
-        frames = len(p.question.frames)
-        if not frames:
-            return "the question has no image"
-        if frames > 1 and not self.config.video:
-            return (f"a video question ({frames} frames) and model {self.config.model!r} takes one image "
-                    f"(evaluate.models: video false)")
-        if frames > 1:
-            text, images = self.inputs(p)
-            try:
-                self.processor(text=[text], images=[images], return_tensors="pt")
-            except (ValueError, TypeError, IndexError, RuntimeError) as exc:
-                return f"model {self.config.model!r} cannot take {len(images)} images: {str(exc).strip()[:200]}"
-        return ""
-
     def predict(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
-        if self.model is None:
-            self.load()
-        ready: list[Pass] = []
-        for p in passes:
-            reason = self.cannot_take(p)
-            if reason:
-                yield p, ModelAnswer(skipped=reason)
-            else:
-                ready.append(p)
+        skipped: list[tuple[Pass, str]] = []
+        ready = self.ready(passes, skipped)
+        yield from ((p, ModelAnswer(skipped=reason)) for p, reason in skipped)
         for batch in self.batches(ready):
             for p, scores in zip(batch, self.score(batch)):
                 yield p, ModelAnswer(choice=choose(scores), scores=tuple(scores), matched_by="likelihood")
-
-    def batches(self, passes: Sequence[Pass]) -> Iterator[list[Pass]]:
-        """Up to `batch_size` passes with the same number of options, similar ones together so that
-        a batch pads little."""
-        def size(p: Pass) -> tuple[int, int, int]:
-            images = min(len(p.question.frames), self.config.max_frames)
-            return len(p.options), images, len(p.question.text) + sum(map(len, p.options))
-
-        for _, group in groupby(sorted(passes, key=size), key=lambda p: len(p.options)):
-            group = list(group)
-            for start in range(0, len(group), self.config.batch_size):
-                yield group[start:start + self.config.batch_size]
 
     def score(self, batch: Sequence[Pass]) -> list[list[float]]:
         """Each shown option's log-likelihood after its pass's images and prompt."""
@@ -188,8 +108,3 @@ class LikelihoodAdapter:
                 grown[:, :ids.shape[1]] = value
                 joined[key] = grown
         return joined, starts
-
-    def on_model(self, inputs: Mapping) -> dict:
-        """Inputs on the model's device; floating ones (pixel values) in the model's dtype."""
-        return {key: value.to(self.model.device, dtype=self.model.dtype) if value.is_floating_point()
-                else value.to(self.model.device) for key, value in inputs.items() if hasattr(value, "to")}

@@ -81,8 +81,12 @@ def test_item_analysis_flags_and_discrimination(evaluated):
     assert items.loc["q2", "difficulty"] == pytest.approx(1 / 3)
     assert items.loc["q2", "discrimination"] == pytest.approx(1.0)   # only the best model gets it
     assert items.loc["q1", "discrimination"] == pytest.approx(0.0)
-    assert flagged(items.reset_index()) == {"q1": ["blind_right"],
-                                           "q4": ["same_wrong_option", "no_model_beats_chance"]}
+    assert items.loc["q3", "choices"] == "m1=B;m2=-;m3=B"   # m2's reply matched no option
+    assert flagged(items.reset_index()) == {
+        "q1": {"flags": ["blind_right"], "key": "A", "choices": {"m1": "A", "m2": "A", "m3": "B"},
+               "blind_right": ["blind"]},
+        "q4": {"flags": ["same_wrong_option", "no_model_beats_chance"], "key": "D",
+               "choices": {"m1": "B", "m2": "B", "m3": "B"}, "blind_right": []}}
 
 
 def test_bootstrap_interval_narrows_with_more_questions():

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from evaluation.adapters import EvalError
-from evaluation.sources import Source, from_folder
+from evaluation.sources import Source, from_folder, from_store
 from evaluation.stage import evaluate, prepare
 from tests.evaluation.conftest import with_evaluate
 from tests.support.openai_server import ScriptedOpenAI, chat_completion, error
@@ -26,7 +26,7 @@ class SeeingModel:
     """Answers from the truth it looks up by (image, question): right, in one of four styles."""
 
     def __init__(self, questions, styles=STYLES, wrong: set[str] = frozenset()) -> None:
-        self.truth = {(digest(q.frames[0]), q.text): q for q in questions}
+        self.truth = {(digest(q.encoded(q.n_frames)[0]), q.text): q for q in questions}
         self.styles = styles
         self.wrong = wrong
         self.images_seen = 0
@@ -109,7 +109,7 @@ def test_the_matcher_reads_unmatched_replies(published, tmp_path):
 def test_an_endpoint_that_refuses_images_stops_with_one_line_keeping_what_came_back(published, tmp_path):
     questions = from_folder(published.folder)
     seeing = SeeingModel(questions, styles=["letter"])
-    refused_images = {digest(q.frames[0]) for q in questions[6:]}
+    refused_images = {digest(q.encoded(1)[0]) for q in questions[6:]}
 
     def responder(request):
         url = request["messages"][0]["content"][0]["image_url"]["url"]
@@ -123,7 +123,7 @@ def test_an_endpoint_that_refuses_images_stops_with_one_line_keeping_what_came_b
         stage = prepare(published.store, settings, Source("release:v1", questions), "vlm")
         with pytest.raises(EvalError, match="refused model 'text-only'.*HTTP 400: Image input is not supported"):
             evaluate(published.store, settings, stage)
-    answered = {q.question_id for q in questions if digest(q.frames[0]) not in refused_images}
+    answered = {q.question_id for q in questions if digest(q.encoded(1)[0]) not in refused_images}
     assert {r["question_id"] for r in published.store.predictions([stage.run.id])} == answered
     assert 0 < len(answered) < len(questions)
 
@@ -138,3 +138,20 @@ def test_server_errors_are_left_for_the_next_run(published, tmp_path):
     assert report.retry_later == 4 and report.done == 0
     assert published.store.predictions([stage.run.id]) == []
     assert published.store.ledger_rows("evaluate", stage.run.id) == []
+
+
+def test_store_questions_keep_their_images_in_the_media_folder_until_a_request_is_made(published, tmp_path):
+    questions = from_store(published.store, published.settings.media_dir, statuses=["published"])
+    assert len(questions) == len(published.reviewed.accepted_ids)
+    assert all(q.frames == () and q.frame_files and q.n_frames == len(q.frame_files) for q in questions)
+    assert {q.data_type for q in questions} == {"image", "video"}
+    model = SeeingModel(questions, styles=["letter"])
+    with ScriptedOpenAI(model) as server:
+        settings = with_evaluate(published.settings, tmp_path, {"models": {"vlm": {
+            "kind": "openai", "model": "scripted-vl", "max_frames": 2}}}, openai_base_url=server.base_url)
+        stage = prepare(published.store, settings, Source("candidates", questions), "vlm")
+        evaluate(published.store, settings, stage)
+    rows = published.store.predictions([stage.run.id])
+    assert len(rows) == len(questions) and all(r["correct"] and r["matched_by"] == "letter" for r in rows)
+    videos = sum(q.data_type == "video" for q in questions)
+    assert model.images_seen == len(questions) - videos + 2 * videos     # a video sends its first and last frame

@@ -18,7 +18,7 @@ from evaluation.templates import load_templates
 from filters.solvers import choose
 from filters.solvers.option_scoring import option_ids, reduce
 from tests.evaluation.conftest import with_evaluate
-from tests.evaluation.tiny_vlms import save_tiny_idefics3, save_tiny_llava
+from tests.evaluation.tiny_vlms import qwen2_vl_images_only, save_tiny_idefics3, save_tiny_llava, save_tiny_qwen2_vl
 from tests.filters.solvers.tiny_models import save_tiny_causal
 
 
@@ -213,3 +213,35 @@ def test_a_release_evaluated_with_a_local_vlm(published, tmp_path, llava):
     again = evaluate(published.store, settings, prepare(published.store, settings, Source("release:v1", questions),
                                                          "tiny-llava"))
     assert again.pending == 0 and again.done == 0
+
+
+def test_qwen2_vl_scores_joined_rows_as_the_reference_loop_and_its_own_loss(tmp_path):
+    """Qwen2-VL computes its rotary positions from the image grid, so it cannot share a prefix cache and
+    takes the joined rows. Its processor is built without the video part (torchvision is missing here),
+    which the production loader reports in one line."""
+    from transformers import AutoModelForImageTextToText
+
+    folder = save_tiny_qwen2_vl(tmp_path / "qwen2-vl")
+    with pytest.raises(EvalError, match="cannot load evaluation model .*: Qwen2VLVideoProcessor requires the "
+                                        "Torchvision library") as error:
+        list(adapter(str(folder)).predict(passes(QUESTIONS[:1], "single", ProtocolSettings())))
+    assert "\n" not in str(error.value)
+
+    def loaded(**options) -> LikelihoodAdapter:
+        ranker = adapter(str(folder), normalise="mean", **options)
+        ranker.model = AutoModelForImageTextToText.from_pretrained(folder).eval()
+        ranker.processor = qwen2_vl_images_only(folder)
+        return ranker
+
+    shown = passes(QUESTIONS, "circular", ProtocolSettings())
+    batched = loaded(batch_size=3)
+    assert not batched.shares_cache
+    joined = answers_of(batched, shown)
+    reference = answers_of(loaded(share_prompt=False), shown)
+    for subject, answer in reference.items():
+        assert joined[subject].scores == pytest.approx(answer.scores, abs=1e-4)
+        assert joined[subject].choice == answer.choice
+    for p in shown[:4]:
+        expected = [reference_mean_logp(batched, p, option) for option in p.options]
+        assert joined[p.subject].scores == pytest.approx(expected, abs=1e-4)
+    assert len({round(s, 3) for a in joined.values() for s in a.scores}) > 10   # a random model, not a constant one

@@ -1,0 +1,257 @@
+"""Second looks at published questions that the models' answers put in doubt.
+
+`benchsmith eval items` flags questions and writes them to flagged.json: every model chose the same
+wrong option (the key is likely wrong), no model beat chance, or a text-only baseline answered without
+the image. `benchsmith review push --flagged` sends the flagged questions that are in the latest
+release to their own Label Studio project (`review.second_look_project`), through the same crash-safe
+push as the first review, in a round named after that release. Each task shows why the question is
+back: the flags, the published answer, and what every model chose.
+
+`benchsmith review pull` decides a second look once it has `review.second_look_overlap` reviews:
+- kept with the published answer and dimension: confirmed; the flag is cleared, and the question is
+  not sent again while its published content stays the same;
+- kept with another answer or dimension: changed; the next `publish` carries the new answer and lists
+  the question as changed in the CHANGELOG, saying why;
+- discarded: withdrawn from the next version (listed as removed, with the annotators' reasons).
+A tie waits for one more review, as in the first round. Each decision is a verdict of this stage and
+a published -> published event in the question's history.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from annotation.push import Round
+from annotation.reconcile import decide
+from annotation.settings import ReviewSettings
+from benchsmith.dimensions import Registry
+from benchsmith.errors import BenchsmithError
+from benchsmith.records import LETTERS, Question, Verdict
+from benchsmith.store import Store
+
+STAGE = "second_look"
+DOUBT = "models_in_doubt"      # the flags a question was sent back with
+RULE = "human_second_look"     # what the second look decided
+
+FLAG_TEXT = {
+    "same_wrong_option": "every model evaluated chose the same wrong option, so the published answer may be wrong",
+    "no_model_beats_chance": "no model did better than chance on it",
+    "blind_right": "a text-only model answered it without seeing the image",
+}
+
+
+class SecondLookError(BenchsmithError, ValueError):
+    """The flagged questions cannot be read or sent as asked; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Doubt:
+    """One flagged question as `benchsmith eval items` wrote it."""
+
+    question_id: str
+    flags: tuple[str, ...]
+    key: str                                            # the answer the models were scored against
+    choices: dict[str, str] = field(default_factory=dict)  # model -> letter chosen ("-": no option matched)
+    blind_right: tuple[str, ...] = ()
+
+
+@dataclass
+class Plan:
+    round: str                                  # the release version in doubt
+    questions: list[Question]
+    notes: dict[str, str]
+    skipped: Counter = field(default_factory=Counter)   # reason -> questions not sent
+
+    def as_round(self) -> Round:
+        return Round(self.round, self.notes)
+
+
+def read_flagged(path: Path) -> tuple[str, list[Doubt]]:
+    """The source label and the flagged questions of a flagged.json."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        doubts = [Doubt(qid, tuple(entry["flags"]), entry["key"], dict(entry.get("choices", {})),
+                        tuple(entry.get("blind_right", ()))) for qid, entry in data["flagged"].items()]
+        return str(data["source"]), doubts
+    except FileNotFoundError:
+        raise SecondLookError(f"no flagged questions at {path}: run `benchsmith eval items` on the release first, "
+                              "or name the file with --items") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SecondLookError(f"{path} is not a flagged.json written by `benchsmith eval items` "
+                              f"({type(exc).__name__}: {exc})".splitlines()[0]) from None
+
+
+def note_for(doubt: Doubt) -> str:
+    """What the annotator reads first: why the question is back and what the models chose."""
+    reasons = "; ".join(FLAG_TEXT.get(flag, flag) for flag in doubt.flags)
+    lines = [f"Published answer: {doubt.key}.", f"Why it is back: {reasons}."]
+    if doubt.choices:
+        lines.append("Models' choices: " + ", ".join(f"{model} chose {letter if letter != '-' else 'no option'}"
+                                                     for model, letter in sorted(doubt.choices.items())) + ".")
+    if doubt.blind_right:
+        lines.append("Right without the image: " + ", ".join(doubt.blind_right) + ".")
+    lines.append("Check the answer against the image: keep it with the right answer (change it if it is wrong), "
+                 "or discard the question.")
+    return "\n".join(lines)
+
+
+def evaluated_version(source: str) -> str | None:
+    """The release version a flagged.json's source label names, when it names one."""
+    if source.startswith("release:"):
+        return source.removeprefix("release:")
+    if source.startswith("folder:"):
+        marker = Path(source.removeprefix("folder:")) / "release.json"
+        try:
+            return json.loads(marker.read_text(encoding="utf-8")).get("version")
+        except (OSError, ValueError):
+            return None
+    return None
+
+
+def decisions(store: Store) -> dict[str, Verdict]:
+    """question id -> the verdict of its latest decided second look."""
+    return {v.subject_id: v for v in store.get_verdicts(stage=STAGE, subject_kind="question") if v.rule == RULE}
+
+
+def plan(store: Store, source: str, doubts: Sequence[Doubt]) -> Plan:
+    """Which flagged questions go out now, in the round of the latest release, and why the others do not."""
+    releases = store.get_releases()
+    if not releases:
+        raise SecondLookError("nothing is published yet: a second look is for published questions; review "
+                              "candidates with `benchsmith review push`")
+    latest = releases[-1].version
+    current = store.release_hashes(latest)
+    evaluated = evaluated_version(source)
+    known = {r.version for r in releases}
+    seen = store.release_hashes(evaluated) if evaluated in known else current
+    decided = decisions(store)
+    undecided = {qid for (qid, round_), _task in store.get_second_look_tasks().items()
+                 if round_ != latest and _decided_round(decided, qid) != round_}
+    sending: dict[str, Doubt] = {}
+    skipped: Counter = Counter()
+    for doubt in doubts:
+        qid = doubt.question_id
+        verdict = decided.get(qid)
+        if qid not in current:
+            skipped[f"not in the latest release {latest}"] += 1
+        elif seen.get(qid) != current[qid]:
+            skipped[f"changed since {evaluated} was evaluated"] += 1
+        elif verdict is not None and verdict.details.get("content_hash") == current[qid]:
+            skipped[f"already decided at a second look ({verdict.details.get('outcome')})"] += 1
+        elif qid in undecided:
+            skipped["waiting for an earlier second look"] += 1
+        else:
+            sending[qid] = doubt
+    questions = store.get_questions(ids=sorted(sending))
+    store.add_verdicts([Verdict(subject_id=qid, subject_kind="question", stage=STAGE, rule=DOUBT, passed=False,
+                                reason="flagged by the models: " + ", ".join(doubt.flags),
+                                details={"round": latest, "source": source, "flags": list(doubt.flags),
+                                         "key": doubt.key, "choices": doubt.choices,
+                                         "blind_right": list(doubt.blind_right)})
+                        for qid, doubt in sending.items()])
+    return Plan(latest, questions, {qid: note_for(doubt) for qid, doubt in sending.items()}, skipped)
+
+
+def _decided_round(decided: dict[str, Verdict], qid: str) -> str | None:
+    """The round of the question's latest decided second look, if any."""
+    verdict = decided.get(qid)
+    return verdict.details.get("round") if verdict else None
+
+
+def decide_second_looks(store: Store, review: ReviewSettings, registry: Registry) -> Counter:
+    """Decide every second look that is out and undecided from its stored reviews; count the outcomes
+    (confirmed, changed, withdrawn; waiting and no majority stay out for more reviews)."""
+    decided = decisions(store)
+    out = {(qid, round_): task for (qid, round_), (_project, task) in store.get_second_look_tasks().items()
+           if task is not None and _decided_round(decided, qid) != round_}
+    questions = {q.id: q for q in store.get_questions(ids=sorted({qid for qid, _ in out}))}
+    reviews: dict[int, list] = {}
+    for r in store.get_reviews(sorted(questions)):
+        reviews.setdefault(r.task_id, []).append(r)
+    doubts = {v.subject_id: v for v in store.get_verdicts(stage=STAGE, subject_kind="question") if v.rule == DOUBT}
+    counts: Counter = Counter()
+    hashes: dict[str, dict[str, str]] = {}
+    for (qid, round_), task in sorted(out.items()):
+        question = questions[qid]
+        decision = decide(question, reviews.get(task, []), review.second_look_overlap)
+        if decision.outcome in ("waiting", "flagged"):
+            counts["waiting" if decision.outcome == "waiting" else "no majority"] += 1
+            continue
+        published_hash = hashes.setdefault(round_, store.release_hashes(round_)).get(qid, "")
+        flags = doubts[qid].details.get("flags", []) if qid in doubts else []
+        details = {"round": round_, "content_hash": published_hash, "flags": flags, "task_id": task}
+        answer = _published_answer(question)
+        dimension = _published_dimension(question)
+        if decision.outcome == "rejected":
+            outcome, reason = "withdrawn", "withdrawn at a second look: " + (", ".join(decision.reasons) or
+                                                                             "no reason given")
+            details |= {"reasons": list(decision.reasons), "comments": list(decision.comments)}
+            updates = None
+        elif (decision.answer, decision.dimension_id) == (answer, dimension):
+            outcome, reason, updates = "confirmed", f"answer {LETTERS[answer]} confirmed at a second look", None
+        else:
+            outcome = "changed"
+            reason = _change_text(question, answer, dimension, decision.answer, decision.dimension_id, registry)
+            details |= {"from_answer": LETTERS[answer], "to_answer": LETTERS[decision.answer],
+                        "from_dimension": dimension, "to_dimension": decision.dimension_id}
+            updates = {"review_answer": decision.answer, "review_dimension_id": decision.dimension_id}
+        verdict = Verdict(subject_id=qid, subject_kind="question", stage=STAGE, rule=RULE,
+                          passed=outcome != "withdrawn", reason=reason, details=details | {"outcome": outcome})
+        # the answer, the verdict and the history event in one transaction: a crash leaves all or none
+        store.move_questions([qid], "published", stage=STAGE, reason=reason, updates=updates,
+                             verdicts_to_add=[verdict])
+        counts[outcome] += 1
+    return counts
+
+
+def _published_answer(question: Question) -> int:
+    return question.answer if question.review_answer is None else question.review_answer
+
+
+def _published_dimension(question: Question) -> int:
+    return question.dimension_id if question.review_dimension_id is None else question.review_dimension_id
+
+
+def _change_text(question: Question, answer: int, dimension: int, new_answer: int, new_dimension: int,
+                 registry: Registry) -> str:
+    parts = []
+    if new_answer != answer:
+        parts.append(f"answer {LETTERS[answer]} -> {LETTERS[new_answer]}")
+    if new_dimension != dimension:
+        parts.append(f"dimension {registry.get(dimension).name} -> {registry.get(new_dimension).name}")
+    return " and ".join(parts) + " at a second look"
+
+
+def outcomes_on(store: Store, source: str, question_ids: Sequence[str]) -> dict[str, str]:
+    """question id -> what a second look decided (confirmed, changed, withdrawn) about the content the
+    models saw in `source`, for the questions it decided."""
+    version = evaluated_version(source)
+    hashes = store.release_hashes(version) if version else {}
+    decided = decisions(store)
+    return {qid: decided[qid].details.get("outcome") for qid in question_ids
+            if qid in decided and qid in hashes and decided[qid].details.get("content_hash") == hashes[qid]}
+
+
+def withdrawn(store: Store) -> dict[str, Verdict]:
+    """question id -> the verdict of a second look that withdrew the question."""
+    return {qid: v for qid, v in decisions(store).items() if v.details.get("outcome") == "withdrawn"}
+
+
+def changed(store: Store) -> dict[str, Verdict]:
+    """question id -> the verdict of a second look that changed the question."""
+    return {qid: v for qid, v in decisions(store).items() if v.details.get("outcome") == "changed"}
+
+
+def second_look_counts(store: Store) -> dict[str, int]:
+    """For `benchsmith review status`: second looks out and their outcomes so far."""
+    decided = decisions(store)
+    tasks = store.get_second_look_tasks()
+    open_ = sum(task is not None and _decided_round(decided, qid) != round_
+                for (qid, round_), (_project, task) in tasks.items())
+    outcomes = Counter(v.details.get("outcome") for v in decided.values())
+    return {"second looks waiting for annotators": open_,
+            **{f"second looks {outcome}": outcomes[outcome] for outcome in ("confirmed", "changed", "withdrawn")}}
