@@ -86,6 +86,9 @@ def ingest(
     license: Annotated[str, typer.Option(help="License recorded on items that do not name one.")] = "",
     image_column: Annotated[Optional[str], typer.Option(help="Image column of a Hugging Face dataset.")] = None,
     workers: Annotated[int, typer.Option(help="Processes that decode images in parallel.")] = 1,
+    task: Annotated[str, typer.Option(help="Task kind of every row (data/reform_tasks.yaml: vqa, classification, "
+                                           "matching, grounding, text_reading, ...): the rows are annotations for "
+                                           "`benchsmith generate -g reform`. A `task` column does the same per row.")] = "",
 ) -> None:
     """Read image collections into the store.
 
@@ -96,9 +99,16 @@ def ingest(
     from benchsmith.ingest import ingest_sources
 
     c = context(ctx)
+    if task:
+        from generators.reform import load_tasks
+        from generators.stage import STAGE, GenerateSettings
+
+        known = load_tasks(c.settings.section(STAGE, GenerateSettings).reform.tasks)
+        if task not in known:
+            raise typer.BadParameter(f"unknown task kind {task!r}; known: {', '.join(sorted(known))}", param_hint="--task")
     with c.store() as store:
         reports = ingest_sources(store, c.settings, sources, source=source, license=license,
-                                 image_column=image_column, workers=workers)
+                                 image_column=image_column, workers=workers, task=task)
     for location, report in reports:
         console.print(f"[bold]{location}[/]: {report.summary()}")
 

@@ -56,6 +56,23 @@ class ItemsMixin:
                 out.extend(_from_row(r) for r in conn.execute(query.where(items.c.id.in_(batch))))
             return out
 
+    def add_item_annotations(self, key: str, entries: dict[str, list[dict]]) -> int:
+        """Append entries to the list `annotations[key]` of stored items, skipping those already there;
+        return how many were added."""
+        added = 0
+        with self.engine.begin() as conn:
+            for item_id, new in entries.items():
+                annotations = conn.scalar(sa.select(items.c.annotations).where(items.c.id == item_id))
+                if annotations is None:
+                    continue
+                present = list(annotations.get(key) or [])
+                fresh = [e for e in new if e not in present]
+                if fresh:
+                    conn.execute(sa.update(items).where(items.c.id == item_id).values(
+                        annotations=annotations | {key: present + fresh}))
+                    added += len(fresh)
+        return added
+
     def set_item_status(self, ids: Sequence[str], status: str) -> None:
         with self.engine.begin() as conn:
             for batch in chunks(list(ids)):
