@@ -360,11 +360,13 @@ def _plain(value: Any) -> Any:
     return None
 
 
-def task_annotations(row: dict[str, Any], task: str, name: str, annotations: dict[str, Any]) -> dict[str, Any]:
-    """A task row's annotations: its columns, as they are, become one record for the reform generator;
-    supplied annotations for the other stages come only from its `annotations` column."""
+def task_annotations(row: dict[str, Any], task: str, name: str, dataset: str) -> dict[str, Any]:
+    """A task row's annotations: its columns, as they are, become one record for the reform generator
+    (with the row's name and dataset, for provenance); supplied annotations for the other stages come only
+    from its `annotations` column."""
     fields = {k: _plain(v) for k, v in row.items() if k not in ROW_KEYS and _plain(v) is not None}
-    return dict(row.get("annotations") or {}) | {"reform": [{"task": task, "row": name, "fields": fields}]}
+    record = {"task": task, "dataset": dataset, "row": name, "fields": fields}
+    return dict(row.get("annotations") or {}) | {"reform": [record]}
 
 
 def manifest_candidates(manifest: Path, *, source: str = "", license: str = "", task: str = "") -> Iterator[Candidate]:
@@ -383,15 +385,16 @@ def manifest_candidates(manifest: Path, *, source: str = "", license: str = "", 
             continue
         path = (root / rel) if not Path(rel).is_absolute() else Path(rel)
         annotations = dict(row.get("annotations") or {})
+        row_source = str(row.get("source") or source or manifest.stem)
         if row.get("task") or task:
-            annotations = task_annotations(row, str(row.get("task") or task), f"{manifest.name}:{number}", annotations)
+            annotations = task_annotations(row, str(row.get("task") or task), f"{manifest.name}:{number}", row_source)
         else:
             for key in ANNOTATION_KEYS:
                 if key in row:
                     annotations[key] = row[key]
             if "caption" in row:
                 annotations.setdefault("captions", [row["caption"]])
-        candidate = Candidate(rel, partial(read_regular_file, path), source=str(row.get("source") or source or manifest.stem),
+        candidate = Candidate(rel, partial(read_regular_file, path), source=row_source,
                               license=str(row.get("license") or license), annotations=annotations)
         if not inside(root, path):
             candidate.read = None
@@ -442,7 +445,8 @@ def hf_candidates(location: Path, *, image_column: str | None = None, source: st
         if row.get("task") or task:
             row |= {k: feature.int2str(row[k]) for k, feature in class_labels.items()
                     if isinstance(row.get(k), int) and 0 <= row[k] < feature.num_classes}
-            annotations = task_annotations(row, str(row.get("task") or task), name, {})
+            annotations = task_annotations(row, str(row.get("task") or task), name,
+                                           str(row.get("source") or source or location.name))
         else:
             annotations = {k: row[k] for k in ANNOTATION_KEYS if row.get(k) is not None}
             if row.get("caption"):
