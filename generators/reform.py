@@ -128,13 +128,16 @@ def answer_key(text: str) -> str:
     return " ".join(_singular(w) for w in words)
 
 
-@lru_cache(maxsize=100_000)
 def _singular(word: str) -> str:
-    if len(word) < 4 or not word.isalpha() or not word.endswith("s") or word.endswith("ss"):
+    """English plural endings taken off ('dogs', 'boxes', 'berries'); words that only look plural
+    ('glass', 'bus', 'tennis') stay. Rules, not a dictionary: this runs on every answer of a dataset."""
+    if len(word) < 4 or not word.isalpha() or not word.endswith("s") or word.endswith(("ss", "us", "is")):
         return word
-    from generators.programmatic import _inflection
-
-    return _inflection().singular_noun(word) or word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "xes", "zes", "sses")):
+        return word[:-2]
+    return word[:-1]
 
 
 # -- reading a record's fields -----------------------------------------------------------------------
@@ -408,20 +411,24 @@ def word_overlap(a: str, b: str) -> float:
     return len(wa & wb) / max(1, len(wa | wb))
 
 
-def choose_three(similarity: list[list[float]], rng: random.Random) -> tuple[list[int], int]:
+@lru_cache(maxsize=16)
+def _triples(n: int) -> np.ndarray:
+    return np.array(list(itertools.combinations(range(1, n + 1), 3)), dtype=np.intp).reshape(-1, 3)
+
+
+def choose_three(similarity, rng: random.Random) -> tuple[list[int], int]:
     """Three candidates (indices 1.. of `similarity`, row/column 0 being the key) such that the key's
-    rank by mean similarity to the other three options is drawn uniformly; returns them and the rank.
-    Ranks no triple allows are drawn again, so a small pool still gives a question."""
-    n = len(similarity) - 1
-    by_rank: dict[int, list[tuple[int, ...]]] = defaultdict(list)
-    for triple in itertools.combinations(range(1, n + 1), 3):
-        members = (0, *triple)
-        closeness = [sum(similarity[i][j] for j in members if j != i) for i in members]
-        rank = sum(c > closeness[0] + 1e-9 for c in closeness[1:])  # 0: the key is the most central
-        by_rank[rank].append(triple)
-    ranks = [r for r in rng.sample(range(4), 4) if by_rank[r]]
-    rank = ranks[0]
-    return list(rng.choice(by_rank[rank])), rank
+    rank by summed similarity to the other three options is drawn uniformly; returns them and the rank.
+    A rank no triple allows is drawn again, so a small pool still gives a question."""
+    s = np.asarray(similarity, dtype=np.float64)
+    triples = _triples(s.shape[0] - 1)
+    a, b, c = triples[:, 0], triples[:, 1], triples[:, 2]
+    key = s[0, a] + s[0, b] + s[0, c]
+    others = np.stack([s[a, 0] + s[a, b] + s[a, c], s[b, 0] + s[b, a] + s[b, c], s[c, 0] + s[c, a] + s[c, b]])
+    ranks = (others > key + 1e-9).sum(axis=0)   # 0: the key is the option most like the rest
+    rank = next(r for r in rng.sample(range(4), 4) if (ranks == r).any())
+    allowed = np.flatnonzero(ranks == rank)
+    return [int(i) for i in triples[allowed[rng.randrange(len(allowed))]]], int(rank)
 
 
 # -- pools -------------------------------------------------------------------------------------------
@@ -447,12 +454,16 @@ class Pools:
         captions: list[tuple[str, str]] = []                     # (caption, item id)
         texts: dict[str, set[str]] = defaultdict(set)            # casefolded text -> item ids
         self.text_surface: dict[str, str] = {}
+        self.parsed: dict[str, list[tuple[int, list[Parsed] | Unusable]]] = {}  # item id -> its records, read once
         for item in items:
-            for record in records_of(item):
+            self.parsed[item.id] = read = []
+            for index, record in enumerate(records_of(item)):
                 try:
                     parsed = parse(record, item, self.kinds, settings)
-                except Unusable:
+                except Unusable as exc:
+                    read.append((index, exc))
                     continue
+                read.append((index, parsed))
                 for p in parsed:
                     method = p.kind.method
                     if method == "answers":
@@ -585,7 +596,7 @@ class Pools:
     def text_candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
         own = {a.casefold() for a in p.accepted} | {p.key.casefold()}
         scored = []
-        for i, _shared in self._near[("texts", p.key)]:
+        for i, _shared in self._near[("texts", p.key)][:24]:
             text = self.texts[i]
             if text in own or self.text_items[text] == {item_id}:
                 continue
@@ -659,16 +670,25 @@ class Result:
 
 
 def parsed_for(item: Image, dimension: Dimension, pools: Pools) -> tuple[list[Parsed], dict[str, str]]:
+    """The item's annotations that feed `dimension`, read, and the reasons of those that cannot be read."""
+    records = records_of(item)
+    read = pools.parsed.get(item.id)
+    if read is None:  # an item the pools were not built from
+        read = []
+        for index, record in enumerate(records):
+            try:
+                read.append((index, parse(record, item, pools.kinds, pools.settings)))
+            except Unusable as exc:
+                read.append((index, exc))
     parsed, skipped = [], {}
-    for index, record in enumerate(records_of(item)):
-        kind = pools.kinds.get(record.get("task", ""))
-        if kind is not None and kind.dimension != dimension.key:
-            continue
-        try:
-            parsed.extend(parse(record, item, pools.kinds, pools.settings))
-        except Unusable as exc:
-            if kind is not None:  # unknown kinds belong to no dimension; ingest refuses them
-                skipped[annotation_id(record, kind) or f"record {index}"] = str(exc)
+    for index, found in read:
+        kind = pools.kinds.get(records[index].get("task", ""))
+        if kind is None or kind.dimension != dimension.key:
+            continue  # another dimension's, or an unknown kind (counted by the stage)
+        if isinstance(found, Unusable):
+            skipped[annotation_id(records[index], kind) or f"record {index}"] = str(found)
+        else:
+            parsed.extend(found)
     return parsed, skipped
 
 

@@ -296,8 +296,9 @@ class GenerateStage:
         generated = [q.model_copy(update={"meta": q.meta | {"config": self._dimension_keys[job.dimension.key]}})
                      for job, o in finished for q in o.questions]
         report.counters["generated"] += len(generated)
-        stored = {item_id: store.get_questions(item_id=item_id)
-                  for item_id in sorted({job.item.id for job, _o in finished})}
+        stored: dict[str, list[Question]] = {item_id: [] for item_id in sorted({job.item.id for job, _o in finished})}
+        for question in store.get_questions(item_ids=list(stored)):
+            stored[question.item_id].append(question)
         known = {q.id for qs in stored.values() for q in qs}
         fresh = [q for q in generated if q.id not in known]  # already stored by an interrupted run
         existing = {item_id: [q for q in qs if q.status not in ("dropped", "superseded")]

@@ -212,10 +212,11 @@ def refcoco(sets: Sets, n_images: int = 10) -> None:
         cats = [1, 1, 3 if i % 2 else 18, 62]
         for k, ((x, y, bw, bh), cat) in enumerate(zip(slots, cats)):
             ref = i * 10 + k
-            where = ["top left", "top right", "bottom left", "bottom right"][k]
-            sentences = [{"raw": f"{CATEGORIES[cat]} on the {where}", "sent": f"{CATEGORIES[cat]} on the {where}",
+            # described by looks, not by position: box coordinates would give a position away without the image
+            colour = COLOURS[(i + k * 3) % len(COLOURS)]
+            sentences = [{"raw": f"{CATEGORIES[cat]} in {colour}", "sent": f"{CATEGORIES[cat]} in {colour}",
                           "sent_id": ref * 3},
-                         {"raw": f"the {where} {CATEGORIES[cat]}", "sent": f"the {where} {CATEGORIES[cat]}",
+                         {"raw": f"the {colour} {CATEGORIES[cat]}", "sent": f"the {colour} {CATEGORIES[cat]}",
                           "sent_id": ref * 3 + 1}]
             rows.append({"source": "refcoco", "ref_id": ref, "ann_id": 5000 + ref, "image_id": 200000 + i,
                          "category_id": cat,
