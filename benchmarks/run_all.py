@@ -10,6 +10,7 @@
 | P6   | 100,000 candidates through the offline filter and publish  | peak RSS <= 2 GB                |
 | E1   | `eval run` with a chat model (32 in flight, 500 ms server) | >= 25x sequential; rerun 0 calls|
 | E2   | batched vs naive VLM likelihood ranking, same choices       | >= 5x                           |
+| R1   | `generate -g reform` over 100,000 dataset annotations      | >= 2,000 q/s, RSS <= 1 GB, rerun adds 0 |
 
 Also run: ingest throughput, OCR word accuracy, blind-filter leak catching, publish throughput. Each case
 runs in its own process (its memory and imports are its own); a failing case is recorded, not fatal.
@@ -43,6 +44,7 @@ CASES = {
     "P6": ("filter_publish_memory", lambda r: r["meets_target"]),
     "E1": ("eval_api", lambda r: r["meets_target"]),
     "E2": ("eval_likelihood", lambda r: r["meets_target"]),
+    "R1": ("reform_throughput", lambda r: r["meets_targets"]),
     "ingest": ("ingest_throughput", lambda r: r["meets_target"]),
     "ocr": ("ocr_accuracy", lambda r: r["target_met"]),
     "leaks": ("blind_leaks", lambda r: r["meets_targets"]),
