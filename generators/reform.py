@@ -406,8 +406,13 @@ def edit_similarity(a: str, b: str) -> float:
 _WORD = re.compile(r"\w+")
 
 
+@lru_cache(maxsize=65_536)
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(text.casefold()))
+
+
 def word_overlap(a: str, b: str) -> float:
-    wa, wb = set(_WORD.findall(a.casefold())), set(_WORD.findall(b.casefold()))
+    wa, wb = _word_set(a), _word_set(b)
     return len(wa & wb) / max(1, len(wa | wb))
 
 
@@ -441,10 +446,22 @@ class Shortfall:
     found: list[dict]        # the usable distractors there were, with how each was chosen
 
 
+def _nearest_first(scores: np.ndarray, head: int):
+    """Indices by descending score (ties by index): the first `head` found by partition, the rest only
+    if the caller reads on."""
+    if head >= len(scores):
+        yield from sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        return
+    top = np.argpartition(-scores, head)[:head]
+    yield from sorted(top.tolist(), key=lambda i: (-scores[i], i))
+    rest = np.setdiff1d(np.arange(len(scores)), top)
+    yield from sorted(rest.tolist(), key=lambda i: (-scores[i], i))
+
+
 class Pools:
     """Everything other annotations offer as distractors, built once per run from the store's items."""
 
-    def __init__(self, items: Sequence[Image], settings: ReformSettings) -> None:
+    def __init__(self, items: Iterable[Image], settings: ReformSettings) -> None:
         self.settings = settings
         self.kinds = load_tasks(settings.tasks)
         self.embeddings = Embeddings(settings)
@@ -454,16 +471,12 @@ class Pools:
         captions: list[tuple[str, str]] = []                     # (caption, item id)
         texts: dict[str, set[str]] = defaultdict(set)            # casefolded text -> item ids
         self.text_surface: dict[str, str] = {}
-        self.parsed: dict[str, list[tuple[int, list[Parsed] | Unusable]]] = {}  # item id -> its records, read once
         for item in items:
-            self.parsed[item.id] = read = []
-            for index, record in enumerate(records_of(item)):
+            for record in records_of(item):
                 try:
                     parsed = parse(record, item, self.kinds, settings)
-                except Unusable as exc:
-                    read.append((index, exc))
+                except Unusable:
                     continue
-                read.append((index, parsed))
                 for p in parsed:
                     method = p.kind.method
                     if method == "answers":
@@ -566,7 +579,7 @@ class Pools:
         accepted = self.embeddings.matrix(list(dict.fromkeys([p.key, *p.accepted])))
         to_key = matrix @ self.embeddings.vectors[p.key]
         out = []
-        for i in np.argsort(-to_key, kind="stable"):
+        for i in _nearest_first(to_key, 4 * self.settings.hard_negative_pool + len(p.accepted)):
             # string-equal variants (and, for a class, a shared comma-separated synonym) name an accepted answer
             if synonyms[i] & banned:
                 continue
@@ -671,24 +684,15 @@ class Result:
 
 def parsed_for(item: Image, dimension: Dimension, pools: Pools) -> tuple[list[Parsed], dict[str, str]]:
     """The item's annotations that feed `dimension`, read, and the reasons of those that cannot be read."""
-    records = records_of(item)
-    read = pools.parsed.get(item.id)
-    if read is None:  # an item the pools were not built from
-        read = []
-        for index, record in enumerate(records):
-            try:
-                read.append((index, parse(record, item, pools.kinds, pools.settings)))
-            except Unusable as exc:
-                read.append((index, exc))
     parsed, skipped = [], {}
-    for index, found in read:
-        kind = pools.kinds.get(records[index].get("task", ""))
+    for index, record in enumerate(records_of(item)):
+        kind = pools.kinds.get(record.get("task", ""))
         if kind is None or kind.dimension != dimension.key:
             continue  # another dimension's, or an unknown kind (counted by the stage)
-        if isinstance(found, Unusable):
-            skipped[annotation_id(records[index], kind) or f"record {index}"] = str(found)
-        else:
-            parsed.extend(found)
+        try:
+            parsed.extend(parse(record, item, pools.kinds, pools.settings))
+        except Unusable as exc:
+            skipped[annotation_id(record, kind) or f"record {index}"] = str(exc)
     return parsed, skipped
 
 

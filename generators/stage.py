@@ -115,7 +115,8 @@ class GenerateStage:
         self.llm_client: LlmClient | None = None
         self._vocabulary: programmatic.Vocabulary | None = None
         self._labels: list[str] | None = None
-        self._reform_items: list[Image] = []
+        self._reform_jobs: list[Job] | None = None
+        self._reform_unknown: Counter = Counter()
         self._reform_pools: reform.Pools | None = None
         self.llm_stats: Counter = Counter()        # requests, cached, tokens and cost of this run's calls
         self.http_failures: Counter = Counter()    # reason -> jobs left for the next run
@@ -160,11 +161,8 @@ class GenerateStage:
     def units(self, store) -> list[Job]:
         self.store = store
         kind = "video" if self.generator == "temporal" else "image"
-        if self.generator == "reform":  # only the items and dimensions their annotations' task kinds feed
-            self._reform_items = [item for item in store.get_items(kind="image") if reform.records_of(item)]
-            kinds = reform.load_tasks(self.options.reform.tasks)
-            return [Job(self.generator, item, d) for item in self._reform_items for d in self.dimensions
-                    if any(kinds[r["task"]].dimension == d.key for r in reform.records_of(item) if r.get("task") in kinds)]
+        if self.generator == "reform":
+            return self._reform_units(store)
         return [Job(self.generator, item, d) for item in store.get_items(kind=kind) for d in self.dimensions]
 
     def subject(self, job: Job) -> str:
@@ -186,16 +184,29 @@ class GenerateStage:
             self._labels = temporal.label_set(self.store.get_items(kind="video"), self.options.temporal)
         return self._labels
 
+    def _reform_units(self, store) -> list[Job]:
+        """Only the items and dimensions their annotations' task kinds feed, listed once a run. A job holds
+        its item without the annotations (read again per window), so a large collection is never held whole."""
+        if self._reform_jobs is None:
+            kinds = reform.load_tasks(self.options.reform.tasks)
+            self._reform_jobs = []
+            for item in store.iter_items(kind="image"):
+                tasks = {r.get("task") for r in reform.records_of(item)}
+                self._reform_unknown.update(f"unknown task kind {t!r}; known: {', '.join(sorted(kinds))}"
+                                            for r in reform.records_of(item) if (t := r.get("task")) not in kinds)
+                lean = item.model_copy(update={"annotations": {}}) if tasks else None
+                self._reform_jobs += [Job(self.generator, lean, d) for d in self.dimensions
+                                      if any(kinds[t].dimension == d.key for t in tasks if t in kinds)]
+        return self._reform_jobs
+
     def unknown_tasks(self) -> Counter:
         """Reform annotations whose task kind the registry lacks (they feed no dimension), by reason."""
-        kinds = reform.load_tasks(self.options.reform.tasks)
-        return Counter(f"unknown task kind {r.get('task')!r}; known: {', '.join(sorted(kinds))}"
-                       for item in self._reform_items for r in reform.records_of(item) if r.get("task") not in kinds)
+        return self._reform_unknown
 
     def reform_pools(self) -> reform.Pools:
         """Every reform annotation's answers, classes, captions and texts: the distractor pools (once a run)."""
         if self._reform_pools is None:
-            self._reform_pools = reform.Pools(self._reform_items, self.options.reform)
+            self._reform_pools = reform.Pools(self.store.iter_items(kind="image"), self.options.reform)
         return self._reform_pools
 
     def client(self) -> LlmClient:
@@ -245,15 +256,17 @@ class GenerateStage:
 
     def _reform(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
         pools, seed = self.reform_pools(), self.options.seed
-        parsed = [reform.parsed_for(job.item, job.dimension, pools) for job in jobs]
+        items = {item.id: item for item in self.store.get_items(sorted({job.item.id for job in jobs}))}
+        parsed = [reform.parsed_for(items[job.item.id], job.dimension, pools) for job in jobs]
         pools.prepare([p for found, _skipped in parsed for p in found])  # MiniLM vectors for the window at once
         for job, (found, skipped) in zip(jobs, parsed):
-            result = reform.generate(job.item, job.dimension, found, skipped, pools, seed=seed)
+            item = items[job.item.id]
+            result = reform.generate(item, job.dimension, found, skipped, pools, seed=seed)
             if not result.short:
                 yield job, Outcome(result.questions, skipped=result.skipped)
                 continue
             llm = self.options.llm
-            requests = [reform.distractor_request(short, job.item, job.dimension, model=llm.model_for(job.dimension),
+            requests = [reform.distractor_request(short, item, job.dimension, model=llm.model_for(job.dimension),
                                                   temperature=llm.temperature, seed=llm.seed,
                                                   max_tokens=llm.max_tokens) for short in result.short]
             answers = self.client().run(requests)
@@ -261,7 +274,7 @@ class GenerateStage:
                 yield job, Outcome(failure=next(a.reason for a in answers if not a.ok), finished=False)
                 continue
             for short, request, answer in zip(result.short, requests, answers):
-                made = reform.with_llm_distractors(short, job.item, job.dimension, request, answer, pools, seed)
+                made = reform.with_llm_distractors(short, item, job.dimension, request, answer, pools, seed)
                 if isinstance(made, str):
                     result.skipped[short.parsed.annotation] = made
                 else:
@@ -375,8 +388,10 @@ def run_stages(store, stages: Sequence[GenerateStage], *, limit: int | None = No
         left = None if limit is None else max(0, limit - total["jobs"])
         if llm:  # a wide window keeps calls in flight while small groups of answers are stored
             window, commit_every = max(window, 1024), 16
-        elif stage.generator == "reform":  # MiniLM and the nearest-word search work best on wide windows
-            window, commit_every = max(window, 2048), window
+        elif stage.generator == "reform":
+            # wide windows for MiniLM and the nearest-word search; large commits, as a lost group costs no
+            # call to redo (LLM distractors are answered from the call cache)
+            window, commit_every = max(window, 4096), max(window, 1024)
         else:
             commit_every = None
         report = runner.run(stage, store, window=window, commit_every=commit_every, limit=left, progress=progress)
