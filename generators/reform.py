@@ -497,7 +497,7 @@ class Pools:
         self.texts = sorted(texts)
         self.text_items = texts
         self._matrices: dict[tuple, tuple[np.ndarray, list[str], list[frozenset[str]]]] = {}
-        self._near: dict[tuple[str, str], list[tuple[int, float]]] = {}
+        self._near: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}   # this window's keys only
         self._indexes: dict[str, tuple] = {}
 
     @staticmethod
@@ -527,8 +527,9 @@ class Pools:
                 if group not in self._matrices:
                     wanted.update(self.pools.get(group, ()))
         self.embeddings.add(wanted)
+        self._near = {}
         for method in ("captions", "texts"):
-            keys = sorted({p.key for p in parsed if p.kind.method == method} - {k for m, k in self._near if m == method})
+            keys = sorted({p.key for p in parsed if p.kind.method == method})
             if keys:
                 self._nearest(method, keys)
 
@@ -549,18 +550,20 @@ class Pools:
         """For each key, the `keep` pool entries sharing the most (weighted) words or character pairs."""
         index = self._index(method)
         if index is None:
-            self._near.update({(method, key): [] for key in keys})
+            self._near.update({(method, key): (np.zeros(0, np.int64), np.zeros(0, np.float32)) for key in keys})
             return
         vectorizer, matrix = index
-        scores = (vectorizer.transform(keys) @ matrix).tocsr()
-        for row, key in enumerate(keys):
-            start, end = scores.indptr[row], scores.indptr[row + 1]
-            columns, values = scores.indices[start:end], scores.data[start:end]
-            if len(values) > keep:
-                top = np.argpartition(-values, keep)[:keep]
-                columns, values = columns[top], values[top]
-            order = np.lexsort((columns, -values))
-            self._near[(method, key)] = [(int(columns[i]), float(values[i])) for i in order]
+        for start in range(0, len(keys), 64):  # a few keys at a time: common words touch most of the pool
+            chunk = keys[start:start + 64]
+            scores = (vectorizer.transform(chunk) @ matrix).tocsr()
+            for row, key in enumerate(chunk):
+                begin, end = scores.indptr[row], scores.indptr[row + 1]
+                columns, values = scores.indices[begin:end], scores.data[begin:end]
+                if len(values) > keep:
+                    top = np.argpartition(-values, keep)[:keep]
+                    columns, values = columns[top], values[top]
+                order = np.lexsort((columns, -values))
+                self._near[(method, key)] = (columns[order], values[order])
 
     # each method: the usable candidates, hardest first, as (text, similarity to the key, how chosen)
     def _group_matrix(self, group: tuple):
@@ -593,7 +596,8 @@ class Pools:
     def caption_candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
         own = {normalise_text(c) for c in p.accepted}
         out, seen = [], set()
-        for i, score in self._near[("captions", p.key)]:
+        columns, scores = self._near[("captions", p.key)]
+        for i, score in zip(columns.tolist(), scores.tolist()):
             caption, other = self.captions[i]
             key = normalise_text(caption)
             if other == item_id or key in own or key in seen:
@@ -609,7 +613,7 @@ class Pools:
     def text_candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
         own = {a.casefold() for a in p.accepted} | {p.key.casefold()}
         scored = []
-        for i, _shared in self._near[("texts", p.key)][:24]:
+        for i in self._near[("texts", p.key)][0][:24].tolist():
             text = self.texts[i]
             if text in own or self.text_items[text] == {item_id}:
                 continue
