@@ -11,6 +11,7 @@
 | E1   | `eval run` with a chat model (32 in flight, 500 ms server) | >= 25x sequential; rerun 0 calls|
 | E2   | batched vs naive VLM likelihood ranking, same choices       | >= 5x                           |
 | E3   | `eval run --candidates` peak RSS, 300 vs 3,000 candidates    | growth <= 1/4 of the image bytes|
+| R1   | `generate -g reform` over 100,000 dataset annotations      | >= 2,000 q/s, RSS <= 1 GB, rerun adds 0 |
 
 Also run: ingest throughput, OCR word accuracy, blind-filter leak catching, publish throughput. Each case
 runs in its own process (its memory and imports are its own); a failing case is recorded, not fatal.
@@ -45,6 +46,7 @@ CASES = {
     "E1": ("eval_api", lambda r: r["meets_target"]),
     "E2": ("eval_likelihood", lambda r: r["meets_target"]),
     "E3": ("eval_candidates_memory", lambda r: r["meets_target"]),
+    "R1": ("reform_throughput", lambda r: r["meets_targets"]),
     "ingest": ("ingest_throughput", lambda r: r["meets_target"]),
     "ocr": ("ocr_accuracy", lambda r: r["target_met"]),
     "leaks": ("blind_leaks", lambda r: r["meets_targets"]),

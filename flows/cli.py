@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from benchsmith.console import console
-from ingest.cli import ImageColumn, License, SourceName, Workers
+from ingest.cli import ImageColumn, License, SourceName, TaskKind, Workers, check_task_kind
 
 
 def register(app: typer.Typer, context) -> None:
@@ -26,6 +26,7 @@ def register(app: typer.Typer, context) -> None:
         license: License = "",
         image_column: ImageColumn = None,
         workers: Workers = 1,
+        task: TaskKind = "",
     ) -> None:
         """Grow the benchmark: ingest -> extract -> generate -> blind filter -> push to review, as one Prefect flow.
 
@@ -36,9 +37,10 @@ def register(app: typer.Typer, context) -> None:
         from flows.build import run_build
 
         c = context(ctx)
+        check_task_kind(c.settings, task)
         summary = run_build(c.settings, sources or [], scenes=scenes, scenes_seed=scenes_seed,
                             ingest_options={"source": source, "license": license, "image_column": image_column,
-                                            "workers": workers})
+                                            "workers": workers, "task": task})
         _print_summary(summary)
         if "skipped" not in summary["review"]:
             from annotation.server import annotator_guide

@@ -13,7 +13,7 @@ def register(app: typer.Typer, context) -> None:
     def generate(
         ctx: typer.Context,
         generator: Annotated[Optional[list[str]], typer.Option(
-            "--generator", "-g", help="Only this generator: programmatic, llm or temporal (repeatable; "
+            "--generator", "-g", help="Only this generator: programmatic, llm, temporal or reform (repeatable; "
                                       "default: generate.generators in the settings).")] = None,
         dimension: Annotated[Optional[list[str]], typer.Option(
             "--dimension", "-d", help="Only this dimension, by key or id (repeatable; default: every "
@@ -25,7 +25,9 @@ def register(app: typer.Typer, context) -> None:
 
         Programmatic questions come from labels, boxes, attributes and OCR with exact answers; LLM
         questions from per-dimension prompt templates (generators/prompts/) against OPENAI_BASE_URL;
-        temporal questions from video annotations. Every question passes the quality gate (dropped ones
+        temporal questions from video annotations; reform questions (`-g reform`) from annotated datasets
+        ingested with a task kind (VQA answers, class labels, captions, referring expressions, OCR ground
+        truth; data/reform_tasks.yaml), the key being the annotation itself. Every question passes the quality gate (dropped ones
         are kept with the reason) and answer letters are balanced. Rerunning does only what is missing;
         editing a dimension's prompt template (or the model) generates that dimension again and marks the
         questions it replaces as superseded. LLM calls already answered are read from the store, never
@@ -41,12 +43,14 @@ def register(app: typer.Typer, context) -> None:
             total = sum(len(runner.pending(stage, store)) for stage in stages)
             with progress_bar("generating", min(total, limit) if limit else total) as advance:
                 report = run_stages(store, stages, limit=limit, progress=advance)
-        dropped, failures = report.pop("dropped"), report.pop("http_failures")
+        dropped, failures, skipped = report.pop("dropped"), report.pop("http_failures"), report.pop("skipped")
         waiting = report["waiting_for_facts"]
         console.print(table("generate", ["what", "count"], [*report.items(),
                                                              *((f"dropped: {k}", v) for k, v in dropped.items())]))
         for reason, count in failures.items():
             console.print(f"[yellow]{count} job(s) got no answer from the LLM ({reason}); "
                           "rerun `benchsmith generate` to try them again[/]")
+        for reason, count in skipped.items():
+            console.print(f"[yellow]{count} source annotation(s) gave no question: {reason}[/]")
         if waiting:
             console.print(f"[yellow]{waiting} job(s) wait for facts: run `benchsmith extract`, then generate again[/]")

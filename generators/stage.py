@@ -38,13 +38,14 @@ from benchsmith.settings import Settings
 from filters import quality
 from filters.quality import QualitySettings
 from generators import llm as llm_generator
-from generators import programmatic, temporal
+from generators import programmatic, reform, temporal
 from generators.llm import LlmGeneratorSettings
 from generators.programmatic import ProgrammaticSettings
+from generators.reform import ReformSettings
 from generators.temporal import TemporalSettings
 
 STAGE = "generate"
-GeneratorName = Literal["programmatic", "llm", "temporal"]
+GeneratorName = Literal["programmatic", "llm", "temporal", "reform"]
 
 
 class GenerateSettings(BaseModel):
@@ -57,6 +58,7 @@ class GenerateSettings(BaseModel):
     programmatic: ProgrammaticSettings = ProgrammaticSettings()
     llm: LlmGeneratorSettings = LlmGeneratorSettings()
     temporal: TemporalSettings = TemporalSettings()
+    reform: ReformSettings = ReformSettings()
     quality: QualitySettings = QualitySettings()
 
     @field_validator("dimensions")
@@ -77,6 +79,8 @@ def _supports(generator: str, dimension: Dimension, options: GenerateSettings) -
         return programmatic.supports(dimension)
     if generator == "llm":
         return llm_generator.supports(dimension, options.llm.prompts_dir)
+    if generator == "reform":
+        return reform.supports(dimension, options.reform.tasks)
     return temporal.supports(dimension)
 
 
@@ -89,12 +93,14 @@ class Job:
 
 @dataclass
 class Outcome:
-    """What one job produced: questions, or a failed draft (reason, raw), or nothing yet (retry later)."""
+    """What one job produced: questions, or a failed draft (reason, raw), or nothing yet (retry later);
+    `skipped` names the source annotations that gave no question, with the reason (reform)."""
 
     questions: list[Question] = field(default_factory=list)
     failure: str = ""
     raw: str = ""
     finished: bool = True
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 class GenerateStage:
@@ -109,6 +115,9 @@ class GenerateStage:
         self.llm_client: LlmClient | None = None
         self._vocabulary: programmatic.Vocabulary | None = None
         self._labels: list[str] | None = None
+        self._reform_jobs: list[Job] | None = None
+        self._reform_unknown: Counter = Counter()
+        self._reform_pools: reform.Pools | None = None
         self.llm_stats: Counter = Counter()        # requests, cached, tokens and cost of this run's calls
         self.http_failures: Counter = Counter()    # reason -> jobs left for the next run
         wanted = [registry().get(key) for key in options.dimensions] if options.dimensions else list(registry())
@@ -119,13 +128,16 @@ class GenerateStage:
 
     def config_key(self) -> str:
         o = self.options
-        own = {"programmatic": o.programmatic, "llm": o.llm, "temporal": o.temporal}[self.generator]
-        # per-dimension parts (models, prompt files, vocabulary) go into each job's subject instead
-        parts = own.model_dump(mode="json", exclude={"batch_size", "options", "models", "prompts", "vocabulary"})
-        if self.generator == "temporal" and o.temporal.distractors == "llm":
+        own = {"programmatic": o.programmatic, "llm": o.llm, "temporal": o.temporal, "reform": o.reform}[self.generator]
+        # per-dimension parts (models, prompt files, vocabulary, task kinds) go into each job's subject instead
+        parts = own.model_dump(mode="json", exclude={"batch_size", "options", "models", "prompts", "vocabulary",
+                                                     "tasks", "device", "embedding_batch_size"})
+        prompt_file = {"temporal": temporal.PROMPT_FILE, "reform": reform.PROMPT_FILE}.get(self.generator)
+        if (self.generator == "temporal" and o.temporal.distractors == "llm") or (
+                self.generator == "reform" and o.reform.llm_distractors):
             parts["distractor_llm"] = o.llm.model_dump(mode="json", include={"model", "temperature", "seed",
                                                                              "max_tokens"})
-            parts["distractor_prompt"] = temporal.PROMPT_FILE.read_text(encoding="utf-8")
+            parts["distractor_prompt"] = prompt_file.read_text(encoding="utf-8")
         return runner.config_key(self.generator, o.seed, o.quality.model_dump(mode="json"), parts)
 
     def _dimension_key(self, dimension: Dimension) -> str:
@@ -139,11 +151,18 @@ class GenerateStage:
             vocabulary = self.options.programmatic.vocabulary or programmatic.VOCABULARY_FILE
             return stable_hash(programmatic.VERSION, vocabulary.read_text(encoding="utf-8"), dimension.definition,
                                length=12)
+        if self.generator == "reform":
+            tasks = {k: v for k, v in reform.load_tasks(self.options.reform.tasks).items()
+                     if v.dimension == dimension.key}
+            return stable_hash(reform.VERSION, {k: v.model_dump(mode="json") for k, v in tasks.items()},
+                               dimension.definition, length=12)
         return stable_hash(temporal.__name__, dimension.definition, length=12)
 
     def units(self, store) -> list[Job]:
         self.store = store
         kind = "video" if self.generator == "temporal" else "image"
+        if self.generator == "reform":
+            return self._reform_units(store)
         return [Job(self.generator, item, d) for item in store.get_items(kind=kind) for d in self.dimensions]
 
     def subject(self, job: Job) -> str:
@@ -166,12 +185,40 @@ class GenerateStage:
             self._labels = temporal.label_set(self.store.get_items(kind="video"), self.options.temporal)
         return self._labels
 
+    def _reform_units(self, store) -> list[Job]:
+        """Only the items and dimensions their annotations' task kinds feed, listed once a run. A job holds
+        its item without the annotations (read again per window), so a large collection is never held whole."""
+        if self._reform_jobs is None:
+            kinds = reform.load_tasks(self.options.reform.tasks)
+            self._reform_jobs = []
+            for item in store.iter_items(kind="image"):
+                tasks = {r.get("task") for r in reform.records_of(item)}
+                self._reform_unknown.update(f"unknown task kind {t!r}; known: {', '.join(sorted(kinds))}"
+                                            for r in reform.records_of(item) if (t := r.get("task")) not in kinds)
+                lean = item.model_copy(update={"annotations": {}}) if tasks else None
+                self._reform_jobs += [Job(self.generator, lean, d) for d in self.dimensions
+                                      if any(kinds[t].dimension == d.key for t in tasks if t in kinds)]
+        return self._reform_jobs
+
+    def unknown_tasks(self) -> Counter:
+        """Reform annotations whose task kind the registry lacks (they feed no dimension), by reason."""
+        return self._reform_unknown
+
+    def reform_pools(self) -> reform.Pools:
+        """Every reform annotation's answers, classes, captions and texts: the distractor pools (once a run)."""
+        if self._reform_pools is None:
+            self._reform_pools = reform.Pools(self.store.iter_items(kind="image"), self.options.reform)
+        return self._reform_pools
+
     def client(self) -> LlmClient:
         if self.llm_client is None:
             self.llm_client = LlmClient(self.settings, self.options.llm.options, self.store)
         return self.llm_client
 
     def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
+        if self.generator == "reform":  # reads the annotations kept with the images, not extracted facts
+            yield from self._reform(jobs)
+            return
         facts = self.store.get_facts(sorted({j.item.id for j in jobs})) if self.generator != "temporal" else {}
         calls: list[tuple[Job, LlmRequest]] = []
         for job in jobs:
@@ -208,6 +255,33 @@ class GenerateStage:
             outcome.questions[position] = temporal.with_llm_distractors(outcome.questions[position], request, result)
         return outcome
 
+    def _reform(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
+        pools, seed = self.reform_pools(), self.options.seed
+        items = {item.id: item for item in self.store.get_items(sorted({job.item.id for job in jobs}))}
+        parsed = [reform.parsed_for(items[job.item.id], job.dimension, pools) for job in jobs]
+        pools.prepare([p for found, _skipped in parsed for p in found])  # MiniLM vectors for the window at once
+        for job, (found, skipped) in zip(jobs, parsed):
+            item = items[job.item.id]
+            result = reform.generate(item, job.dimension, found, skipped, pools, seed=seed)
+            if not result.short:
+                yield job, Outcome(result.questions, skipped=result.skipped)
+                continue
+            llm = self.options.llm
+            requests = [reform.distractor_request(short, item, job.dimension, model=llm.model_for(job.dimension),
+                                                  temperature=llm.temperature, seed=llm.seed,
+                                                  max_tokens=llm.max_tokens) for short in result.short]
+            answers = self.client().run(requests)
+            if not all(self._answered(answer) for answer in answers):  # no answer at all: wait for a rerun
+                yield job, Outcome(failure=next(a.reason for a in answers if not a.ok), finished=False)
+                continue
+            for short, request, answer in zip(result.short, requests, answers):
+                made = reform.with_llm_distractors(short, item, job.dimension, request, answer, pools, seed)
+                if isinstance(made, str):
+                    result.skipped[short.parsed.annotation] = made
+                else:
+                    result.questions.append(made)
+            yield job, Outcome(result.questions, skipped=result.skipped)
+
     def _answered(self, result: LlmResult) -> bool:
         """Count the call; False when it got no answer at all (HTTP failure: the job waits for a rerun)."""
         self.llm_stats.update({"llm_requests": 1, "llm_cached": int(result.cached), "tokens_in": result.tokens_in,
@@ -236,8 +310,9 @@ class GenerateStage:
         generated = [q.model_copy(update={"meta": q.meta | {"config": self._dimension_keys[job.dimension.key]}})
                      for job, o in finished for q in o.questions]
         report.counters["generated"] += len(generated)
-        stored = {item_id: store.get_questions(item_id=item_id)
-                  for item_id in sorted({job.item.id for job, _o in finished})}
+        stored: dict[str, list[Question]] = {item_id: [] for item_id in sorted({job.item.id for job, _o in finished})}
+        for question in store.get_questions(item_ids=list(stored)):
+            stored[question.item_id].append(question)
         known = {q.id for qs in stored.values() for q in qs}
         fresh = [q for q in generated if q.id not in known]  # already stored by an interrupted run
         existing = {item_id: [q for q in qs if q.status not in ("dropped", "superseded")]
@@ -261,8 +336,15 @@ class GenerateStage:
                 outcomes.append(runner.Outcome(subject, "retry", outcome.failure))
             elif outcome.failure:
                 outcomes.append(runner.Outcome(subject, "failed", outcome.failure, {"raw": outcome.raw}))
+            elif outcome.skipped and not outcome.questions:
+                report.counters.update(f"skipped: {reason}" for reason in outcome.skipped.values())
+                first = next(iter(outcome.skipped.values()))
+                outcomes.append(runner.Outcome(subject, "failed", f"no usable annotation: {first}",
+                                               {"skipped": outcome.skipped}))
             else:
-                outcomes.append(runner.Outcome(subject, "done", details={"questions": len(outcome.questions)}))
+                report.counters.update(f"skipped: {reason}" for reason in outcome.skipped.values())
+                outcomes.append(runner.Outcome(subject, "done", details={"questions": len(outcome.questions)}
+                                               | ({"skipped": outcome.skipped} if outcome.skipped else {})))
         return outcomes
 
 
@@ -305,18 +387,28 @@ def run_stages(store, stages: Sequence[GenerateStage], *, limit: int | None = No
         llm = stage.generator == "llm"
         window = stage.options.llm.batch_size if llm else stage.options.batch_size
         left = None if limit is None else max(0, limit - total["jobs"])
-        # LLM jobs: a wide window keeps calls in flight while small groups of answers are stored
-        report = runner.run(stage, store, window=max(window, 1024) if llm else window,
-                            commit_every=16 if llm else None, limit=left, progress=progress)
+        if llm:  # a wide window keeps calls in flight while small groups of answers are stored
+            window, commit_every = max(window, 1024), 16
+        elif stage.generator == "reform":
+            # wide windows for MiniLM and the nearest-word search; large commits, as a lost group costs no
+            # call to redo (LLM distractors are answered from the call cache)
+            window, commit_every = max(window, 4096), max(window, 1024)
+        else:
+            commit_every = None
+        report = runner.run(stage, store, window=window, commit_every=commit_every, limit=left, progress=progress)
         total["seconds"] += report.seconds
         total.update({"jobs": report.pending, "finished": report.done + report.failed,
                       "failed_drafts": report.failed, "retry_later": report.retry_later, **report.counters})
         total.update(stage.llm_stats)
+        if stage.generator == "reform":
+            total.update({f"skipped: {reason}": n for reason, n in stage.unknown_tasks().items()})
         total["http_calls"] += stage.llm_client.http_calls if stage.llm_client is not None else 0
     out = {k: total.get(k, 0) for k in ("jobs", "finished", "retry_later", "waiting_for_facts", "failed_drafts",
                                         "generated", "new_questions", "kept", "superseded")}
     out["retry_later"] -= out["waiting_for_facts"]
     out["dropped"] = {k.removeprefix("dropped: "): v for k, v in total.items() if k.startswith("dropped: ")}
+    # source annotations (reform) that gave no question, by reason; each job's are in the work ledger
+    out["skipped"] = {k.removeprefix("skipped: "): v for k, v in total.items() if k.startswith("skipped: ")}
     out["http_failures"] = dict(sum((stage.http_failures for stage in stages), Counter()))
     out |= {k: total.get(k, 0) for k in ("llm_requests", "llm_cached", "http_calls", "tokens_in", "tokens_out")}
     out["cost_usd"] = round(total.get("cost_usd", 0.0), 6)

@@ -13,6 +13,22 @@ SourceName = Annotated[str, typer.Option("--source", help="Source name recorded 
 License = Annotated[str, typer.Option("--license", help="License recorded on items that do not name one.")]
 ImageColumn = Annotated[Optional[str], typer.Option("--image-column", help="Image column of a Hugging Face dataset.")]
 Workers = Annotated[int, typer.Option("--workers", min=1, help="Processes that decode images in parallel.")]
+TaskKind = Annotated[str, typer.Option("--task", help="Task kind of every row (data/reform_tasks.yaml: vqa, "
+                                       "classification, matching, grounding, text_reading, ...): the rows are "
+                                       "annotations for `benchsmith generate -g reform`. A `task` column does the "
+                                       "same per row.")]
+
+
+def check_task_kind(settings, task: str) -> None:
+    """A `--task` that names no known reform task kind is a usage error listing the known ones."""
+    if not task:
+        return
+    from generators.reform import load_tasks
+    from generators.stage import STAGE, GenerateSettings
+
+    known = load_tasks(settings.section(STAGE, GenerateSettings).reform.tasks)
+    if task not in known:
+        raise typer.BadParameter(f"unknown task kind {task!r}; known: {', '.join(sorted(known))}", param_hint="--task")
 
 
 def register(app: typer.Typer, context) -> None:
@@ -33,6 +49,7 @@ def register(app: typer.Typer, context) -> None:
         license: License = "",
         image_column: ImageColumn = None,
         workers: Workers = 1,
+        task: TaskKind = "",
     ) -> None:
         """Read image collections into the store.
 
@@ -44,9 +61,10 @@ def register(app: typer.Typer, context) -> None:
         from ingest.sources import ingest_sources
 
         c = context(ctx)
+        check_task_kind(c.settings, task)
         with c.store() as store:
             reports = ingest_sources(store, c.settings, sources, source=source, license=license,
-                                     image_column=image_column, workers=workers)
+                                     image_column=image_column, workers=workers, task=task)
         for location, report in reports:
             console.print(f"[bold]{location}[/]: {report.summary()}")
 

@@ -5,6 +5,10 @@ Sources:
 - a manifest (JSONL or CSV) of paths relative to the manifest's folder, each with optional supplied
   annotations, source and license (see `SuppliedAnnotations`);
 - a Hugging Face dataset saved with `save_to_disk`, or parquet files, with an image column.
+
+A row that declares a task kind (a `task` column, or `task=` for the whole source) is an annotation for
+the `reform` generator: its other columns are kept with the image under `annotations.reform`, as given
+(class-label columns as their names), and rows that share an image add their annotations to it.
 """
 
 from __future__ import annotations
@@ -110,6 +114,7 @@ class SuppliedAnnotations(_Strict):
     objects: list[SuppliedObject] = Field(default_factory=list)
     ocr: list[SuppliedText] = Field(default_factory=list)
     truth: dict[str, Any] = Field(default_factory=dict)  # exact ground truth (oracle scenes), kept as is
+    reform: list[dict[str, Any]] = Field(default_factory=list)  # task rows for the reform generator, kept as is
 
     @field_validator("captions")
     @classmethod
@@ -189,7 +194,7 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
         ocr.append({"text": line.text, "quad": quad} | ({"score": line.score} if line.score is not None else {}))
     out: dict[str, Any] = {}
     for key, value in (("captions", parsed.captions), ("tags", parsed.tags), ("objects", objects),
-                       ("ocr", ocr), ("truth", parsed.truth), ("dropped", dropped)):
+                       ("ocr", ocr), ("truth", parsed.truth), ("reform", parsed.reform), ("dropped", dropped)):
         if value:
             out[key] = value
     return out
@@ -353,11 +358,35 @@ def _manifest_rows(manifest: Path) -> Iterator[tuple[int, dict[str, Any] | str]]
 
 
 ANNOTATION_KEYS = ("captions", "tags", "objects", "ocr", "truth")
+ROW_KEYS = ("path", "file_name", "image", "source", "license", "task", "annotations")  # never a task's field
 
 
-def manifest_candidates(manifest: Path, *, source: str = "", license: str = "") -> Iterator[Candidate]:
+def _plain(value: Any) -> Any:
+    """`value` as JSON data; what JSON cannot hold (bytes, images) becomes None."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return _plain(value.tolist())
+    return None
+
+
+def task_annotations(row: dict[str, Any], task: str, name: str, dataset: str) -> dict[str, Any]:
+    """A task row's annotations: its columns, as they are, become one record for the reform generator
+    (with the row's name and dataset, for provenance); supplied annotations for the other stages come only
+    from its `annotations` column."""
+    fields = {k: _plain(v) for k, v in row.items() if k not in ROW_KEYS and _plain(v) is not None}
+    record = {"task": task, "dataset": dataset, "row": name, "fields": fields}
+    return dict(row.get("annotations") or {}) | {"reform": [record]}
+
+
+def manifest_candidates(manifest: Path, *, source: str = "", license: str = "", task: str = "") -> Iterator[Candidate]:
     """Entries of a manifest. Each row has `path` (relative to the manifest's folder) and optionally
-    `source`, `license`, and annotations either at top level or under `annotations`."""
+    `source`, `license`, and annotations either at top level or under `annotations`; a row with a `task`
+    (or every row, given `task`) is a reform annotation (see `task_annotations`)."""
     root = manifest.parent.resolve()
     for number, row in _manifest_rows(manifest):
         if isinstance(row, str):
@@ -370,12 +399,16 @@ def manifest_candidates(manifest: Path, *, source: str = "", license: str = "") 
             continue
         path = (root / rel) if not Path(rel).is_absolute() else Path(rel)
         annotations = dict(row.get("annotations") or {})
-        for key in ANNOTATION_KEYS:
-            if key in row:
-                annotations[key] = row[key]
-        if "caption" in row:
-            annotations.setdefault("captions", [row["caption"]])
-        candidate = Candidate(rel, partial(read_regular_file, path), source=str(row.get("source") or source or manifest.stem),
+        row_source = str(row.get("source") or source or manifest.stem)
+        if row.get("task") or task:
+            annotations = task_annotations(row, str(row.get("task") or task), f"{manifest.name}:{number}", row_source)
+        else:
+            for key in ANNOTATION_KEYS:
+                if key in row:
+                    annotations[key] = row[key]
+            if "caption" in row:
+                annotations.setdefault("captions", [row["caption"]])
+        candidate = Candidate(rel, partial(read_regular_file, path), source=row_source,
                               license=str(row.get("license") or license), annotations=annotations,
                               version=stable_hash(row, file_version(path)))
         if not inside(root, path):
@@ -393,7 +426,7 @@ def _is_saved_dataset(location: Path) -> bool:
 
 
 def hf_candidates(location: Path, *, image_column: str | None = None, source: str = "",
-                  license: str = "") -> Iterator[Candidate]:
+                  license: str = "", task: str = "") -> Iterator[Candidate]:
     """Rows of a Hugging Face dataset saved on disk (`save_to_disk`) or of parquet files."""
     try:
         import datasets
@@ -417,14 +450,22 @@ def hf_candidates(location: Path, *, image_column: str | None = None, source: st
                           "(name one with --image-column)")
     dataset = dataset.cast_column(image_column, datasets.Image(decode=False))
     others = dataset.remove_columns([image_column])  # rows without their image bytes, for the metadata
+    class_labels = {name: feature for name, feature in others.features.items()
+                    if isinstance(feature, datasets.ClassLabel)}
     for index, row in enumerate(others):
         # the image is read from the memory-mapped table only when its batch is ingested, so listing a
         # source of any size holds no image bytes
         read = partial(_read_row_image, dataset, index, image_column)
-        annotations = {k: row[k] for k in ANNOTATION_KEYS if row.get(k) is not None}
-        if row.get("caption"):
-            annotations.setdefault("captions", [row["caption"]])
         name = f"{location.name}[{index}]"
+        if row.get("task") or task:
+            row |= {k: feature.int2str(row[k]) for k, feature in class_labels.items()
+                    if isinstance(row.get(k), int) and 0 <= row[k] < feature.num_classes}
+            annotations = task_annotations(row, str(row.get("task") or task), name,
+                                           str(row.get("source") or source or location.name))
+        else:
+            annotations = {k: row[k] for k in ANNOTATION_KEYS if row.get(k) is not None}
+            if row.get("caption"):
+                annotations.setdefault("captions", [row["caption"]])
         yield Candidate(name, read, source=str(row.get("source") or source or location.name),
                         license=str(row.get("license") or license), annotations=annotations,
                         version=f"{dataset._fingerprint}:{stable_hash(row)}")
@@ -440,6 +481,8 @@ def candidates_for(location: Path, **options: Any) -> Iterator[Candidate]:
     if (location.is_file() and location.suffix.lower() in HF_SUFFIXES) or _is_saved_dataset(location):
         return hf_candidates(location, image_column=image_column, **options)
     if location.is_dir():
+        if options.pop("task", ""):
+            raise IngestError(f"{location}: a task kind applies to manifests and datasets, not to a folder of images")
         return folder_candidates(location, **options)
     raise IngestError(f"{location} is neither a folder, a .jsonl/.csv manifest, nor a dataset")
 
@@ -453,12 +496,15 @@ class IngestReport:
     skipped: int = 0     # examined by an earlier run under the same settings and not changed since: not read
     added: int = 0
     unchanged: int = 0   # read, and already in the store
+    annotated: int = 0   # task annotations added to an image that came earlier (rows sharing one image)
     rejected: Counter = field(default_factory=Counter)
 
     def summary(self) -> str:
         parts = [f"{self.seen} seen", f"{self.added} added", f"{self.unchanged} already in the store"]
         if self.skipped:
             parts.append(f"{self.skipped} unchanged since the last ingest (not read again)")
+        if self.annotated:
+            parts.append(f"{self.annotated} task annotations added to images seen before")
         if self.rejected:
             parts.append(f"{sum(self.rejected.values())} refused (" +
                          ", ".join(f"{n} {rule}" for rule, n in sorted(self.rejected.items())) + ")")
@@ -575,8 +621,20 @@ class IngestStage:
         new_items: list[Image] = []
         verdicts: list[Verdict] = []
         outcomes: list[runner.Outcome] = []
+        more_records: dict[str, list[dict]] = {}   # stored image id -> task annotations of later rows
         for candidate, outcome in pairs:
             subject, name = self.subject(candidate), printable_name(candidate.name)
+            records = candidate.annotations.get("reform") or []
+            if isinstance(outcome, Accepted) and records and (outcome.id in seen_ids or outcome.id in stored_names):
+                # another annotation of an image already here (VQA: several questions per image): add it there
+                earlier = next((i for i in new_items if i.id == outcome.id), None)
+                target = earlier.annotations.setdefault("reform", []) if earlier else more_records.setdefault(outcome.id, [])
+                fresh = [r for r in records if r not in target]
+                target.extend(fresh)
+                report.annotated += len(fresh)
+                report.unchanged += earlier is None
+                outcomes.append(runner.Outcome(subject, "done", details={"name": name, "item": outcome.id}))
+                continue
             if isinstance(outcome, Accepted):
                 first_name = seen_ids.get(outcome.id) or stored_names.get(outcome.id)
                 if first_name is not None and first_name != name:
@@ -605,6 +663,9 @@ class IngestStage:
                                    annotations=annotations))
             outcomes.append(runner.Outcome(subject, "done", details={"name": name, "item": outcome.id}))
         report.added += store.add_items(new_items)
+        if more_records:
+            report.annotated -= sum(len(r) for r in more_records.values())
+            report.annotated += store.add_item_annotations("reform", more_records)
         if verdicts:
             store.add_verdicts(verdicts)
         return outcomes
@@ -631,20 +692,22 @@ def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], setti
 
 
 def ingest_location(store: Store, settings, location: Path, *, source: str = "", license: str = "",
-                    image_column: str | None = None, workers: int = 1, show_progress: bool = False) -> IngestReport:
+                    image_column: str | None = None, workers: int = 1, task: str = "",
+                    show_progress: bool = False) -> IngestReport:
     """Ingest one folder, manifest or dataset: the one way both `benchsmith ingest` and the build flow do it."""
-    found = candidates_for(Path(location), source=source, license=license, image_column=image_column)
+    found = candidates_for(Path(location), source=source, license=license, image_column=image_column, task=task)
     return ingest(store, settings.media_dir, found, settings.ingest, label=str(location), workers=workers,
                   show_progress=show_progress)
 
 
 def ingest_sources(store: Store, settings, locations: list[Path], *, source: str = "", license: str = "",
-                   image_column: str | None = None, workers: int = 1) -> list[tuple[Path, IngestReport]]:
+                   image_column: str | None = None, workers: int = 1, task: str = "") -> list[tuple[Path, IngestReport]]:
     """Ingest each location with a progress bar, then judge caption richness of what came in."""
     from filters import richness
 
     reports = [(Path(location), ingest_location(store, settings, Path(location), source=source, license=license,
-                                                image_column=image_column, workers=workers, show_progress=True))
+                                                image_column=image_column, workers=workers, task=task,
+                                                show_progress=True))
                for location in locations]
     richness.apply(store, settings.ingest.richness)
     return reports

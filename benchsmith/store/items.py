@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import sqlalchemy as sa
 
@@ -62,6 +62,36 @@ class ItemsMixin:
             for batch in chunks(list(ids)):
                 out.extend(_from_row(r) for r in conn.execute(query.where(items.c.id.in_(batch))))
             return out
+
+    def add_item_annotations(self, key: str, entries: dict[str, list[dict]]) -> int:
+        """Append entries to the list `annotations[key]` of stored items, skipping those already there;
+        return how many were added."""
+        added = 0
+        with self.engine.begin() as conn:
+            for item_id, new in entries.items():
+                annotations = conn.scalar(sa.select(items.c.annotations).where(items.c.id == item_id))
+                if annotations is None:
+                    continue
+                present = list(annotations.get(key) or [])
+                fresh = [e for e in new if e not in present]
+                if fresh:
+                    conn.execute(sa.update(items).where(items.c.id == item_id).values(
+                        annotations=annotations | {key: present + fresh}))
+                    added += len(fresh)
+        return added
+
+    def iter_items(self, *, kind: str | None = None, status: str | None = "ok",
+                   chunk: int = 2000) -> Iterator[Image | Video]:
+        """Like `get_items()`, but read from the database `chunk` rows at a time: a stage that only
+        needs each item once never holds the whole collection."""
+        query = sa.select(items).order_by(items.c.created_at, items.c.id)
+        if kind:
+            query = query.where(items.c.kind == kind)
+        if status:
+            query = query.where(items.c.status == status)
+        with self.engine.connect() as conn:
+            for row in conn.execution_options(stream_results=True, yield_per=chunk).execute(query):
+                yield _from_row(row)
 
     def set_item_status(self, ids: Sequence[str], status: str) -> None:
         with self.engine.begin() as conn:

@@ -97,7 +97,8 @@ class QuestionsMixin:
                 conn.execute(sa.update(questions).where(questions.c.id == qid).values(**values, updated_at=utcnow()))
 
     def get_questions(self, *, status: str | Sequence[str] | None = None, dimension_id: int | None = None,
-                      ids: Sequence[str] | None = None, item_id: str | None = None) -> list[Question]:
+                      ids: Sequence[str] | None = None, item_id: str | None = None,
+                      item_ids: Sequence[str] | None = None) -> list[Question]:
         """Questions in a stable order (a stage's missing work is what the work ledger lacks)."""
         query = sa.select(questions).order_by(questions.c.created_at, questions.c.id)
         if isinstance(status, str):
@@ -109,11 +110,12 @@ class QuestionsMixin:
         if item_id is not None:
             query = query.where(questions.c.item_id == item_id)
         with self.engine.connect() as conn:
-            if ids is None:
+            if ids is None and item_ids is None:
                 return [_from_row(r) for r in conn.execute(query)]
+            column, wanted = (questions.c.id, ids) if ids is not None else (questions.c.item_id, item_ids)
             out: list[Question] = []
-            for batch in chunks(list(ids)):
-                out.extend(_from_row(r) for r in conn.execute(query.where(questions.c.id.in_(batch))))
+            for batch in chunks(list(wanted)):
+                out.extend(_from_row(r) for r in conn.execute(query.where(column.in_(batch))))
             return out
 
     def question_counts(self) -> dict[tuple[int, str], int]:

@@ -8,13 +8,19 @@ from benchsmith.dimensions import load_registry, registry
 
 
 def test_the_registry_holds_seed_benchs_twelve_dimensions_with_their_ids():
-    names = {d.id: d.name for d in registry()}
+    names = {d.id: d.name for d in registry() if d.id <= 12}
     assert names == {1: "Scene Understanding", 2: "Instance Identity", 3: "Instance Attributes",
                      4: "Instance Location", 5: "Instances Counting", 6: "Spatial Relation",
                      7: "Instance Interaction", 8: "Visual Reasoning", 9: "Text Understanding",
                      10: "Action Recognition", 11: "Action Prediction", 12: "Procedure Understanding"}
     assert [d.id for d in registry().for_modality("video")] == [10, 11, 12]
     assert all(len(d.definition) > 30 for d in registry())
+
+
+def test_dimensions_added_after_seed_benchs_follow_them():
+    added = {d.id: d.key for d in registry() if d.id > 12}
+    assert added == {13: "visual_question_answering", 14: "image_text_matching", 15: "visual_grounding"}
+    assert all(d.modality == "image" for d in registry() if d.id > 12)
 
 
 def test_dimensions_are_found_by_id_or_key():
@@ -28,8 +34,8 @@ def test_a_maintainer_adds_a_dimension_by_adding_an_entry(tmp_path):
     from benchsmith.paths import DATA_DIR
 
     text = (DATA_DIR / "dimensions.yaml").read_text() + (
-        "  - id: 13\n    key: chart_reading\n    name: Chart Reading\n    modality: image\n"
+        "  - id: 99\n    key: chart_reading\n    name: Chart Reading\n    modality: image\n"
         "    definition: Reading values and trends off charts and plots shown in the image.\n")
     (tmp_path / "dims.yaml").write_text(text)
     extended = load_registry(tmp_path / "dims.yaml")
-    assert len(extended) == 13 and extended.get(13).name == "Chart Reading"
+    assert len(extended) == len(registry()) + 1 and extended.get(99).name == "Chart Reading"

@@ -170,3 +170,47 @@ def test_a_saved_hugging_face_dataset_and_parquet_files_are_sources(store, tmp_p
 def test_a_missing_source_is_a_clear_error(tmp_path):
     with pytest.raises(IngestError, match="does not exist"):
         candidates_for(tmp_path / "nowhere")
+
+
+def test_task_rows_keep_their_columns_and_rows_sharing_an_image_join_it(store, tmp_path):
+    png(tmp_path / "a.png", (10, 10, 200))
+    png(tmp_path / "b.png", (10, 200, 10))
+    rows = [{"path": "a.png", "task": "vqa", "source": "vqav2", "question_id": 1, "question": "What colour?",
+             "answers": ["blue"] * 10, "annotations": {"tags": ["sky"]}},
+            {"path": "a.png", "task": "vqa", "source": "vqav2", "question_id": 2, "question": "Is it day?",
+             "answers": ["yes"] * 10},
+            {"path": "b.png", "question_id": 3, "question": "What colour?", "answers": ["green"] * 10}]
+    (tmp_path / "vqa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    first = ingest(store, tmp_path / "media", candidates_for(tmp_path / "vqa.jsonl", task="vqa"), SETTINGS, label="m")
+    assert (first.added, first.annotated, first.rejected) == (2, 1, {})
+    by_name = {i.original_name: i for i in store.get_items()}
+    a, b = by_name["a.png"], by_name["b.png"]
+    assert [r["fields"]["question_id"] for r in a.annotations["reform"]] == [1, 2]
+    assert a.annotations["reform"][0] == {"task": "vqa", "dataset": "vqav2", "row": "vqa.jsonl:1", "fields": {
+        "question_id": 1, "question": "What colour?", "answers": ["blue"] * 10}}
+    assert a.annotations["tags"] == ["sky"] and "captions" not in a.annotations
+    assert b.annotations["reform"][0]["task"] == "vqa" and b.annotations["reform"][0]["dataset"] == "vqa"
+
+    again = ingest(store, tmp_path / "media", candidates_for(tmp_path / "vqa.jsonl", task="vqa"), SETTINGS, label="m")
+    assert (again.added, again.annotated) == (0, 0)  # re-ingesting adds nothing
+    more = tmp_path / "more.jsonl"   # a later dataset row about a stored image joins it
+    more.write_text(json.dumps({"path": "b.png", "task": "classification", "label": "meadow"}) + "\n")
+    joined = ingest(store, tmp_path / "media", candidates_for(more), SETTINGS, label="m")
+    assert (joined.added, joined.annotated) == (0, 1)
+    [b] = store.get_items([b.id])
+    assert [r["task"] for r in b.annotations["reform"]] == ["vqa", "classification"]
+
+
+def test_a_dataset_with_class_labels_keeps_their_names_for_its_task(store, tmp_path):
+    import datasets
+
+    features = datasets.Features({"image": datasets.Image(), "label": datasets.ClassLabel(names=["cat", "dog"])})
+    ds = datasets.Dataset.from_dict({"image": [Image.new("RGB", (32, 32), (i * 90, 9, 9)) for i in range(2)],
+                                     "label": [1, 0]}, features=features)
+    ds.save_to_disk(str(tmp_path / "pets"))
+    ingest(store, tmp_path / "media", candidates_for(tmp_path / "pets", task="classification"), SETTINGS, label="hf")
+    records = [i.annotations["reform"][0] for i in store.get_items()]
+    assert sorted(r["fields"]["label"] for r in records) == ["cat", "dog"]
+    assert {r["row"] for r in records} == {"pets[0]", "pets[1]"} and {r["dataset"] for r in records} == {"pets"}
+    with pytest.raises(IngestError, match="not to a folder"):
+        candidates_for(tmp_path / "media", task="classification")

@@ -1,0 +1,278 @@
+"""The reform generator: annotated datasets in their public schemas, through ingest -> generate -> blind
+filter -> review -> publish as a user runs them, checked against the datasets' own annotations."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import unicodedata
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from benchsmith.records import LETTERS
+from benchsmith.settings import load_settings
+from benchsmith.store import Store
+from generators import reform
+from tests.generators import reform_sets
+
+CLI = [sys.executable, "-c", "from flows.app import main; main()"]
+
+
+def benchsmith(workspace: Path, *args: str, cwd: Path | None = None, **env_extra: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "OPENAI")) and k != "HF_TOKEN"}
+    env |= {"BENCHSMITH_WORKSPACE": str(workspace), "COLUMNS": "200"} | env_extra
+    done = subprocess.run([*CLI, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"benchsmith {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def plain(text: str) -> str:
+    """The test's own idea of 'the same answer': case, punctuation, articles, number words, a plural s."""
+    numbers = {"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6"}
+    words = re.sub(r"[^\w\s]", " ", unicodedata.normalize("NFKC", text).casefold()).split()
+    words = [numbers.get(w, w) for w in words if w not in ("a", "an", "the")]
+    return " ".join(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Every set ingested and reformulated through the CLI, then blind-filtered."""
+    root = tmp_path_factory.mktemp("reform")
+    sets = reform_sets.build(root / "sets")
+    workspace = root / "bench"
+    for path, task in sets.sources:
+        benchsmith(workspace, "ingest", str(path), *(["--task", task] if task else []))
+    generated = benchsmith(workspace, "generate", "-g", "reform")
+    filtered = benchsmith(workspace, "filter")
+    return sets, workspace, generated.stdout, filtered.stdout
+
+
+def questions(workspace: Path, **query):
+    with Store(load_settings(env={"BENCHSMITH_WORKSPACE": str(workspace)}).db_url) as store:
+        return store.get_questions(**query)
+
+
+def test_every_key_is_the_source_annotation_and_every_kind_gives_questions(built):
+    sets, workspace, _out, _filtered = built
+    made = [q for q in questions(workspace) if q.meta.get("generator") == "reform"]
+    by_annotation = {(q.meta["source_dataset"], q.meta["annotation_id"]): q for q in made}
+    assert set(by_annotation) <= set(sets.truth)
+    for source_id, question in by_annotation.items():
+        assert question.options[question.answer] == sets.truth[source_id].key, source_id
+    tasks = Counter(q.meta["task"] for q in made)
+    assert set(tasks) == {"vqa", "classification", "scene_classification", "matching", "grounding", "text_reading"}
+    datasets_seen = {q.meta["source_dataset"] for q in made}
+    assert datasets_seen == {"vqav2", "gqa", "textvqa", "imagenet", "places365", "coco-karpathy", "refcoco", "textocr"}
+    # the tie in VQAv2 is broken by its multiple_choice_answer, not by order
+    tie = by_annotation[("vqav2", "1")]
+    assert tie.options[tie.answer] == reform_sets.COLOURS[3]
+
+
+def test_no_distractor_is_an_accepted_answer(built):
+    sets, workspace, _out, _filtered = built
+    checked = 0
+    for question in questions(workspace):
+        truth = sets.truth[(question.meta["source_dataset"], question.meta["annotation_id"])]
+        # an answer is the same in other letters; a written string must differ only in case to be the same
+        same = plain if truth.task in ("vqa", "classification", "scene_classification") else str.casefold
+        accepted = {same(a) for a in truth.accepted}
+        for index, option in enumerate(question.options):
+            if index != question.answer:
+                assert same(option) not in accepted, (question.text, option, truth.accepted)
+                checked += 1
+        assert len({same(o) for o in question.options}) == 4
+    assert checked > 300
+
+
+def test_answer_letters_come_out_uniform(built):
+    from scipy.stats import chisquare
+
+    _sets, workspace, _out, _filtered = built
+    with Store(load_settings(env={"BENCHSMITH_WORKSPACE": str(workspace)}).db_url) as store:
+        gated = {v.subject_id for v in store.get_verdicts(stage="quality")}   # dropped before letters are placed
+    kept = [q for q in questions(workspace) if q.id not in gated]
+    letters = Counter(q.answer for q in kept)
+    assert len(kept) > 200
+    assert chisquare([letters[i] for i in range(4)]).pvalue > 0.05
+
+
+def test_each_question_says_where_it_came_from_and_how_each_distractor_was_chosen(built):
+    _sets, workspace, _out, _filtered = built
+    hows = Counter()
+    for question in questions(workspace):
+        assert {"source_dataset", "annotation_id", "task", "accepted", "distractors"} <= set(question.meta)
+        assert question.provenance.backend == "reform" and question.provenance.params["task"] == question.meta["task"]
+        distractors = question.meta["distractors"]
+        assert sorted(d["text"] for d in distractors) == sorted(
+            o for i, o in enumerate(question.options) if i != question.answer)
+        hows.update(next(p for p in HOWS if d["how"].startswith(p)) for d in distractors)
+    assert set(hows) == set(HOWS)
+
+
+HOWS = ("MiniLM nearest to the key among", "TF-IDF word overlap with the key", "edit-distance neighbour of the key",
+        "another region of the image")
+
+
+def test_bad_annotations_are_recorded_per_item_and_the_run_says_why(built):
+    sets, workspace, out, _filtered = built
+    # the TextVQA row with no answers is recorded with its reason, not crashed on
+    assert "the answer list is empty" in out
+    with Store(load_settings(env={"BENCHSMITH_WORKSPACE": str(workspace)}).db_url) as store:
+        rows = [r for r in store.ledger_rows("generate:reform")]
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert any("the answer list is empty" in r["reason"] for r in failed)
+    assert all(r["status"] in ("done", "failed") for r in rows)
+
+
+def test_the_blind_filter_judged_them_and_a_rerun_adds_nothing(built):
+    _sets, workspace, _out, filtered = built
+    statuses = Counter(q.status for q in questions(workspace))
+    assert statuses["candidate"] > 0
+    again = benchsmith(workspace, "generate", "-g", "reform")
+    assert re.search(r"jobs\s+│\s+0 ", again.stdout) and re.search(r"new_questions\s+│\s+0 ", again.stdout)
+    assert Counter(q.status for q in questions(workspace)) == statuses
+
+
+def test_reviewed_questions_publish_with_the_source_answer(built, tmp_path):
+    import datasets
+
+    from tests.publish.conftest import accept
+
+    sets, workspace, _out, _filtered = built
+    with Store(load_settings(env={"BENCHSMITH_WORKSPACE": str(workspace)}).db_url) as store:
+        for question in store.get_questions(status="candidate"):
+            accept(store, question, [question.answer, question.answer])
+    benchsmith(workspace, "publish", "--version", "v1")
+    rows = datasets.load_dataset(str(workspace / "releases" / "v1"), "all", split="test",
+                                 cache_dir=str(tmp_path / "cache"))
+    by_id = {q.id: q for q in questions(workspace)}
+    published_tasks = set()
+    for row in rows:
+        question = by_id[row["question_id"]]
+        truth = sets.truth[(question.meta["source_dataset"], question.meta["annotation_id"])]
+        assert row[f"choice_{row['answer'].lower()}"] == truth.key
+        published_tasks.add(question.meta["task"])
+    assert len(rows) > 0 and {"vqa", "matching", "grounding", "text_reading"} <= published_tasks
+
+
+# -- pure parts --------------------------------------------------------------------------------------
+
+def test_answers_that_say_the_same_in_other_letters_share_one_key():
+    same = [("Two dogs.", "2 dog"), ("the Red", "red"), ("A  cat", "cats"), ("tennis", "Tennis!")]
+    for a, b in same:
+        assert reform.answer_key(a) == reform.answer_key(b), (a, b)
+    for a, b in [("red", "reed"), ("bus", "bu"), ("glass", "glas"), ("tennis", "tenni")]:
+        assert reform.answer_key(a) != reform.answer_key(b), (a, b)   # words that only look plural stay
+
+
+def test_edit_distance_matches_the_textbook_table():
+    def table(a: str, b: str) -> int:
+        row = list(range(len(b) + 1))
+        for i, ca in enumerate(a, 1):
+            previous, row[0] = row[0], i
+            for j, cb in enumerate(b, 1):
+                previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (ca != cb))
+        return row[-1]
+
+    rng = random.Random(0)
+    for _ in range(2000):
+        a = "".join(rng.choice("abc ") for _ in range(rng.randrange(14)))
+        b = "".join(rng.choice("abc ") for _ in range(rng.randrange(14)))
+        assert reform.levenshtein(a, b) == table(a, b), (a, b)
+
+
+def test_the_key_is_not_always_the_option_most_like_the_others():
+    """Hard negatives are all near the key; some are also near each other. Picking the three nearest
+    would put the key in the middle every time; the chosen triples spread the key's rank."""
+    rng = random.Random(0)
+    ranks = Counter()
+    for _ in range(400):
+        n = 8
+        sims = [[0.0] * (n + 1) for _ in range(n + 1)]
+        for i in range(n + 1):
+            for j in range(i + 1, n + 1):
+                near = i == 0 or (i - 1) // 4 == (j - 1) // 4   # the key, or the same cluster of four
+                sims[i][j] = sims[j][i] = (0.6 if near else 0.2) + rng.random() * 0.3
+        chosen, rank = reform.choose_three(sims, rng)
+        assert len(set(chosen)) == 3 and all(1 <= c <= n for c in chosen)
+        members = [0, *chosen]
+        closeness = [sum(sims[a][b] for b in members if b != a) for a in members]
+        assert rank == sum(c > closeness[0] for c in closeness[1:])
+        ranks[rank] += 1
+    assert ranks[0] < 250 and len(ranks) >= 3
+
+
+def test_a_dataset_whose_columns_do_not_fit_its_declared_kind_fails_per_item_with_the_reason(tmp_path):
+    sets = reform_sets.Sets(tmp_path / "sets")
+    reform_sets.places(sets, n_images=4)
+    manifest, _task = sets.sources[0]
+    workspace = tmp_path / "bench"
+    benchsmith(workspace, "ingest", str(manifest), "--task", "vqa")  # rows say scene_classification: task column wins
+    rows = [json.loads(line) for line in manifest.read_text().splitlines()]
+    wrong = manifest.with_name("wrong.jsonl")
+    wrong.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "task"}) + "\n" for r in rows))
+    # the same images declared as VQA: no question column
+    benchsmith(workspace, "ingest", str(wrong), "--task", "vqa")
+    out = benchsmith(workspace, "generate", "-g", "reform").stdout
+    assert "no question for a vqa annotation" in out
+    with Store(load_settings(env={"BENCHSMITH_WORKSPACE": str(workspace)}).db_url) as store:
+        failed = [r for r in store.ledger_rows("generate:reform") if r["status"] == "failed"]
+    assert len(failed) == 4 and all("columns question, sent" in r["reason"] for r in failed)
+
+
+def test_an_unknown_task_kind_is_one_clear_line(tmp_path):
+    sets = reform_sets.Sets(tmp_path / "sets")
+    reform_sets.places(sets, n_images=2)
+    manifest, _task = sets.sources[0]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH")}
+    done = subprocess.run([*CLI, "ingest", str(manifest), "--task", "captioning"], capture_output=True, text=True,
+                          env=env | {"BENCHSMITH_WORKSPACE": str(tmp_path / "bench")}, timeout=300)
+    assert done.returncode == 2 and "unknown task kind 'captioning'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_pool_too_small_is_topped_up_by_the_llm_never_with_an_accepted_answer(tmp_path):
+    from generators.stage import run_generate
+    from tests.support.openai_server import ScriptedOpenAI, json_completion
+
+    def reply(request: dict):
+        # the first repeats an accepted answer in other letters: only the two others can be used
+        return json_completion({"distractors": ["Yes.", "only on weekends", "not sure"]})
+
+    folder = tmp_path / "sets" / "yesno"
+    rows = []
+    for i in range(3):  # two questions answered "no" (some said "yes"), one answered "yes" by everyone
+        reform_sets.image(folder / f"{i}.png", 40 + i)
+        rows.append({"path": f"{i}.png", "task": "vqa", "question_id": i, "question": "Is the shop open?",
+                     "answers": ["no"] * 6 + ["yes"] * 2 + ["nope"] * 2 if i else ["yes"] * 10})
+    manifest = reform_sets._write_jsonl(rows, folder / "yesno.jsonl")
+    with ScriptedOpenAI(reply) as server:
+        env = {"BENCHSMITH_WORKSPACE": str(tmp_path / "bench"), "OPENAI_BASE_URL": server.base_url,
+               "OPENAI_API_KEY": "sk-test"}
+        assert "3 added" in benchsmith(tmp_path / "bench", "ingest", str(manifest)).stdout
+        settings = load_settings(env=env)
+        with Store(settings.db_url) as store:
+            first = run_generate(store, settings, generators=["reform"])
+        # "no": its only neighbour "yes" was accepted by some; "yes": only "no" is left
+        assert first["kept"] == 0 and server.calls == 0
+        assert first["skipped"] == {"only 0 usable distractor(s), 3 needed": 2,
+                                    "only 1 usable distractor(s), 3 needed": 1}
+        settings = load_settings(env=env | {"BENCHSMITH__GENERATE__REFORM__LLM_DISTRACTORS": "true"})
+        with Store(settings.db_url) as store:
+            second = run_generate(store, settings, generators=["reform"])
+            made = store.get_questions()
+        # the new setting makes every job pending again; the two "no" questions ask the same, paid once
+        assert second["jobs"] == 3 and server.calls == 2
+    assert second["skipped"] == {"the LLM's distractors repeat an accepted answer or each other": 2}
+    [question] = made
+    assert question.options[question.answer] == "yes"
+    assert sorted(o for i, o in enumerate(question.options) if i != question.answer) == [
+        "no", "not sure", "only on weekends"]
+    hows = [d["how"] for d in question.meta["distractors"]]
+    assert hows[0].startswith("MiniLM nearest") and all(h.startswith("written by the LLM") for h in hows[1:])
+    assert question.provenance.params["llm_call"]
