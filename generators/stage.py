@@ -39,12 +39,13 @@ from filters import quality
 from filters.quality import QualitySettings
 from generators import llm as llm_generator
 from generators import programmatic, temporal
+from generators.conversation import ConversationSettings, ConversationStage
 from generators.llm import LlmGeneratorSettings
 from generators.programmatic import ProgrammaticSettings
 from generators.temporal import TemporalSettings
 
 STAGE = "generate"
-GeneratorName = Literal["programmatic", "llm", "temporal"]
+GeneratorName = Literal["programmatic", "llm", "temporal", "conversation"]
 
 
 class GenerateSettings(BaseModel):
@@ -57,6 +58,7 @@ class GenerateSettings(BaseModel):
     programmatic: ProgrammaticSettings = ProgrammaticSettings()
     llm: LlmGeneratorSettings = LlmGeneratorSettings()
     temporal: TemporalSettings = TemporalSettings()
+    conversation: ConversationSettings = ConversationSettings()
     quality: QualitySettings = QualitySettings()
 
     @field_validator("dimensions")
@@ -77,7 +79,9 @@ def _supports(generator: str, dimension: Dimension, options: GenerateSettings) -
         return programmatic.supports(dimension)
     if generator == "llm":
         return llm_generator.supports(dimension, options.llm.prompts_dir)
-    return temporal.supports(dimension)
+    if generator == "temporal":
+        return temporal.supports(dimension)
+    return False  # conversations are not per dimension: ConversationStage
 
 
 @dataclass(frozen=True)
@@ -280,9 +284,10 @@ def _replaced(finished: list[tuple[Job, Outcome]], stored: dict[str, list[Questi
 
 
 def build_stages(settings: Settings, *, generators: Sequence[str] = (),
-                 dimensions: Sequence[str] = ()) -> list[GenerateStage]:
+                 dimensions: Sequence[str] = ()) -> list[GenerateStage | ConversationStage]:
     """A stage per generator in the settings (or `generators`), over the settings' dimensions (or
-    `dimensions`, keys or ids)."""
+    `dimensions`, keys or ids). The conversation generator writes one conversation per image and takes
+    no dimensions."""
     options = settings.section(STAGE, GenerateSettings)
     unknown = sorted(set(generators) - set(get_args(GeneratorName)))
     if unknown:
@@ -292,20 +297,23 @@ def build_stages(settings: Settings, *, generators: Sequence[str] = (),
     except KeyError as exc:
         raise GenerateError(str(exc.args[0])) from None
     options = options.model_copy(update={"dimensions": keys or options.dimensions})
-    stages = [GenerateStage(name, settings, options) for name in list(generators) or options.generators]
-    return [s for s in stages if s.dimensions]
+    names = list(generators) or options.generators
+    stages = [GenerateStage(name, settings, options) for name in names if name != "conversation"]
+    conversations = [ConversationStage(settings, options.conversation, options.quality)] * ("conversation" in names)
+    return [s for s in stages if s.dimensions] + conversations
 
 
-def run_stages(store, stages: Sequence[GenerateStage], *, limit: int | None = None,
+def run_stages(store, stages: Sequence[GenerateStage | ConversationStage], *, limit: int | None = None,
                progress: Callable[[int], None] | None = None) -> dict:
     """Run each generator's stage; return the run's counters, tokens and cost, summed."""
     total: Counter = Counter()
     for stage in stages:
-        llm = stage.generator == "llm"
-        window = stage.options.llm.batch_size if llm else stage.options.batch_size
+        llm = stage.generator in ("llm", "conversation")
+        window = stage.options.batch_size if stage.generator != "llm" else stage.options.llm.batch_size
         left = None if limit is None else max(0, limit - total["jobs"])
-        # LLM jobs: a wide window keeps calls in flight while small groups of answers are stored
-        report = runner.run(stage, store, window=max(window, 1024) if llm else window,
+        # LLM jobs: a wide window keeps calls in flight while small groups of answers are stored;
+        # conversations: a window at a time, since an image is stored only after its third turn
+        report = runner.run(stage, store, window=max(window, 1024) if stage.generator == "llm" else window,
                             commit_every=16 if llm else None, limit=left, progress=progress)
         total["seconds"] += report.seconds
         total.update({"jobs": report.pending, "finished": report.done + report.failed,
@@ -314,6 +322,8 @@ def run_stages(store, stages: Sequence[GenerateStage], *, limit: int | None = No
         total["http_calls"] += stage.llm_client.http_calls if stage.llm_client is not None else 0
     out = {k: total.get(k, 0) for k in ("jobs", "finished", "retry_later", "waiting_for_facts", "failed_drafts",
                                         "generated", "new_questions", "kept", "superseded")}
+    if any(stage.generator == "conversation" for stage in stages):
+        out |= {k: total.get(k, 0) for k in ("conversations", "conversations_kept", "new_conversations")}
     out["retry_later"] -= out["waiting_for_facts"]
     out["dropped"] = {k.removeprefix("dropped: "): v for k, v in total.items() if k.startswith("dropped: ")}
     out["http_failures"] = dict(sum((stage.http_failures for stage in stages), Counter()))

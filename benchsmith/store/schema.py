@@ -225,3 +225,33 @@ eval_predictions = sa.Table(
     sa.Column("reason", sa.Text, nullable=False, server_default=""),
     sa.Column("created_at", When, nullable=False),
 )
+
+# Multi-turn conversations about one image (ConvBench): three turns, each an instruction, a reference
+# answer and focus points. `turns` is as generated (it makes the id); `review_turns` the accepted edit.
+conversations = sa.Table(
+    "conversations", metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("item_id", ID, nullable=False, index=True),
+    sa.Column("turns", sa.JSON, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False, index=True),
+    sa.Column("generator", sa.String(64), nullable=False),
+    sa.Column("model", sa.Text),
+    sa.Column("prompt_version", sa.String(200)),
+    sa.Column("provenance", sa.JSON, nullable=False),
+    sa.Column("meta", sa.JSON, nullable=False),
+    sa.Column("review_turns", sa.JSON),
+    sa.Column("created_at", When, nullable=False),
+    sa.Column("updated_at", When, nullable=False),
+)
+
+# Every status change of a conversation, in order.
+conversation_events = sa.Table(
+    "conversation_events", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("conversation_id", ID, nullable=False, index=True),
+    sa.Column("from_status", sa.String(16)),
+    sa.Column("to_status", sa.String(16), nullable=False),
+    sa.Column("stage", sa.String(32), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False, server_default=""),
+    sa.Column("created_at", When, nullable=False),
+)
