@@ -277,6 +277,27 @@ def conversation_id(item_id: str, instructions: list[str]) -> str:
     return stable_hash("conversation", item_id, [normalise_text(i) for i in instructions])
 
 
+class ConversationReview(Record):
+    """One version of one annotator's review of a conversation: the turns as they left them (edited or
+    not), and keep or discard with reasons. `submitted_at` is when Label Studio last saved it."""
+
+    conversation_id: str
+    task_id: int
+    annotation_id: int
+    annotator: str
+    keep: bool = True
+    reasons: list[str] = Field(default_factory=list)
+    comment: str = ""
+    turns: list[Turn]
+    submitted_at: datetime
+
+    @property
+    def id(self) -> str:
+        """A new id for every distinct version of an annotation, so no edit replaces another."""
+        return stable_hash(self.task_id, self.annotation_id, self.keep, sorted(self.reasons), self.comment,
+                           [t.model_dump() for t in self.turns])
+
+
 class Release(Record):
     """A published version of the benchmark."""
 

@@ -6,10 +6,13 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from benchsmith.records import TRANSITIONS, Conversation, Verdict, utcnow
+from collections.abc import Mapping
+
+from benchsmith.records import TRANSITIONS, Conversation, ConversationReview, Verdict, utcnow
 from benchsmith.store.questions import TransitionError
-from benchsmith.store.schema import conversation_events, conversations
-from benchsmith.store.sql import chunks, insert_new
+from benchsmith.store.schema import (conversation_events, conversation_review_tasks, conversation_reviews,
+                                     conversations)
+from benchsmith.store.sql import chunks, insert_new, upsert
 
 
 def _to_row(c: Conversation) -> dict:
@@ -102,6 +105,52 @@ class ConversationsMixin:
                                 .where(conversation_events.c.conversation_id == conversation_id)
                                 .order_by(conversation_events.c.id))
             return [dict(r._mapping) for r in rows]
+
+    # -- review ----------------------------------------------------------------------------------------
+
+    def record_conversation_review_intents(self, conversation_ids: Sequence[str], project_id: int) -> None:
+        """Note that these conversations are about to be sent to `project_id` (no task id yet)."""
+        now = utcnow()
+        with self.engine.begin() as conn:
+            upsert(conn, conversation_review_tasks, [{"conversation_id": cid, "project_id": project_id,
+                                                      "task_id": None, "pushed_at": now} for cid in conversation_ids])
+
+    def set_conversation_review_task_ids(self, task_ids: Mapping[str, int]) -> None:
+        if not task_ids:
+            return
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(conversation_review_tasks)
+                         .where(conversation_review_tasks.c.conversation_id == sa.bindparam("cid"))
+                         .values(task_id=sa.bindparam("tid")),
+                         [{"cid": cid, "tid": tid} for cid, tid in task_ids.items()])
+
+    def get_conversation_review_tasks(self) -> dict[str, tuple[int, int | None]]:
+        """conversation id -> (project id, task id or None while the push is unconfirmed)."""
+        t = conversation_review_tasks
+        with self.engine.connect() as conn:
+            return {c: (p, k) for c, p, k in conn.execute(sa.select(t.c.conversation_id, t.c.project_id, t.c.task_id))}
+
+    def add_conversation_reviews(self, records: Sequence[ConversationReview]) -> int:
+        """Store review versions not seen before; return how many were new. Versions are never replaced."""
+        now = utcnow()
+        rows = [r.model_dump(mode="json") | {"id": r.id, "submitted_at": r.submitted_at, "created_at": now}
+                for r in records]
+        with self.engine.begin() as conn:
+            return len(insert_new(conn, conversation_reviews, rows))
+
+    def get_conversation_reviews(self, conversation_ids: Sequence[str] | None = None) -> list[ConversationReview]:
+        """Every stored version, oldest submission first."""
+        t = conversation_reviews
+        query = sa.select(t).order_by(t.c.conversation_id, t.c.submitted_at, t.c.annotation_id, t.c.created_at)
+        with self.engine.connect() as conn:
+            found = []
+            if conversation_ids is None:
+                found = list(conn.execute(query))
+            else:
+                for batch in chunks(list(conversation_ids)):
+                    found.extend(conn.execute(query.where(t.c.conversation_id.in_(batch))))
+        return [ConversationReview(**{k: v for k, v in r._mapping.items() if k not in ("id", "created_at")})
+                for r in found]
 
 
 def _updatable(values: dict) -> dict:
