@@ -9,6 +9,12 @@ import typer
 from benchsmith.console import console, progress_bar, table
 
 
+CONVERSATIONS_FLAG = typer.Option(
+    "--conversations", help="The three-turn conversations instead of the questions: their own project "
+                            "(review.conversation_project), where annotators edit each turn's instruction, "
+                            "reference answer and focus points and keep or discard the conversation.")
+
+
 def register(app: typer.Typer, context) -> None:
     """Add this stage's commands to `app`; `context(ctx)` gives the settings and the store."""
     review_app = typer.Typer(help="Human review of questions in Label Studio: push, pull, status.",
@@ -22,16 +28,27 @@ def register(app: typer.Typer, context) -> None:
     app.add_typer(server_app, name="labelstudio")
 
     @review_app.command("push")
-    def review_push(ctx: typer.Context) -> None:
+    def review_push(ctx: typer.Context, conversations: Annotated[bool, CONVERSATIONS_FLAG] = False) -> None:
         """Send questions that passed the blind filter to Label Studio, in bulk batches.
 
         Creates the project named by `review.project` (or reuses it), with the labeling config, the overlap
         (`review.overlap` annotators per question) and access to the media folder. Each question is sent
         once: rerunning, even after a crash or a server restart half-way, sends only what is missing.
         Server: LABEL_STUDIO_URL (or services.label_studio_url); token: LABEL_STUDIO_API_KEY.
+        With --conversations, every candidate conversation is sent the same way.
         """
         from annotation.client import connect
         from annotation.push import push, questions_to_push
+
+        if conversations:
+            from annotation import conversations as review_conversations
+
+            c = context(ctx)
+            server = connect(c.settings)
+            with c.store() as store:
+                with progress_bar("pushing conversations", len(store.get_conversations(status="candidate"))) as advance:
+                    console.print(review_conversations.push(store, server, c.settings, progress=advance).summary())
+            return
         from annotation.settings import ReviewSettings
         from benchsmith.dimensions import registry
 
@@ -44,7 +61,7 @@ def register(app: typer.Typer, context) -> None:
         console.print(report.summary())
 
     @review_app.command("pull")
-    def review_pull(ctx: typer.Context) -> None:
+    def review_pull(ctx: typer.Context, conversations: Annotated[bool, CONVERSATIONS_FLAG] = False) -> None:
         """Bring annotations back and decide each question in review.
 
         With `review.overlap` reviews a question is decided by majority: kept questions are accepted with
@@ -53,9 +70,22 @@ def register(app: typer.Typer, context) -> None:
         again). Questions with fewer reviews stay in review. Prints Cohen's or Fleiss' kappa per dimension,
         and per dimension and generator how often the annotators changed the generated answer or discarded
         the question, and why.
+
+        With --conversations: every version of every annotation is kept; the latest submission decides
+        (kept: accepted with its edited turns, the last accepted edit winning over earlier ones; discarded:
+        rejected with the reasons). An edit that breaks a conversation's structure holds it in review.
         """
         from annotation.client import connect
         from annotation.pull import pull
+
+        if conversations:
+            from annotation import conversations as review_conversations
+
+            c = context(ctx)
+            server = connect(c.settings)
+            with c.store() as store:
+                console.print(review_conversations.pull(store, server, c.settings).summary(), markup=False)
+            return
         from benchsmith.dimensions import registry
 
         c = context(ctx)
@@ -121,12 +151,14 @@ def register(app: typer.Typer, context) -> None:
         console.print(table("annotators", ["email", "name", "annotations", "pulled", "last active"], rows))
 
     @review_app.command("config")
-    def review_config(ctx: typer.Context) -> None:
+    def review_config(ctx: typer.Context, conversations: Annotated[bool, CONVERSATIONS_FLAG] = False) -> None:
         """Print the Label Studio labeling config (options and dimensions come with each task)."""
+        from annotation import conversations as review_conversations
         from annotation.labeling import label_config
         from annotation.settings import ReviewSettings
 
-        print(label_config(context(ctx).settings.section("review", ReviewSettings)), end="")
+        review = context(ctx).settings.section("review", ReviewSettings)
+        print((review_conversations.label_config if conversations else label_config)(review), end="")
 
     @server_app.command("install")
     def labelstudio_install(ctx: typer.Context) -> None:

@@ -106,6 +106,12 @@ class ConversationsMixin:
                                 .order_by(conversation_events.c.id))
             return [dict(r._mapping) for r in rows]
 
+    def set_conversation_review_turns(self, conversation_id: str, turns) -> None:
+        """Replace the reviewed turns of a conversation (a later accepted edit); its status stays."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(conversations).where(conversations.c.id == conversation_id).values(
+                updated_at=utcnow(), **_updatable({"review_turns": turns})))
+
     # -- review ----------------------------------------------------------------------------------------
 
     def record_conversation_review_intents(self, conversation_ids: Sequence[str], project_id: int) -> None:
