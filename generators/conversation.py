@@ -242,6 +242,12 @@ class ConversationStage:
         made = [o.conversation.model_copy(update={"meta": o.conversation.meta | {"config": self._subject_key}})
                 for _job, o in pairs if o.finished and o.conversation is not None]
         report.counters["conversations"] += len(made)
+        finished = sorted({job.item.id for job, o in pairs if o.finished and not o.failure})
+        older = [c.id for item_id in finished for c in store.get_conversations(item_id=item_id, status="candidate")
+                 if c.meta.get("config") != self._subject_key and c.id not in {m.id for m in made}]
+        if older:  # written under other prompts or another model: kept, no longer a candidate
+            report.counters["superseded"] += store.move_conversations(
+                older, "superseded", stage="generate", reason="generated again after its settings changed")
         kept, dropped = quality.conversation_gate(made, self.gate)
         report.counters["conversations_kept"] += len(kept)
         report.counters.update(f"dropped: {v.rule}" for _c, v in dropped)

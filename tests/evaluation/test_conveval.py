@@ -235,3 +235,18 @@ def test_a_run_killed_while_judging_resumes_without_asking_anything_twice(settin
     assert board.returncode == 0, board.stderr
     assert '"direct_R1": 6.75' in board.stdout
     assert (settings.workspace / "evaluations" / "candidates" / "conversations.md").is_file()
+
+
+def test_only_chat_models_can_hold_conversations(settings, tmp_path):
+    import pytest
+
+    from evaluation.adapters import EvalError
+
+    options = with_evaluate(settings, tmp_path, {"conversations": {"reference_model": "nobody"}})
+    with Store(settings.db_url) as store:
+        with pytest.raises(EvalError, match="model 'blind-longest' is of kind blind; conversations need a chat model"):
+            prepare(store, options, [], "candidates", "blind-longest")
+        options = with_evaluate(settings, tmp_path, {"models": EVALUATE["models"],
+                                                     "conversations": {"reference_model": "nobody"}})
+        with pytest.raises(EvalError, match="no model 'nobody' under evaluate.models"):
+            prepare(store, options, [], "candidates", "vlm")

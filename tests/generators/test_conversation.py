@@ -3,6 +3,7 @@ from the ones before, a structural gate, and reruns that pay for nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -18,7 +19,7 @@ from generators.stage import run_generate
 from tests.generators.conversation_server import shown, write_turn
 from tests.generators.test_resume import BENCHSMITH, generate_env, key_of
 from tests.generators.test_stage import add_oracle, settings_with
-from tests.support.openai_server import ScriptedOpenAI, chat_completion
+from tests.support.openai_server import ScriptedOpenAI, chat_completion, json_completion
 
 
 def conversation_settings(tmp_path, server):
@@ -183,3 +184,33 @@ def test_a_killed_run_resumes_without_asking_any_turn_twice(tmp_path, oracle_dir
         done = store.ledger_rows("generate:conversation")
     assert len(conversations) == 8 and {c.status for c in conversations} == {"candidate"}
     assert len(done) == 8 and {r["status"] for r in done} == {"done"}
+
+
+def test_editing_a_turn_template_writes_the_conversations_again_and_supersedes_the_old(tmp_path, store, oracle_dir):
+    import shutil
+
+    from generators.conversation import PROMPTS_DIR
+
+    add_oracle(store, oracle_dir, 2)
+    prompts = tmp_path / "prompts"
+    shutil.copytree(PROMPTS_DIR, prompts)
+
+    def by_prompt(request):
+        reply = write_turn(request)
+        if shown(request)[0] == 1:  # the first instruction says which prompt asked for it
+            body = json.loads(reply.body["choices"][0]["message"]["content"])
+            body["instruction"] += f" [{len(request['messages'][1]['content'])}]"
+            reply = json_completion(body)
+        return reply
+
+    with ScriptedOpenAI(by_prompt) as server:
+        settings = settings_with(tmp_path, OPENAI_BASE_URL=server.base_url,
+                                 BENCHSMITH__GENERATE__CONVERSATION__PROMPTS=prompts)
+        run_generate(store, settings, generators=["conversation"])
+        goal = prompts / "perception.yaml"
+        goal.write_text(goal.read_text().replace("one checkable answer", "one answer anyone can check"))
+        again = run_generate(store, settings, generators=["conversation"])
+    assert again["jobs"] == 2 and again["new_conversations"] == 2
+    old = store.get_conversations(status="superseded")
+    assert len(old) == 2 and len(store.get_conversations(status="candidate")) == 2
+    assert store.conversation_events(old[0].id)[-1]["reason"] == "generated again after its settings changed"
