@@ -54,6 +54,7 @@ PROMPTS = Path(__file__).with_name("conveval.yaml")
 Setting = Literal["model", "perception_given", "perception_reasoning_given"]
 GIVEN: dict[str, int] = {"model": 0, "perception_given": 1, "perception_reasoning_given": 2}
 OVERALL = 0                     # the target number of the conversation as a whole; turns are 1-3
+WINDOW = 16                     # conversation-settings handed over at a time: up to ~60 calls each
 Outcome = Literal["win", "tie", "lose"]
 
 
@@ -420,7 +421,7 @@ def prepare(store, settings, conversations: Sequence[EvalConversation], source: 
     return ConvEvalStage(run, conversations, settings, options.models, conv, prompts, store)
 
 
-def evaluate(store, stage: ConvEvalStage, *, window: int = 16, limit: int | None = None,
+def evaluate(store, stage: ConvEvalStage, *, window: int = WINDOW, limit: int | None = None,
              progress: Callable[[int], None] | None = None) -> runner.StageReport:
     report = runner.run(stage, store, window=window, limit=limit, progress=progress)
     report.counters.update(stage.calls)
