@@ -12,6 +12,7 @@ from PIL import Image as PILImage
 
 from annotation import conversations as review_conversations
 from annotation.client import connect
+from annotation.push import image_base
 from annotation.settings import ReviewSettings
 from benchsmith.records import Conversation, Image, Provenance, Turn, sha256_bytes
 from benchsmith.store import Store
@@ -55,7 +56,6 @@ def test_edited_conversations_round_trip_and_the_last_accepted_edit_wins(label_s
         project = review_conversations.ensure_project(server, settings, review)
         store.record_conversation_review_intents([interrupted.id], project)
         item = store.get_items([interrupted.item_id])[0]
-        from annotation.push import image_base
         server.import_tasks(project, [review_conversations.to_task(interrupted, item, image_base(settings, review))])
 
         first = review_conversations.push(store, server, settings)
