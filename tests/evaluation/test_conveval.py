@@ -250,3 +250,36 @@ def test_only_chat_models_can_hold_conversations(settings, tmp_path):
                                                      "conversations": {"reference_model": "nobody"}})
         with pytest.raises(EvalError, match="no model 'nobody' under evaluate.models"):
             prepare(store, options, [], "candidates", "vlm")
+
+
+def test_a_release_holds_its_conversations_as_published_and_bad_sources_are_one_line(settings, oracle_dir, tmp_path):
+    import pytest
+
+    from benchsmith.publish.release import publish
+    from evaluation.adapters import EvalError
+    from evaluation.sources import resolve_conversations
+    from tests.publish.conftest import build_reviewed
+    from tests.publish.test_conversations import add_conversations as add_reviewed_conversations
+
+    with Store(settings.db_url) as store:
+        reviewed = build_reviewed(store, settings, oracle_dir, tmp_path)
+        made = add_reviewed_conversations(store, sorted({q["item"] for q in reviewed.truth.values()})[:4])
+        release = publish(store, settings, "v1")
+        label, held = resolve_conversations(release=None, hub=None, candidates=False,
+                                            releases_root=release.folder.parent, store=store,
+                                            media_dir=settings.media_dir)
+        assert label == "release:v1" and sorted(c.conversation_id for c in held) == sorted([made[0].id, made[1].id])
+        edited = next(c for c in held if c.conversation_id == made[0].id)
+        assert edited.turns[1].reference == "The circle: it is twice the square's width."
+        assert [t.level for t in edited.turns] == ["perception", "reasoning", "creation"]
+        assert edited.turns[1].focus_points == ["names the circle", "gives size"]
+        assert len(edited.frames) == 1 and edited.frames[0][:2] in (b"\xff\xd8", b"\x89P")
+
+        empty = tmp_path / "empty-release"
+        empty.mkdir()
+        with pytest.raises(EvalError, match="has no conversations"):
+            resolve_conversations(release=str(empty), hub=None, candidates=False, releases_root=tmp_path,
+                                  store=store, media_dir=settings.media_dir)
+        with pytest.raises(EvalError, match="cannot load the conversations of 'someone/nothing-here'"):
+            resolve_conversations(release=None, hub="someone/nothing-here", candidates=False, releases_root=tmp_path,
+                                  store=store, media_dir=settings.media_dir)
