@@ -83,7 +83,6 @@ def test_an_annotator_sees_each_turn_and_edits_a_reference_that_a_pull_brings_ba
                               cwd=BROWSER, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr + done.stdout
         seen = json.loads(done.stdout.strip().splitlines()[-1])
-        print(seen)
         values = {area["name"]: area["value"] for area in seen["areas"]}
         for n, turn in enumerate(conversation.turns, 1):   # every field starts with the generated text
             assert values[f"instruction_{n}"] == turn.instruction
