@@ -10,6 +10,12 @@ import typer
 from benchsmith.console import console, progress_bar, table
 
 
+CONVERSATIONS_FLAG = typer.Option(
+    "--conversations", help="The three-turn conversations instead of the questions: their own project "
+                            "(review.conversation_project), where annotators edit each turn's instruction, "
+                            "reference answer and focus points and keep or discard the conversation.")
+
+
 def register(app: typer.Typer, context) -> None:
     """Add this stage's commands to `app`; `context(ctx)` gives the settings and the store."""
     review_app = typer.Typer(help="Human review of questions in Label Studio: push, pull, status.",
@@ -31,6 +37,7 @@ def register(app: typer.Typer, context) -> None:
         items: Annotated[Optional[Path], typer.Option(help=(
             "With --flagged: the flagged.json to read (default: the one `benchsmith eval items` wrote for the "
             "latest release)."))] = None,
+        conversations: Annotated[bool, CONVERSATIONS_FLAG] = False,
     ) -> None:
         """Send questions that passed the blind filter to Label Studio, in bulk batches.
 
@@ -43,10 +50,21 @@ def register(app: typer.Typer, context) -> None:
         option, no model beat chance, a blind baseline got it right) go to their own project; each task
         shows the flags, the published answer and every model's choice. `benchsmith review pull` then
         confirms, changes or withdraws each one for the next `publish`; a confirmed question is not sent
-        again while it stays the same.
+        again while it stays the same. With --conversations, every candidate conversation is sent the
+        same way, to its own project.
         """
         from annotation.client import connect
         from annotation.push import FIRST, push, questions_to_push
+
+        if conversations:
+            from annotation import conversations as review_conversations
+
+            c = context(ctx)
+            server = connect(c.settings)
+            with c.store() as store:
+                with progress_bar("pushing conversations", len(store.get_conversations(status="candidate"))) as advance:
+                    console.print(review_conversations.push(store, server, c.settings, progress=advance).summary())
+            return
         from annotation.settings import ReviewSettings
         from benchsmith.dimensions import registry
 
@@ -73,7 +91,7 @@ def register(app: typer.Typer, context) -> None:
                 console.print(f"  not sent: {n} {reason}", highlight=False, markup=False)
 
     @review_app.command("pull")
-    def review_pull(ctx: typer.Context) -> None:
+    def review_pull(ctx: typer.Context, conversations: Annotated[bool, CONVERSATIONS_FLAG] = False) -> None:
         """Bring annotations back and decide each question in review.
 
         With `review.overlap` reviews a question is decided by majority: kept questions are accepted with
@@ -82,9 +100,22 @@ def register(app: typer.Typer, context) -> None:
         again). Questions with fewer reviews stay in review. Prints Cohen's or Fleiss' kappa per dimension,
         and per dimension and generator how often the annotators changed the generated answer or discarded
         the question, and why.
+
+        With --conversations: every version of every annotation is kept; the latest submission decides
+        (kept: accepted with its edited turns, the last accepted edit winning over earlier ones; discarded:
+        rejected with the reasons). An edit that breaks a conversation's structure holds it in review.
         """
         from annotation.client import connect
         from annotation.pull import pull
+
+        if conversations:
+            from annotation import conversations as review_conversations
+
+            c = context(ctx)
+            server = connect(c.settings)
+            with c.store() as store:
+                console.print(review_conversations.pull(store, server, c.settings).summary(), markup=False)
+            return
         from benchsmith.dimensions import registry
 
         c = context(ctx)
@@ -150,12 +181,14 @@ def register(app: typer.Typer, context) -> None:
         console.print(table("annotators", ["email", "name", "annotations", "pulled", "last active"], rows))
 
     @review_app.command("config")
-    def review_config(ctx: typer.Context) -> None:
+    def review_config(ctx: typer.Context, conversations: Annotated[bool, CONVERSATIONS_FLAG] = False) -> None:
         """Print the Label Studio labeling config (options and dimensions come with each task)."""
+        from annotation import conversations as review_conversations
         from annotation.labeling import label_config
         from annotation.settings import ReviewSettings
 
-        print(label_config(context(ctx).settings.section("review", ReviewSettings)), end="")
+        review = context(ctx).settings.section("review", ReviewSettings)
+        print((review_conversations.label_config if conversations else label_config)(review), end="")
 
     @server_app.command("install")
     def labelstudio_install(ctx: typer.Context) -> None:

@@ -42,4 +42,13 @@ class ReviewSettings(BaseModel):
         "bad_image": "Bad image",
         "other": "Other",
     })
+    conversation_project: str = "benchsmith conversations"
+    conversation_discard_reasons: dict[str, str] = Field(default_factory=lambda: {
+        "gives_answer_away": "An instruction gives an earlier answer away",
+        "wrong_reference": "A reference answer is wrong",
+        "not_progressive": "The turns do not build on each other",
+        "not_about_image": "Not answerable from the image",
+        "bad_image": "Bad image",
+        "other": "Other",
+    })
     server: LocalServer = LocalServer()

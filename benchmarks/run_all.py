@@ -38,6 +38,7 @@ RESULTS = HERE / "results"
 CASES = {
     "P1": ("generate_concurrency", lambda r: r["stage_speedup"] >= 25),
     "P1-cli": ("generate_cli", lambda r: r["speedup"] >= 25 and r["stage_times_physical_limit"] <= 1.4),
+    "P1-conv": ("conversation_generate", lambda r: r["meets_target"]),
     "P2": ("build_rerun", lambda r: r["meets_target"]),
     "P3": ("blind_ranking", lambda r: r["meets_target"]),
     "P4": ("extract_overhead", lambda r: r["ratio_median"] <= 1.10),

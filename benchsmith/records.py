@@ -202,7 +202,7 @@ class Verdict(Record):
     """The outcome of one check on one subject: an input file, an item or a question."""
 
     subject_id: str
-    subject_kind: Literal["input", "item", "question"]
+    subject_kind: Literal["input", "item", "question", "conversation"]
     stage: str
     rule: str
     passed: bool
@@ -230,6 +230,72 @@ class Review(Record):
     @property
     def id(self) -> str:
         return stable_hash(self.task_id, self.annotation_id)
+
+
+Level = Literal["perception", "reasoning", "creation"]
+LEVELS: tuple[Level, ...] = ("perception", "reasoning", "creation")  # the order of a conversation's turns
+
+
+class Turn(Record):
+    """One turn of a conversation: what the user asks, a reference answer, and the points a good answer
+    must make. `level` is the capability the turn tests; `task` names the kind of task within it
+    (e.g. "object counting", "cause inference", "story writing")."""
+
+    level: Level
+    task: str = ""
+    instruction: str
+    reference: str
+    focus_points: list[str] = Field(default_factory=list)
+
+
+class Conversation(Record):
+    """A multi-turn conversation about one image, each turn building on the ones before (ConvBench):
+    perception, then reasoning about what was perceived, then creation from both.
+
+    The id comes from the turns as generated; edits made in review live in `review_turns` (the last
+    accepted edit) and in the conversation's reviews (every version), so the id never moves.
+    """
+
+    item_id: str
+    turns: list[Turn]
+    provenance: Provenance
+    meta: dict[str, Any] = Field(default_factory=dict)
+    status: QuestionStatus = "candidate"
+    review_turns: list[Turn] | None = None
+
+    @property
+    def id(self) -> str:
+        return conversation_id(self.item_id, [t.instruction for t in self.turns])
+
+    @property
+    def final_turns(self) -> list[Turn]:
+        """The turns as reviewed when a reviewer edited them, else as generated."""
+        return self.review_turns if self.review_turns is not None else self.turns
+
+
+def conversation_id(item_id: str, instructions: list[str]) -> str:
+    return stable_hash("conversation", item_id, [normalise_text(i) for i in instructions])
+
+
+class ConversationReview(Record):
+    """One version of one annotator's review of a conversation: the turns as they left them (edited or
+    not), and keep or discard with reasons. `submitted_at` is when Label Studio last saved it."""
+
+    conversation_id: str
+    task_id: int
+    annotation_id: int
+    annotator: str
+    keep: bool = True
+    reasons: list[str] = Field(default_factory=list)
+    comment: str = ""
+    turns: list[Turn]
+    submitted_at: datetime
+
+    @property
+    def id(self) -> str:
+        """A new id for every distinct version of an annotation, so no edit replaces another."""
+        return stable_hash(self.task_id, self.annotation_id, self.keep, sorted(self.reasons), self.comment,
+                           [t.model_dump() for t in self.turns])
 
 
 class Release(Record):

@@ -33,6 +33,7 @@ def store_status(store: Store) -> dict[str, Any]:
         "checks": {stage: dict(v) for stage, v in sorted(checks.items())},
         "extractions": {f"{e} [{s}]": n for (e, s), n in sorted(store.extraction_counts().items())},
         "questions": {d: by_dimension[d] for d in sorted(by_dimension)},
+        "conversations": {status: n for status, n in sorted(store.conversation_counts().items())},
         "llm": {f"{p}/{m}/{s}": v for (p, m, s), v in sorted(store.llm_totals().items())},
     }
 
@@ -52,6 +53,9 @@ def status_tables(status: dict[str, Any]) -> list[Table]:
                 for d, counts in status["questions"].items()]
         totals = [sum(r[i] for r in rows) for i in range(1, len(QUESTION_STATUSES) + 2)]
         tables.append(table("Questions", ["dimension", *QUESTION_STATUSES, "total"], [*rows, ("all", *totals)]))
+    if status["conversations"]:
+        counts = status["conversations"]
+        tables.append(table("Conversations", ["status", "n"], [*counts.items(), ("all", sum(counts.values()))]))
     if status["llm"]:
         tables.append(table("LLM calls", ["purpose/model/status", "calls", "tokens in", "tokens out", "cost $"],
                             [(k, v["calls"], v["tokens_in"], v["tokens_out"], f"{v['cost_usd']:.4f}")

@@ -24,6 +24,69 @@ def _source(c, store, release, hub, candidates):
                    store=store, media_dir=c.settings.media_dir)
 
 
+def _conversations(c, store, release, hub, candidates):
+    from publish.settings import releases_root
+    from evaluation.sources import resolve_conversations
+
+    return resolve_conversations(release=release, hub=hub, candidates=candidates,
+                                 releases_root=releases_root(c.settings), store=store, media_dir=c.settings.media_dir)
+
+
+CONVERSATIONS_HELP = ("The three-turn conversations of the source instead of its questions: each model holds "
+                      "every conversation and a judge LLM grades it (ConvEval, settings under "
+                      "evaluate.conversations).")
+
+
+def _run_conversations(c, model: list[str], release, hub, candidates, limit, as_json) -> None:
+    from benchsmith import runner
+    from benchsmith.console import console, progress_bar
+    from evaluation.conveval import evaluate, prepare
+
+    results = []
+    with c.store() as store:
+        label, conversations = _conversations(c, store, release, hub, candidates)
+        for name in model:
+            stage = prepare(store, c.settings, conversations, label, name)
+            pending = len(runner.pending(stage, store))
+            with progress_bar(f"{name} on {label} (conversations)", min(pending, limit) if limit else pending) as advance:
+                report = evaluate(store, stage, limit=limit, progress=advance)
+            results.append({"model": name, "run": stage.run.id, **report.as_dict()})
+            if not as_json:
+                console.print(
+                    f"[bold]{name}[/] on {label}: {report.done} conversation-settings graded, {report.retry_later} "
+                    f"left for the next run ({report.counters['http_calls']} requests sent, "
+                    f"{report.counters['answer_cached'] + report.counters['judge_cached']} answered from the store)")
+                for reason, n in report.failures.most_common(3):
+                    console.print(f"  {n} x {reason}")
+    if as_json:
+        print(json.dumps(results, indent=2, default=str))
+
+
+def _board_conversations(c, release, hub, candidates, as_json) -> None:
+    from benchsmith.console import console
+    from evaluation.conveval import board_markdown, scores
+
+    with c.store() as store:
+        label, _conversations_now = _conversations(c, store, release, hub, candidates)
+        runs = [r for r in store.eval_runs(label) if r["protocol"] == "conveval"]
+        boards = [(r["model"], scores(store.conversation_evals([r["id"]]))) for r in runs]
+    opponents = sorted({json.dumps(r["config"]["opponent"], sort_keys=True) for r in runs})
+    opponent = "the reference answers" if opponents in ([], ['"references"']) else "the reference model"
+    folder = out_folder(c.settings, label)
+    folder.mkdir(parents=True, exist_ok=True)
+    markdown = board_markdown(boards, opponent)
+    (folder / "conversations.md").write_text(markdown, encoding="utf-8")
+    (folder / "conversations.json").write_text(json.dumps(dict(boards), indent=1), encoding="utf-8")
+    if as_json:
+        print(json.dumps(dict(boards), indent=2))
+    elif not runs:
+        console.print(f"no model has held the conversations of {label} yet: run "
+                      "`benchsmith eval run --conversations --model NAME`")
+    else:
+        print(markdown)
+        console.print(f"written to {folder}")
+
+
 def out_folder(settings, label: str) -> Path:
     from evaluation.settings import EvalSettings
 
@@ -49,6 +112,7 @@ def register(app: typer.Typer, context) -> None:
                  "(several prompt wordings x option shuffles); default: evaluate.protocol.")] = None,
         limit: Annotated[Optional[int], typer.Option(min=1, help="At most this many passes now.")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+        conversations: Annotated[bool, typer.Option("--conversations", help=CONVERSATIONS_HELP)] = False,
     ) -> None:
         """Score models on a set of questions.
 
@@ -58,7 +122,16 @@ def register(app: typer.Typer, context) -> None:
         `generate` (the same kind of model answers in words), `openai` (a chat endpoint answers) - the
         replies of these two are matched to an option - or `blind` (a text-only baseline from the blind
         filter).
+
+        With --conversations, each `openai` model answers the three turns of every conversation in
+        sequence (its own earlier answers in context, the image in the first turn), also with the
+        reference answers of turn 1, and of turns 1-2, given in place of its own (the ablation); a judge
+        LLM grades each turn and the whole conversation from 1 to 10 and against an opponent (win, tie,
+        lose), under several prompts pooled.
         """
+        if conversations:
+            _run_conversations(context(ctx), model, release, hub, candidates, limit, as_json)
+            return
         from benchsmith import runner
         from benchsmith.console import console, progress_bar
         from evaluation.protocols import ProtocolName
@@ -95,14 +168,20 @@ def register(app: typer.Typer, context) -> None:
         hub: Annotated[Optional[str], typer.Option(help=SOURCE_HELP["hub"])] = None,
         candidates: Annotated[bool, typer.Option("--candidates", help=SOURCE_HELP["candidates"])] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print the board as JSON.")] = False,
+        conversations: Annotated[bool, typer.Option("--conversations", help="The ConvEval board of the "
+                                                    "source's conversations (conversations.md/json).")] = False,
     ) -> None:
         """Print and write the leaderboard of every model evaluated on a source.
 
         Accuracy per dimension and overall with 95% bootstrap intervals, the format-hit rate (answers
         matched to an option), instability (instability protocol) and skipped passes; blind baselines
         are shown beside the models. Writes board.md, board.png and board.json under
-        <workspace>/evaluations/<source>/.
+        <workspace>/evaluations/<source>/. With --conversations: direct scores per turn and overall, and
+        pairwise win and tie rates, per model and ablation setting, in conversations.md and .json.
         """
+        if conversations:
+            _board_conversations(context(ctx), release, hub, candidates, as_json)
+            return
         from benchsmith.console import console
         from evaluation.board import board_markdown, collect, leaderboard, plot_board
         from evaluation.settings import EvalSettings

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaluation.adapters import AnyAdapterConfig
+from evaluation.conveval import ConvEvalSettings
 from evaluation.protocols import ProtocolName, ProtocolSettings
 
 
@@ -18,3 +19,4 @@ class EvalSettings(BaseModel):
     bootstrap: int = Field(1000, ge=100)  # resamples behind each 95% interval on the board
     out_dir: str = "evaluations"        # under the workspace: boards and item analyses
     models: dict[str, AnyAdapterConfig] = Field(default_factory=dict)
+    conversations: ConvEvalSettings = Field(default_factory=ConvEvalSettings)  # ConvEval (eval run --conversations)

@@ -138,3 +138,73 @@ def resolve(*, release: str | None, hub: str | None, candidates: bool, releases_
     if not folder.is_dir() and (releases_root / release).is_dir():
         return Source(f"release:{release}", from_folder(releases_root / release))
     return Source(f"folder:{folder.resolve()}", from_folder(folder))
+
+
+# -- conversations (ConvEval) -------------------------------------------------------------------------
+
+def conversation_of(row: dict[str, Any]):
+    """A published conversation row as the model under test meets it."""
+    from benchsmith.records import LEVELS, Turn
+    from evaluation.conveval import EvalConversation
+
+    turns = [Turn(level=row.get(f"level_{n}") or level, task=row.get(f"task_{n}") or "",
+                  instruction=row[f"instruction_{n}"], reference=row[f"reference_{n}"],
+                  focus_points=list(row.get(f"focus_points_{n}") or []))
+             for n, level in enumerate(LEVELS, 1)]
+    frames = [image["bytes"] if isinstance(image, dict) else image for image in row["image"] or []]
+    return EvalConversation.of(row["conversation_id"], turns, frames)
+
+
+def conversations_from_folder(folder: Path) -> list:
+    import pyarrow.parquet as pq
+
+    if not folder.is_dir():
+        raise EvalError(f"release folder {folder} does not exist")
+    shards = sorted(folder.glob("conversations/*.parquet"))
+    if not shards:
+        raise EvalError(f"{folder} has no conversations (no conversations/*.parquet shards in it)")
+    return [conversation_of(row) for shard in shards for row in pq.read_table(shard).to_pylist()]
+
+
+def conversations_from_store(store, media_dir: Path,
+                             statuses: Iterable[str] = ("candidate", "in_review", "accepted")) -> list:
+    from evaluation.conveval import EvalConversation
+
+    conversations = store.get_conversations(status=list(statuses))
+    items = {item.id: item for item in store.get_items(sorted({c.item_id for c in conversations}))}
+    out = []
+    for conversation in conversations:
+        item = items.get(conversation.item_id)
+        if item is None:
+            continue
+        paths = [item.path] if item.kind == "image" else list(item.frames)
+        out.append(EvalConversation.of(conversation.id, conversation.final_turns,
+                                       [(media_dir / path).read_bytes() for path in paths]))
+    return out
+
+
+def resolve_conversations(*, release: str | None, hub: str | None, candidates: bool, releases_root: Path, store,
+                          media_dir: Path) -> tuple[str, list]:
+    """(label, conversations) of the source a command line names, as `resolve` does for questions."""
+    if sum(map(bool, (release, hub, candidates))) > 1:
+        raise EvalError("name one source: --release, --hub or --candidates")
+    if hub:
+        import datasets
+
+        try:
+            data = datasets.load_dataset(hub, "conversations", split="test")
+        except Exception as exc:  # noqa: BLE001 - network, auth and format errors all stop here
+            raise EvalError(f"cannot load the conversations of {hub!r} from the Hub: {exc}".splitlines()[0]) from None
+        data = data.cast_column("image", datasets.List(datasets.Image(decode=False)))
+        return f"hub:{hub}", [conversation_of(row) for row in data]
+    if candidates:
+        return "candidates", conversations_from_store(store, media_dir)
+    if release is None:
+        published = store.get_releases()
+        if not published:
+            raise EvalError("nothing is published yet: name --release <folder>, --hub org/name or --candidates")
+        release = published[-1].version
+    folder = Path(release)
+    if not folder.is_dir() and (releases_root / release).is_dir():
+        return f"release:{release}", conversations_from_folder(releases_root / release)
+    return f"folder:{folder.resolve()}", conversations_from_folder(folder)

@@ -15,6 +15,15 @@ Rules, each a small function returning a reason when the question fails it:
 - `near_duplicate`: the same item has no question already that asks the same thing with the same answer;
 - `per_item_cap`: an item gets at most `max_per_item` questions.
 
+Conversations (multi-turn items) pass `conversation_gate`, with rules of their own:
+
+- `turns`: three turns, perception then reasoning then creation;
+- `empty_field`: every turn has an instruction, a reference answer and at least one focus point;
+- `leaked_reference`: no instruction gives away the reference answer of an earlier turn (a run of
+  `leak_ngram` words copied from it, or most of its content words), since a later turn must need what
+  the model itself answered before;
+- `mentions_source`: instructions speak of the image, never of the captions or OCR behind them.
+
 A question that fails is kept as a dropped question with a verdict naming the rule and the reason;
 nothing is deleted. `balance_answers` then places the correct options so the letters A-D come out
 equally often, using a seeded generator so a rerun places them the same way.
@@ -28,7 +37,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchsmith.records import Question, Verdict, normalise_text, stable_hash
+from benchsmith.records import LEVELS, Conversation, Question, Verdict, normalise_text, stable_hash
 
 STAGE = "quality"
 
@@ -45,6 +54,8 @@ class QualitySettings(BaseModel):
     catch_all_pattern: str = r"\b(all|none|both|neither)\s+of\s+(the\s+)?(above|these|them|options)\b"
     source_pattern: str = (r"\b(captions?|bounding box(es)?|ocr|the (given |provided )?description|"
                            r"image facts|according to the (text|data))\b")
+    leak_ngram: int = Field(6, ge=2)                      # words copied in a row from an earlier reference
+    leak_overlap: float = Field(0.7, gt=0, le=1)          # share of an earlier reference's content words
 
 
 def options_rule(question: Question) -> str:
@@ -200,3 +211,68 @@ def balance_answers(questions: Sequence[Question], seed: int = 0) -> list[Questi
         options = others[:target] + [correct] + others[target:]
         placed[question.id] = question.model_copy(update={"options": options, "answer": target})
     return [placed[q.id] for q in questions]
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", normalise_text(text))
+
+
+def leak_reason(instruction: str, reference: str, settings: QualitySettings) -> str:
+    """Why `instruction` gives `reference` away, or ''. A short reference leaks when it appears whole;
+    a longer one when `leak_ngram` of its words appear in a row, or when the instruction holds at least
+    `leak_overlap` of its content words (and at least three of them)."""
+    said, answer = _words(instruction), _words(reference)
+    if not answer:
+        return ""
+    n = min(settings.leak_ngram, len(answer))
+    grams = {tuple(said[i:i + n]) for i in range(len(said) - n + 1)}
+    for i in range(len(answer) - n + 1):
+        if tuple(answer[i:i + n]) in grams:
+            return f"repeats {' '.join(answer[i:i + n])!r}"
+    function_words = set(settings.function_words)
+    key = set(answer) - function_words
+    shared = key & set(said)
+    if len(key) >= 3 and len(shared) / len(key) >= settings.leak_overlap:
+        return f"holds {len(shared)} of its {len(key)} content words"
+    return ""
+
+
+def conversation_rule(conversation: Conversation, settings: QualitySettings) -> tuple[str, str]:
+    """(rule, reason) of the first rule `conversation` fails, or ('', '')."""
+    turns = conversation.final_turns
+    levels = tuple(t.level for t in turns)
+    if levels != LEVELS:
+        return "turns", f"needs turns {', '.join(LEVELS)} in that order, has {', '.join(levels) or 'none'}"
+    for number, turn in enumerate(turns, 1):
+        if not turn.instruction.strip():
+            return "empty_field", f"turn {number} has no instruction"
+        if not turn.reference.strip():
+            return "empty_field", f"turn {number} has no reference answer"
+        if not any(p.strip() for p in turn.focus_points):
+            return "empty_field", f"turn {number} has no focus points"
+    for later, turn in enumerate(turns[1:], 2):
+        for earlier, before in enumerate(turns[:later - 1], 1):
+            reason = leak_reason(turn.instruction, before.reference, settings)
+            if reason:
+                return "leaked_reference", f"turn {later}'s instruction gives away turn {earlier}'s answer: {reason}"
+    for number, turn in enumerate(turns, 1):
+        found = re.search(settings.source_pattern, normalise_text(turn.instruction))
+        if found:
+            return "mentions_source", f"turn {number} speaks of {found.group(0)!r} instead of the image"
+    return "", ""
+
+
+def conversation_gate(conversations: Sequence[Conversation], settings: QualitySettings
+                      ) -> tuple[list[Conversation], list[tuple[Conversation, Verdict]]]:
+    """Split conversations into kept ones and dropped ones with the verdict that explains each drop."""
+    kept: list[Conversation] = []
+    dropped: list[tuple[Conversation, Verdict]] = []
+    for conversation in conversations:
+        rule, reason = conversation_rule(conversation, settings)
+        if not rule:
+            kept.append(conversation)
+            continue
+        drop = conversation.model_copy(update={"status": "dropped"})
+        dropped.append((drop, Verdict(subject_id=drop.id, subject_kind="conversation", stage=STAGE, rule=rule,
+                                      passed=False, reason=reason)))
+    return kept, dropped

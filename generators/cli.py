@@ -13,8 +13,8 @@ def register(app: typer.Typer, context) -> None:
     def generate(
         ctx: typer.Context,
         generator: Annotated[Optional[list[str]], typer.Option(
-            "--generator", "-g", help="Only this generator: programmatic, llm, temporal or reform (repeatable; "
-                                      "default: generate.generators in the settings).")] = None,
+            "--generator", "-g", help="Only this generator: programmatic, llm, temporal, reform or "
+                                      "conversation (repeatable; default: generate.generators in the settings).")] = None,
         dimension: Annotated[Optional[list[str]], typer.Option(
             "--dimension", "-d", help="Only this dimension, by key or id (repeatable; default: every "
                                       "dimension the generators support).")] = None,
@@ -27,7 +27,10 @@ def register(app: typer.Typer, context) -> None:
         questions from per-dimension prompt templates (generators/prompts/) against OPENAI_BASE_URL;
         temporal questions from video annotations; reform questions (`-g reform`) from annotated datasets
         ingested with a task kind (VQA answers, class labels, captions, referring expressions, OCR ground
-        truth; data/reform_tasks.yaml), the key being the annotation itself. Every question passes the quality gate (dropped ones
+        truth; data/reform_tasks.yaml), the key being the annotation itself; conversation writes one
+        three-turn conversation per image (perception, reasoning, creation) with references and focus
+        points, turn by turn from the templates in generators/prompts/conversation/ (--dimension does not
+        apply to it). Every question passes the quality gate (dropped ones
         are kept with the reason) and answer letters are balanced. Rerunning does only what is missing;
         editing a dimension's prompt template (or the model) generates that dimension again and marks the
         questions it replaces as superseded. LLM calls already answered are read from the store, never

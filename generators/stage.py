@@ -39,13 +39,14 @@ from filters import quality
 from filters.quality import QualitySettings
 from generators import llm as llm_generator
 from generators import programmatic, reform, temporal
+from generators.conversation import ConversationSettings, ConversationStage
 from generators.llm import LlmGeneratorSettings
 from generators.programmatic import ProgrammaticSettings
 from generators.reform import ReformSettings
 from generators.temporal import TemporalSettings
 
 STAGE = "generate"
-GeneratorName = Literal["programmatic", "llm", "temporal", "reform"]
+GeneratorName = Literal["programmatic", "llm", "temporal", "reform", "conversation"]
 
 
 class GenerateSettings(BaseModel):
@@ -59,6 +60,7 @@ class GenerateSettings(BaseModel):
     llm: LlmGeneratorSettings = LlmGeneratorSettings()
     temporal: TemporalSettings = TemporalSettings()
     reform: ReformSettings = ReformSettings()
+    conversation: ConversationSettings = ConversationSettings()
     quality: QualitySettings = QualitySettings()
 
     @field_validator("dimensions")
@@ -81,7 +83,9 @@ def _supports(generator: str, dimension: Dimension, options: GenerateSettings) -
         return llm_generator.supports(dimension, options.llm.prompts_dir)
     if generator == "reform":
         return reform.supports(dimension, options.reform.tasks)
-    return temporal.supports(dimension)
+    if generator == "temporal":
+        return temporal.supports(dimension)
+    return False  # conversations are not per dimension: ConversationStage
 
 
 @dataclass(frozen=True)
@@ -363,9 +367,10 @@ def _replaced(finished: list[tuple[Job, Outcome]], stored: dict[str, list[Questi
 
 
 def build_stages(settings: Settings, *, generators: Sequence[str] = (),
-                 dimensions: Sequence[str] = ()) -> list[GenerateStage]:
+                 dimensions: Sequence[str] = ()) -> list[GenerateStage | ConversationStage]:
     """A stage per generator in the settings (or `generators`), over the settings' dimensions (or
-    `dimensions`, keys or ids)."""
+    `dimensions`, keys or ids). The conversation generator writes one conversation per image and takes
+    no dimensions."""
     options = settings.section(STAGE, GenerateSettings)
     unknown = sorted(set(generators) - set(get_args(GeneratorName)))
     if unknown:
@@ -375,20 +380,23 @@ def build_stages(settings: Settings, *, generators: Sequence[str] = (),
     except KeyError as exc:
         raise GenerateError(str(exc.args[0])) from None
     options = options.model_copy(update={"dimensions": keys or options.dimensions})
-    stages = [GenerateStage(name, settings, options) for name in list(generators) or options.generators]
-    return [s for s in stages if s.dimensions]
+    names = list(generators) or options.generators
+    stages = [GenerateStage(name, settings, options) for name in names if name != "conversation"]
+    conversations = [ConversationStage(settings, options.conversation, options.quality)] * ("conversation" in names)
+    return [s for s in stages if s.dimensions] + conversations
 
 
-def run_stages(store, stages: Sequence[GenerateStage], *, limit: int | None = None,
+def run_stages(store, stages: Sequence[GenerateStage | ConversationStage], *, limit: int | None = None,
                progress: Callable[[int], None] | None = None) -> dict:
     """Run each generator's stage; return the run's counters, tokens and cost, summed."""
     total: Counter = Counter()
     for stage in stages:
-        llm = stage.generator == "llm"
-        window = stage.options.llm.batch_size if llm else stage.options.batch_size
+        window = stage.options.batch_size if stage.generator != "llm" else stage.options.llm.batch_size
         left = None if limit is None else max(0, limit - total["jobs"])
-        if llm:  # a wide window keeps calls in flight while small groups of answers are stored
+        if stage.generator == "llm":  # a wide window keeps calls in flight while small groups of answers are stored
             window, commit_every = max(window, 1024), 16
+        elif stage.generator == "conversation":  # a window at a time: an image is stored after its third turn
+            commit_every = 16
         elif stage.generator == "reform":
             # wide windows for MiniLM and the nearest-word search; large commits, as a lost group costs no
             # call to redo (LLM distractors are answered from the call cache)
@@ -405,6 +413,8 @@ def run_stages(store, stages: Sequence[GenerateStage], *, limit: int | None = No
         total["http_calls"] += stage.llm_client.http_calls if stage.llm_client is not None else 0
     out = {k: total.get(k, 0) for k in ("jobs", "finished", "retry_later", "waiting_for_facts", "failed_drafts",
                                         "generated", "new_questions", "kept", "superseded")}
+    if any(stage.generator == "conversation" for stage in stages):
+        out |= {k: total.get(k, 0) for k in ("conversations", "conversations_kept", "new_conversations")}
     out["retry_later"] -= out["waiting_for_facts"]
     out["dropped"] = {k.removeprefix("dropped: "): v for k, v in total.items() if k.startswith("dropped: ")}
     # source annotations (reform) that gave no question, by reason; each job's are in the work ledger

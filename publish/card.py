@@ -13,6 +13,7 @@ from string import Template
 import pandas as pd
 import yaml
 
+from publish import conversations as conversation_config
 from publish.dataset import FEATURES
 from publish.entries import Entry, public_name
 from publish.settings import PublishSettings
@@ -46,8 +47,9 @@ def size_category(n: int) -> str:
 
 
 def metadata(settings: PublishSettings, shards: dict[str, list[str]], counts: dict[str, int],
-             sizes: dict[str, int]) -> dict:
-    """The card's YAML block: configs (each dimension, and `all` over every shard), features, sizes.
+             sizes: dict[str, int], conversation_shards: Sequence[str] = ()) -> dict:
+    """The card's YAML block: configs (each dimension, `all` over every question shard, and
+    `conversations` when there are any), features, sizes.
     `datasets` ignores (with a warning) a split that lacks its name, num_examples or num_bytes."""
     features = FEATURES._to_yaml_list()
     configs = [{"config_name": ALL, "default": True,
@@ -57,6 +59,12 @@ def metadata(settings: PublishSettings, shards: dict[str, list[str]], counts: di
     infos = [{"config_name": name, "features": features,
               "splits": [{"name": settings.split, "num_bytes": sizes[name], "num_examples": counts[name]}]}
              for name in [ALL, *shards]]
+    if conversation_shards:
+        name = conversation_config.CONFIG
+        configs.append({"config_name": name, "data_files": [{"split": settings.split,
+                                                             "path": list(conversation_shards)}]})
+        infos.append({"config_name": name, "features": conversation_config.FEATURES._to_yaml_list(),
+                      "splits": [{"name": settings.split, "num_bytes": sizes[name], "num_examples": counts[name]}]})
     return {"pretty_name": settings.pretty_name, "license": settings.license, "language": settings.language,
             "task_categories": settings.task_categories, "tags": settings.tags,
             "size_categories": [size_category(counts[ALL])], "configs": configs, "dataset_info": infos}
@@ -112,11 +120,14 @@ def lmms_eval_hub_note(task: str, repo: str, version: str, hub_task: bool) -> st
 def render_card(*, settings: PublishSettings, version: str, date: str, repo: str, tsv: str, lmms_task: str,
                 hub_task: bool, shards: dict[str, list[str]], sizes: dict[str, int], entries: Sequence[Entry],
                 tables: dict[str, pd.DataFrame], extractors: Sequence[str], blind: dict, checks: pd.DataFrame,
-                signal: pd.DataFrame, changes: Changes, blind_accuracy: pd.DataFrame) -> str:
+                signal: pd.DataFrame, changes: Changes, blind_accuracy: pd.DataFrame,
+                conversations: Sequence[conversation_config.ConversationEntry] = (),
+                conversation_shards: Sequence[str] = ()) -> str:
     """The card's markdown. `blind_accuracy` is `filters.blind.accuracy_table` over the store's verdicts."""
     counts = {config: sum(e.config == config for e in entries) for config in shards} | {ALL: len(entries)}
+    counts[conversation_config.CONFIG] = len(conversations)
     generators = sorted({f"{e.generator} ({e.model})" if e.model else e.generator for e in entries})
-    meta = yaml.dump(metadata(settings, shards, counts, sizes), Dumper=_PlainDumper, sort_keys=False,
+    meta = yaml.dump(metadata(settings, shards, counts, sizes, conversation_shards), Dumper=_PlainDumper, sort_keys=False,
                      allow_unicode=True).strip()
     return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
         metadata=meta, pretty_name=settings.pretty_name, description=settings.description, version=version,
@@ -130,6 +141,8 @@ def render_card(*, settings: PublishSettings, version: str, date: str, repo: str
         review_summary=review_summary(entries), signal_table=markdown_table(signal),
         funnel_table=markdown_table(tables["funnel"]), answer_table=markdown_table(tables["answer_balance"]),
         changes=changes_text(changes),
+        conversations=conversation_config.card_section(conversations, repo, settings.split),
+        conversation_count=f", and {len(conversations)} three-turn conversations" if conversations else "",
     )
 
 

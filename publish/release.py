@@ -23,6 +23,7 @@ from annotation import second_look
 from annotation.signal import COLUMNS as SIGNAL_COLUMNS, review_signal
 from benchsmith.dimensions import registry
 from benchsmith.errors import BenchsmithError
+from publish import conversations as conversation_config
 from publish import stats
 from publish.card import ALL, Changes, changelog_markdown, render_card
 from publish.dataset import uncompressed_bytes, write_data
@@ -51,6 +52,7 @@ class Published:
     n_questions: int
     changes: Changes
     per_config: dict[str, int]
+    n_conversations: int = 0
 
 
 def collect_entries(store: Store) -> tuple[list[Entry], int]:
@@ -92,7 +94,9 @@ def _check_table(store: Store) -> pd.DataFrame:
 
 def _write_documents(folder: Path, store: Store, settings: Settings, release: Release, entries: list[Entry],
                      shards: dict[str, list[str]], tsv_name: str, repo: str, lmms_task: str, *,
-                     history: list[tuple[str, Changes]], changes: Changes) -> None:
+                     history: list[tuple[str, Changes]], changes: Changes,
+                     conversations: list[conversation_config.ConversationEntry],
+                     conversation_shards: list[str]) -> None:
     """The card with its plots, the changelog of every version, and release.json with content hashes."""
     options = settings.section("publish", PublishSettings)
     hashes = {e.question_id: e.content_hash for e in entries}
@@ -108,6 +112,8 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
     date = datetime.now(timezone.utc).date().isoformat()
     sizes = {config: uncompressed_bytes(folder, paths) for config, paths in shards.items()}
     sizes[ALL] = sum(sizes.values())
+    if conversation_shards:
+        sizes[conversation_config.CONFIG] = uncompressed_bytes(folder, conversation_shards)
     extractors = sorted({public_name(name) for name, _status in store.extraction_counts()})
     (folder / "README.md").write_text(render_card(
         settings=options, version=release.version, date=date, repo=repo or f"<org>/{options.name}",
@@ -115,15 +121,17 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
         tables=tables, extractors=extractors,
         blind=(settings.raw.get("filter") or {}).get("blind") or {}, checks=_check_table(store),
         signal=pd.DataFrame(review_signal(store, registry()), columns=SIGNAL_COLUMNS),
-        changes=changes, blind_accuracy=pd.DataFrame(accuracy_table(blind_report(store)), columns=ACCURACY_COLUMNS)),
-        encoding="utf-8")
+        changes=changes, blind_accuracy=pd.DataFrame(accuracy_table(blind_report(store)), columns=ACCURACY_COLUMNS),
+        conversations=conversations, conversation_shards=conversation_shards), encoding="utf-8")
     (folder / "CHANGELOG.md").write_text(changelog_markdown([*history, (release.version, changes)]),
                                          encoding="utf-8")
     manifest = {"name": options.name, "version": release.version, "date": date, "previous": changes.previous,
                 "n_questions": len(entries), "configs": release.meta["configs"] | {ALL: len(entries)},
                 "changes": {"added": len(changes.added), "removed": len(changes.removed),
                             "changed": len(changes.changed)},
-                "change_notes": changes.notes, "questions": dict(sorted(hashes.items()))}
+                "change_notes": changes.notes, "questions": dict(sorted(hashes.items())),
+                "n_conversations": len(conversations),
+                "conversations": {e.conversation_id: e.content_hash for e in conversations}}
     (folder / MARKER).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
 
@@ -144,18 +152,23 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
     entries, left_out = collect_entries(store)
     history = store.get_releases()
     existing = next((r for r in history if r.version == version), None)
-    unknown = set(withdraw) - {e.question_id for e in entries}
+    unknown = set(withdraw) - {e.question_id for e in entries} - {
+        c.id for c in store.get_conversations(status=["accepted", "published"])}
     if unknown:
-        raise PublishError(f"cannot withdraw {', '.join(sorted(unknown))}: not an accepted or published question")
+        raise PublishError(f"cannot withdraw {', '.join(sorted(unknown))}: not an accepted or published question "
+                           "or conversation")
     earlier = history[:history.index(existing)] if existing else history
     looked_withdrawn = second_look.withdrawn(store)
     withdrawn = set(withdraw).union(looked_withdrawn, *(r.meta.get("withdrawn", []) for r in [*earlier, existing] if r))
     entries = [e for e in entries if e.question_id not in withdrawn]
+    conversations = [e for e in conversation_config.collect(store) if e.conversation_id not in withdrawn]
+    conversation_hashes = {e.conversation_id: e.content_hash for e in conversations}
     if not entries:
         raise PublishError("there are no accepted questions to publish; review some first "
                            "(`benchsmith status` shows where questions are)")
     hashes = {e.question_id: e.content_hash for e in entries}
-    if existing is not None and store.release_hashes(version) != hashes:
+    if existing is not None and (store.release_hashes(version) != hashes
+                                 or store.release_conversation_hashes(version) != conversation_hashes):
         raise PublishError(f"version {version} was already published with different questions; publish the "
                            "current set under a new version")
     previous = earlier[-1] if earlier else None
@@ -180,6 +193,7 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
     release = Release(version=version, question_ids=sorted(hashes), path=str(folder),
                       changelog={"added": changes.added, "removed": changes.removed, "changed": changes.changed},
                       meta={"previous": changes.previous, "configs": per_config, "left_out_excluded_items": left_out,
+                            "conversations": len(conversations),
                             "withdrawn": sorted(withdrawn), "change_notes": changes.notes})
     if folder.exists() and not (folder / MARKER).is_file():
         raise PublishError(f"{folder} exists and is not a benchsmith release; choose another --out")
@@ -190,11 +204,13 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
         tsv_name = f"vlmevalkit/{options.name}.tsv"
         images = CleanImages(settings.media_dir, settings.cache_dir, options.image_format, options.jpeg_quality)
         shards = write_data(by_config, building, images, options, building / tsv_name, progress)
+        conversation_shards = conversation_config.write(conversations, building, images, options)
         lmms_task = write_task(building, name=options.name, pretty_name=options.pretty_name, version=version,
                                split=options.split, shards=shards, categories={e.category for e in entries},
                                data_types={e.data_type for e in entries}, repo=repo)
         _write_documents(building, store, settings, release, entries, shards, tsv_name, repo, lmms_task,
-                         history=[(r.version, _changes_of(r)) for r in earlier], changes=changes)
+                         history=[(r.version, _changes_of(r)) for r in earlier], changes=changes,
+                         conversations=conversations, conversation_shards=conversation_shards)
         leaked = find_leaks(building, forbidden_strings(settings))
         if leaked:
             raise PublishError(f"refusing to publish: {', '.join(leaked)} would contain a local path or a secret; "
@@ -207,8 +223,9 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
     building.rename(folder)
     if existing is None:
         store.move_questions([e.question_id for e in entries], "published", stage="publish", reason=version)
-        store.add_release(release, hashes)
-    return Published(version, folder, len(entries), changes, per_config)
+        store.move_conversations(list(conversation_hashes), "published", stage="publish", reason=version)
+        store.add_release(release, hashes, conversation_hashes)
+    return Published(version, folder, len(entries), changes, per_config, len(conversations))
 
 
 def _note(verdict) -> str:

@@ -17,6 +17,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
+from benchsmith.store.conversations import ConversationsMixin
 from benchsmith.store.evals import EvalsMixin
 from benchsmith.store.facts import FactsMixin
 from benchsmith.store.items import ItemsMixin
@@ -121,7 +122,7 @@ def damaged_store_message(where: str, exc: sa.exc.DatabaseError) -> str:
 
 class Store(
     ItemsMixin, FactsMixin, QuestionsMixin, VerdictsMixin, LlmCallsMixin, ReviewsMixin, ReleasesMixin,
-    RunsMixin, LedgerMixin, EvalsMixin,
+    RunsMixin, LedgerMixin, EvalsMixin, ConversationsMixin,
 ):
     """All persistent state. Methods are grouped by record in the mixins beside this file."""
 

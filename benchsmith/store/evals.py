@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from benchsmith.records import utcnow
-from benchsmith.store.schema import eval_predictions, eval_runs
+from benchsmith.store.schema import conversation_evals, eval_predictions, eval_runs
 from benchsmith.store.sql import chunks, insert_new
 
 
@@ -42,5 +42,20 @@ class EvalsMixin:
             for batch in chunks(list(run_ids)):
                 query = sa.select(eval_predictions).where(eval_predictions.c.run_id.in_(batch)).order_by(
                     eval_predictions.c.run_id, eval_predictions.c.subject)
+                out.extend(dict(r._mapping) for r in conn.execute(query))
+        return out
+
+    def add_conversation_evals(self, rows: Sequence[dict[str, Any]]) -> int:
+        """ConvEval rows (one per conversation and setting of a run); one already there is kept."""
+        now = utcnow()
+        with self.engine.begin() as conn:
+            return len(insert_new(conn, conversation_evals, [{**row, "created_at": now} for row in rows]))
+
+    def conversation_evals(self, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        with self.engine.connect() as conn:
+            for batch in chunks(list(run_ids)):
+                query = sa.select(conversation_evals).where(conversation_evals.c.run_id.in_(batch)).order_by(
+                    conversation_evals.c.run_id, conversation_evals.c.subject)
                 out.extend(dict(r._mapping) for r in conn.execute(query))
         return out

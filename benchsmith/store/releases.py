@@ -7,7 +7,7 @@ from collections import defaultdict
 import sqlalchemy as sa
 
 from benchsmith.records import Release, utcnow
-from benchsmith.store.schema import release_questions, releases
+from benchsmith.store.schema import release_conversations, release_questions, releases
 from benchsmith.store.sql import chunks
 
 
@@ -19,8 +19,10 @@ def _release(row, question_ids: list[str]) -> Release:
 class ReleasesMixin:
     engine: sa.Engine
 
-    def add_release(self, release: Release, content_hashes: dict[str, str]) -> None:
-        """Record a release and the content hash of each question in it, in one transaction."""
+    def add_release(self, release: Release, content_hashes: dict[str, str],
+                    conversation_hashes: dict[str, str] | None = None) -> None:
+        """Record a release and the content hash of each question (and conversation) in it, in one
+        transaction."""
         with self.engine.begin() as conn:
             conn.execute(sa.insert(releases).values(
                 version=release.version, path=release.path, n_questions=len(release.question_ids),
@@ -29,6 +31,10 @@ class ReleasesMixin:
                     for qid in release.question_ids]
             for batch in chunks(rows):
                 conn.execute(sa.insert(release_questions), list(batch))
+            rows = [{"version": release.version, "conversation_id": cid, "content_hash": digest}
+                    for cid, digest in (conversation_hashes or {}).items()]
+            for batch in chunks(rows):
+                conn.execute(sa.insert(release_conversations), list(batch))
 
     def get_releases(self) -> list[Release]:
         """Every release, oldest first, with its question ids."""
@@ -46,3 +52,9 @@ class ReleasesMixin:
             rows = conn.execute(sa.select(release_questions.c.question_id, release_questions.c.content_hash)
                                 .where(release_questions.c.version == version))
             return dict(rows.all())
+
+    def release_conversation_hashes(self, version: str) -> dict[str, str]:
+        """conversation id -> content hash, as published in `version`."""
+        t = release_conversations
+        with self.engine.connect() as conn:
+            return dict(conn.execute(sa.select(t.c.conversation_id, t.c.content_hash).where(t.c.version == version)).all())

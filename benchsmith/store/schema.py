@@ -216,3 +216,82 @@ eval_predictions = sa.Table(
     sa.Column("reason", sa.Text, nullable=False, server_default=""),
     sa.Column("created_at", When, nullable=False),
 )
+
+# Multi-turn conversations about one image (ConvBench): three turns, each an instruction, a reference
+# answer and focus points. `turns` is as generated (it makes the id); `review_turns` the accepted edit.
+conversations = sa.Table(
+    "conversations", metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("item_id", ID, nullable=False, index=True),
+    sa.Column("turns", sa.JSON, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False, index=True),
+    sa.Column("generator", sa.String(64), nullable=False),
+    sa.Column("model", sa.Text),
+    sa.Column("prompt_version", sa.String(200)),
+    sa.Column("provenance", sa.JSON, nullable=False),
+    sa.Column("meta", sa.JSON, nullable=False),
+    sa.Column("review_turns", sa.JSON),
+    sa.Column("created_at", When, nullable=False),
+    sa.Column("updated_at", When, nullable=False),
+)
+
+# Every status change of a conversation, in order.
+conversation_events = sa.Table(
+    "conversation_events", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("conversation_id", ID, nullable=False, index=True),
+    sa.Column("from_status", sa.String(16)),
+    sa.Column("to_status", sa.String(16), nullable=False),
+    sa.Column("stage", sa.String(32), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False, server_default=""),
+    sa.Column("created_at", When, nullable=False),
+)
+
+# Conversations sent to Label Studio: written before the push (task_id empty) and completed after.
+conversation_review_tasks = sa.Table(
+    "conversation_review_tasks", metadata,
+    sa.Column("conversation_id", ID, primary_key=True),
+    sa.Column("project_id", sa.Integer, nullable=False),
+    sa.Column("task_id", sa.Integer),
+    sa.Column("pushed_at", When, nullable=False),
+)
+
+# Every version of every annotation of a conversation: the turns as the annotator left them, keep or
+# discard with reasons. A new row per distinct version (the id hashes the content), so no edit is lost.
+conversation_reviews = sa.Table(
+    "conversation_reviews", metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("conversation_id", ID, nullable=False, index=True),
+    sa.Column("task_id", sa.Integer, nullable=False),
+    sa.Column("annotation_id", sa.Integer, nullable=False),
+    sa.Column("annotator", sa.Text, nullable=False),
+    sa.Column("keep", sa.Boolean, nullable=False),
+    sa.Column("reasons", sa.JSON, nullable=False),
+    sa.Column("comment", sa.Text, nullable=False, server_default=""),
+    sa.Column("turns", sa.JSON, nullable=False),
+    sa.Column("submitted_at", When, nullable=False),
+    sa.Column("created_at", When, nullable=False),
+)
+
+# Which conversations a release holds, with a hash of their published content.
+release_conversations = sa.Table(
+    "release_conversations", metadata,
+    sa.Column("version", sa.String(64), primary_key=True),
+    sa.Column("conversation_id", ID, primary_key=True),
+    sa.Column("content_hash", ID, nullable=False),
+)
+
+# ConvEval: one row per conversation and setting of an eval run: the answers, the opponent's, and the
+# judges' votes and pooled results per target (turns 1-3, 0 for the whole conversation).
+conversation_evals = sa.Table(
+    "conversation_evals", metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("subject", sa.String(200), primary_key=True),
+    sa.Column("conversation_id", ID, nullable=False, index=True),
+    sa.Column("setting", sa.String(32), nullable=False),
+    sa.Column("answers", sa.JSON, nullable=False),
+    sa.Column("opponent", sa.JSON, nullable=False),
+    sa.Column("direct", sa.JSON, nullable=False),
+    sa.Column("pairwise", sa.JSON, nullable=False),
+    sa.Column("created_at", When, nullable=False),
+)

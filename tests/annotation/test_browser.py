@@ -60,3 +60,37 @@ def test_an_annotator_sees_the_question_and_submits_an_answer_that_a_pull_brings
         accepted = store.get_questions(ids=[question.id])[0]
         assert (accepted.status, accepted.review_answer, accepted.review_dimension_id) == ("accepted", chosen, 3)
         assert [r.annotator for r in store.get_reviews()] == [ADMIN]
+
+
+def test_an_annotator_sees_each_turn_and_edits_a_reference_that_a_pull_brings_back(label_studio):
+    from annotation import conversations as review_conversations
+    from tests.annotation.test_conversations import seed_conversations
+
+    node = shutil.which("node")
+    if node is None or not (BROWSER / "node_modules" / "playwright-core").exists():
+        pytest.fail("needs node and playwright-core: run `npm install` in tests/browser")
+    settings = label_studio.settings(overlap=1, conversation_project="conversations in the browser")
+    with Store(settings.db_url) as store:
+        (conversation,) = seed_conversations(store, settings, 1)
+        report = review_conversations.push(store, connect(settings), settings)
+        task_id = store.get_conversation_review_tasks()[conversation.id][1]
+        artifacts = BROWSER / "artifacts"
+        artifacts.mkdir(exist_ok=True)
+        screenshot = artifacts / "conversation-page.png"
+        edited = "The left square, since it touches the border."
+        done = subprocess.run([node, "review_conversation.mjs", label_studio.url, ADMIN, ADMIN_PASSWORD,
+                               str(report.project_id), str(task_id), edited, str(screenshot)],
+                              cwd=BROWSER, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr + done.stdout
+        seen = json.loads(done.stdout.strip().splitlines()[-1])
+        values = {area["name"]: area["value"] for area in seen["areas"]}
+        for n, turn in enumerate(conversation.turns, 1):   # every field starts with the generated text
+            assert values[f"instruction_{n}"] == turn.instruction
+            assert values[f"reference_{n}"] == turn.reference
+            assert values[f"focus_points_{n}"] == "\n".join(turn.focus_points)
+
+        pulled = review_conversations.pull(store, connect(settings), settings)
+        assert pulled.outcomes["accepted"] == 1
+        (accepted,) = store.get_conversations(ids=[conversation.id])
+        assert accepted.final_turns[1].reference == edited
+        assert accepted.final_turns[0] == conversation.turns[0] and accepted.final_turns[2] == conversation.turns[2]

@@ -146,3 +146,28 @@ def test_an_unreachable_database_is_a_clear_error():
 def test_alembic_config_points_at_the_packaged_migrations():
     assert alembic_config().get_main_option("script_location").endswith("migrations")
     assert command  # the migration commands are importable for maintainers' use
+
+
+def test_conversations_move_through_the_question_statuses_and_keep_their_history(store):
+    from benchsmith.records import Conversation, Provenance, Turn
+    from benchsmith.store.questions import TransitionError
+
+    turns = [Turn(level=level, instruction=f"{level} ask", reference=f"{level} answer", focus_points=["p"])
+             for level in ("perception", "reasoning", "creation")]
+    first = Conversation(item_id="i1", turns=turns, provenance=Provenance(backend="test", model="m", tokens_in=9))
+    second = Conversation(item_id="i2", turns=turns, provenance=Provenance(backend="test"))
+    assert store.add_conversations([first, second], stage="generate") == 2
+    assert store.add_conversations([first], stage="generate") == 0
+    assert first.id != second.id
+    store.move_conversations([first.id, second.id], "in_review", stage="review")
+    store.move_conversations([second.id], "rejected", stage="review", reason="blurry")
+    edited = [turns[0], turns[1].model_copy(update={"reference": "a better answer"}), turns[2]]
+    store.move_conversations([first.id], "accepted", stage="review", updates={first.id: {"review_turns": edited}})
+    with pytest.raises(TransitionError):
+        store.move_conversations([second.id], "accepted", stage="review")
+    (accepted,) = store.get_conversations(status="accepted")
+    assert accepted.id == first.id and accepted.final_turns[1].reference == "a better answer"
+    assert accepted.turns[1].reference == "reasoning answer" and accepted.provenance.tokens_in == 9
+    assert [e["to_status"] for e in store.conversation_events(second.id)] == ["candidate", "in_review", "rejected"]
+    assert store.conversation_events(second.id)[-1]["reason"] == "blurry"
+    assert store.conversation_counts() == {"accepted": 1, "rejected": 1}

@@ -1,0 +1,484 @@
+"""ConvEval: a model holds each three-turn conversation, and a judge LLM grades it (ConvBench).
+
+The model answers turn 1, then turn 2 with its own first answer in context, then turn 3 with both, the
+image in the first message (the `openai` adapter's path: any OpenAI-compatible chat endpoint). Then a
+judge LLM grades each answered turn, and the conversation as a whole, two ways:
+
+- direct: a score from 1 to 10 with a short rationale, against the reference answer and the turn's
+  focus points;
+- pairwise: the model's conversation against an opponent's on the same instructions, shown as A and B
+  in an order fixed by a hash (so position bias averages out): win, tie or lose for the model. The
+  opponent is `reference_model` (another model under `evaluate.models`, answering the same way), or the
+  human-checked reference answers when that is empty, as ConvBench did.
+
+Every judge prompt in the prompt file is asked; the pooled result is the median of the direct scores
+(the middle judgement, robust to one outlier) and the most common of the pairwise verdicts (a draw
+between verdicts is a tie). A judgement with no "Rating:" or "Verdict:" line is an unparseable vote and
+does not count.
+
+The ablation separates perception failures from reasoning failures: setting `perception_given` puts
+the reference answer of turn 1 in place of the model's own, so turns 2 and 3 start from a perfect
+perception; `perception_reasoning_given` gives turns 1 and 2. Only the turns the model answered are
+graded. On the board, a rise from `model` to `perception_given` on turn 2 is reasoning lost to
+perception errors.
+
+As a runner stage a subject is one conversation under one setting. Every call goes through the shared
+LLM client, so answers and judgements are cached: a run stopped anywhere (even mid-judging) resumes
+without repeating a call, and a rerun sends nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import statistics
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from benchsmith import runner
+from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
+from benchsmith.records import LEVELS, Turn, stable_hash
+from benchsmith.settings import SettingsError
+from evaluation.adapters import EvalError, VlmChatConfig
+from evaluation.adapters.chat import data_url
+from evaluation.records import spread
+
+STAGE = "evaluate:conversations"
+PROMPTS = Path(__file__).with_name("conveval.yaml")
+Setting = Literal["model", "perception_given", "perception_reasoning_given"]
+GIVEN: dict[str, int] = {"model": 0, "perception_given": 1, "perception_reasoning_given": 2}
+OVERALL = 0                     # the target number of the conversation as a whole; turns are 1-3
+WINDOW = 16                     # conversation-settings handed over at a time: up to ~60 calls each
+Outcome = Literal["win", "tie", "lose"]
+
+
+class ConvEvalSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    judge_model: str = "gpt-4o"
+    reference_model: str = ""            # pairwise opponent, a name under evaluate.models; "": the references
+    settings: list[Setting] = ["model", "perception_given", "perception_reasoning_given"]
+    answer_max_tokens: int = Field(1024, ge=16)
+    judge_max_tokens: int = Field(800, ge=16)
+    prompts: str = ""                    # a file shaped like evaluation/conveval.yaml; "" for that one
+    llm: dict[str, Any] = Field(default_factory=dict)   # the judge's LlmOptions: concurrency, limits, retries
+
+
+class JudgePrompts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    direct: list[str] = Field(min_length=1)
+    pairwise: list[str] = Field(min_length=1)
+
+
+def load_prompts(path: str | Path | None = None) -> JudgePrompts:
+    source = Path(path) if path else PROMPTS
+    try:
+        return JudgePrompts.model_validate(yaml.safe_load(source.read_text(encoding="utf-8")))
+    except OSError as exc:
+        raise SettingsError(f"evaluate.conversations.prompts: cannot read {source}: {exc.strerror}") from None
+    except (yaml.YAMLError, ValidationError) as exc:
+        raise SettingsError(f"evaluate.conversations.prompts: {source} is not a valid prompt file: "
+                            f"{str(exc).splitlines()[0]}") from None
+
+
+@dataclass(frozen=True)
+class EvalConversation:
+    """One conversation as a model under test meets it: three turns and the image."""
+
+    conversation_id: str
+    turns: tuple[Turn, ...]
+    frames: tuple[bytes, ...] = field(default=(), repr=False)
+    content_hash: str = ""
+
+    @staticmethod
+    def of(conversation_id: str, turns: Sequence[Turn], frames: Sequence[bytes]) -> EvalConversation:
+        digest = [hashlib.sha256(frame).hexdigest()[:16] for frame in frames]
+        return EvalConversation(conversation_id, tuple(turns), tuple(frames),
+                                stable_hash([t.model_dump() for t in turns], digest))
+
+
+@dataclass(frozen=True)
+class Unit:
+    conversation: EvalConversation
+    setting: str
+
+    @property
+    def subject(self) -> str:
+        return f"{self.conversation.conversation_id}:{self.conversation.content_hash[:12]}:{self.setting}"
+
+    @property
+    def targets(self) -> list[int]:
+        """The turns the model answers itself (1-based), then the whole conversation."""
+        return [n for n in range(1, len(LEVELS) + 1) if n > GIVEN[self.setting]] + [OVERALL]
+
+
+# -- pooling the judges' votes: pure, and pinned by hand-computed tests -------------------------------
+
+_RATING = re.compile(r"rating\s*[:=]\s*\**\s*(\d{1,2})\b", re.IGNORECASE)
+_VERDICT = re.compile(r"verdict\s*[:=]\s*\**\s*(a|b|tie)\b", re.IGNORECASE)
+
+
+def read_rating(judgement: str) -> int | None:
+    found = [int(v) for v in _RATING.findall(judgement)]
+    return found[-1] if found and 1 <= found[-1] <= 10 else None
+
+
+def read_verdict(judgement: str, model_is_a: bool) -> Outcome | None:
+    """The model's outcome from the judge's last verdict line, or None when there is none."""
+    found = _VERDICT.findall(judgement)
+    if not found:
+        return None
+    verdict = found[-1].lower()
+    if verdict == "tie":
+        return "tie"
+    return "win" if (verdict == "a") == model_is_a else "lose"
+
+
+def pooled_score(votes: Sequence[int | None]) -> float | None:
+    """The median of the counted ratings; None when no judge gave one."""
+    counted = [v for v in votes if v is not None]
+    return float(statistics.median(counted)) if counted else None
+
+
+def pooled_outcome(votes: Sequence[Outcome | None]) -> Outcome | None:
+    """The most common counted verdict; a draw between verdicts is a tie; None when none counted."""
+    counted = Counter(v for v in votes if v is not None).most_common()
+    if not counted:
+        return None
+    if len(counted) > 1 and counted[0][1] == counted[1][1]:
+        return "tie"
+    return counted[0][0]
+
+
+def model_is_a(subject: str, target: int, prompt: int) -> bool:
+    """Where the model's conversation is shown in one pairwise prompt: fixed by a hash, so it is the same
+    on a rerun (the call is cached) and A and B are each the model about half the time."""
+    return int(stable_hash(subject, target, prompt, length=8), 16) % 2 == 0
+
+
+# -- prompts ------------------------------------------------------------------------------------------
+
+def _target_name(target: int) -> str:
+    return "the conversation as a whole" if target == OVERALL else f"turn {target} ({LEVELS[target - 1]})"
+
+
+def _focus(turns: Sequence[Turn], target: int) -> str:
+    if target == OVERALL:
+        points = ["answer every instruction, each building correctly on the earlier answers",
+                  *[f"turn {n}: {p}" for n, t in enumerate(turns, 1) for p in t.focus_points]]
+    else:
+        points = list(turns[target - 1].focus_points) or ["answer the instruction correctly"]
+    return "\n".join(f"- {p}" for p in points)
+
+
+def _fenced(text: str) -> str:
+    """Model output inside a marker block: nothing in it may close the block."""
+    return text.replace("<<<", "‹‹‹").replace(">>>", "›››")
+
+
+def dialogue(turns: Sequence[Turn], answers: Sequence[str], *, references: bool) -> str:
+    lines = []
+    for n, (turn, answer) in enumerate(zip(turns, answers), 1):
+        lines += [f"Turn {n} ({turn.level}). User: {_fenced(turn.instruction)}", f"Assistant: {_fenced(answer)}"]
+        if references:
+            lines.append(f"Reference answer: {_fenced(turn.reference)}")
+        lines.append("")
+    return "\n".join(lines).strip()
+
+
+def reference_block(turns: Sequence[Turn]) -> str:
+    return "\n".join(f"Turn {n} ({t.level}). User: {_fenced(t.instruction)}\nReference answer: {_fenced(t.reference)}"
+                     for n, t in enumerate(turns, 1))
+
+
+def answer_request(config: VlmChatConfig, conversation: EvalConversation, earlier: Sequence[str],
+                   max_tokens: int, tag: str) -> LlmRequest:
+    """The call for the model's answer to the next turn after `earlier` answers: the image with the first
+    instruction, then each earlier answer as the assistant's and each next instruction as the user's."""
+    images = [{"type": "image_url", "image_url": {"url": data_url(frame), "detail": config.image_detail}}
+              for frame in spread(conversation.frames, config.max_frames)]
+    turns = conversation.turns
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [*images, {"type": "text",
+                                                                              "text": turns[0].instruction}]}]
+    for n, answer in enumerate(earlier, 1):
+        messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": turns[n].instruction}]
+    return LlmRequest(purpose="evaluate", model=config.model, temperature=0.0, max_tokens=max_tokens, tag=tag,
+                      messages=messages)
+
+
+def direct_requests(model: str, prompts: JudgePrompts, unit: Unit, answers: Sequence[str],
+                    max_tokens: int) -> list[tuple[tuple[str, int, int], LlmRequest]]:
+    turns = unit.conversation.turns
+    talk = dialogue(turns, answers, references=True)
+    return [(("direct", target, k), LlmRequest(
+        purpose="judge", model=model, temperature=0.0, max_tokens=max_tokens, tag=unit.subject,
+        messages=[{"role": "user", "content": prompt.format(dialogue=talk, target=_target_name(target),
+                                                            focus_points=_focus(turns, target))}]))
+            for target in unit.targets for k, prompt in enumerate(prompts.direct)]
+
+
+def pairwise_requests(model: str, prompts: JudgePrompts, unit: Unit, answers: Sequence[str],
+                      opponent: Sequence[str], max_tokens: int) -> list[tuple[tuple[str, int, int], LlmRequest]]:
+    turns = unit.conversation.turns
+    mine, theirs = dialogue(turns, answers, references=False), dialogue(turns, opponent, references=False)
+    out = []
+    for target in unit.targets:
+        for k, prompt in enumerate(prompts.pairwise):
+            a, b = (mine, theirs) if model_is_a(unit.subject, target, k) else (theirs, mine)
+            text = prompt.format(references=reference_block(turns), dialogue_a=a, dialogue_b=b,
+                                 target=_target_name(target), focus_points=_focus(turns, target))
+            out.append((("pairwise", target, k), LlmRequest(
+                purpose="judge", model=model, temperature=0.0, max_tokens=max_tokens, tag=unit.subject,
+                messages=[{"role": "user", "content": text}])))
+    return out
+
+
+# -- the stage ----------------------------------------------------------------------------------------
+
+@dataclass
+class Graded:
+    """One conversation under one setting: the answers and the judges' pooled and raw votes."""
+
+    answers: list[str] = field(default_factory=list)
+    opponent: list[str] = field(default_factory=list)
+    direct: dict[int, dict[str, Any]] = field(default_factory=dict)      # target -> votes, rationales, score
+    pairwise: dict[int, dict[str, Any]] = field(default_factory=dict)    # target -> votes, outcome
+    retry: str = ""
+
+
+@dataclass
+class ConvRun:
+    id: str
+    model: str
+    source: str
+    config: dict[str, Any]
+
+    def row(self) -> dict[str, Any]:
+        return {"id": self.id, "model": self.model, "adapter": "openai", "source": self.source,
+                "protocol": "conveval", "config": self.config}
+
+
+def plan_run(models: dict[str, Any], options: ConvEvalSettings, prompts: JudgePrompts, model: str,
+             source: str) -> ConvRun:
+    for name in [model, options.reference_model] if options.reference_model else [model]:
+        config = models.get(name)
+        if config is None:
+            raise EvalError(f"no model {name!r} under evaluate.models in the settings "
+                            f"(configured: {', '.join(sorted(models)) or 'none'})")
+        if config.kind != "openai":
+            raise EvalError(f"model {name!r} is of kind {config.kind}; conversations need a chat model "
+                            "(kind: openai)")
+    opponent = models[options.reference_model].identity() if options.reference_model else "references"
+    config = {"model": models[model].identity(), "opponent": opponent, "judge_model": options.judge_model,
+              "prompts": prompts.model_dump(), "answer_max_tokens": options.answer_max_tokens,
+              "judge_max_tokens": options.judge_max_tokens}
+    return ConvRun(stable_hash("conveval", model, source, config), model, source, config)
+
+
+class ConvEvalStage:
+    name = STAGE
+
+    def __init__(self, run: ConvRun, conversations: Sequence[EvalConversation], settings, models: dict[str, Any],
+                 options: ConvEvalSettings, prompts: JudgePrompts, store=None) -> None:
+        self.run = run
+        self.units_ = [Unit(c, s) for c in conversations for s in options.settings]
+        self.settings = settings
+        self.models = models
+        self.options = options
+        self.prompts = prompts
+        self.store = store
+        self._clients: dict[str, LlmClient] = {}
+        self.calls: Counter = Counter()
+
+    def config_key(self) -> str:
+        return self.run.id
+
+    def units(self, store) -> list[Unit]:
+        return self.units_
+
+    def subject(self, unit: Unit) -> str:
+        return unit.subject
+
+    def _client(self, name: str) -> LlmClient:
+        """One client per model answering, and one for the judge, each with its own limits."""
+        if name not in self._clients:
+            llm = self.options.llm if name == "judge" else self.models[name].llm
+            self._clients[name] = LlmClient(self.settings, LlmOptions.model_validate(llm), store=self.store)
+        return self._clients[name]
+
+    @property
+    def http_calls(self) -> int:
+        return sum(client.http_calls for client in self._clients.values())
+
+    def process(self, units: Sequence[Unit]) -> Iterator[tuple[Unit, Graded]]:
+        graded = {u.subject: Graded(answers=[t.reference for t in u.conversation.turns[:GIVEN[u.setting]]])
+                  for u in units}
+        for state, u in ((graded[u.subject], u) for u in units):
+            state.opponent = list(state.answers) if self.options.reference_model else \
+                [t.reference for t in u.conversation.turns]
+        speakers = [self.run.model] + ([self.options.reference_model] if self.options.reference_model else [])
+        for turn in range(len(LEVELS)):
+            for name in speakers:
+                self._answer_turn(name, turn, [u for u in units if not graded[u.subject].retry], graded)
+        ready = [u for u in units if not graded[u.subject].retry]
+        yield from ((u, graded[u.subject]) for u in units if graded[u.subject].retry)
+        yield from self._judge(ready, graded)
+
+    def _answer_turn(self, name: str, turn: int, units: Sequence[Unit], graded: dict[str, Graded]) -> None:
+        mine = name == self.run.model
+        wanted = [u for u in units if turn >= GIVEN[u.setting]]
+        config = self.models[name]
+        requests = [answer_request(config, u.conversation,
+                                   (graded[u.subject].answers if mine else graded[u.subject].opponent)[:turn],
+                                   self.options.answer_max_tokens, u.subject) for u in wanted]
+        refusals = []
+        for index, result in stream(self._client(name), requests):
+            state = graded[wanted[index].subject]
+            self._count(result, "answer")
+            if not result.ok:
+                if re.match(r"^HTTP 4(?!08|09|29)\d\d\b", result.reason):
+                    refusals.append(result.reason)
+                state.retry = state.retry or f"{name}: {result.reason}"
+                continue
+            (state.answers if mine else state.opponent).append(result.content)
+        if refusals:
+            raise EvalError(f"the endpoint refused model {config.model!r} ({len(refusals)} of {len(requests)} "
+                            f"requests): {refusals[0]}")
+
+    def _judge(self, units: Sequence[Unit], graded: dict[str, Graded]) -> Iterator[tuple[Unit, Graded]]:
+        calls: list[tuple[Unit, tuple[str, int, int], LlmRequest]] = []
+        for u in units:
+            state = graded[u.subject]
+            calls += [(u, key, r) for key, r in direct_requests(self.options.judge_model, self.prompts, u,
+                                                                state.answers, self.options.judge_max_tokens)]
+            calls += [(u, key, r) for key, r in pairwise_requests(self.options.judge_model, self.prompts, u,
+                                                                  state.answers, state.opponent,
+                                                                  self.options.judge_max_tokens)]
+        left = Counter(u.subject for u, _key, _r in calls)
+        votes: dict[str, dict[tuple[str, int, int], str | None]] = {u.subject: {} for u in units}
+        by_subject = {u.subject: u for u in units}
+        for index, result in stream(self._client("judge"), [r for _u, _key, r in calls]):
+            unit, key, _request = calls[index]
+            self._count(result, "judge")
+            state = graded[unit.subject]
+            if not result.ok:
+                state.retry = state.retry or f"judge: {result.reason}"
+            votes[unit.subject][key] = result.content if result.ok else None
+            left[unit.subject] -= 1
+            if left[unit.subject] == 0:
+                yield by_subject[unit.subject], self._pooled(unit, state, votes.pop(unit.subject))
+
+    def _pooled(self, unit: Unit, state: Graded, texts: dict[tuple[str, int, int], str | None]) -> Graded:
+        if state.retry:
+            return state
+        for target in unit.targets:
+            ratings = [read_rating(texts[("direct", target, k)]) for k in range(len(self.prompts.direct))]
+            state.direct[target] = {"votes": ratings, "score": pooled_score(ratings),
+                                    "rationales": [texts[("direct", target, k)][-1500:]
+                                                   for k in range(len(self.prompts.direct))]}
+            outcomes = [read_verdict(texts[("pairwise", target, k)], model_is_a(unit.subject, target, k))
+                        for k in range(len(self.prompts.pairwise))]
+            state.pairwise[target] = {"votes": outcomes, "outcome": pooled_outcome(outcomes)}
+        return state
+
+    def _count(self, result: LlmResult, what: str) -> None:
+        self.calls.update({f"{what}_calls": 1, f"{what}_cached": int(result.cached),
+                           "tokens_in": result.tokens_in, "tokens_out": result.tokens_out})
+
+    def commit(self, store, pairs: list[tuple[Unit, Graded]], report: runner.StageReport) -> list[runner.Outcome]:
+        rows, outcomes = [], []
+        for unit, state in pairs:
+            if state.retry:
+                outcomes.append(runner.Outcome(unit.subject, "retry", state.retry))
+                continue
+            rows.append({"run_id": self.run.id, "subject": unit.subject,
+                         "conversation_id": unit.conversation.conversation_id, "setting": unit.setting,
+                         "answers": state.answers, "opponent": state.opponent,
+                         "direct": {str(k): v for k, v in state.direct.items()},
+                         "pairwise": {str(k): v for k, v in state.pairwise.items()}})
+            outcomes.append(runner.Outcome(unit.subject, "done"))
+            report.counters["graded"] += 1
+        store.add_conversation_evals(rows)
+        return outcomes
+
+
+def prepare(store, settings, conversations: Sequence[EvalConversation], source: str, model: str) -> ConvEvalStage:
+    """The stage that holds and grades `model`'s conversations on `source`, its run recorded."""
+    from evaluation.settings import EvalSettings
+
+    options = settings.section("evaluate", EvalSettings)
+    conv = options.conversations
+    prompts = load_prompts(conv.prompts or None)
+    run = plan_run(options.models, conv, prompts, model, source)
+    store.add_eval_run(run.row())
+    return ConvEvalStage(run, conversations, settings, options.models, conv, prompts, store)
+
+
+def evaluate(store, stage: ConvEvalStage, *, window: int = WINDOW, limit: int | None = None,
+             progress: Callable[[int], None] | None = None) -> runner.StageReport:
+    report = runner.run(stage, store, window=window, limit=limit, progress=progress)
+    report.counters.update(stage.calls)
+    report.counters["http_calls"] = stage.http_calls
+    return report
+
+
+# -- the board ----------------------------------------------------------------------------------------
+
+def scores(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per setting: the mean direct score and the pairwise win, tie and lose rates of each target
+    (S1-S3 the turns, S0 the whole conversation), and R2 = mean(S1..S3), R1 = (R2 + S0) / 2 as ConvBench
+    reports them, over the conversations whose every target the judges could score."""
+    out: dict[str, dict[str, Any]] = {}
+    for setting in GIVEN:
+        mine = [r for r in rows if r["setting"] == setting]
+        if not mine:
+            continue
+        entry: dict[str, Any] = {"conversations": len(mine)}
+        for target in sorted({int(t) for r in mine for t in r["direct"]}):
+            key = "S0" if target == OVERALL else f"S{target}"
+            direct = [r["direct"][str(target)]["score"] for r in mine if str(target) in r["direct"]]
+            direct = [d for d in direct if d is not None]
+            entry[f"direct_{key}"] = round(sum(direct) / len(direct), 3) if direct else None
+            outcomes = [r["pairwise"][str(target)]["outcome"] for r in mine if str(target) in r["pairwise"]]
+            outcomes = [o for o in outcomes if o is not None]
+            for label in ("win", "tie", "lose"):
+                entry[f"{label}_{key}"] = round(outcomes.count(label) / len(outcomes), 4) if outcomes else None
+        turns = [entry.get(f"direct_S{n}") for n in range(1, len(LEVELS) + 1)]
+        if all(v is not None for v in turns) and entry.get("direct_S0") is not None:
+            entry["direct_R2"] = round(sum(turns) / len(turns), 3)
+            entry["direct_R1"] = round((entry["direct_R2"] + entry["direct_S0"]) / 2, 3)
+        out[setting] = entry
+    return out
+
+
+def board_markdown(runs: Sequence[tuple[str, dict[str, dict[str, Any]]]], opponent: str) -> str:
+    """One table per grading: rows are models x settings, columns the turns and the whole conversation."""
+    def cell(value, percent=False):
+        return "-" if value is None else f"{value:.1%}" if percent else f"{value:.2f}"
+
+    lines = ["# ConvEval", "", "Direct grading (1-10, median of the judge prompts, mean over conversations). "
+             "S1 perception, S2 reasoning, S3 creation, S0 the whole conversation; R2 = mean(S1..S3), "
+             "R1 = (R2 + S0) / 2.", "",
+             "| model | setting | n | S1 | S2 | S3 | S0 | R2 | R1 |", "|---|---|---|---|---|---|---|---|---|"]
+    for model, by_setting in runs:
+        for setting, e in by_setting.items():
+            lines.append(f"| {model} | {setting} | {e['conversations']} | " + " | ".join(
+                cell(e.get(f"direct_{k}")) for k in ("S1", "S2", "S3", "S0", "R2", "R1")) + " |")
+    lines += ["", f"Pairwise against {opponent}: win rate (tie rate) per target.", "",
+              "| model | setting | S1 | S2 | S3 | S0 |", "|---|---|---|---|---|---|"]
+    for model, by_setting in runs:
+        for setting, e in by_setting.items():
+            lines.append(f"| {model} | {setting} | " + " | ".join(
+                "-" if e.get(f"win_{k}") is None else f"{cell(e[f'win_{k}'], True)} ({cell(e[f'tie_{k}'], True)})"
+                for k in ("S1", "S2", "S3", "S0")) + " |")
+    lines += ["", "Settings: `model`, the model's own answers throughout; `perception_given`, turn 1 replaced by "
+              "its reference; `perception_reasoning_given`, turns 1 and 2 replaced. A rise on S2 from `model` to "
+              "`perception_given` is reasoning lost to perception errors.", ""]
+    return "\n".join(lines)

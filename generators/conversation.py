@@ -1,0 +1,266 @@
+"""Three-turn conversations about an image (ConvBench), written turn by turn by an LLM from its facts.
+
+Turn 1 (perception) is written from the image's facts; turn 2 (reasoning) from the facts and turn 1;
+turn 3 (creation) from the facts and both earlier turns. Each turn is one call through the shared LLM
+client with a prompt from `prompts/conversation/` (the shared part plus the turn's own goal). The facts
+and the earlier turns are JSON-quoted and fenced in markers with angle brackets escaped, as the question
+prompts do, so text read in a picture (or an earlier answer quoting it) can never pose as instructions.
+
+As a runner stage (`generate:conversation`) a job is one image; its ledger subject carries a hash of the
+prompt files and the model, so editing a template makes every image pending again. The calls of a window
+of images go out turn by turn: all turn-1 calls together, then the turn-2 calls of the images whose turn 1
+came back, then turn 3; an image is yielded as soon as its third turn arrives. Every answered call is in
+the LLM cache, and a turn's prompt depends only on the facts and the cached earlier turns, so a run killed
+anywhere replays the finished turns from the cache and pays only for the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchsmith import runner
+from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
+from benchsmith.records import LEVELS, Conversation, Fact, Image, Provenance, Turn, stable_hash
+from benchsmith.settings import Settings
+from filters import quality
+from filters.quality import QualitySettings
+from generators.llm import fenced
+
+BACKEND = "conversation"
+STAGE_NAME = "generate:conversation"
+PROMPTS_DIR = Path(__file__).with_name("prompts") / "conversation"
+
+
+class ConversationSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "gpt-4o"
+    temperature: float = 0.7
+    seed: int = 0
+    max_tokens: int = 1200
+    context_chars: int = Field(4000, ge=200)   # cap on the facts block
+    batch_size: int = Field(64, ge=1)          # images whose calls are in flight together
+    prompts: Path | None = None                # a folder with _shared.yaml and one file per level
+    options: LlmOptions = LlmOptions()         # concurrency, rate limits, retries, timeouts, prices
+
+    @property
+    def prompts_dir(self) -> Path:
+        return self.prompts or PROMPTS_DIR
+
+
+@dataclass(frozen=True)
+class TurnTemplate:
+    version: str
+    system: str
+    user: str
+    goal: str
+
+
+def template_for(level: str, prompts_dir: Path = PROMPTS_DIR) -> TurnTemplate:
+    """The shared prompt joined with one level's goal; read again whenever a file changes."""
+    shared, own = prompts_dir / "_shared.yaml", prompts_dir / f"{level}.yaml"
+    for path in (shared, own):
+        if not path.exists():
+            raise KeyError(f"no conversation prompt template {path.name}: add {path}")
+    return _template(shared, own, shared.stat().st_mtime_ns, own.stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=16)
+def _template(shared_path: Path, path: Path, _shared_mtime: int, _mtime: int) -> TurnTemplate:
+    shared = yaml.safe_load(shared_path.read_text(encoding="utf-8"))
+    own = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return TurnTemplate(version=f"{shared['version']}+{own['version']}", system=shared["system"].strip(),
+                        user=shared["user"].strip(), goal=own["goal"].strip())
+
+
+def prompt_version(prompts_dir: Path = PROMPTS_DIR) -> str:
+    return "|".join(template_for(level, prompts_dir).version for level in LEVELS)
+
+
+def prompts_hash(prompts_dir: Path = PROMPTS_DIR) -> str:
+    return stable_hash([(prompts_dir / f"{name}.yaml").read_text(encoding="utf-8")
+                        for name in ("_shared", *LEVELS)], length=12)
+
+
+TURN_SCHEMA = {"type": "json_schema", "json_schema": {"name": "turn", "strict": True, "schema": {
+    "type": "object", "additionalProperties": False,
+    "required": ["task", "instruction", "reference", "focus_points"],
+    "properties": {
+        "task": {"type": "string", "minLength": 1},
+        "instruction": {"type": "string", "minLength": 5},
+        "reference": {"type": "string", "minLength": 1},
+        "focus_points": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1,
+                         "maxItems": 8},
+    }}}}
+
+
+def earlier_block(turns: Sequence[Turn]) -> str:
+    """The turns written so far as quoted data, one JSON object a line; '(none yet)' for the first turn."""
+    if not turns:
+        return "(none yet)"
+    return "\n".join(json.dumps({"turn": n, "level": t.level, "instruction": t.instruction,
+                                 "reference": t.reference}, ensure_ascii=False) for n, t in enumerate(turns, 1))
+
+
+def request_for_turn(image: Image, facts: list[Fact], earlier: Sequence[Turn],
+                     settings: ConversationSettings) -> LlmRequest:
+    """The call that writes the next turn after `earlier` (0, 1 or 2 turns)."""
+    from extractors.context import visual_context
+
+    level = LEVELS[len(earlier)]
+    template = template_for(level, settings.prompts_dir)
+    user = template.user.format_map({
+        "facts": fenced(visual_context(image, facts, settings.context_chars)),
+        "earlier": fenced(earlier_block(earlier)), "number": len(earlier) + 1, "level": level,
+        "goal": template.goal})
+    return LlmRequest(purpose="generate", model=settings.model,
+                      messages=[{"role": "system", "content": template.system}, {"role": "user", "content": user}],
+                      temperature=settings.temperature, seed=settings.seed, max_tokens=settings.max_tokens,
+                      response_format=TURN_SCHEMA, tag=f"{image.id}:conversation:{level}")
+
+
+def turn_from(result: LlmResult, level: str) -> Turn:
+    draft = result.parsed
+    return Turn(level=level, task=draft["task"].strip(), instruction=draft["instruction"].strip(),
+                reference=draft["reference"].strip(),
+                focus_points=[p.strip() for p in draft["focus_points"] if p.strip()])
+
+
+def conversation_from(image: Image, turns: list[Turn], results: list[LlmResult],
+                      settings: ConversationSettings) -> Conversation:
+    """The conversation record, with the three calls' tokens and cost as its provenance."""
+    return Conversation(item_id=image.id, turns=turns, meta={"generator": BACKEND}, provenance=Provenance(
+        backend=BACKEND, model=settings.model, prompt_version=prompt_version(settings.prompts_dir),
+        temperature=settings.temperature, seed=settings.seed,
+        params={"max_tokens": settings.max_tokens, "llm_calls": [r.key for r in results]},
+        tokens_in=sum(r.tokens_in for r in results), tokens_out=sum(r.tokens_out for r in results),
+        cost_usd=sum(r.cost_usd for r in results)))
+
+
+@dataclass(frozen=True)
+class Job:
+    item: Image
+
+
+@dataclass
+class Outcome:
+    """A conversation, or a failed draft (reason, raw), or nothing yet (retry later)."""
+
+    conversation: Conversation | None = None
+    failure: str = ""
+    raw: str = ""
+    finished: bool = True
+
+
+@dataclass
+class _Draft:
+    turns: list[Turn] = field(default_factory=list)
+    results: list[LlmResult] = field(default_factory=list)
+
+
+class ConversationStage:
+    """One three-turn conversation per image, as a runner stage."""
+
+    generator = BACKEND
+    name = STAGE_NAME
+
+    def __init__(self, settings: Settings, options: ConversationSettings, gate: QualitySettings) -> None:
+        self.settings = settings
+        self.options = options
+        self.gate = gate
+        self.store = None
+        self.llm_client: LlmClient | None = None
+        self.llm_stats: Counter = Counter()
+        self.http_failures: Counter = Counter()
+        self._subject_key = stable_hash(prompts_hash(options.prompts_dir), options.model, length=12)
+
+    def config_key(self) -> str:
+        own = self.options.model_dump(mode="json", exclude={"batch_size", "options", "prompts", "model"})
+        return runner.config_key(BACKEND, own, self.gate.model_dump(mode="json"))
+
+    def units(self, store) -> list[Job]:
+        self.store = store
+        return [Job(item) for item in store.get_items(kind="image")]
+
+    def subject(self, job: Job) -> str:
+        return f"{job.item.id}:conversation:{self._subject_key}"
+
+    def client(self) -> LlmClient:
+        if self.llm_client is None:
+            self.llm_client = LlmClient(self.settings, self.options.options, self.store)
+        return self.llm_client
+
+    def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
+        facts = self.store.get_facts(sorted({j.item.id for j in jobs}))
+        active: list[Job] = []
+        for job in jobs:
+            if facts[job.item.id]:
+                active.append(job)
+            else:  # nothing extracted yet: left for a run after `benchsmith extract`
+                yield job, Outcome(failure="waiting for facts", finished=False)
+        drafts = {job.item.id: _Draft() for job in active}
+        for level in LEVELS:
+            calls = [(job, request_for_turn(job.item, facts[job.item.id], drafts[job.item.id].turns, self.options))
+                     for job in active]
+            active = []
+            for index, result in stream(self.client(), [request for _job, request in calls]):
+                job, _request = calls[index]
+                outcome = self._next_turn(job, drafts[job.item.id], level, result)
+                if outcome is None:
+                    active.append(job)
+                else:
+                    yield job, outcome
+
+    def _next_turn(self, job: Job, draft: _Draft, level: str, result: LlmResult) -> Outcome | None:
+        """Add the turn in `result` to the draft: the job's outcome when it is over, None when it goes on."""
+        self.llm_stats.update({"llm_requests": 1, "llm_cached": int(result.cached), "tokens_in": result.tokens_in,
+                               "tokens_out": result.tokens_out})
+        self.llm_stats["cost_usd"] += result.cost_usd
+        if not result.ok and not result.content:  # no answer at all: the job waits for a rerun
+            self.http_failures[result.reason] += 1
+            return Outcome(failure=result.reason, finished=False)
+        if not result.ok:
+            return Outcome(failure=f"turn {level}: {result.reason}", raw=result.content)
+        try:
+            draft.turns.append(turn_from(result, level))
+        except ValueError as exc:
+            return Outcome(failure=f"turn {level}: unusable: {exc}".splitlines()[0], raw=result.content)
+        draft.results.append(result)
+        if len(draft.turns) < len(LEVELS):
+            return None
+        return Outcome(conversation_from(job.item, draft.turns, draft.results, self.options))
+
+    def commit(self, store, pairs: list[tuple[Job, Outcome]], report: runner.StageReport) -> list[runner.Outcome]:
+        made = [o.conversation.model_copy(update={"meta": o.conversation.meta | {"config": self._subject_key}})
+                for _job, o in pairs if o.finished and o.conversation is not None]
+        report.counters["conversations"] += len(made)
+        finished = sorted({job.item.id for job, o in pairs if o.finished and not o.failure})
+        older = [c.id for item_id in finished for c in store.get_conversations(item_id=item_id, status="candidate")
+                 if c.meta.get("config") != self._subject_key and c.id not in {m.id for m in made}]
+        if older:  # written under other prompts or another model: kept, no longer a candidate
+            report.counters["superseded"] += store.move_conversations(
+                older, "superseded", stage="generate", reason="generated again after its settings changed")
+        kept, dropped = quality.conversation_gate(made, self.gate)
+        report.counters["conversations_kept"] += len(kept)
+        report.counters.update(f"dropped: {v.rule}" for _c, v in dropped)
+        report.counters["new_conversations"] += store.add_conversations(
+            kept + [c for c, _v in dropped], stage="generate", verdicts_for_new=[v for _c, v in dropped])
+        outcomes = []
+        for job, outcome in pairs:
+            subject = self.subject(job)
+            if not outcome.finished:
+                report.counters["waiting_for_facts"] += outcome.failure == "waiting for facts"
+                outcomes.append(runner.Outcome(subject, "retry", outcome.failure))
+            elif outcome.failure:
+                outcomes.append(runner.Outcome(subject, "failed", outcome.failure, {"raw": outcome.raw}))
+            else:
+                outcomes.append(runner.Outcome(subject, "done", details={"conversation": outcome.conversation.id}))
+        return outcomes

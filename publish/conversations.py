@@ -1,0 +1,116 @@
+"""The `conversations` config of a release: one row per accepted three-turn conversation (ConvBench).
+
+Columns per turn n (1 perception, 2 reasoning, 3 creation): `level_n`, `task_n`, `instruction_n`,
+`reference_n`, `focus_points_n`. The turns are the reviewed ones when a reviewer edited them. Shards live
+under `conversations/`, outside `data/`, so the question configs (and `all`) never pick them up.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets
+
+from publish.entries import public_name
+from publish.settings import PublishSettings
+from benchsmith.records import LEVELS, Conversation, Image, Turn, Video, stable_hash
+from benchsmith.store import Store
+
+CONFIG = "conversations"
+TURNS = range(1, len(LEVELS) + 1)
+FEATURES = datasets.Features({
+    "conversation_id": datasets.Value("string"),
+    "image": datasets.List(datasets.Image()),
+    **{name: feature for n in TURNS for name, feature in (
+        (f"level_{n}", datasets.Value("string")), (f"task_{n}", datasets.Value("string")),
+        (f"instruction_{n}", datasets.Value("string")), (f"reference_{n}", datasets.Value("string")),
+        (f"focus_points_{n}", datasets.List(datasets.Value("string"))))},
+    "data_id": datasets.Value("string"),
+    "source": datasets.Value("string"),
+    "generator": datasets.Value("string"),
+    "model": datasets.Value("string"),
+    "annotators": datasets.Value("int64"),
+})
+
+
+@dataclass(frozen=True)
+class ConversationEntry:
+    conversation_id: str
+    turns: tuple[Turn, ...]
+    media: tuple[str, ...]
+    data_id: str
+    source: str
+    generator: str
+    model: str
+    annotators: int
+
+    @property
+    def content_hash(self) -> str:
+        return stable_hash([t.model_dump() for t in self.turns], self.data_id, self.media)
+
+
+def entry_for(conversation: Conversation, item: Image | Video, annotators: int) -> ConversationEntry:
+    media = (item.path,) if item.kind == "image" else tuple(item.frames)
+    return ConversationEntry(
+        conversation_id=conversation.id, turns=tuple(conversation.final_turns), media=media, data_id=item.id,
+        source=public_name(item.source), generator=conversation.provenance.backend,
+        model=public_name(conversation.provenance.model), annotators=annotators)
+
+
+def collect(store: Store) -> list[ConversationEntry]:
+    """Every accepted or published conversation whose image is still in use, in id order."""
+    conversations = store.get_conversations(status=["accepted", "published"])
+    items = {item.id: item for item in store.get_items(sorted({c.item_id for c in conversations}))}
+    reviewers = Counter(r.conversation_id for r in store.get_conversation_reviews([c.id for c in conversations]))
+    entries = [entry_for(c, items[c.item_id], reviewers[c.id]) for c in conversations if c.item_id in items]
+    return sorted(entries, key=lambda e: e.conversation_id)
+
+
+def _columns(entries: Sequence[ConversationEntry], images: list[list[bytes]]) -> dict[str, list]:
+    columns: dict[str, list] = {"conversation_id": [e.conversation_id for e in entries],
+                                "image": [[{"bytes": data, "path": None} for data in frames] for frames in images]}
+    for n in TURNS:
+        columns[f"level_{n}"] = [e.turns[n - 1].level for e in entries]
+        columns[f"task_{n}"] = [e.turns[n - 1].task for e in entries]
+        columns[f"instruction_{n}"] = [e.turns[n - 1].instruction for e in entries]
+        columns[f"reference_{n}"] = [e.turns[n - 1].reference for e in entries]
+        columns[f"focus_points_{n}"] = [list(e.turns[n - 1].focus_points) for e in entries]
+    for name in ("data_id", "source", "generator", "model", "annotators"):
+        columns[name] = [getattr(e, name) for e in entries]
+    return columns
+
+
+def write(entries: Sequence[ConversationEntry], folder: Path, encoded: Callable[[str], bytes],
+          settings: PublishSettings) -> list[str]:
+    """Write the shards; return their paths relative to `folder`."""
+    n_shards = -(-len(entries) // settings.shard_rows)
+    paths = []
+    for shard in range(n_shards):
+        chunk = entries[shard * settings.shard_rows:(shard + 1) * settings.shard_rows]
+        images = [[encoded(relative) for relative in entry.media] for entry in chunk]
+        relative_path = f"{CONFIG}/{settings.split}-{shard:05d}-of-{n_shards:05d}.parquet"
+        (folder / relative_path).parent.mkdir(parents=True, exist_ok=True)
+        datasets.Dataset.from_dict(_columns(chunk, images), features=FEATURES).to_parquet(str(folder / relative_path))
+        paths.append(relative_path)
+    return paths
+
+
+def card_section(entries: Sequence[ConversationEntry], repo: str, split: str) -> str:
+    """The card's paragraph on conversations: how many, and the tasks per level."""
+    if not entries:
+        return ""
+    rows = ["| turn | level | tasks (most common first) |", "|---|---|---|"]
+    for n, level in zip(TURNS, LEVELS):
+        tasks = Counter(e.turns[n - 1].task or "(unnamed)" for e in entries).most_common(8)
+        rows.append(f"| {n} | {level} | " + ", ".join(f"{task} ({count})" for task, count in tasks) + " |")
+    return "\n".join([
+        "## Conversations", "",
+        f"{len(entries)} three-turn conversations about one image each, in the config `{CONFIG}` "
+        f"(`load_dataset(\"{repo}\", \"{CONFIG}\", split=\"{split}\")`). Each climbs from perception (turn 1) "
+        "to reasoning about what was perceived (turn 2) to creating something from both (turn 3). Per turn "
+        "n: `level_n`, `task_n`, `instruction_n`, the reviewed reference answer `reference_n` and the "
+        "`focus_points_n` a good answer must hit. They are judged by an LLM against the references "
+        "(`benchsmith eval run --conversations`).", "", *rows, ""])
