@@ -4,6 +4,8 @@
 - `llm`: questions written by an LLM from an image's facts, one prompt template per dimension in
   `prompts/`;
 - `temporal`: questions about videos from their action segments and steps;
+- `conversation`: three-turn conversations (perception, reasoning, creation) written turn by turn from
+  an image's facts, with the templates in `prompts/conversation/`;
 - `stage`: finds the (generator, item, dimension) jobs not done yet, runs them in batches, passes the
   results through `filters.quality`, balances answer letters and stores them.
 """
