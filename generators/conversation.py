@@ -264,3 +264,9 @@ class ConversationStage:
             else:
                 outcomes.append(runner.Outcome(subject, "done", details={"conversation": outcome.conversation.id}))
         return outcomes
+
+
+def conversation_stages(name: str, settings: Settings, options) -> list[ConversationStage]:
+    """The conversation generator's stage, from the `generate` settings (its `conversation` and `quality`
+    parts). Registered in the plugin group `generators`."""
+    return [ConversationStage(settings, options.conversation, options.quality)]

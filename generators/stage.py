@@ -25,13 +25,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from benchsmith.dimensions import Dimension, registry
 from benchsmith.errors import BenchsmithError
-from benchsmith import runner
+from benchsmith import plugins, runner
 from benchsmith.llm import LlmClient, LlmRequest, LlmResult, stream
 from benchsmith.records import Image, Question, Video, stable_hash
 from benchsmith.settings import Settings
@@ -46,13 +45,12 @@ from generators.reform import ReformSettings
 from generators.temporal import TemporalSettings
 
 STAGE = "generate"
-GeneratorName = Literal["programmatic", "llm", "temporal", "reform", "conversation"]
 
 
 class GenerateSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    generators: list[GeneratorName] = ["programmatic", "temporal"]
+    generators: list[str] = ["programmatic", "temporal"]    # installed generators (plugin group generators)
     dimensions: list[str] = Field(default_factory=list)   # dimension keys; empty: every one a generator supports
     seed: int = 0                                         # for templates, distractor picks and letter balance
     batch_size: int = Field(64, ge=1)                     # (item, dimension) jobs handed over and stored together
@@ -62,6 +60,15 @@ class GenerateSettings(BaseModel):
     reform: ReformSettings = ReformSettings()
     conversation: ConversationSettings = ConversationSettings()
     quality: QualitySettings = QualitySettings()
+
+    @field_validator("generators")
+    @classmethod
+    def _installed_generators(cls, names: list[str]) -> list[str]:
+        unknown = [name for name in names if name not in plugins.names("generators")]
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: not an installed generator "
+                             f"(installed: {', '.join(plugins.names('generators'))})")
+        return names
 
     @field_validator("dimensions")
     @classmethod
@@ -372,18 +379,23 @@ def build_stages(settings: Settings, *, generators: Sequence[str] = (),
     `dimensions`, keys or ids). The conversation generator writes one conversation per image and takes
     no dimensions."""
     options = settings.section(STAGE, GenerateSettings)
-    unknown = sorted(set(generators) - set(get_args(GeneratorName)))
+    unknown = [name for name in generators if name not in plugins.names("generators")]
     if unknown:
-        raise GenerateError(f"unknown generator {', '.join(unknown)}; choose from {', '.join(get_args(GeneratorName))}")
+        raise GenerateError(f"unknown generator {', '.join(unknown)}; choose from {', '.join(plugins.names('generators'))}")
     try:
         keys = [registry().get(d).key for d in dimensions]
     except KeyError as exc:
         raise GenerateError(str(exc.args[0])) from None
     options = options.model_copy(update={"dimensions": keys or options.dimensions})
-    names = list(generators) or options.generators
-    stages = [GenerateStage(name, settings, options) for name in names if name != "conversation"]
-    conversations = [ConversationStage(settings, options.conversation, options.quality)] * ("conversation" in names)
-    return [s for s in stages if s.dimensions] + conversations
+    return [stage for name in list(generators) or options.generators
+            for stage in plugins.load("generators", name)(name, settings, options)]
+
+
+def question_stages(name: str, settings: Settings, options: GenerateSettings) -> list[GenerateStage]:
+    """A question generator's stage (programmatic, llm, temporal, reform) over the dimensions it
+    supports; none when it supports none of those asked for. Registered in the plugin group `generators`."""
+    stage = GenerateStage(name, settings, options)
+    return [stage] if stage.dimensions else []
 
 
 def run_stages(store, stages: Sequence[GenerateStage | ConversationStage], *, limit: int | None = None,

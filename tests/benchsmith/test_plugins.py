@@ -17,7 +17,8 @@ def test_each_kind_lists_our_own_parts():
     assert {"extract", "generate", "filter", "review", "publish", "evaluate"} <= set(plugins.names("sections"))
     assert {"supplied", "rapidocr", "sam"} <= set(plugins.names("extractors"))
     assert {"longest", "centroid", "learned", "openai"} <= set(plugins.names("solvers"))
-    assert {"likelihood", "openai", "blind"} <= set(plugins.names("adapters"))
+    assert {"likelihood", "generate", "openai", "blind"} <= set(plugins.names("adapters"))
+    assert {"programmatic", "llm", "temporal", "reform", "conversation"} <= set(plugins.names("generators"))
 
 
 def test_an_unknown_name_is_a_one_line_error_listing_what_is_installed():

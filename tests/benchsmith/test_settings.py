@@ -89,7 +89,7 @@ def test_a_stage_parses_its_own_section_with_its_own_model(tmp_path):
     ("filter:\n  blnd: {}\n", r"filter\.blnd: Extra inputs"),
     ("filter:\n  blind:\n    solvers: [{kind: lerned}]\n", r"filter\.blind\.solvers\.0: .*'lerned'.*'learned'"),
     ("filter:\n  blind:\n    solvers: [{kind: learned, fold: 3}]\n", r"filter\.blind\.solvers\.0\.learned\.fold"),
-    ("generate:\n  generators: [programatic]\n", r"generate\.generators\.0"),
+    ("generate:\n  generators: [programatic]\n", r"generate\.generators: programatic: not an installed generator"),
     ("generate:\n  llm:\n    modle: gpt-4o\n", r"generate\.llm\.modle"),
     ("review:\n  overlapp: 2\n", r"review\.overlapp"),
     ("publish:\n  privat: true\n", r"publish\.privat"),
