@@ -97,10 +97,6 @@ def load_tasks(path: Path | None = None) -> dict[str, TaskKind]:
     return kinds
 
 
-def tasks_text(path: Path | None = None) -> str:
-    return (path or TASKS_FILE).read_text(encoding="utf-8")
-
-
 def supports(dimension: Dimension, path: Path | None = None) -> bool:
     return any(kind.dimension == dimension.key for kind in load_tasks(path).values())
 
