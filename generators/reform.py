@@ -402,7 +402,7 @@ def edit_similarity(a: str, b: str) -> float:
 _WORD = re.compile(r"\w+")
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=16_384)
 def _word_set(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(text.casefold()))
 
