@@ -97,10 +97,6 @@ def load_tasks(path: Path | None = None) -> dict[str, TaskKind]:
     return kinds
 
 
-def tasks_text(path: Path | None = None) -> str:
-    return (path or TASKS_FILE).read_text(encoding="utf-8")
-
-
 def supports(dimension: Dimension, path: Path | None = None) -> bool:
     return any(kind.dimension == dimension.key for kind in load_tasks(path).values())
 
@@ -406,7 +402,7 @@ def edit_similarity(a: str, b: str) -> float:
 _WORD = re.compile(r"\w+")
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=16_384)
 def _word_set(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(text.casefold()))
 

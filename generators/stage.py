@@ -412,7 +412,7 @@ def run_stages(store, stages: Sequence[GenerateStage | ConversationStage], *, li
         elif stage.generator == "reform":
             # wide windows for MiniLM and the nearest-word search; large commits, as a lost group costs no
             # call to redo (LLM distractors are answered from the call cache)
-            window, commit_every = max(window, 4096), max(window, 1024)
+            window, commit_every = max(window, 2048), max(window, 1024)
         else:
             commit_every = None
         report = runner.run(stage, store, window=window, commit_every=commit_every, limit=left, progress=progress)

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from benchsmith.records import LETTERS
 from benchsmith.settings import load_settings
 from benchsmith.store import Store
 from generators import reform
