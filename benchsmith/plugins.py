@@ -33,10 +33,16 @@ class UnknownPart(BenchsmithError, KeyError):
 
 
 @cache
+def _installed() -> dict[str, dict[str, EntryPoint]]:
+    """Every kind's parts, from one scan of the installed packages' metadata (each scan costs ~50 ms)."""
+    points = entry_points()
+    return {kind: {point.name: point for point in points.select(group=f"benchsmith.{kind}")} for kind in KINDS}
+
+
 def _group(kind: str) -> dict[str, EntryPoint]:
     if kind not in KINDS:
         raise ValueError(f"no kind of part named {kind!r}; kinds: {', '.join(KINDS)}")
-    return {point.name: point for point in entry_points(group=f"benchsmith.{kind}")}
+    return _installed()[kind]
 
 
 def names(kind: str) -> list[str]:
