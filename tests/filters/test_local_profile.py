@@ -20,11 +20,12 @@ def test_offline_solvers_drop_leaks_spare_programmatic_questions_and_keep_them_a
     result = blind_leaks.run(scenes=20, seed=11)
     assert result["blind_answerable"]["drop_rate"] >= 0.8
     assert min(result["blind_answerable"]["drop_rate_by_kind"].values()) >= 0.6
-    # misspelt distractors: the real-word solver knows nearly all of them, and catches some no other solver does
-    assert result["blind_answerable"]["known_by_solver_by_kind"]["misspelt_distractors"]["real_word"] >= 0.9
+    # misspelt distractors: the real-word solver knows most of them (a misspelling can be a real word too)
+    # and catches some that no other solver does
+    assert result["blind_answerable"]["known_by_solver_by_kind"]["misspelt_distractors"]["real_word"] >= 0.75
     assert result["blind_answerable"]["caught_only_by_by_kind"]["misspelt_distractors"]["real_word"] > 0
-    # the learned solver finds what is left of the count priors and drops those; every dimension keeps most
-    assert result["programmatic"]["drop_rate"] <= 0.2
-    assert max(result["programmatic"]["drop_rate_by_dimension"].values()) <= 0.4
+    # with balanced keys little is left for the learned solver to find: every dimension keeps most
+    assert result["programmatic"]["drop_rate"] <= 0.12
+    assert max(result["programmatic"]["drop_rate_by_dimension"].values()) <= 0.3
     assert max(result["programmatic"]["accuracy_after"].values()) <= 0.28
     assert result["programmatic"]["n"] > 100
