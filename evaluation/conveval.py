@@ -48,26 +48,14 @@ from benchsmith.settings import SettingsError
 from evaluation.adapters import EvalError, VlmChatConfig
 from evaluation.adapters.chat import data_url
 from evaluation.records import spread
+from evaluation.settings import ConvEvalSettings, Setting
 
 STAGE = "evaluate:conversations"
 PROMPTS = Path(__file__).with_name("conveval.yaml")
-Setting = Literal["model", "perception_given", "perception_reasoning_given"]
 GIVEN: dict[str, int] = {"model": 0, "perception_given": 1, "perception_reasoning_given": 2}
 OVERALL = 0                     # the target number of the conversation as a whole; turns are 1-3
 WINDOW = 16                     # conversation-settings handed over at a time: up to ~60 calls each
 Outcome = Literal["win", "tie", "lose"]
-
-
-class ConvEvalSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    judge_model: str = "gpt-4o"
-    reference_model: str = ""            # pairwise opponent, a name under evaluate.models; "": the references
-    settings: list[Setting] = ["model", "perception_given", "perception_reasoning_given"]
-    answer_max_tokens: int = Field(1024, ge=16)
-    judge_max_tokens: int = Field(800, ge=16)
-    prompts: str = ""                    # a file shaped like evaluation/conveval.yaml; "" for that one
-    llm: dict[str, Any] = Field(default_factory=dict)   # the judge's LlmOptions: concurrency, limits, retries
 
 
 class JudgePrompts(BaseModel):

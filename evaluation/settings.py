@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaluation.adapters import AnyAdapterConfig
-from evaluation.conveval import ConvEvalSettings
 from evaluation.protocols import ProtocolName, ProtocolSettings
+
+Setting = Literal["model", "perception_given", "perception_reasoning_given"]  # ConvEval: which turns are given
+
+
+class ConvEvalSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    judge_model: str = "gpt-4o"
+    reference_model: str = ""            # pairwise opponent, a name under evaluate.models; "": the references
+    settings: list[Setting] = ["model", "perception_given", "perception_reasoning_given"]
+    answer_max_tokens: int = Field(1024, ge=16)
+    judge_max_tokens: int = Field(800, ge=16)
+    prompts: str = ""                    # a file shaped like evaluation/conveval.yaml; "" for that one
+    llm: dict[str, Any] = Field(default_factory=dict)   # the judge's LlmOptions: concurrency, limits, retries
 
 
 class EvalSettings(BaseModel):
