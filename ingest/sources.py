@@ -500,7 +500,9 @@ class IngestReport:
     rejected: Counter = field(default_factory=Counter)
 
     def summary(self) -> str:
-        parts = [f"{self.seen} seen", f"{self.added} added", f"{self.unchanged} already in the store"]
+        parts = [f"{self.seen} seen", f"{self.added} added"]
+        if self.unchanged or not self.skipped:
+            parts.append(f"{self.unchanged} already in the store")
         if self.skipped:
             parts.append(f"{self.skipped} unchanged since the last ingest (not read again)")
         if self.annotated:

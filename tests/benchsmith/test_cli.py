@@ -26,7 +26,7 @@ def test_scenes_ingest_and_status_show_the_oracle_in_the_store(tmp_path):
     assert ingested.returncode == 0, ingested.stderr
     assert "6 added" in ingested.stdout
     again = run("ingest", "scenes/manifest.jsonl", cwd=tmp_path)
-    assert "0 added, 6 already in the store" in again.stdout
+    assert "6 seen, 0 added, 6 unchanged since the last ingest (not read again)" in again.stdout
     status = json.loads(run("status", "--json", cwd=tmp_path).stdout)
     assert status["items"] == {"image/ok": 6}
     assert status["checks"]["richness"] == {"passed": 6}
