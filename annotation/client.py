@@ -70,3 +70,22 @@ def calls(server: Server) -> Iterator[None]:
                 f"(HTTP {exc.status_code}); set it to a valid user's API token") from None
         raise LabelStudioError(
             f"Label Studio at {server.url} answered HTTP {exc.status_code}: {str(exc.body)[:300]}") from None
+
+
+def submitted_annotations(server: Server, project_ids: set[int], data_key: str) -> Iterator[tuple[dict, dict]]:
+    """(task, annotation) for every submitted, not skipped, annotation on these projects' tasks whose data
+    holds `data_key` (`question_id`, `conversation_id`), each annotation's `completed_by` given its email."""
+    with calls(server):
+        emails = {u.id: u.email for u in server.client.users.list()}
+        for project_id in sorted(project_ids):
+            blob = b"".join(server.client.projects.exports.download_sync(project_id, export_type="JSON"))
+            for task in json.loads(blob):
+                if data_key not in task.get("data", {}):
+                    continue
+                for annotation in task.get("annotations", []):
+                    if annotation.get("was_cancelled"):
+                        continue
+                    who = annotation.get("completed_by")
+                    if isinstance(who, int):
+                        annotation = annotation | {"completed_by": {"id": who, "email": emails.get(who, "")}}
+                    yield task, annotation

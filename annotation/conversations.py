@@ -17,14 +17,13 @@ saying why, until an annotator fixes it.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from xml.sax.saxutils import quoteattr
 
-from annotation.client import LabelStudioError, Server, calls
+from annotation.client import LabelStudioError, Server, calls, submitted_annotations
 from annotation.labeling import KEEP, DISCARD, image_urls
 from annotation.push import image_base
 from annotation.settings import ReviewSettings
@@ -223,23 +222,11 @@ class PullReport:
 
 def fetch(server: Server, project_ids: set[int], review: ReviewSettings) -> tuple[list[ConversationReview], list[str]]:
     out, unreadable = [], []
-    with calls(server):
-        emails = {u.id: u.email for u in server.client.users.list()}
-        for project_id in sorted(project_ids):
-            blob = b"".join(server.client.projects.exports.download_sync(project_id, export_type="JSON"))
-            for task in json.loads(blob):
-                if "conversation_id" not in task.get("data", {}):
-                    continue
-                for annotation in task.get("annotations", []):
-                    if annotation.get("was_cancelled"):
-                        continue
-                    who = annotation.get("completed_by")
-                    if isinstance(who, int):
-                        annotation = annotation | {"completed_by": {"id": who, "email": emails.get(who, "")}}
-                    try:
-                        out.append(to_review(task, annotation, review))
-                    except ValueError as exc:
-                        unreadable.append(str(exc))
+    for task, annotation in submitted_annotations(server, project_ids, "conversation_id"):
+        try:
+            out.append(to_review(task, annotation, review))
+        except ValueError as exc:
+            unreadable.append(str(exc))
     return out, unreadable
 
 

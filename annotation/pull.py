@@ -6,11 +6,10 @@ again from the stored reviews gives the same outcome.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-from annotation.client import Server, calls
+from annotation.client import Server, submitted_annotations
 from annotation.labeling import to_review
 from annotation.reconcile import Agreement, Decision, agreement_by_dimension, decide
 from annotation.settings import ReviewSettings
@@ -57,23 +56,11 @@ def fetch_reviews(server: Server, project_ids: set[int], registry: Registry,
     read (a choice the current config does not have), so one odd annotation does not stop a pull."""
     out: list[Review] = []
     unreadable: list[str] = []
-    with calls(server):
-        emails = {u.id: u.email for u in server.client.users.list()}
-        for project_id in sorted(project_ids):
-            blob = b"".join(server.client.projects.exports.download_sync(project_id, export_type="JSON"))
-            for task in json.loads(blob):
-                if "question_id" not in task.get("data", {}):
-                    continue
-                for annotation in task.get("annotations", []):
-                    if annotation.get("was_cancelled"):
-                        continue
-                    who = annotation.get("completed_by")
-                    if isinstance(who, int):
-                        annotation = annotation | {"completed_by": {"id": who, "email": emails.get(who, "")}}
-                    try:
-                        out.append(to_review(task, annotation, registry, review))
-                    except ValueError as exc:
-                        unreadable.append(str(exc))
+    for task, annotation in submitted_annotations(server, project_ids, "question_id"):
+        try:
+            out.append(to_review(task, annotation, registry, review))
+        except ValueError as exc:
+            unreadable.append(str(exc))
     return out, unreadable
 
 

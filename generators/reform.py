@@ -52,6 +52,7 @@ from benchsmith.dimensions import Dimension, registry
 from benchsmith.llm import LlmRequest, LlmResult
 from benchsmith.paths import DATA_DIR
 from benchsmith.records import Image, Provenance, Question, normalise_text, stable_hash
+from generators.temporal import DISTRACTOR_SCHEMA
 
 BACKEND = "reform"
 VERSION = "reform-v1"
@@ -743,12 +744,6 @@ def generate(item: Image, dimension: Dimension, parsed: Sequence[Parsed], skippe
 
 
 # -- LLM-written distractors for short pools ---------------------------------------------------------
-
-DISTRACTOR_SCHEMA = {"type": "json_schema", "json_schema": {"name": "distractors", "strict": True, "schema": {
-    "type": "object", "additionalProperties": False, "required": ["distractors"],
-    "properties": {"distractors": {"type": "array", "minItems": 3, "maxItems": 3,
-                                   "items": {"type": "string", "minLength": 1}}}}}}
-
 
 @lru_cache(maxsize=1)
 def distractor_prompt() -> dict:
