@@ -21,10 +21,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from xml.sax.saxutils import quoteattr
 
 from annotation.client import LabelStudioError, Server, calls, submitted_annotations
-from annotation.labeling import KEEP, DISCARD, image_urls
+from annotation.labeling import KEEP, image_urls, keep_or_discard
 from annotation.push import image_base
 from annotation.settings import ReviewSettings
 from benchsmith.records import LEVELS, Conversation, ConversationReview, Turn, Verdict
@@ -38,11 +37,13 @@ FIELDS = ("instruction", "reference", "focus_points")
 TURNS = range(1, len(LEVELS) + 1)
 
 
+COMMENT = """
+      <TextArea name="comment" toName="image" placeholder="Anything to add?" rows="2" maxSubmissions="1"/>"""
+
+
 def label_config(settings: ReviewSettings) -> str:
     """The Label Studio XML for reviewing a conversation: per turn, three editable text areas that start
     with the generated text; then keep or discard with reasons."""
-    reasons = "\n".join(f"        <Choice value={quoteattr(label)}/>"
-                        for label in settings.conversation_discard_reasons.values())
     turns = "\n".join(f"""  <View style="margin-top: 1em">
     <Header value="Turn {n} ($level_{n})" size="4"/>
     <Header value="Instruction" size="6"/>
@@ -55,20 +56,7 @@ def label_config(settings: ReviewSettings) -> str:
     return f"""<View>
   <Image name="image" valueList="$images" maxWidth="100%"/>
 {turns}
-  <View style="margin-top: 1em">
-    <Header value="Keep this conversation?" size="5"/>
-    <Choices name="keep" toName="image" choice="single-radio" showInline="true" required="true">
-      <Choice value="{KEEP}" hotkey="k"/>
-      <Choice value="{DISCARD}" hotkey="x"/>
-    </Choices>
-    <View visibleWhen="choice-selected" whenTagName="keep" whenChoiceValue="{DISCARD}">
-      <Header value="Why discard it?" size="6"/>
-      <Choices name="reasons" toName="image" choice="multiple" showInline="true" required="true">
-{reasons}
-      </Choices>
-      <TextArea name="comment" toName="image" placeholder="Anything to add?" rows="2" maxSubmissions="1"/>
-    </View>
-  </View>
+{keep_or_discard("conversation", settings.conversation_discard_reasons, COMMENT)}
 </View>
 """
 

@@ -7,6 +7,7 @@ sampled frames, which Label Studio pages through.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from urllib.parse import quote
 from xml.sax.saxutils import quoteattr
 
@@ -22,7 +23,6 @@ def label_config(settings: ReviewSettings, second_look: bool = False) -> str:
     """The Label Studio XML for reviewing a question. The options and the dimensions are per task (see
     `to_task`), so each dimension comes preselected without a prediction, which costs the server more
     to import than the task itself. A second look also shows the task's note: why the question is back."""
-    reasons = "\n".join(f"        <Choice value={quoteattr(label)}/>" for label in settings.discard_reasons.values())
     other = quoteattr(settings.discard_reasons.get("other", ""))
     comment = (f"""
       <View visibleWhen="choice-selected" whenTagName="reasons" whenChoiceValue={other}>
@@ -41,8 +41,17 @@ def label_config(settings: ReviewSettings, second_look: bool = False) -> str:
     <Header value="Evaluation dimension" size="5"/>
     <Choices name="dimension" toName="image" choice="single" showInline="true" value="$dimensions"/>
   </View>
-  <View style="margin-top: 1em">
-    <Header value="Keep this question?" size="5"/>
+{keep_or_discard("question", settings.discard_reasons, comment)}
+</View>
+"""
+
+
+def keep_or_discard(subject: str, reasons: Mapping[str, str], comment: str) -> str:
+    """The labeling block where an annotator keeps the `subject` or discards it with reasons (and the
+    `comment` markup that goes with them)."""
+    choices = "\n".join(f"        <Choice value={quoteattr(label)}/>" for label in reasons.values())
+    return f"""  <View style="margin-top: 1em">
+    <Header value="Keep this {subject}?" size="5"/>
     <Choices name="keep" toName="image" choice="single-radio" showInline="true" required="true">
       <Choice value="{KEEP}" hotkey="k"/>
       <Choice value="{DISCARD}" hotkey="x"/>
@@ -50,12 +59,10 @@ def label_config(settings: ReviewSettings, second_look: bool = False) -> str:
     <View visibleWhen="choice-selected" whenTagName="keep" whenChoiceValue="{DISCARD}">
       <Header value="Why discard it?" size="6"/>
       <Choices name="reasons" toName="image" choice="multiple" showInline="true" required="true">
-{reasons}
+{choices}
       </Choices>{comment}
     </View>
-  </View>
-</View>
-"""
+  </View>"""
 
 
 def image_urls(item: Image | Video, base: str) -> list[str]:
