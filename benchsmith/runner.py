@@ -91,21 +91,24 @@ def pending(stage: Stage, store, *, retry_failed: bool = False) -> list[Any]:
     return [unit for unit in stage.units(store) if stage.subject(unit) not in finished]
 
 
-def cache_token(stage: Stage, store) -> str:
+def cache_token(stage: Stage, store, units: Sequence[Any] | None = None) -> str:
     """Equal tokens mean the stage would do exactly the same work: the key for Prefect's cache. With
-    nothing pending the token only depends on the config key, so an unchanged rebuild runs nothing."""
-    return stable_hash(stage.name, stage.config_key(), sorted(stage.subject(u) for u in pending(stage, store)))
+    nothing pending the token only depends on the config key, so an unchanged rebuild runs nothing.
+    `units` are the pending units, when the caller has listed them already."""
+    units = pending(stage, store) if units is None else units
+    return stable_hash(stage.name, stage.config_key(), sorted(stage.subject(u) for u in units))
 
 
 def run(stage: Stage, store, *, window: int = 64, commit_every: int | None = None, limit: int | None = None,
-        retry_failed: bool = False, progress: Callable[[int], None] | None = None) -> StageReport:
+        retry_failed: bool = False, units: Sequence[Any] | None = None,
+        progress: Callable[[int], None] | None = None) -> StageReport:
     """Do every pending unit of `stage` (and the failed ones, with `retry_failed`), `window` units handed
     to `process` at a time, results committed in groups of `commit_every` (default: the window) as they
-    arrive."""
+    arrive. `units` are the pending units, when the caller has listed them already."""
     started = time.perf_counter()
     key = stage.config_key()
     report = StageReport(stage.name, key)
-    units = pending(stage, store, retry_failed=retry_failed)
+    units = pending(stage, store, retry_failed=retry_failed) if units is None else list(units)
     if limit is not None:
         units = units[:limit]
     report.pending = len(units)

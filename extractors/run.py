@@ -126,7 +126,7 @@ def extract(store: Store, settings: Settings, *, only: Sequence[str] | None = No
     section = settings.section("extract", ExtractSettings)
     retry = section.retry_failed if retry_failed is None else retry_failed
     stages = [ExtractStage(e, settings) for e in build_extractors(settings, only)]
-    waiting = {stage.extractor.name: len(runner.pending(stage, store, retry_failed=retry)) for stage in stages}
+    waiting = {stage.extractor.name: runner.pending(stage, store, retry_failed=retry) for stage in stages}
     for stage in stages:
         if waiting[stage.extractor.name]:
             stage.extractor.check()  # a missing model or device stops the run before any extractor has written
@@ -134,14 +134,13 @@ def extract(store: Store, settings: Settings, *, only: Sequence[str] | None = No
     while stages:
         stage = stages.pop(0)  # dropped after its turn, so its model is freed before the next one loads
         extractor = stage.extractor
-        total = min(waiting[extractor.name], limit) if limit else waiting[extractor.name]
-        if not total:
+        todo = waiting.pop(extractor.name)[:limit]
+        if not todo:
             reports[extractor.name] = ExtractorReport(extractor.key)
             continue
-        advance = progress(f"extract {extractor.name}", total) if progress else None
+        advance = progress(f"extract {extractor.name}", len(todo)) if progress else None
         with gpu_slot(section.gpu_concurrency) if extractor.uses_gpu else nullcontext():
-            ran = runner.run(stage, store, window=extractor.batch_size, limit=limit, retry_failed=retry,
-                             progress=advance)
+            ran = runner.run(stage, store, window=extractor.batch_size, units=todo, progress=advance)
         reports[extractor.name] = ExtractorReport(
             extractor.key, pending=ran.pending, done=ran.done, failed=ran.failed, facts=ran.counters["facts"],
             seconds=ran.counters["seconds"],

@@ -29,7 +29,7 @@ def extract_stage(settings: Settings, run_id: str) -> dict:
         stage = ExtractStage(extractor, settings)
         with Store(settings.db_url) as store:
             pending = runner.pending(stage, store, retry_failed=retry)
-            token = runner.cache_token(stage, store)
+            token = runner.cache_token(stage, store, pending)
         if not pending:
             results[f"extract {extractor.name}"] = {"key": extractor.key, "pending": 0, "cached": True}
             continue

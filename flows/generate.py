@@ -30,8 +30,8 @@ def generate_stage(settings: Settings, run_id: str) -> dict:
     results = {}
     for stage in build_stages(settings):
         with Store(settings.db_url) as store:
-            pending = len(runner.pending(stage, store))
-            token = runner.cache_token(stage, store)
+            pending = runner.pending(stage, store)
+            token = runner.cache_token(stage, store, pending)
         if not pending:
             results[f"generate {stage.generator}"] = {"jobs": 0, "cached": True}
             continue

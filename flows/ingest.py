@@ -26,8 +26,8 @@ def ingest_stage(settings: Settings, run_id: str, sources: list[str], options: d
         with Store(settings.db_url) as store:
             stage = IngestStage(settings.media_dir, candidates_for(Path(location), **listing), settings.ingest,
                                 label=location)
-            waiting = len(runner.pending(stage, store))
-            token = stable_hash(runner.cache_token(stage, store), listing)
+            waiting = runner.pending(stage, store)
+            token = stable_hash(runner.cache_token(stage, store, waiting), listing)
         if not waiting:
             results[f"ingest {location}"] = {"seen": stage.report.seen, "added": 0, "cached": True}
             continue

@@ -685,11 +685,11 @@ def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], setti
     from benchsmith.console import progress_bar
 
     with IngestStage(media_dir, candidates, settings, label=label, workers=workers) as stage:
-        todo = len(runner.pending(stage, store))
-        stage.report.skipped = stage.report.seen - todo
+        todo = runner.pending(stage, store)
+        stage.report.skipped = stage.report.seen - len(todo)
         if todo:
-            with progress_bar(f"ingesting {Path(label).name}", todo) if show_progress else nullcontext() as advance:
-                runner.run(stage, store, window=settings.batch_size, progress=advance)
+            with progress_bar(f"ingesting {Path(label).name}", len(todo)) if show_progress else nullcontext() as advance:
+                runner.run(stage, store, window=settings.batch_size, units=todo, progress=advance)
     return stage.report
 
 
