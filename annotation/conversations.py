@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from annotation.client import LabelStudioError, Server, calls, submitted_annotations
-from annotation.labeling import KEEP, image_urls, keep_or_discard
-from annotation.push import image_base
+from annotation.labeling import KEEP, annotator_of, image_urls, keep_or_discard
+from annotation.push import image_base, open_project, server_task_ids
 from annotation.settings import ReviewSettings
 from benchsmith.records import LEVELS, Conversation, ConversationReview, Turn, Verdict
 from benchsmith.settings import Settings
@@ -98,11 +98,9 @@ def to_review(task: dict, annotation: dict, settings: ReviewSettings) -> Convers
     unknown = [label for label in picked.get("reasons", []) if label not in reason_keys]
     if unknown:
         raise ValueError(f"task {task['id']}, annotation {annotation['id']}: unknown discard reason {unknown[0]!r}")
-    who = annotation.get("completed_by")
-    annotator = (who.get("email") or str(who.get("id"))) if isinstance(who, dict) else str(who)
     return ConversationReview(
         conversation_id=data["conversation_id"], task_id=task["id"], annotation_id=annotation["id"],
-        annotator=annotator, keep=keep, reasons=[] if keep else [reason_keys[r] for r in picked.get("reasons", [])],
+        annotator=annotator_of(annotation), keep=keep, reasons=[] if keep else [reason_keys[r] for r in picked.get("reasons", [])],
         comment="" if keep else texts.get("comment", ""), turns=turns,
         submitted_at=_when(annotation.get("updated_at") or annotation.get("created_at")))
 
@@ -110,32 +108,9 @@ def to_review(task: dict, annotation: dict, settings: ReviewSettings) -> Convers
 # -- push ---------------------------------------------------------------------------------------------
 
 def ensure_project(server: Server, settings: Settings, review: ReviewSettings) -> int:
-    client = server.client
     fields = dict(label_config=label_config(review), maximum_annotations=review.overlap,
                   expert_instruction=review.instructions, show_instruction=bool(review.instructions))
-    with calls(server):
-        found = [p for p in client.projects.list() if p.title == review.conversation_project]
-        if found:
-            project_id = min(p.id for p in found)
-            client.projects.update(id=project_id, **fields)
-        else:
-            project_id = client.projects.create(title=review.conversation_project, **fields).id
-        if review.images == "local":
-            media = str(settings.media_dir.resolve())
-            if not any(s.path == media for s in client.import_storage.local.list(project=project_id)):
-                client.import_storage.local.create(project=project_id, path=media, title="benchsmith media",
-                                                   use_blob_urls=True)
-    return project_id
-
-
-def _server_task_ids(server: Server, project_id: int, wanted: set[str]) -> dict[str, int]:
-    found: dict[str, int] = {}
-    with calls(server):
-        for task in server.client.tasks.list(project=project_id, page_size=1000, fields="task_only"):
-            cid = (task.data or {}).get("conversation_id")
-            if cid in wanted:
-                found[cid] = min(task.id, found.get(cid, task.id))
-    return found
+    return open_project(server, settings, review, review.conversation_project, fields)[0]
 
 
 @dataclass
@@ -164,7 +139,7 @@ def push(store: Store, server: Server, settings: Settings,
         if task is None:
             unconfirmed.setdefault(project, set()).add(cid)
     for project, cids in unconfirmed.items():
-        found = _server_task_ids(server, project, cids)
+        found = server_task_ids(server, project, cids, key="conversation_id")
         store.set_conversation_review_task_ids(found)
         done |= set(found)
     recovered = sorted(cid for cid in done if cid in conversations)
@@ -183,7 +158,7 @@ def push(store: Store, server: Server, settings: Settings,
         with calls(server):
             task_ids = server.import_tasks(project_id, tasks)
         store.set_conversation_review_task_ids(dict(zip(ids, task_ids)) if len(task_ids) == len(ids)
-                                               else _server_task_ids(server, project_id, set(ids)))
+                                               else server_task_ids(server, project_id, set(ids), key="conversation_id"))
         _to_review(store, ids, project_id)
         report.sent += len(ids)
         progress(len(ids))

@@ -129,13 +129,14 @@ def to_review(task: dict, annotation: dict, registry: Registry, settings: Review
     keep = picked.get("keep", [KEEP])[0] == KEEP
     return Review(
         question_id=task["data"]["question_id"], task_id=task["id"], annotation_id=annotation["id"],
-        annotator=_annotator(annotation), answer=answer, dimension_id=dimension_id, keep=keep,
+        annotator=annotator_of(annotation), answer=answer, dimension_id=dimension_id, keep=keep,
         reasons=[] if keep else [known("discard reason", label, reason_keys) for label in picked.get("reasons", [])],
         comment="" if keep else comment,
     )
 
 
-def _annotator(annotation: dict) -> str:
+def annotator_of(annotation: dict) -> str:
+    """Who submitted an annotation: their email, else their user id."""
     who = annotation.get("completed_by")
     if isinstance(who, dict):
         return who.get("email") or str(who.get("id"))

@@ -87,12 +87,19 @@ def ensure_project(server: Server, settings: Settings, review: ReviewSettings,
     """The project named in settings (`review.project`, or `review.second_look_project` for second
     looks), created if missing and brought up to date if not; with the local storage that lets
     annotators see the media folder."""
-    client = server.client
     title = review.project if first else review.second_look_project
     fields = dict(label_config=label_config(review, second_look=not first),
                   maximum_annotations=review.overlap if first else review.second_look_overlap,
                   show_collab_predictions=review.show_predictions, expert_instruction=review.instructions,
                   show_instruction=bool(review.instructions))
+    return open_project(server, settings, review, title, fields)
+
+
+def open_project(server: Server, settings: Settings, review: ReviewSettings, title: str,
+                 fields: dict) -> tuple[int, bool]:
+    """The project called `title` (the oldest, if several), created if missing and updated with `fields`
+    if not; with the local storage that lets annotators see the media folder. Returns (id, created)."""
+    client = server.client
     with calls(server):
         found = [p for p in client.projects.list() if p.title == title]
         if found:
@@ -108,14 +115,15 @@ def ensure_project(server: Server, settings: Settings, review: ReviewSettings,
     return project_id, created
 
 
-def server_task_ids(server: Server, project_id: int, question_ids: set[str], round: str = "") -> dict[str, int]:
-    """Tasks already on the server for these questions in `round`: question id -> task id (the lowest,
-    if a question somehow has several)."""
+def server_task_ids(server: Server, project_id: int, question_ids: set[str], round: str = "",
+                    key: str = "question_id") -> dict[str, int]:
+    """Tasks already on the server for these subjects in `round`: subject id (the task data's `key`) ->
+    task id (the lowest, if a subject somehow has several)."""
     found: dict[str, int] = {}
     with calls(server):
         for task in server.client.tasks.list(project=project_id, page_size=1000, fields="task_only"):
             data = task.data or {}
-            qid = data.get("question_id")
+            qid = data.get(key)
             if qid in question_ids and data.get("round", "") == round:
                 found[qid] = min(task.id, found.get(qid, task.id))
     return found
