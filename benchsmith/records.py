@@ -47,6 +47,34 @@ def stable_hash(*parts: Any, length: int = 32) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
 
 
+def levenshtein(a: str, b: str) -> int:
+    """Edit distance by Hyyro's bit-parallel algorithm: one pass over `b` with `a` held as bit masks."""
+    if len(a) < len(b):
+        a, b = b, a
+    if not b:
+        return len(a)
+    masks: dict[str, int] = {}
+    for i, char in enumerate(b):
+        masks[char] = masks.get(char, 0) | (1 << i)
+    full, last = (1 << len(b)) - 1, 1 << (len(b) - 1)
+    plus, minus, score = full, 0, len(b)
+    for char in a:
+        eq = masks.get(char, 0)
+        xv = eq | minus
+        xh = (((eq & plus) + plus) ^ plus) | eq
+        hp = minus | (~(xh | plus) & full)
+        hm = plus & xh
+        if hp & last:
+            score += 1
+        elif hm & last:
+            score -= 1
+        hp = ((hp << 1) | 1) & full
+        hm = (hm << 1) & full
+        plus = hm | (~(xv | hp) & full)
+        minus = hp & xv
+    return score
+
+
 _SPACE = re.compile(r"\s+")
 
 

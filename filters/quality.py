@@ -34,10 +34,11 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
+from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchsmith.records import LEVELS, Conversation, Question, Verdict, normalise_text, stable_hash
+from benchsmith.records import LEVELS, Conversation, Question, Verdict, levenshtein, normalise_text, stable_hash
 
 STAGE = "quality"
 
@@ -104,25 +105,22 @@ def near_variant(a: str, b: str, ignore: frozenset[str] = frozenset()) -> bool:
     a, b = "".join(words_a), "".join(words_b)
     if not (a.isalpha() and b.isalpha()) or min(len(a), len(b)) < 4:
         return False
-    return _edits(a, b) <= 2
+    return levenshtein(a, b) <= 2
 
 
-def _edits(a: str, b: str) -> int:
-    """Levenshtein distance."""
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
-        previous = current
-    return previous[-1]
+@cache
+def _centroid_ignore_words() -> frozenset[str]:
+    """The words the blind filter's centroid prior leaves out."""
+    from filters.solvers import PriorConfig
+
+    return frozenset(PriorConfig.model_fields["ignore_words"].default)
 
 
 def distractors_from_key_rule(question: Question, centroid_margin: float) -> str:
-    from filters.solvers import PriorConfig, Query
+    from filters.solvers import Query
     from filters.solvers.priors import centroid
 
-    ignore = frozenset(PriorConfig.model_fields["ignore_words"].default)  # the blind filter's centroid prior's
+    ignore = _centroid_ignore_words()
     key = question.options[question.answer]
     others = [o for i, o in enumerate(question.options) if i != question.answer]
     if all(near_variant(key, o, ignore) for o in others):

@@ -51,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchsmith.dimensions import Dimension, registry
 from benchsmith.llm import LlmRequest, LlmResult
 from benchsmith.paths import DATA_DIR
-from benchsmith.records import Image, Provenance, Question, normalise_text, stable_hash
+from benchsmith.records import Image, Provenance, Question, levenshtein, normalise_text, stable_hash
 from generators.temporal import DISTRACTOR_SCHEMA
 
 BACKEND = "reform"
@@ -365,34 +365,6 @@ class Embeddings:
 
     def matrix(self, texts: Sequence[str]) -> np.ndarray:
         return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, 1), np.float32)
-
-
-def levenshtein(a: str, b: str) -> int:
-    """Edit distance by Hyyro's bit-parallel algorithm: one pass over `b` with `a` held as bit masks."""
-    if len(a) < len(b):
-        a, b = b, a
-    if not b:
-        return len(a)
-    masks: dict[str, int] = {}
-    for i, char in enumerate(b):
-        masks[char] = masks.get(char, 0) | (1 << i)
-    full, last = (1 << len(b)) - 1, 1 << (len(b) - 1)
-    plus, minus, score = full, 0, len(b)
-    for char in a:
-        eq = masks.get(char, 0)
-        xv = eq | minus
-        xh = (((eq & plus) + plus) ^ plus) | eq
-        hp = minus | (~(xh | plus) & full)
-        hm = plus & xh
-        if hp & last:
-            score += 1
-        elif hm & last:
-            score -= 1
-        hp = ((hp << 1) | 1) & full
-        hm = (hm << 1) & full
-        plus = hm | (~(xv | hp) & full)
-        minus = hp & xv
-    return score
 
 
 def edit_similarity(a: str, b: str) -> float:
