@@ -236,14 +236,9 @@ def outcomes_on(store: Store, source: str, question_ids: Sequence[str]) -> dict[
             if qid in decided and qid in hashes and decided[qid].details.get("content_hash") == hashes[qid]}
 
 
-def withdrawn(store: Store) -> dict[str, Verdict]:
-    """question id -> the verdict of a second look that withdrew the question."""
-    return {qid: v for qid, v in decisions(store).items() if v.details.get("outcome") == "withdrawn"}
-
-
-def changed(store: Store) -> dict[str, Verdict]:
-    """question id -> the verdict of a second look that changed the question."""
-    return {qid: v for qid, v in decisions(store).items() if v.details.get("outcome") == "changed"}
+def decided_as(decided: dict[str, Verdict], outcome: str) -> dict[str, Verdict]:
+    """The `decisions` whose outcome is `outcome` (withdrawn, changed, confirmed)."""
+    return {qid: v for qid, v in decided.items() if v.details.get("outcome") == outcome}
 
 
 def second_look_counts(store: Store) -> dict[str, int]:

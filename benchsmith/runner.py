@@ -100,15 +100,14 @@ def cache_token(stage: Stage, store, units: Sequence[Any] | None = None) -> str:
 
 
 def run(stage: Stage, store, *, window: int = 64, commit_every: int | None = None, limit: int | None = None,
-        retry_failed: bool = False, units: Sequence[Any] | None = None,
-        progress: Callable[[int], None] | None = None) -> StageReport:
-    """Do every pending unit of `stage` (and the failed ones, with `retry_failed`), `window` units handed
-    to `process` at a time, results committed in groups of `commit_every` (default: the window) as they
-    arrive. `units` are the pending units, when the caller has listed them already."""
+        units: Sequence[Any] | None = None, progress: Callable[[int], None] | None = None) -> StageReport:
+    """Do every pending unit of `stage`, `window` units handed to `process` at a time, results committed
+    in groups of `commit_every` (default: the window) as they arrive. `units` are the pending units, when
+    the caller has listed them already (failed ones included, to retry them: see `pending`)."""
     started = time.perf_counter()
     key = stage.config_key()
     report = StageReport(stage.name, key)
-    units = pending(stage, store, retry_failed=retry_failed) if units is None else list(units)
+    units = pending(stage, store) if units is None else list(units)
     if limit is not None:
         units = units[:limit]
     report.pending = len(units)

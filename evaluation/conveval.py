@@ -46,9 +46,9 @@ from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LEVELS, Turn, stable_hash
 from benchsmith.settings import SettingsError
 from evaluation.adapters import EvalError, VlmChatConfig
-from evaluation.adapters.chat import data_url
+from evaluation.adapters.chat import REFUSED, data_url
 from evaluation.records import spread
-from evaluation.settings import ConvEvalSettings, Setting
+from evaluation.settings import ConvEvalSettings
 
 STAGE = "evaluate:conversations"
 PROMPTS = Path(__file__).with_name("conveval.yaml")
@@ -331,7 +331,7 @@ class ConvEvalStage:
             state = graded[wanted[index].subject]
             self._count(result, "answer")
             if not result.ok:
-                if re.match(r"^HTTP 4(?!08|09|29)\d\d\b", result.reason):
+                if REFUSED.match(result.reason):
                     refusals.append(result.reason)
                 state.retry = state.retry or f"{name}: {result.reason}"
                 continue
@@ -351,7 +351,6 @@ class ConvEvalStage:
                                                                   self.options.judge_max_tokens)]
         left = Counter(u.subject for u, _key, _r in calls)
         votes: dict[str, dict[tuple[str, int, int], str | None]] = {u.subject: {} for u in units}
-        by_subject = {u.subject: u for u in units}
         for index, result in stream(self._client("judge"), [r for _u, _key, r in calls]):
             unit, key, _request = calls[index]
             self._count(result, "judge")
@@ -361,7 +360,7 @@ class ConvEvalStage:
             votes[unit.subject][key] = result.content if result.ok else None
             left[unit.subject] -= 1
             if left[unit.subject] == 0:
-                yield by_subject[unit.subject], self._pooled(unit, state, votes.pop(unit.subject))
+                yield unit, self._pooled(unit, state, votes.pop(unit.subject))
 
     def _pooled(self, unit: Unit, state: Graded, texts: dict[tuple[str, int, int], str | None]) -> Graded:
         if state.retry:

@@ -157,8 +157,9 @@ def build_extractors(settings: Settings, only: Sequence[str] | None = None) -> l
         if name not in section.extractors:
             known = ", ".join(sorted(section.extractors)) or "none"
             raise SettingsError(f"extract: no extractor named '{name}' under extract.extractors (configured: {known})")
-        raw = section.extractors[name]
-        built.append(backend_class(name, raw)(name, backend_params(name, raw), settings))
+        raw = section.extractors[name]  # checked when the settings loaded
+        cls = backend_class(name, raw)
+        built.append(cls(name, cls.Params.model_validate(raw), settings))
     return built
 
 
@@ -253,6 +254,3 @@ def unit_box(x1: float, y1: float, x2: float, y2: float, width: int, height: int
     ux1, uy1, ux2, uy2 = clip(x1, width), clip(y1, height), clip(x2, width), clip(y2, height)
     return (min(ux1, ux2), min(uy1, uy2), max(ux1, ux2), max(uy1, uy2))
 
-
-def batched(seq: Sequence, size: int) -> list[Sequence]:
-    return [seq[i:i + size] for i in range(0, len(seq), size)]

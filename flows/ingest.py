@@ -17,7 +17,7 @@ def ingest_stage(settings: Settings, run_id: str, sources: list[str], options: d
     its cache key is the set of its candidates that wait under the ingest ledger's key."""
     from benchsmith import runner
     from benchsmith.store import Store
-    from ingest.sources import IngestStage, candidates_for, ingest_location
+    from ingest.sources import IngestStage, candidates_for, ingest
 
     options = options or {}
     listing = {k: v for k, v in options.items() if k != "workers"}
@@ -32,8 +32,9 @@ def ingest_stage(settings: Settings, run_id: str, sources: list[str], options: d
             results[f"ingest {location}"] = {"seen": stage.report.seen, "added": 0, "cached": True}
             continue
 
-        def ingest_source(store, location=location) -> dict:
-            report = ingest_location(store, settings, Path(location), **options)
+        def ingest_source(store, location=location, stage=stage) -> dict:  # the listing the key came from
+            report = ingest(store, settings.media_dir, stage.candidates, settings.ingest, label=location,
+                            workers=options.get("workers", 1))
             return {"seen": report.seen, "added": report.added, "unchanged": report.unchanged,
                     "skipped": report.skipped, "refused": dict(report.rejected)}
         results[f"ingest {location}"] = run_stage(settings, run_id, f"ingest:{Path(location).name}", ingest_source,

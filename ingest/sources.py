@@ -616,29 +616,31 @@ class IngestStage:
                stage_report: runner.StageReport) -> list[runner.Outcome]:
         """Store the accepted images (media file, item) and a verdict for each refused candidate."""
         report = self.report
-        accepted_ids = [o.id for _, o in pairs if isinstance(o, Accepted)]
-        stored = store.known_item_ids(accepted_ids)
-        stored_names = {i.id: i.original_name for i in store.get_items(sorted(stored), status=None)} if stored else {}
-        seen_ids: dict[str, str] = {}  # duplicates within this group; earlier groups are in the store
-        new_items: list[Image] = []
+        accepted_ids = sorted({o.id for _, o in pairs if isinstance(o, Accepted)})
+        stored_names = ({i.id: i.original_name for i in store.get_items(accepted_ids, status=None)}
+                        if accepted_ids else {})
+        new_items: dict[str, Image] = {}  # duplicates within this group; earlier groups are in the store
         verdicts: list[Verdict] = []
         outcomes: list[runner.Outcome] = []
         more_records: dict[str, list[dict]] = {}   # stored image id -> task annotations of later rows
         for candidate, outcome in pairs:
             subject, name = self.subject(candidate), printable_name(candidate.name)
             records = candidate.annotations.get("reform") or []
-            if isinstance(outcome, Accepted) and records and (outcome.id in seen_ids or outcome.id in stored_names):
+            if isinstance(outcome, Accepted) and records and (outcome.id in new_items or outcome.id in stored_names):
                 # another annotation of an image already here (VQA: several questions per image): add it there
-                earlier = next((i for i in new_items if i.id == outcome.id), None)
+                earlier = new_items.get(outcome.id)
                 target = earlier.annotations.setdefault("reform", []) if earlier else more_records.setdefault(outcome.id, [])
                 fresh = [r for r in records if r not in target]
                 target.extend(fresh)
-                report.annotated += len(fresh)
-                report.unchanged += earlier is None
+                if earlier:  # the store counts what it adds to stored images
+                    report.annotated += len(fresh)
+                else:
+                    report.unchanged += 1
                 outcomes.append(runner.Outcome(subject, "done", details={"name": name, "item": outcome.id}))
                 continue
             if isinstance(outcome, Accepted):
-                first_name = seen_ids.get(outcome.id) or stored_names.get(outcome.id)
+                first = new_items.get(outcome.id)
+                first_name = first.original_name if first else stored_names.get(outcome.id)
                 if first_name is not None and first_name != name:
                     outcome = Rejected("duplicate", f"same bytes as {first_name}", outcome.id)
                 elif first_name is not None:
@@ -659,14 +661,12 @@ class IngestStage:
                 continue
             relative = f"{outcome.id[:2]}/{outcome.id}{outcome.extension}"
             _write_atomic(self.media_dir / relative, outcome.data)
-            seen_ids[outcome.id] = name
-            new_items.append(Image(id=outcome.id, path=relative, width=outcome.width, height=outcome.height,
-                                   source=candidate.source, license=candidate.license, original_name=name,
-                                   annotations=annotations))
+            new_items[outcome.id] = Image(id=outcome.id, path=relative, width=outcome.width, height=outcome.height,
+                                          source=candidate.source, license=candidate.license, original_name=name,
+                                          annotations=annotations)
             outcomes.append(runner.Outcome(subject, "done", details={"name": name, "item": outcome.id}))
-        report.added += store.add_items(new_items)
+        report.added += store.add_items(list(new_items.values()))
         if more_records:
-            report.annotated -= sum(len(r) for r in more_records.values())
             report.annotated += store.add_item_annotations("reform", more_records)
         if verdicts:
             store.add_verdicts(verdicts)

@@ -60,11 +60,13 @@ def entry_for(conversation: Conversation, item: Image | Video, annotators: int) 
         model=public_name(conversation.provenance.model), annotators=annotators)
 
 
-def collect(store: Store) -> list[ConversationEntry]:
-    """Every accepted or published conversation whose image is still in use, in id order."""
-    conversations = store.get_conversations(status=["accepted", "published"])
+def collect(store: Store, conversations: Sequence[Conversation] | None = None) -> list[ConversationEntry]:
+    """Every accepted or published conversation (or those given) whose image is still in use, in id order."""
+    if conversations is None:
+        conversations = store.get_conversations(status=["accepted", "published"])
     items = {item.id: item for item in store.get_items(sorted({c.item_id for c in conversations}))}
-    reviewers = Counter(r.conversation_id for r in store.get_conversation_reviews([c.id for c in conversations]))
+    reviews = store.get_conversation_reviews([c.id for c in conversations])
+    reviewers = Counter(cid for cid, _annotation in {(r.conversation_id, r.annotation_id) for r in reviews})
     entries = [entry_for(c, items[c.item_id], reviewers[c.id]) for c in conversations if c.item_id in items]
     return sorted(entries, key=lambda e: e.conversation_id)
 

@@ -152,16 +152,18 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
     entries, left_out = collect_entries(store)
     history = store.get_releases()
     existing = next((r for r in history if r.version == version), None)
-    unknown = set(withdraw) - {e.question_id for e in entries} - {
-        c.id for c in store.get_conversations(status=["accepted", "published"])}
+    accepted_conversations = store.get_conversations(status=["accepted", "published"])
+    unknown = set(withdraw) - {e.question_id for e in entries} - {c.id for c in accepted_conversations}
     if unknown:
         raise PublishError(f"cannot withdraw {', '.join(sorted(unknown))}: not an accepted or published question "
                            "or conversation")
     earlier = history[:history.index(existing)] if existing else history
-    looked_withdrawn = second_look.withdrawn(store)
+    looked = second_look.decisions(store)
+    looked_withdrawn = second_look.decided_as(looked, "withdrawn")
     withdrawn = set(withdraw).union(looked_withdrawn, *(r.meta.get("withdrawn", []) for r in [*earlier, existing] if r))
     entries = [e for e in entries if e.question_id not in withdrawn]
-    conversations = [e for e in conversation_config.collect(store) if e.conversation_id not in withdrawn]
+    conversations = [e for e in conversation_config.collect(store, accepted_conversations)
+                     if e.conversation_id not in withdrawn]
     conversation_hashes = {e.conversation_id: e.content_hash for e in conversations}
     if not entries:
         raise PublishError("there are no accepted questions to publish; review some first "
@@ -174,7 +176,7 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
     previous = earlier[-1] if earlier else None
     previous_hashes = store.release_hashes(previous.version) if previous else {}
     changes = compare(previous, previous_hashes, hashes)
-    looked_changed = {qid: v for qid, v in second_look.changed(store).items()
+    looked_changed = {qid: v for qid, v in second_look.decided_as(looked, "changed").items()
                       if v.details.get("content_hash") == previous_hashes.get(qid)}
     unexplained = [qid for qid in changes.changed if qid not in looked_changed]
     if unexplained and not allow_changes:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 
 from benchsmith.records import Fact, utcnow
-from benchsmith.store.schema import facts, work_ledger
+from benchsmith.store.schema import facts
 from benchsmith.store.sql import chunks, insert_new
 
 EXTRACT_STAGE = "extract"
@@ -50,16 +50,9 @@ class FactsMixin:
 
     def extraction_counts(self) -> dict[tuple[str, str], int]:
         """(extractor key, status) -> images, from the work ledger."""
-        query = (sa.select(work_ledger.c.config_key, work_ledger.c.status, sa.func.count())
-                 .where(work_ledger.c.stage == EXTRACT_STAGE)
-                 .group_by(work_ledger.c.config_key, work_ledger.c.status))
-        with self.engine.connect() as conn:
-            return {(key, status): n for key, status, n in conn.execute(query)}
+        return self.ledger_counts(EXTRACT_STAGE)
 
     def extraction_failures(self) -> list[dict]:
         """One dict per image an extractor failed on: item_id, extractor (its key), status, reason."""
-        query = (sa.select(work_ledger).where(work_ledger.c.stage == EXTRACT_STAGE, work_ledger.c.status != "done")
-                 .order_by(work_ledger.c.config_key, work_ledger.c.subject))
-        with self.engine.connect() as conn:
-            return [{"item_id": r.subject, "extractor": r.config_key, "status": r.status, "reason": r.reason,
-                     **(r.details or {})} for r in conn.execute(query)]
+        return [{"item_id": r["subject"], "extractor": r["config_key"], "status": r["status"], "reason": r["reason"],
+                 **(r["details"] or {})} for r in self.ledger_failures(EXTRACT_STAGE)]

@@ -48,6 +48,20 @@ class LedgerMixin:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
+    def ledger_counts(self, stage: str) -> dict[tuple[str, str], int]:
+        """(config key, status) -> subjects of `stage`."""
+        query = (sa.select(work_ledger.c.config_key, work_ledger.c.status, sa.func.count())
+                 .where(work_ledger.c.stage == stage).group_by(work_ledger.c.config_key, work_ledger.c.status))
+        with self.engine.connect() as conn:
+            return {(key, status): n for key, status, n in conn.execute(query)}
+
+    def ledger_failures(self, stage: str) -> list[dict[str, Any]]:
+        """The rows of `stage` that did not end done, by config key and subject."""
+        query = (sa.select(work_ledger).where(work_ledger.c.stage == stage, work_ledger.c.status != "done")
+                 .order_by(work_ledger.c.config_key, work_ledger.c.subject))
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
     def ledger_token(self, stage: str, config_key: str) -> str:
         """Changes whenever the stage finishes something more under `config_key`."""
         query = sa.select(sa.func.count(), sa.func.max(work_ledger.c.created_at)).where(

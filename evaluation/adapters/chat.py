@@ -27,7 +27,7 @@ from evaluation.matching import match_choice
 from evaluation.records import ModelAnswer, Pass
 from evaluation.templates import Templates
 
-_REFUSED = re.compile(r"^HTTP (4(?!08|09|29)\d\d)\b")
+REFUSED = re.compile(r"^HTTP (4(?!08|09|29)\d\d)\b")
 
 
 def mime_of(data: bytes) -> str:
@@ -68,7 +68,7 @@ class ChatAdapter:
         for index, result in stream(self.client, [self.request(p) for p in passes]):
             p = passes[index]
             if not result.ok:
-                if _REFUSED.match(result.reason):
+                if REFUSED.match(result.reason):
                     refusals.append(result.reason)
                 else:
                     yield p, ModelAnswer(retry=result.reason)
