@@ -43,6 +43,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
@@ -141,6 +142,26 @@ class LlmResult(BaseModel):
     cached: bool = False
     attempts: int = 0
     seconds: float = 0.0
+
+
+class CallTally:
+    """What one stage's LLM calls came to in a run (requests, cache hits, tokens, cost), and the HTTP
+    failures it left for the next run."""
+
+    def __init__(self) -> None:
+        self.stats: Counter = Counter()
+        self.http_failures: Counter = Counter()
+
+    def count(self, result: LlmResult) -> bool:
+        """Count one finished call; False when it got no answer at all (an HTTP failure after the retries),
+        so the work that needed it waits for a later run."""
+        self.stats.update({"llm_requests": 1, "llm_cached": int(result.cached), "tokens_in": result.tokens_in,
+                           "tokens_out": result.tokens_out})
+        self.stats["cost_usd"] += result.cost_usd
+        if not result.ok and not result.content:
+            self.http_failures[result.reason] += 1
+            return False
+        return True
 
 
 def cost_of(prices: dict[str, Price], model: str, tokens_in: int, tokens_out: int) -> float:

@@ -3,7 +3,7 @@
 Each kind of part is an entry-point group named `benchsmith.<kind>`:
 - `sections`: a top-level settings section -> the pydantic model that validates it when settings load;
 - `extractors`: an extractor backend (`extract.extractors.<name>.backend`) -> its class;
-- `generators`: a question generator (`generate.generators`) -> its class;
+- `generators`: a generator (`generate.generators`) -> its stage class (`generators.base.GeneratorStage`);
 - `solvers`: a blind solver kind (`filter.blind.solvers[].kind`) -> its settings model, which builds it;
 - `adapters`: an evaluation model kind (`evaluate.models.<name>.kind`) -> its settings model, which
   builds it.

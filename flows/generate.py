@@ -38,7 +38,7 @@ def generate_stage(settings: Settings, run_id: str) -> dict:
 
         def work(store, stage=stage) -> dict:
             return run_stages(store, [stage])
-        with tags("openai") if stage.generator in ("llm", "conversation") else nullcontext():
+        with tags("openai") if stage.uses_llm else nullcontext():
             results[f"generate {stage.generator}"] = run_stage(settings, run_id, stage.name, work, reads=READS,
                                                                sections=("generate",), input_token=token)
     return results

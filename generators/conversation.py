@@ -17,7 +17,6 @@ anywhere replays the finished turns from the cache and pays only for the rest.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -27,15 +26,15 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith import runner
-from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
+from benchsmith.llm import LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LEVELS, Conversation, Fact, Image, Provenance, Turn, stable_hash
 from benchsmith.settings import Settings
 from filters import quality
 from filters.quality import QualitySettings
+from generators.base import WAITING_FOR_FACTS, GeneratorStage, ledger_entry
 from generators.llm import fenced
 
 BACKEND = "conversation"
-STAGE_NAME = "generate:conversation"
 PROMPTS_DIR = Path(__file__).with_name("prompts") / "conversation"
 
 
@@ -166,21 +165,25 @@ class _Draft:
     results: list[LlmResult] = field(default_factory=list)
 
 
-class ConversationStage:
+class ConversationStage(GeneratorStage):
     """One three-turn conversation per image, as a runner stage."""
 
     generator = BACKEND
-    name = STAGE_NAME
 
     def __init__(self, settings: Settings, options: ConversationSettings, gate: QualitySettings) -> None:
-        self.settings = settings
+        super().__init__(settings, options.options)
         self.options = options
         self.gate = gate
-        self.store = None
-        self.llm_client: LlmClient | None = None
-        self.llm_stats: Counter = Counter()
-        self.http_failures: Counter = Counter()
         self._subject_key = stable_hash(prompts_hash(options.prompts_dir), options.model, length=12)
+
+    @classmethod
+    def stages(cls, settings: Settings, options) -> list[ConversationStage]:
+        """The conversation generator's stage, from the `generate` settings (its `conversation` and
+        `quality` parts)."""
+        return [cls(settings, options.conversation, options.quality)]
+
+    def windows(self) -> tuple[int, int | None]:
+        return self.options.batch_size, 16  # an image is stored after its third turn
 
     def config_key(self) -> str:
         own = self.options.model_dump(mode="json", exclude={"batch_size", "options", "prompts", "model"})
@@ -193,11 +196,6 @@ class ConversationStage:
     def subject(self, job: Job) -> str:
         return f"{job.item.id}:conversation:{self._subject_key}"
 
-    def client(self) -> LlmClient:
-        if self.llm_client is None:
-            self.llm_client = LlmClient(self.settings, self.options.options, self.store)
-        return self.llm_client
-
     def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
         facts = self.store.get_facts(sorted({j.item.id for j in jobs}))
         active: list[Job] = []
@@ -205,7 +203,7 @@ class ConversationStage:
             if facts[job.item.id]:
                 active.append(job)
             else:  # nothing extracted yet: left for a run after `benchsmith extract`
-                yield job, Outcome(failure="waiting for facts", finished=False)
+                yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
         drafts = {job.item.id: _Draft() for job in active}
         for level in LEVELS:
             calls = [(job, request_for_turn(job.item, facts[job.item.id], drafts[job.item.id].turns, self.options))
@@ -221,11 +219,7 @@ class ConversationStage:
 
     def _next_turn(self, job: Job, draft: _Draft, level: str, result: LlmResult) -> Outcome | None:
         """Add the turn in `result` to the draft: the job's outcome when it is over, None when it goes on."""
-        self.llm_stats.update({"llm_requests": 1, "llm_cached": int(result.cached), "tokens_in": result.tokens_in,
-                               "tokens_out": result.tokens_out})
-        self.llm_stats["cost_usd"] += result.cost_usd
-        if not result.ok and not result.content:  # no answer at all: the job waits for a rerun
-            self.http_failures[result.reason] += 1
+        if not self.tally.count(result):  # no answer at all: the job waits for a rerun
             return Outcome(failure=result.reason, finished=False)
         if not result.ok:
             return Outcome(failure=f"turn {level}: {result.reason}", raw=result.content)
@@ -253,20 +247,6 @@ class ConversationStage:
         report.counters.update(f"dropped: {v.rule}" for _c, v in dropped)
         report.counters["new_conversations"] += store.add_conversations(
             kept + [c for c, _v in dropped], stage="generate", verdicts_for_new=[v for _c, v in dropped])
-        outcomes = []
-        for job, outcome in pairs:
-            subject = self.subject(job)
-            if not outcome.finished:
-                report.counters["waiting_for_facts"] += outcome.failure == "waiting for facts"
-                outcomes.append(runner.Outcome(subject, "retry", outcome.failure))
-            elif outcome.failure:
-                outcomes.append(runner.Outcome(subject, "failed", outcome.failure, {"raw": outcome.raw}))
-            else:
-                outcomes.append(runner.Outcome(subject, "done", details={"conversation": outcome.conversation.id}))
-        return outcomes
-
-
-def conversation_stages(name: str, settings: Settings, options) -> list[ConversationStage]:
-    """The conversation generator's stage, from the `generate` settings (its `conversation` and `quality`
-    parts). Registered in the plugin group `generators`."""
-    return [ConversationStage(settings, options.conversation, options.quality)]
+        return [ledger_entry(self.subject(job), outcome, report,
+                             {"conversation": outcome.conversation.id} if outcome.conversation else {})
+                for job, outcome in pairs]

@@ -1,7 +1,9 @@
 """The generate stage: questions for every (item, dimension) a generator has not done under its settings.
 
-Each generator is one stage of the runner (`benchsmith.runner`), named `generate:<generator>`. A job is
-one item and one dimension; its ledger subject carries a hash of everything that shapes that
+Each question generator is one stage class of the runner (`benchsmith.runner`), named
+`generate:<generator>`: `ProgrammaticStage`, `LlmStage`, `TemporalStage` and `ReformStage` share
+`QuestionStage`'s gating and storing and differ in what they support and how they do a window of jobs
+(conversations are `generators.conversation.ConversationStage`). A job is one item and one dimension; its ledger subject carries a hash of everything that shapes that
 dimension's questions (the prompt template's text and the model for the LLM; the template version and
 vocabulary for programmatic questions), and the stage's config key carries the generator-wide
 settings. So editing one prompt template makes exactly that dimension's jobs pending again, and
@@ -25,20 +27,22 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from benchsmith.dimensions import Dimension, registry
-from benchsmith.errors import BenchsmithError
 from benchsmith import plugins, runner
-from benchsmith.llm import LlmClient, LlmRequest, LlmResult, stream
+from benchsmith.errors import BenchsmithError
+from benchsmith.llm import LlmRequest, LlmResult, stream
 from benchsmith.records import Image, Question, Video, stable_hash
 from benchsmith.settings import Settings
 from filters import quality
 from filters.quality import QualitySettings
 from generators import llm as llm_generator
 from generators import programmatic, reform, temporal
-from generators.conversation import ConversationSettings, ConversationStage
+from generators.base import WAITING_FOR_FACTS, GeneratorStage, ledger_entry
+from generators.conversation import ConversationSettings
 from generators.llm import LlmGeneratorSettings
 from generators.programmatic import ProgrammaticSettings
 from generators.reform import ReformSettings
@@ -83,18 +87,6 @@ class GenerateError(BenchsmithError, ValueError):
     """A generate request that names something unknown."""
 
 
-def _supports(generator: str, dimension: Dimension, options: GenerateSettings) -> bool:
-    if generator == "programmatic":
-        return programmatic.supports(dimension)
-    if generator == "llm":
-        return llm_generator.supports(dimension, options.llm.prompts_dir)
-    if generator == "reform":
-        return reform.supports(dimension, options.reform.tasks)
-    if generator == "temporal":
-        return temporal.supports(dimension)
-    return False  # conversations are not per dimension: ConversationStage
-
-
 @dataclass(frozen=True)
 class Job:
     generator: str
@@ -114,205 +106,88 @@ class Outcome:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-class GenerateStage:
-    """One generator over every (item, dimension) job it supports, as a runner stage."""
+# Settings that only shape some dimensions' questions (they go into those jobs' subjects), or none at all.
+PER_DIMENSION = {"batch_size", "options", "models", "prompts", "vocabulary", "tasks", "device",
+                 "embedding_batch_size"}
 
-    def __init__(self, generator: str, settings: Settings, options: GenerateSettings) -> None:
-        self.generator = generator
-        self.name = f"{STAGE}:{generator}"
-        self.settings = settings
+
+class QuestionStage(GeneratorStage):
+    """A question generator over every (item, dimension) job it supports. A subclass says which
+    dimensions it supports, what shapes one dimension's questions, and how a window of jobs is done;
+    gating, balancing, superseding and storing are shared."""
+
+    item_kind = "image"
+
+    def __init__(self, settings: Settings, options: GenerateSettings) -> None:
+        super().__init__(settings, options.llm.options)
         self.options = options
-        self.store = None
-        self.llm_client: LlmClient | None = None
-        self._vocabulary: programmatic.Vocabulary | None = None
-        self._labels: list[str] | None = None
-        self._reform_jobs: list[Job] | None = None
-        self._reform_unknown: Counter = Counter()
-        self._reform_pools: reform.Pools | None = None
-        self.llm_stats: Counter = Counter()        # requests, cached, tokens and cost of this run's calls
-        self.http_failures: Counter = Counter()    # reason -> jobs left for the next run
         wanted = [registry().get(key) for key in options.dimensions] if options.dimensions else list(registry())
-        self.dimensions = [d for d in wanted if _supports(generator, d, options)]
-        self._dimension_keys = {d.key: self._dimension_key(d) for d in self.dimensions}
+        self.dimensions = [d for d in wanted if self.supports(d)]
+        self._dimension_keys = {d.key: self.dimension_key(d) for d in self.dimensions}
+
+    @classmethod
+    def stages(cls, settings: Settings, options: GenerateSettings) -> list[QuestionStage]:
+        """Its stage over the dimensions it supports; none when it supports none of those asked for."""
+        stage = cls(settings, options)
+        return [stage] if stage.dimensions else []
+
+    # -- what a generator says about itself -------------------------------------------------------------
+
+    def supports(self, dimension: Dimension) -> bool:
+        raise NotImplementedError
+
+    def dimension_key(self, dimension: Dimension) -> str:
+        """What shapes one dimension's questions beyond the stage's settings."""
+        raise NotImplementedError
+
+    def own_settings(self) -> BaseModel:
+        return getattr(self.options, self.generator)
+
+    def distractor_prompt(self) -> Path | None:
+        """The prompt file of its LLM distractors, when it asks the LLM for them."""
+        return None
+
+    @property
+    def uses_llm(self) -> bool:
+        return self.distractor_prompt() is not None
+
+    def windows(self) -> tuple[int, int | None]:
+        return self.options.batch_size, None
 
     # -- what is done, and under which settings ---------------------------------------------------------
 
     def config_key(self) -> str:
         o = self.options
-        own = {"programmatic": o.programmatic, "llm": o.llm, "temporal": o.temporal, "reform": o.reform}[self.generator]
         # per-dimension parts (models, prompt files, vocabulary, task kinds) go into each job's subject instead
-        parts = own.model_dump(mode="json", exclude={"batch_size", "options", "models", "prompts", "vocabulary",
-                                                     "tasks", "device", "embedding_batch_size"})
-        prompt_file = {"temporal": temporal.PROMPT_FILE, "reform": reform.PROMPT_FILE}.get(self.generator)
-        if (self.generator == "temporal" and o.temporal.distractors == "llm") or (
-                self.generator == "reform" and o.reform.llm_distractors):
+        parts = self.own_settings().model_dump(mode="json", exclude=PER_DIMENSION)
+        if (prompt := self.distractor_prompt()) is not None:
             parts["distractor_llm"] = o.llm.model_dump(mode="json", include={"model", "temperature", "seed",
                                                                              "max_tokens"})
-            parts["distractor_prompt"] = prompt_file.read_text(encoding="utf-8")
+            parts["distractor_prompt"] = prompt.read_text(encoding="utf-8")
         return runner.config_key(self.generator, o.seed, o.quality.model_dump(mode="json"), parts)
-
-    def _dimension_key(self, dimension: Dimension) -> str:
-        """What shapes one dimension's questions beyond the stage's settings."""
-        if self.generator == "llm":
-            folder = self.options.llm.prompts_dir
-            shared = (folder / "_shared.yaml").read_text(encoding="utf-8")
-            own = (folder / f"{dimension.key}.yaml").read_text(encoding="utf-8")
-            return stable_hash(shared, own, self.options.llm.model_for(dimension), length=12)
-        if self.generator == "programmatic":
-            vocabulary = self.options.programmatic.vocabulary or programmatic.VOCABULARY_FILE
-            return stable_hash(programmatic.VERSION, vocabulary.read_text(encoding="utf-8"), dimension.definition,
-                               length=12)
-        if self.generator == "reform":
-            tasks = {k: v for k, v in reform.load_tasks(self.options.reform.tasks).items()
-                     if v.dimension == dimension.key}
-            return stable_hash(reform.VERSION, {k: v.model_dump(mode="json") for k, v in tasks.items()},
-                               dimension.definition, length=12)
-        return stable_hash(temporal.__name__, dimension.definition, length=12)
 
     def units(self, store) -> list[Job]:
         self.store = store
-        kind = "video" if self.generator == "temporal" else "image"
-        if self.generator == "reform":
-            return self._reform_units(store)
-        return [Job(self.generator, item, d) for item in store.get_items(kind=kind) for d in self.dimensions]
+        return [Job(self.generator, item, d) for item in store.get_items(kind=self.item_kind)
+                for d in self.dimensions]
 
     def subject(self, job: Job) -> str:
         return f"{job.item.id}:{job.dimension.key}:{self._dimension_keys[job.dimension.key]}"
 
-    # -- the work ---------------------------------------------------------------------------------------
-
-    def vocabulary(self) -> programmatic.Vocabulary:
-        """The vocabulary file widened with every label, attribute and OCR word in the store (once a run)."""
-        if self._vocabulary is None:
-            ids = [item.id for item in self.store.get_items(kind="image")]
-            facts = [f for fs in self.store.get_facts(ids, kinds=["object", "ocr"]).values() for f in fs]
-            self._vocabulary = programmatic.load_vocabulary(self.options.programmatic.vocabulary).widened(
-                facts, self.options.programmatic)
-        return self._vocabulary
-
-    def labels(self) -> list[str]:
-        """Every action label and step in the store's videos: the pool of temporal distractors."""
-        if self._labels is None:
-            self._labels = temporal.label_set(self.store.get_items(kind="video"), self.options.temporal)
-        return self._labels
-
-    def _reform_units(self, store) -> list[Job]:
-        """Only the items and dimensions their annotations' task kinds feed, listed once a run. A job holds
-        its item without the annotations (read again per window), so a large collection is never held whole."""
-        if self._reform_jobs is None:
-            kinds = reform.load_tasks(self.options.reform.tasks)
-            self._reform_jobs = []
-            for item in store.iter_items(kind="image"):
-                tasks = {r.get("task") for r in reform.records_of(item)}
-                self._reform_unknown.update(f"unknown task kind {t!r}; known: {', '.join(sorted(kinds))}"
-                                            for r in reform.records_of(item) if (t := r.get("task")) not in kinds)
-                lean = item.model_copy(update={"annotations": {}}) if tasks else None
-                self._reform_jobs += [Job(self.generator, lean, d) for d in self.dimensions
-                                      if any(kinds[t].dimension == d.key for t in tasks if t in kinds)]
-        return self._reform_jobs
-
-    def unknown_tasks(self) -> Counter:
-        """Reform annotations whose task kind the registry lacks (they feed no dimension), by reason."""
-        return self._reform_unknown
-
-    def reform_pools(self) -> reform.Pools:
-        """Every reform annotation's answers, classes, captions and texts: the distractor pools (once a run)."""
-        if self._reform_pools is None:
-            self._reform_pools = reform.Pools(self.store.iter_items(kind="image"), self.options.reform)
-        return self._reform_pools
-
-    def client(self) -> LlmClient:
-        if self.llm_client is None:
-            self.llm_client = LlmClient(self.settings, self.options.llm.options, self.store)
-        return self.llm_client
-
     def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
-        if self.generator == "reform":  # reads the annotations kept with the images, not extracted facts
-            yield from self._reform(jobs)
-            return
-        facts = self.store.get_facts(sorted({j.item.id for j in jobs})) if self.generator != "temporal" else {}
-        calls: list[tuple[Job, LlmRequest]] = []
+        raise NotImplementedError
+
+    def _with_facts(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, list]]:
+        """Each job with its image's facts, read for the whole window at once."""
+        facts = self.store.get_facts(sorted({j.item.id for j in jobs}))
         for job in jobs:
-            if self.generator != "temporal" and not facts[job.item.id]:
-                # nothing extracted yet: leave the job for a run after `benchsmith extract`
-                yield job, Outcome(failure="waiting for facts", finished=False)
-            elif self.generator == "programmatic":
-                yield job, Outcome(programmatic.generate(job.item, facts[job.item.id], job.dimension,
-                                                         self.vocabulary(), self.options.programmatic,
-                                                         seed=self.options.seed))
-            elif self.generator == "temporal":
-                yield job, self._temporal(job)
-            else:
-                calls.append((job, llm_generator.request_for(job.item, facts[job.item.id], job.dimension,
-                                                             self.options.llm)))
-        for index, result in stream(self.client(), [request for _job, request in calls]):
-            job, request = calls[index]
-            yield job, self._questions(job, request, result)
+            yield job, facts[job.item.id]
 
-    def _temporal(self, job: Job) -> Outcome:
-        outcome = Outcome(temporal.generate(job.item, job.dimension, self.labels(), self.options.temporal,
-                                            seed=self.options.seed))
-        if self.options.temporal.distractors != "llm":
-            return outcome
-        llm = self.options.llm
-        wanted = [(position, temporal.distractor_request(
-            question, job.item, job.dimension, model=llm.model_for(job.dimension), temperature=llm.temperature,
-            seed=llm.seed, max_tokens=llm.max_tokens))
-            for position, question in enumerate(outcome.questions) if temporal.wants_llm_distractors(question)]
-        results = self.client().run([request for _position, request in wanted])
-        for (position, request), result in zip(wanted, results):
-            if not self._answered(result):  # no answer at all: the job waits for a rerun
-                return Outcome(failure=result.reason, finished=False)
-            outcome.questions[position] = temporal.with_llm_distractors(outcome.questions[position], request, result)
-        return outcome
-
-    def _reform(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
-        pools, seed = self.reform_pools(), self.options.seed
-        items = {item.id: item for item in self.store.get_items(sorted({job.item.id for job in jobs}))}
-        parsed = [reform.parsed_for(items[job.item.id], job.dimension, pools) for job in jobs]
-        pools.prepare([p for found, _skipped in parsed for p in found])  # MiniLM vectors for the window at once
-        for job, (found, skipped) in zip(jobs, parsed):
-            item = items[job.item.id]
-            result = reform.generate(item, job.dimension, found, skipped, pools, seed=seed)
-            if not result.short:
-                yield job, Outcome(result.questions, skipped=result.skipped)
-                continue
-            llm = self.options.llm
-            requests = [reform.distractor_request(short, item, job.dimension, model=llm.model_for(job.dimension),
-                                                  temperature=llm.temperature, seed=llm.seed,
-                                                  max_tokens=llm.max_tokens) for short in result.short]
-            answers = self.client().run(requests)
-            if not all(self._answered(answer) for answer in answers):  # no answer at all: wait for a rerun
-                yield job, Outcome(failure=next(a.reason for a in answers if not a.ok), finished=False)
-                continue
-            for short, request, answer in zip(result.short, requests, answers):
-                made = reform.with_llm_distractors(short, item, job.dimension, request, answer, pools, seed)
-                if isinstance(made, str):
-                    result.skipped[short.parsed.annotation] = made
-                else:
-                    result.questions.append(made)
-            yield job, Outcome(result.questions, skipped=result.skipped)
-
-    def _answered(self, result: LlmResult) -> bool:
-        """Count the call; False when it got no answer at all (HTTP failure: the job waits for a rerun)."""
-        self.llm_stats.update({"llm_requests": 1, "llm_cached": int(result.cached), "tokens_in": result.tokens_in,
-                               "tokens_out": result.tokens_out})
-        self.llm_stats["cost_usd"] += result.cost_usd
-        if not result.ok and not result.content:
-            self.http_failures[result.reason] += 1
-            return False
-        return True
-
-    def _questions(self, job: Job, request: LlmRequest, result: LlmResult) -> Outcome:
-        if not self._answered(result):
-            return Outcome(failure=result.reason, finished=False)
-        if not result.ok:
-            return Outcome(failure=result.reason, raw=result.content)
-        try:
-            return Outcome(llm_generator.questions_from(result, request, job.item, job.dimension,
-                                                        self.options.llm.prompts_dir))
-        except ValueError as exc:  # e.g. a record-level check the schema cannot express
-            return Outcome(failure=f"unusable question: {exc}".splitlines()[0], raw=result.content)
+    def _llm_distractors_missing(self, answers: Sequence[LlmResult]) -> Outcome | None:
+        """Count the calls; the outcome of a job some of whose calls got no answer at all (it waits for
+        a rerun), else None."""
+        missing = [answer.reason for answer in answers if not self.tally.count(answer)]
+        return Outcome(failure=missing[0], finished=False) if missing else None
 
     # -- storing ----------------------------------------------------------------------------------------
 
@@ -342,21 +217,225 @@ class GenerateStage:
         outcomes = []
         for job, outcome in pairs:
             subject = self.subject(job)
-            if not outcome.finished:
-                report.counters["waiting_for_facts"] += outcome.failure == "waiting for facts"
-                outcomes.append(runner.Outcome(subject, "retry", outcome.failure))
-            elif outcome.failure:
-                outcomes.append(runner.Outcome(subject, "failed", outcome.failure, {"raw": outcome.raw}))
-            elif outcome.skipped and not outcome.questions:
-                report.counters.update(f"skipped: {reason}" for reason in outcome.skipped.values())
+            report.counters.update(f"skipped: {reason}" for reason in outcome.skipped.values())
+            if outcome.finished and outcome.skipped and not outcome.questions:
                 first = next(iter(outcome.skipped.values()))
                 outcomes.append(runner.Outcome(subject, "failed", f"no usable annotation: {first}",
                                                {"skipped": outcome.skipped}))
-            else:
-                report.counters.update(f"skipped: {reason}" for reason in outcome.skipped.values())
-                outcomes.append(runner.Outcome(subject, "done", details={"questions": len(outcome.questions)}
-                                               | ({"skipped": outcome.skipped} if outcome.skipped else {})))
+                continue
+            done = {"questions": len(outcome.questions)} | ({"skipped": outcome.skipped} if outcome.skipped else {})
+            outcomes.append(ledger_entry(subject, outcome, report, done))
         return outcomes
+
+
+class ProgrammaticStage(QuestionStage):
+    """Template questions computed from the extracted facts: no LLM, exact answers."""
+
+    generator = "programmatic"
+
+    def __init__(self, settings: Settings, options: GenerateSettings) -> None:
+        super().__init__(settings, options)
+        self._vocabulary: programmatic.Vocabulary | None = None
+
+    def supports(self, dimension: Dimension) -> bool:
+        return programmatic.supports(dimension)
+
+    def dimension_key(self, dimension: Dimension) -> str:
+        vocabulary = self.options.programmatic.vocabulary or programmatic.VOCABULARY_FILE
+        return stable_hash(programmatic.VERSION, vocabulary.read_text(encoding="utf-8"), dimension.definition,
+                           length=12)
+
+    def vocabulary(self) -> programmatic.Vocabulary:
+        """The vocabulary file widened with every label, attribute and OCR word in the store (once a run)."""
+        if self._vocabulary is None:
+            ids = [item.id for item in self.store.get_items(kind="image")]
+            facts = [f for fs in self.store.get_facts(ids, kinds=["object", "ocr"]).values() for f in fs]
+            self._vocabulary = programmatic.load_vocabulary(self.options.programmatic.vocabulary).widened(
+                facts, self.options.programmatic)
+        return self._vocabulary
+
+    def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
+        for job, facts in self._with_facts(jobs):
+            if not facts:
+                yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
+                continue
+            yield job, Outcome(programmatic.generate(job.item, facts, job.dimension, self.vocabulary(),
+                                                     self.options.programmatic, seed=self.options.seed))
+
+
+class LlmStage(QuestionStage):
+    """Questions the LLM writes from an image's facts, one prompt template per dimension."""
+
+    generator = "llm"
+
+    @property
+    def uses_llm(self) -> bool:
+        return True
+
+    def supports(self, dimension: Dimension) -> bool:
+        return llm_generator.supports(dimension, self.options.llm.prompts_dir)
+
+    def dimension_key(self, dimension: Dimension) -> str:
+        folder = self.options.llm.prompts_dir
+        shared = (folder / "_shared.yaml").read_text(encoding="utf-8")
+        own = (folder / f"{dimension.key}.yaml").read_text(encoding="utf-8")
+        return stable_hash(shared, own, self.options.llm.model_for(dimension), length=12)
+
+    def windows(self) -> tuple[int, int | None]:
+        # a wide window keeps calls in flight while small groups of answers are stored
+        return max(self.options.llm.batch_size, 1024), 16
+
+    def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
+        calls: list[tuple[Job, LlmRequest]] = []
+        for job, facts in self._with_facts(jobs):
+            if not facts:
+                yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
+                continue
+            calls.append((job, llm_generator.request_for(job.item, facts, job.dimension, self.options.llm)))
+        for index, result in stream(self.client(), [request for _job, request in calls]):
+            job, request = calls[index]
+            yield job, self._questions(job, request, result)
+
+    def _questions(self, job: Job, request: LlmRequest, result: LlmResult) -> Outcome:
+        if not self.tally.count(result):
+            return Outcome(failure=result.reason, finished=False)
+        if not result.ok:
+            return Outcome(failure=result.reason, raw=result.content)
+        try:
+            return Outcome(llm_generator.questions_from(result, request, job.item, job.dimension,
+                                                        self.options.llm.prompts_dir))
+        except ValueError as exc:  # e.g. a record-level check the schema cannot express
+            return Outcome(failure=f"unusable question: {exc}".splitlines()[0], raw=result.content)
+
+
+class TemporalStage(QuestionStage):
+    """Questions on a video's action labels and steps, with distractors from other videos' labels or
+    from the LLM."""
+
+    generator = "temporal"
+    item_kind = "video"
+
+    def __init__(self, settings: Settings, options: GenerateSettings) -> None:
+        super().__init__(settings, options)
+        self._labels: list[str] | None = None
+
+    def supports(self, dimension: Dimension) -> bool:
+        return temporal.supports(dimension)
+
+    def dimension_key(self, dimension: Dimension) -> str:
+        return stable_hash(temporal.__name__, dimension.definition, length=12)
+
+    def distractor_prompt(self) -> Path | None:
+        return temporal.PROMPT_FILE if self.options.temporal.distractors == "llm" else None
+
+    def labels(self) -> list[str]:
+        """Every action label and step in the store's videos: the pool of temporal distractors."""
+        if self._labels is None:
+            self._labels = temporal.label_set(self.store.get_items(kind="video"), self.options.temporal)
+        return self._labels
+
+    def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
+        for job in jobs:
+            yield job, self._questions(job)
+
+    def _questions(self, job: Job) -> Outcome:
+        outcome = Outcome(temporal.generate(job.item, job.dimension, self.labels(), self.options.temporal,
+                                            seed=self.options.seed))
+        if not self.uses_llm:
+            return outcome
+        llm = self.options.llm
+        wanted = [(position, temporal.distractor_request(
+            question, job.item, job.dimension, model=llm.model_for(job.dimension), temperature=llm.temperature,
+            seed=llm.seed, max_tokens=llm.max_tokens))
+            for position, question in enumerate(outcome.questions) if temporal.wants_llm_distractors(question)]
+        results = self.client().run([request for _position, request in wanted])
+        if (waiting := self._llm_distractors_missing(results)) is not None:
+            return waiting
+        for (position, request), result in zip(wanted, results):
+            outcome.questions[position] = temporal.with_llm_distractors(outcome.questions[position], request, result)
+        return outcome
+
+
+class ReformStage(QuestionStage):
+    """Questions reformulated from the annotations an ingested dataset carries (VQA answers, class
+    labels, captions, referring expressions, OCR ground truth), with distractors from their pools."""
+
+    generator = "reform"
+
+    def __init__(self, settings: Settings, options: GenerateSettings) -> None:
+        super().__init__(settings, options)
+        self._jobs: list[Job] | None = None
+        self._unknown: Counter = Counter()
+        self._pools: reform.Pools | None = None
+
+    def supports(self, dimension: Dimension) -> bool:
+        return reform.supports(dimension, self.options.reform.tasks)
+
+    def dimension_key(self, dimension: Dimension) -> str:
+        tasks = {k: v for k, v in reform.load_tasks(self.options.reform.tasks).items() if v.dimension == dimension.key}
+        return stable_hash(reform.VERSION, {k: v.model_dump(mode="json") for k, v in tasks.items()},
+                           dimension.definition, length=12)
+
+    def distractor_prompt(self) -> Path | None:
+        return reform.PROMPT_FILE if self.options.reform.llm_distractors else None
+
+    def windows(self) -> tuple[int, int | None]:
+        # wide windows for MiniLM and the nearest-word search; large commits, as a lost group costs no
+        # call to redo (LLM distractors are answered from the call cache)
+        return max(self.options.batch_size, 2048), max(self.options.batch_size, 1024)
+
+    def units(self, store) -> list[Job]:
+        """Only the items and dimensions their annotations' task kinds feed, listed once a run. A job holds
+        its item without the annotations (read again per window), so a large collection is never held whole."""
+        self.store = store
+        if self._jobs is None:
+            kinds = reform.load_tasks(self.options.reform.tasks)
+            self._jobs = []
+            for item in store.iter_items(kind="image"):
+                tasks = {r.get("task") for r in reform.records_of(item)}
+                self._unknown.update(f"unknown task kind {t!r}; known: {', '.join(sorted(kinds))}"
+                                     for r in reform.records_of(item) if (t := r.get("task")) not in kinds)
+                lean = item.model_copy(update={"annotations": {}}) if tasks else None
+                self._jobs += [Job(self.generator, lean, d) for d in self.dimensions
+                               if any(kinds[t].dimension == d.key for t in tasks if t in kinds)]
+        return self._jobs
+
+    def unlisted(self) -> Counter:
+        """Reform annotations whose task kind the registry lacks (they feed no dimension), by reason."""
+        return self._unknown
+
+    def pools(self) -> reform.Pools:
+        """Every reform annotation's answers, classes, captions and texts: the distractor pools (once a run)."""
+        if self._pools is None:
+            self._pools = reform.Pools(self.store.iter_items(kind="image"), self.options.reform)
+        return self._pools
+
+    def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
+        pools, seed = self.pools(), self.options.seed
+        items = {item.id: item for item in self.store.get_items(sorted({job.item.id for job in jobs}))}
+        parsed = [reform.parsed_for(items[job.item.id], job.dimension, pools) for job in jobs]
+        pools.prepare([p for found, _skipped in parsed for p in found])  # MiniLM vectors for the window at once
+        for job, (found, skipped) in zip(jobs, parsed):
+            item = items[job.item.id]
+            result = reform.generate(item, job.dimension, found, skipped, pools, seed=seed)
+            if not result.short:
+                yield job, Outcome(result.questions, skipped=result.skipped)
+                continue
+            llm = self.options.llm
+            requests = [reform.distractor_request(short, item, job.dimension, model=llm.model_for(job.dimension),
+                                                  temperature=llm.temperature, seed=llm.seed,
+                                                  max_tokens=llm.max_tokens) for short in result.short]
+            answers = self.client().run(requests)
+            if (waiting := self._llm_distractors_missing(answers)) is not None:
+                yield job, waiting
+                continue
+            for short, request, answer in zip(result.short, requests, answers):
+                made = reform.with_llm_distractors(short, item, job.dimension, request, answer, pools, seed)
+                if isinstance(made, str):
+                    result.skipped[short.parsed.annotation] = made
+                else:
+                    result.questions.append(made)
+            yield job, Outcome(result.questions, skipped=result.skipped)
 
 
 def _replaced(finished: list[tuple[Job, Outcome]], stored: dict[str, list[Question]], new_ids: set[str],
@@ -374,10 +453,10 @@ def _replaced(finished: list[tuple[Job, Outcome]], stored: dict[str, list[Questi
 
 
 def build_stages(settings: Settings, *, generators: Sequence[str] = (),
-                 dimensions: Sequence[str] = ()) -> list[GenerateStage | ConversationStage]:
+                 dimensions: Sequence[str] = ()) -> list[GeneratorStage]:
     """A stage per generator in the settings (or `generators`), over the settings' dimensions (or
-    `dimensions`, keys or ids). The conversation generator writes one conversation per image and takes
-    no dimensions."""
+    `dimensions`, keys or ids). Each generator is a class in the plugin group `generators` whose
+    `stages(settings, options)` gives its stages (none when it has nothing to do for those dimensions)."""
     options = settings.section(STAGE, GenerateSettings)
     unknown = [name for name in generators if name not in plugins.names("generators")]
     if unknown:
@@ -388,41 +467,23 @@ def build_stages(settings: Settings, *, generators: Sequence[str] = (),
         raise GenerateError(str(exc.args[0])) from None
     options = options.model_copy(update={"dimensions": keys or options.dimensions})
     return [stage for name in list(generators) or options.generators
-            for stage in plugins.load("generators", name)(name, settings, options)]
+            for stage in plugins.load("generators", name).stages(settings, options)]
 
 
-def question_stages(name: str, settings: Settings, options: GenerateSettings) -> list[GenerateStage]:
-    """A question generator's stage (programmatic, llm, temporal, reform) over the dimensions it
-    supports; none when it supports none of those asked for. Registered in the plugin group `generators`."""
-    stage = GenerateStage(name, settings, options)
-    return [stage] if stage.dimensions else []
-
-
-def run_stages(store, stages: Sequence[GenerateStage | ConversationStage], *, limit: int | None = None,
+def run_stages(store, stages: Sequence[GeneratorStage], *, limit: int | None = None,
                progress: Callable[[int], None] | None = None) -> dict:
     """Run each generator's stage; return the run's counters, tokens and cost, summed."""
     total: Counter = Counter()
     for stage in stages:
-        window = stage.options.batch_size if stage.generator != "llm" else stage.options.llm.batch_size
+        window, commit_every = stage.windows()
         left = None if limit is None else max(0, limit - total["jobs"])
-        if stage.generator == "llm":  # a wide window keeps calls in flight while small groups of answers are stored
-            window, commit_every = max(window, 1024), 16
-        elif stage.generator == "conversation":  # a window at a time: an image is stored after its third turn
-            commit_every = 16
-        elif stage.generator == "reform":
-            # wide windows for MiniLM and the nearest-word search; large commits, as a lost group costs no
-            # call to redo (LLM distractors are answered from the call cache)
-            window, commit_every = max(window, 2048), max(window, 1024)
-        else:
-            commit_every = None
         report = runner.run(stage, store, window=window, commit_every=commit_every, limit=left, progress=progress)
         total["seconds"] += report.seconds
         total.update({"jobs": report.pending, "finished": report.done + report.failed,
                       "failed_drafts": report.failed, "retry_later": report.retry_later, **report.counters})
-        total.update(stage.llm_stats)
-        if stage.generator == "reform":
-            total.update({f"skipped: {reason}": n for reason, n in stage.unknown_tasks().items()})
-        total["http_calls"] += stage.llm_client.http_calls if stage.llm_client is not None else 0
+        total.update(stage.tally.stats)
+        total.update({f"skipped: {reason}": n for reason, n in stage.unlisted().items()})
+        total["http_calls"] += stage.http_calls
     out = {k: total.get(k, 0) for k in ("jobs", "finished", "retry_later", "waiting_for_facts", "failed_drafts",
                                         "generated", "new_questions", "kept", "superseded")}
     if any(stage.generator == "conversation" for stage in stages):
@@ -431,7 +492,7 @@ def run_stages(store, stages: Sequence[GenerateStage | ConversationStage], *, li
     out["dropped"] = {k.removeprefix("dropped: "): v for k, v in total.items() if k.startswith("dropped: ")}
     # source annotations (reform) that gave no question, by reason; each job's are in the work ledger
     out["skipped"] = {k.removeprefix("skipped: "): v for k, v in total.items() if k.startswith("skipped: ")}
-    out["http_failures"] = dict(sum((stage.http_failures for stage in stages), Counter()))
+    out["http_failures"] = dict(sum((stage.tally.http_failures for stage in stages), Counter()))
     out |= {k: total.get(k, 0) for k in ("llm_requests", "llm_cached", "http_calls", "tokens_in", "tokens_out")}
     out["cost_usd"] = round(total.get("cost_usd", 0.0), 6)
     out["seconds"] = round(total.get("seconds", 0.0), 2)

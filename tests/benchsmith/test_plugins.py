@@ -1,5 +1,5 @@
 """The one registry of pluggable parts: our own parts are found by name, and another installed package adds
-a part of its own (here a blind solver) without any change to benchsmith."""
+a part of its own (here a blind solver, and a question generator) without any change to benchsmith."""
 
 from __future__ import annotations
 
@@ -76,3 +76,62 @@ def test_a_solver_from_another_package_takes_part_in_the_blind_filter(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["plugged", "0"]
+
+
+def test_a_generator_from_another_package_writes_gated_questions_through_the_runner(tmp_path):
+    """A package `size_questions` registers the generator `size`: a QuestionStage subclass that names only
+    what it supports, what shapes a dimension's questions and how a window of jobs is done. Its questions
+    are gated, stored and recorded in the ledger like ours, and a second run does nothing."""
+    (tmp_path / "size_questions.py").write_text(textwrap.dedent('''
+        from pydantic import BaseModel
+        from benchsmith.records import Provenance, Question
+        from generators.stage import Outcome, QuestionStage
+
+        class SizeSettings(BaseModel):
+            wording: str = "Which is the width of this image in pixels?"
+
+        class SizeStage(QuestionStage):
+            generator = "size"
+
+            def supports(self, dimension):
+                return dimension.key == "instance_attributes"
+
+            def dimension_key(self, dimension):
+                return "v1"
+
+            def own_settings(self):
+                return SizeSettings()
+
+            def process(self, jobs):
+                for job in jobs:
+                    width = job.item.width
+                    options = [str(width), str(width * 2), str(width + 7), str(width // 3)]
+                    yield job, Outcome([Question(item_id=job.item.id, dimension_id=job.dimension.id,
+                                                 text=SizeSettings().wording, options=options, answer=0,
+                                                 provenance=Provenance(backend="size"),
+                                                 meta={"generator": "size"})])
+    '''))
+    dist = tmp_path / "size_questions-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: size-questions\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[benchsmith.generators]\nsize = size_questions:SizeStage\n")
+    (tmp_path / "s.yaml").write_text("generate:\n  generators: [size]\n")
+    script = textwrap.dedent('''
+        from benchsmith.records import Image
+        from benchsmith.settings import load_settings
+        from benchsmith.store import Store
+        from generators.stage import run_generate
+
+        settings = load_settings("s.yaml", env={"BENCHSMITH_WORKSPACE": "bench"})
+        with Store(settings.db_url) as store:
+            store.add_items([Image(id=f"img{n}", path=f"img{n}.png", width=100 + n, height=50) for n in range(3)])
+            first, again = run_generate(store, settings), run_generate(store, settings)
+            stored = store.get_questions()
+            done = store.ledger_rows("generate:size")
+        print(first["jobs"], first["new_questions"], again["jobs"], len(stored), len(done),
+              sorted({q.options[q.answer] for q in stored}) == ["100", "101", "102"])
+    ''')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["3", "3", "0", "3", "3", "True"]

@@ -1,0 +1,70 @@
+"""The base every generate stage builds on (ours and a plugin's): its LLM client and call tally, how it
+asks the runner for windows, and how a job's outcome becomes its ledger entry."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Protocol
+
+from benchsmith import runner
+from benchsmith.llm import CallTally, LlmClient, LlmOptions
+from benchsmith.settings import Settings
+
+WAITING_FOR_FACTS = "waiting for facts"
+
+
+class JobOutcome(Protocol):
+    failure: str
+    raw: str
+    finished: bool
+
+
+class GeneratorStage:
+    """A runner stage (`benchsmith.runner.Stage`) that writes benchmark content. Besides the runner's
+    contract a subclass sets `generator` (its name in `generate.generators`) and may override `windows`,
+    `uses_llm` and `unlisted`. The LLM client is opened on the first call, once per run."""
+
+    generator: str = ""
+
+    def __init__(self, settings: Settings, llm_options: LlmOptions) -> None:
+        self.name = f"generate:{self.generator}"
+        self.settings = settings
+        self.store: Any = None
+        self.tally = CallTally()
+        self._llm_options = llm_options
+        self._client: LlmClient | None = None
+
+    def client(self) -> LlmClient:
+        if self._client is None:
+            self._client = LlmClient(self.settings, self._llm_options, self.store)
+        return self._client
+
+    @property
+    def http_calls(self) -> int:
+        return self._client.http_calls if self._client is not None else 0
+
+    @property
+    def uses_llm(self) -> bool:
+        """Whether its work calls the LLM (the flow then runs it under the Prefect tag `openai`)."""
+        return True
+
+    def windows(self) -> tuple[int, int | None]:
+        """How many jobs the runner hands over at a time, and how many results it stores together
+        (None: a window's worth)."""
+        return 64, None
+
+    def unlisted(self) -> Counter:
+        """Source records that never became a job, by reason (e.g. an unknown annotation kind)."""
+        return Counter()
+
+
+def ledger_entry(subject: str, outcome: JobOutcome, report: runner.StageReport,
+                 done: dict[str, Any]) -> runner.Outcome:
+    """An unfinished job is tried again later (no record); a failed draft is recorded with its raw text;
+    anything else is done, with `done` as its details."""
+    if not outcome.finished:
+        report.counters["waiting_for_facts"] += outcome.failure == WAITING_FOR_FACTS
+        return runner.Outcome(subject, "retry", outcome.failure)
+    if outcome.failure:
+        return runner.Outcome(subject, "failed", outcome.failure, {"raw": outcome.raw})
+    return runner.Outcome(subject, "done", details=done)
