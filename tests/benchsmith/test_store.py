@@ -9,7 +9,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from benchsmith.records import Fact, Image, Provenance, Question, Verdict
-from benchsmith.store import Store, StoreError, alembic_config, migrate
+from benchsmith.store import SCHEMA_HEAD, Store, StoreError, alembic_config, migrate
 from benchsmith.store.questions import TransitionError
 from benchsmith.store.schema import metadata
 
@@ -145,6 +145,12 @@ def test_an_unreachable_database_is_a_clear_error():
 
 def test_alembic_config_points_at_the_packaged_migrations():
     assert alembic_config().get_main_option("script_location").endswith("migrations")
+
+
+def test_the_schema_head_that_opens_a_store_without_alembic_is_alembics_own_head():
+    from alembic.script import ScriptDirectory
+
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == SCHEMA_HEAD
     assert command  # the migration commands are importable for maintainers' use
 
 
