@@ -18,15 +18,15 @@ saying why, until an annotator fixes it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from annotation.client import LabelStudioError, Server, calls, submitted_annotations
+from annotation.client import Server, submitted_annotations
 from annotation.labeling import KEEP, annotator_of, image_urls, keep_or_discard
-from annotation.push import image_base, open_project, server_task_ids
+from annotation.push import image_base, open_project, run_push
 from annotation.settings import ReviewSettings
-from benchsmith.records import LEVELS, Conversation, ConversationReview, Turn, Verdict
+from benchsmith.records import LEVELS, Conversation, ConversationReview, Image, Turn, Verdict
 from benchsmith.settings import Settings
 from benchsmith.store import Store
 from filters.quality import QualitySettings, conversation_rule
@@ -124,49 +124,46 @@ class PushReport:
                 "interrupted push")
 
 
+@dataclass(frozen=True)
+class ConversationTasks:
+    """Conversations as review tasks (the push stage `review:push:conversations`)."""
+
+    base: str
+    name: str = "review:push:conversations"
+    key: str = "conversation_id"
+    round: str = ""
+
+    def subject_id(self, conversation: Conversation) -> str:
+        return conversation.id
+
+    def item_id(self, conversation: Conversation) -> str:
+        return conversation.item_id
+
+    def task(self, conversation: Conversation, item: Image) -> dict:
+        return to_task(conversation, item, self.base)
+
+    def recorded(self, store: Store, ids: Sequence[str]) -> dict[str, tuple[int, int | None]]:
+        wanted = set(ids)
+        return {cid: row for cid, row in store.get_conversation_review_tasks().items() if cid in wanted}
+
+    def record_intents(self, store: Store, ids: Sequence[str], project_id: int) -> None:
+        store.record_conversation_review_intents(ids, project_id)
+
+    def record_task_ids(self, store: Store, task_ids: Mapping[str, int]) -> None:
+        store.set_conversation_review_task_ids(task_ids)
+
+    def to_review(self, store: Store, ids: Sequence[str], project_id: int) -> None:
+        store.move_conversations(ids, "in_review", stage=STAGE, reason=f"sent to Label Studio project {project_id}")
+
+
 def push(store: Store, server: Server, settings: Settings,
          progress: Callable[[int], None] = lambda n: None) -> PushReport:
     """Send every candidate conversation (they passed the generation gate) to Label Studio, once each."""
     review = settings.section("review", ReviewSettings)
-    base = image_base(settings, review)
     project_id = ensure_project(server, settings, review)
-    report = PushReport(project_id)
-    conversations = {c.id: c for c in store.get_conversations(status="candidate")}
-    recorded = store.get_conversation_review_tasks()
-    done = {cid for cid, (_p, task) in recorded.items() if task is not None}
-    unconfirmed: dict[int, set[str]] = {}
-    for cid, (project, task) in recorded.items():
-        if task is None:
-            unconfirmed.setdefault(project, set()).add(cid)
-    for project, cids in unconfirmed.items():
-        found = server_task_ids(server, project, cids, key="conversation_id")
-        store.set_conversation_review_task_ids(found)
-        done |= set(found)
-    recovered = sorted(cid for cid in done if cid in conversations)
-    _to_review(store, recovered, project_id)
-    report.recovered = len(recovered)
-    fresh = [c for cid, c in conversations.items() if cid not in done]
-    items = {i.id: i for i in store.get_items(sorted({c.item_id for c in fresh}), status=None)}
-    missing = sorted({c.item_id for c in fresh} - set(items))
-    if missing:
-        raise LabelStudioError(f"conversations refer to items missing from the store: {missing[:3]}")
-    for start in range(0, len(fresh), review.batch_size):
-        batch = fresh[start:start + review.batch_size]
-        tasks = [to_task(c, items[c.item_id], base) for c in batch]
-        ids = [c.id for c in batch]
-        store.record_conversation_review_intents(ids, project_id)
-        with calls(server):
-            task_ids = server.import_tasks(project_id, tasks)
-        store.set_conversation_review_task_ids(dict(zip(ids, task_ids)) if len(task_ids) == len(ids)
-                                               else server_task_ids(server, project_id, set(ids), key="conversation_id"))
-        _to_review(store, ids, project_id)
-        report.sent += len(ids)
-        progress(len(ids))
-    return report
-
-
-def _to_review(store: Store, ids: Sequence[str], project_id: int) -> None:
-    store.move_conversations(ids, "in_review", stage=STAGE, reason=f"sent to Label Studio project {project_id}")
+    done = run_push(store, server, ConversationTasks(image_base(settings, review)), project_id,
+                    store.get_conversations(status="candidate"), review.batch_size, progress)
+    return PushReport(project_id, sent=done.counters["sent"], recovered=done.counters["recovered"])
 
 
 # -- pull and reconcile -------------------------------------------------------------------------------

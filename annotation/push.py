@@ -1,9 +1,10 @@
 """Send questions that passed the blind filter to Label Studio, each exactly once.
 
-Per batch: record the intent in the store, import the batch in one call, record the task ids the
-server returns, move the questions to `in_review`. A push that dies anywhere in between is finished
-by the next one: questions with an intent but no task id are looked up on the server (each task
-carries its question id) before anything is sent again.
+A push is a runner stage (`PushStage`, ledger stage `review:push`), shared with conversations. Per
+batch: record the intent in the store, import the batch in one call, record the task ids the server
+returns, move the questions to `in_review`. A push that dies anywhere in between is finished by the
+next one: questions with an intent but no task id are looked up on the server (each task carries its
+question id) before anything is sent again.
 
 The same push sends second looks at published questions (annotation/second_look.py): another round,
 to its own project, with a note in each task saying why the question is back.
@@ -11,15 +12,17 @@ to its own project, with a note in each task saying why the question is back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from annotation.client import LabelStudioError, Server, calls
 from annotation.labeling import label_config, to_task
 from annotation.settings import ReviewSettings
+from benchsmith import runner
 from benchsmith.dimensions import Registry
-from benchsmith.records import Question
+from benchsmith.records import Image, Question, Video
 from benchsmith.settings import Settings
 from benchsmith.store import Store
 
@@ -137,58 +140,157 @@ def questions_to_push(store: Store, review: ReviewSettings) -> list[Question]:
     return [q for q in store.get_questions(status="candidate") if q.id in passed]
 
 
+class Tasks(Protocol):
+    """What the push stage needs to know about one kind of thing it sends (questions in a round, or
+    conversations): its ledger name, the task field naming a subject, and where its tasks are recorded."""
+
+    name: str            # the push's ledger stage, e.g. `review:push`
+    key: str             # the task data field holding the subject id
+    round: str           # "" for a first review; else the round every task carries
+
+    def subject_id(self, subject: Any) -> str: ...
+
+    def item_id(self, subject: Any) -> str: ...
+
+    def task(self, subject: Any, item: Image | Video) -> dict: ...
+
+    def recorded(self, store: Store, ids: Sequence[str]) -> dict[str, tuple[int, int | None]]: ...
+
+    def record_intents(self, store: Store, ids: Sequence[str], project_id: int) -> None: ...
+
+    def record_task_ids(self, store: Store, task_ids: Mapping[str, int]) -> None: ...
+
+    def to_review(self, store: Store, ids: Sequence[str], project_id: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class _Unit:
+    subject: Any
+    task_id: int | None  # known already: sent by an earlier push, possibly one that died before finishing
+
+
+class PushStage:
+    """Sending subjects to one Label Studio project as a runner stage: a subject is done once the
+    server holds its task and the store knows the task's id.
+
+    Before a batch is imported its intent is recorded, so a push that died between the import and the
+    store write is finished by the next one: the subjects with an intent but no task id are looked up
+    on the server (each task carries its subject's id) and recorded, not sent again. The config key
+    names the kind of push and its round, not the project's settings: editing the instructions or the
+    labeling config updates the project, it never sends a task twice."""
+
+    def __init__(self, server: Server, tasks: Tasks, project_id: int, subjects: Sequence[Any]) -> None:
+        self.server = server
+        self.tasks = tasks
+        self.name = tasks.name
+        self.project_id = project_id
+        self.subjects = list(subjects)
+        self._items: dict[str, Image | Video] = {}
+
+    def config_key(self) -> str:
+        return runner.config_key(self.tasks.name, self.tasks.round)
+
+    def units(self, store: Store) -> list[_Unit]:
+        ids = [self.tasks.subject_id(s) for s in self.subjects]
+        recorded = self.tasks.recorded(store, ids)
+        known = {sid: task for sid, (_project, task) in recorded.items() if task is not None}
+        unconfirmed: dict[int, set[str]] = {}
+        for sid, (project, task) in recorded.items():
+            if task is None:
+                unconfirmed.setdefault(project, set()).add(sid)
+        for project, sids in unconfirmed.items():
+            known |= server_task_ids(self.server, project, sids, self.tasks.round, key=self.tasks.key)
+        self.store = store
+        return [_Unit(s, known.get(sid)) for s, sid in zip(self.subjects, ids)]
+
+    def subject(self, unit: _Unit) -> str:
+        return self.tasks.subject_id(unit.subject)
+
+    def process(self, units: Sequence[_Unit]) -> Iterator[tuple[_Unit, int]]:
+        yield from ((u, u.task_id) for u in units if u.task_id is not None)
+        fresh = [u.subject for u in units if u.task_id is None]
+        if not fresh:
+            return
+        wanted = sorted({self.tasks.item_id(s) for s in fresh} - set(self._items))
+        self._items |= {item.id: item for item in self.store.get_items(wanted, status=None)}
+        missing = sorted({self.tasks.item_id(s) for s in fresh} - set(self._items))
+        if missing:
+            raise LabelStudioError(f"{self.tasks.key.removesuffix('_id')}s refer to items missing from the "
+                                   f"store: {missing[:3]}")
+        ids = [self.tasks.subject_id(s) for s in fresh]
+        self.tasks.record_intents(self.store, ids, self.project_id)
+        with calls(self.server):
+            task_ids = self.server.import_tasks(
+                self.project_id, [self.tasks.task(s, self._items[self.tasks.item_id(s)]) for s in fresh])
+        if len(task_ids) != len(ids):  # the server did not say which task is which; ask it
+            found = server_task_ids(self.server, self.project_id, set(ids), self.tasks.round, key=self.tasks.key)
+            task_ids = [found.get(sid) for sid in ids]
+        for subject, task_id in zip(fresh, task_ids):
+            yield _Unit(subject, None), task_id
+
+    def commit(self, store: Store, pairs: list[tuple[_Unit, int | None]],
+               report: runner.StageReport) -> list[runner.Outcome]:
+        found = {self.subject(u): task_id for u, task_id in pairs if task_id is not None}
+        self.tasks.record_task_ids(store, found)
+        self.tasks.to_review(store, sorted(found), self.project_id)
+        report.counters["recovered"] += sum(u.task_id is not None for u, _t in pairs)
+        report.counters["sent"] += sum(u.task_id is None and t is not None for u, t in pairs)
+        return [runner.Outcome(self.subject(u), "done", details={"task": task_id}) if task_id is not None
+                else runner.Outcome(self.subject(u), "retry", "the server did not confirm the task")
+                for u, task_id in pairs]
+
+
+def run_push(store: Store, server: Server, tasks: Tasks, project_id: int, subjects: Sequence[Any], batch_size: int,
+             progress: Callable[[int], None] = lambda n: None) -> runner.StageReport:
+    """Send every subject not yet on the server, `batch_size` tasks to an import."""
+    return runner.run(PushStage(server, tasks, project_id, subjects), store, window=batch_size, progress=progress)
+
+
+@dataclass(frozen=True)
+class QuestionTasks:
+    """Questions as review tasks, in a round of review."""
+
+    registry: Registry
+    review: ReviewSettings
+    base: str
+    round_: Round = FIRST
+    name: str = "review:push"
+    key: str = "question_id"
+
+    @property
+    def round(self) -> str:
+        return self.round_.key
+
+    def subject_id(self, question: Question) -> str:
+        return question.id
+
+    def item_id(self, question: Question) -> str:
+        return question.item_id
+
+    def task(self, question: Question, item: Image | Video) -> dict:
+        return to_task(question, item, self.registry, self.review, self.base, round=self.round,
+                       note=self.round_.notes.get(question.id, ""))
+
+    def recorded(self, store: Store, ids: Sequence[str]) -> dict[str, tuple[int, int | None]]:
+        return store.get_review_tasks(list(ids), self.round)
+
+    def record_intents(self, store: Store, ids: Sequence[str], project_id: int) -> None:
+        store.record_review_intents(ids, project_id, self.round)
+
+    def record_task_ids(self, store: Store, task_ids: Mapping[str, int]) -> None:
+        store.set_review_task_ids(task_ids, self.round)
+
+    def to_review(self, store: Store, ids: Sequence[str], project_id: int) -> None:
+        if self.round_.first:  # a second look leaves a published question published
+            store.move_questions(ids, "in_review", stage=STAGE, reason=f"sent to Label Studio project {project_id}")
+
+
 def push(store: Store, server: Server, settings: Settings, registry: Registry, questions: Sequence[Question],
          progress: Callable[[int], None] = lambda n: None, round: Round = FIRST) -> PushReport:
     """Push `questions` (from `questions_to_push`, or a second look's plan) in batches; `progress(n)`
     after each. Only a first review moves questions to `in_review`; a published question stays published."""
     review = settings.section("review", ReviewSettings)
-    base = image_base(settings, review)
     project_id, created = ensure_project(server, settings, review, round.first)
-    report = PushReport(project_id, created)
-    by_id = {q.id: q for q in questions}
-    recorded = store.get_review_tasks(list(by_id), round.key)
-
-    done = {qid for qid, (_, task_id) in recorded.items() if task_id is not None}
-    unconfirmed: dict[int, set[str]] = {}
-    for qid, (project, task_id) in recorded.items():
-        if task_id is None:
-            unconfirmed.setdefault(project, set()).add(qid)
-    for project, qids in unconfirmed.items():
-        found = server_task_ids(server, project, qids, round.key)
-        store.set_review_task_ids(found, round.key)
-        done |= set(found)
-    _move_to_review(store, sorted(done), project_id, round)
-    report.recovered = len(done)
-    progress(len(done))
-
-    items = {item.id: item for item in store.get_items(sorted({q.item_id for q in questions}), status=None)}
-    fresh = [q for qid, q in by_id.items() if qid not in done]
-    for start in range(0, len(fresh), review.batch_size):
-        batch = fresh[start:start + review.batch_size]
-        report.sent += _push_batch(store, server, project_id, batch, items, registry, review, base, round)
-        progress(len(batch))
-    return report
-
-
-def _push_batch(store: Store, server: Server, project_id: int, batch: Sequence[Question], items: dict,
-                registry: Registry, review: ReviewSettings, base: str, round: Round) -> int:
-    missing = sorted({q.item_id for q in batch} - set(items))
-    if missing:
-        raise LabelStudioError(f"questions refer to items missing from the store: {missing[:3]}")
-    tasks = [to_task(q, items[q.item_id], registry, review, base, round=round.key, note=round.notes.get(q.id, ""))
-             for q in batch]
-    qids = [task["data"]["question_id"] for task in tasks]
-    store.record_review_intents(qids, project_id, round.key)
-    with calls(server):
-        task_ids = server.import_tasks(project_id, tasks)
-    if len(task_ids) == len(qids):
-        store.set_review_task_ids(dict(zip(qids, task_ids)), round.key)
-    else:  # the server did not say which task is which; ask it
-        store.set_review_task_ids(server_task_ids(server, project_id, set(qids), round.key), round.key)
-    _move_to_review(store, qids, project_id, round)
-    return len(qids)
-
-
-def _move_to_review(store: Store, qids: Sequence[str], project_id: int, round: Round) -> None:
-    if round.first:
-        store.move_questions(qids, "in_review", stage=STAGE, reason=f"sent to Label Studio project {project_id}")
+    tasks = QuestionTasks(registry, review, image_base(settings, review), round)
+    done = run_push(store, server, tasks, project_id, questions, review.batch_size, progress)
+    return PushReport(project_id, created, sent=done.counters["sent"], recovered=done.counters["recovered"])

@@ -51,6 +51,9 @@ def test_push_sends_each_passed_candidate_once_and_a_repush_adds_nothing(label_s
         assert store.get_questions(ids=[dropped[0].id])[0].status == "candidate"
         project = server.client.projects.get(id=report.project_id)
         assert project.maximum_annotations == 3
+        done = store.ledger_rows("review:push")  # the push is a runner stage: done-ness is in the ledger
+        assert sorted(r["subject"] for r in done) == sorted(q.id for q in questions)
+        assert {r["details"]["task"] for r in done} == {t.id for t in tasks}
 
         again = run_push(settings, store)
         assert (again.project_id, again.project_created, again.sent) == (report.project_id, False, 0)
