@@ -82,9 +82,8 @@ def to_task(question: Question, item: Image | Video, registry: Registry, setting
     with the current one (the generator's, or the reviewed one) preselected. The current answer goes in
     as a prediction, and only when `show_predictions` is set. A second look (`round`, the release
     version in doubt) carries its `note`."""
-    generated = registry.get(question.dimension_id if question.review_dimension_id is None
-                             else question.review_dimension_id)
-    answer = question.answer if question.review_answer is None else question.review_answer
+    generated = registry.get(question.final_dimension_id)
+    answer = question.final_answer
     task = {"data": {
         "question_id": question.id,
         "item_id": question.item_id,

@@ -184,8 +184,8 @@ def decide_second_looks(store: Store, review: ReviewSettings, registry: Registry
         published_hash = hashes.setdefault(round_, store.release_hashes(round_)).get(qid, "")
         flags = doubts[qid].details.get("flags", []) if qid in doubts else []
         details = {"round": round_, "content_hash": published_hash, "flags": flags, "task_id": task}
-        answer = _published_answer(question)
-        dimension = _published_dimension(question)
+        answer = question.final_answer
+        dimension = question.final_dimension_id
         if decision.outcome == "rejected":
             outcome, reason = "withdrawn", "withdrawn at a second look: " + (", ".join(decision.reasons) or
                                                                              "no reason given")
@@ -206,14 +206,6 @@ def decide_second_looks(store: Store, review: ReviewSettings, registry: Registry
                              verdicts_to_add=[verdict])
         counts[outcome] += 1
     return counts
-
-
-def _published_answer(question: Question) -> int:
-    return question.answer if question.review_answer is None else question.review_answer
-
-
-def _published_dimension(question: Question) -> int:
-    return question.dimension_id if question.review_dimension_id is None else question.review_dimension_id
 
 
 def _change_text(question: Question, answer: int, dimension: int, new_answer: int, new_dimension: int,

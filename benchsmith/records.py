@@ -220,6 +220,16 @@ class Question(Record):
     def answer_letter(self) -> str:
         return LETTERS[self.answer]
 
+    @property
+    def final_answer(self) -> int:
+        """The reviewers' answer when they gave one, else the generated one."""
+        return self.answer if self.review_answer is None else self.review_answer
+
+    @property
+    def final_dimension_id(self) -> int:
+        """The reviewers' dimension when they changed it, else the generated one."""
+        return self.dimension_id if self.review_dimension_id is None else self.review_dimension_id
+
 
 def question_id(item_id: str, dimension_id: int, text: str, options: list[str]) -> str:
     """Stable across runs and versions; the option order does not change it, so shuffling is safe."""

@@ -110,7 +110,7 @@ def from_store(store, media_dir: Path, statuses: Iterable[str] = ("candidate", "
             if file not in digests:
                 with file.open("rb") as handle:
                     digests[file] = hashlib.file_digest(handle, "sha256").hexdigest()[:16]
-        answer = question.answer if question.review_answer is None else question.review_answer
+        answer = question.final_answer
         options = tuple(question.options)
         out.append(EvalQuestion(
             question_id=question.id, text=question.text, options=options, answer=answer,

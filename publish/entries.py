@@ -64,9 +64,8 @@ def agreement(final_answer: int, reviewer_answers: Sequence[int | None]) -> floa
 def entry_for(question: Question, item: Image | Video, reviewer_answers: Sequence[int | None],
               dimensions: Registry) -> Entry:
     """The published form of an accepted question; the human answer and dimension win when set."""
-    answer = question.answer if question.review_answer is None else question.review_answer
-    dimension = dimensions.get(question.dimension_id if question.review_dimension_id is None
-                               else question.review_dimension_id)
+    answer = question.final_answer
+    dimension = dimensions.get(question.final_dimension_id)
     media = (item.path,) if item.kind == "image" else tuple(item.frames)
     return Entry(
         question_id=question.id, question=question.text, choices=tuple(question.options), answer=LETTERS[answer],

@@ -33,8 +33,7 @@ def question_frame(store) -> pd.DataFrame:
     names = {d.id: d.name for d in registry()}
     rows = []
     for q in store.get_questions():
-        dimension = q.dimension_id if q.review_dimension_id is None else q.review_dimension_id
-        answer = q.answer if q.review_answer is None else q.review_answer
+        dimension, answer = q.final_dimension_id, q.final_answer
         rows.append((q.id, q.item_id, dimension, names.get(dimension, f"dimension {dimension}"), q.status,
                      LETTERS[answer], q.provenance.backend, q.provenance.model or ""))
     return pd.DataFrame(rows, columns=COLUMNS)
