@@ -14,6 +14,7 @@ from pathlib import Path
 
 import datasets
 
+from publish.dataset import write_shards
 from publish.entries import public_name
 from publish.settings import PublishSettings
 from benchsmith.records import LEVELS, Conversation, Image, Turn, Video, stable_hash
@@ -88,16 +89,8 @@ def _columns(entries: Sequence[ConversationEntry], images: list[list[bytes]]) ->
 def write(entries: Sequence[ConversationEntry], folder: Path, encoded: Callable[[str], bytes],
           settings: PublishSettings) -> list[str]:
     """Write the shards; return their paths relative to `folder`."""
-    n_shards = -(-len(entries) // settings.shard_rows)
-    paths = []
-    for shard in range(n_shards):
-        chunk = entries[shard * settings.shard_rows:(shard + 1) * settings.shard_rows]
-        images = [[encoded(relative) for relative in entry.media] for entry in chunk]
-        relative_path = f"{CONFIG}/{settings.split}-{shard:05d}-of-{n_shards:05d}.parquet"
-        (folder / relative_path).parent.mkdir(parents=True, exist_ok=True)
-        datasets.Dataset.from_dict(_columns(chunk, images), features=FEATURES).to_parquet(str(folder / relative_path))
-        paths.append(relative_path)
-    return paths
+    return write_shards(entries, folder, lambda shard, n: f"{CONFIG}/{settings.split}-{shard:05d}-of-{n:05d}.parquet",
+                        _columns, FEATURES, settings.shard_rows, encoded)
 
 
 def card_section(entries: Sequence[ConversationEntry], repo: str, split: str) -> str:

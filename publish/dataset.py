@@ -11,6 +11,7 @@ import base64
 import csv
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import datasets
 
@@ -114,23 +115,38 @@ def write_data(by_config: dict[str, list[Entry]], folder: Path, encoded: Callabl
     tsv = TsvWriter(tsv_path)
     bars_were_on = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()  # our own bar counts questions; one per shard would be noise
+
+    def written(chunk: Sequence[Entry], images: list[list[bytes]]) -> None:
+        for entry, frames in zip(chunk, images):
+            tsv.add(entry, frames)
+        progress(len(chunk))
     try:
         for config, entries in by_config.items():
-            n_shards = -(-len(entries) // settings.shard_rows)
-            shards[config] = []
-            for shard in range(n_shards):
-                chunk = entries[shard * settings.shard_rows:(shard + 1) * settings.shard_rows]
-                images = [[encoded(relative) for relative in entry.media] for entry in chunk]
-                for entry, frames in zip(chunk, images):
-                    tsv.add(entry, frames)
-                relative_path = shard_path(config, settings.split, shard, n_shards)
-                (folder / relative_path).parent.mkdir(parents=True, exist_ok=True)
-                datasets.Dataset.from_dict(_columns(chunk, images), features=FEATURES).to_parquet(
-                    str(folder / relative_path))
-                shards[config].append(relative_path)
-                progress(len(chunk))
+            shards[config] = write_shards(
+                entries, folder, lambda shard, n, config=config: shard_path(config, settings.split, shard, n),
+                _columns, FEATURES, settings.shard_rows, encoded, written)
     finally:
         tsv.close()
         if bars_were_on:
             datasets.enable_progress_bars()
     return shards
+
+
+def write_shards(entries: Sequence[Any], folder: Path, path_of: Callable[[int, int], str],
+                 columns: Callable[[Sequence[Any], list[list[bytes]]], dict[str, list]], features: datasets.Features,
+                 shard_rows: int, encoded: Callable[[str], bytes],
+                 written: Callable[[Sequence[Any], list[list[bytes]]], None] = lambda chunk, images: None) -> list[str]:
+    """Write `entries` as parquet shards of `shard_rows` rows, each entry's media read through `encoded`;
+    `written(chunk, images)` after each shard. Returns the shards' paths (`path_of(shard, n_shards)`),
+    relative to `folder`. One shard's images are in memory at a time."""
+    n_shards = -(-len(entries) // shard_rows)
+    paths = []
+    for shard in range(n_shards):
+        chunk = entries[shard * shard_rows:(shard + 1) * shard_rows]
+        images = [[encoded(relative) for relative in entry.media] for entry in chunk]
+        relative_path = path_of(shard, n_shards)
+        (folder / relative_path).parent.mkdir(parents=True, exist_ok=True)
+        datasets.Dataset.from_dict(columns(chunk, images), features=features).to_parquet(str(folder / relative_path))
+        written(chunk, images)
+        paths.append(relative_path)
+    return paths

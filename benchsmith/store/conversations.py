@@ -65,9 +65,14 @@ class ConversationsMixin:
                 for cid in to_move:
                     if to_status not in TRANSITIONS[current[cid]]:
                         raise TransitionError(f"conversation {cid} cannot move from {current[cid]} to {to_status}")
-                for cid in to_move:
+                updated = [cid for cid in to_move if (updates or {}).get(cid)]
+                plain = [cid for cid in to_move if not (updates or {}).get(cid)]
+                if plain:  # one statement for the common move without per-conversation fields
+                    conn.execute(sa.update(conversations).where(conversations.c.id.in_(plain)).values(
+                        status=to_status, updated_at=now))
+                for cid in updated:
                     conn.execute(sa.update(conversations).where(conversations.c.id == cid).values(
-                        status=to_status, updated_at=now, **_updatable((updates or {}).get(cid, {}))))
+                        status=to_status, updated_at=now, **_updatable(updates[cid])))
                 if to_move:
                     conn.execute(sa.insert(conversation_events), [
                         {"conversation_id": cid, "from_status": current[cid], "to_status": to_status,
