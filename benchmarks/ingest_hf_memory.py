@@ -1,9 +1,13 @@
 """Ingesting a Hugging Face dataset holds no more memory as the dataset grows.
 
 A dataset saved with `save_to_disk` holds N noise images of 128x128 px (about 49 KB each as PNG, so
-20,000 of them are about 1 GB). `benchsmith ingest <dataset>` runs on each size in its own process, and
-its peak RSS is read from the child's resource usage. Flat means the largest size's peak stays within
-1.25x the smallest's. Results: benchmarks/results/ingest_hf_memory.json.
+20,000 of them are about 1 GB). `benchsmith ingest <dataset>` runs on each size in its own process.
+Two peaks are recorded: the process tree's anonymous memory (RssAnon of the command and its workers,
+sampled from /proc every 50 ms: what the process itself holds), and the whole RSS from the kernel's
+resource usage, which also counts the dataset's memory-mapped Arrow pages the reads touched: file
+pages the kernel shares with its cache and drops under memory pressure, so they grow with the dataset
+without being held. Flat means the largest size's anonymous peak stays within 1.25x the smallest's.
+Results: benchmarks/results/ingest_hf_memory.json.
 
     .venv/bin/python benchmarks/ingest_hf_memory.py                  # 5,000, 10,000 and 20,000 images
     .venv/bin/python benchmarks/ingest_hf_memory.py --sizes 500 2000  # quicker
@@ -45,25 +49,52 @@ def make_dataset(folder: Path, n: int) -> Path:
     return folder
 
 
-def ingest_peak_mb(dataset: Path, workdir: Path) -> tuple[float, float]:
+def _tree(pid: int) -> list[int]:
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [pid] + [p for child in children for p in _tree(int(child))]
+
+
+def _anon_mb(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            line = next(l for l in Path(f"/proc/{pid}/status").read_text().splitlines() if l.startswith("RssAnon:"))
+        except (OSError, StopIteration):
+            continue
+        total += int(line.split()[1])
+    return total / 1024
+
+
+def ingest_peaks_mb(dataset: Path, workdir: Path) -> tuple[float, float, float]:
+    """(peak anonymous MB of the command's process tree, peak RSS MB, seconds)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH")}
     env |= {"BENCHSMITH__INGEST__RICHNESS__ENABLED": "false"}
     started = time.perf_counter()
-    done = subprocess.run([BENCHSMITH, "ingest", str(dataset)], cwd=workdir, env=env, capture_output=True, text=True)
+    child = subprocess.Popen([BENCHSMITH, "ingest", str(dataset)], cwd=workdir, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    anon = 0.0
+    while child.poll() is None:
+        anon = max(anon, _anon_mb(_tree(child.pid)))
+        time.sleep(0.05)
+    printed = child.stdout.read()
     seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(done.stdout + done.stderr)
+    if child.returncode != 0:
+        raise RuntimeError(printed)
     # ru_maxrss of the children waited for so far: each size runs after the previous, so it only grows;
     # run one size per process of this script (see main) to read each size's own peak
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, seconds
+    return anon, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, seconds
 
 
 def one(n: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         dataset = make_dataset(Path(tmp) / "dataset", n)
         size_mb = sum(f.stat().st_size for f in dataset.rglob("*") if f.is_file()) / 2**20
-        peak, seconds = ingest_peak_mb(dataset, Path(tmp))
-    return {"images": n, "dataset_mb": round(size_mb, 1), "peak_rss_mb": round(peak, 1), "seconds": round(seconds, 1)}
+        anon, peak, seconds = ingest_peaks_mb(dataset, Path(tmp))
+    return {"images": n, "dataset_mb": round(size_mb, 1), "peak_anon_mb": round(anon, 1),
+            "peak_rss_mb": round(peak, 1), "seconds": round(seconds, 1)}
 
 
 def main() -> None:
@@ -76,9 +107,11 @@ def main() -> None:
         return
     runs = [json.loads(subprocess.run([sys.executable, __file__, "--one", str(n)], capture_output=True, text=True,
                                       check=True).stdout) for n in args.sizes]
-    result = {"runs": runs, "peak_ratio_largest_to_smallest": round(runs[-1]["peak_rss_mb"] / runs[0]["peak_rss_mb"], 2),
+    result = {"runs": runs,
+              "anon_ratio_largest_to_smallest": round(runs[-1]["peak_anon_mb"] / runs[0]["peak_anon_mb"], 2),
+              "rss_ratio_largest_to_smallest": round(runs[-1]["peak_rss_mb"] / runs[0]["peak_rss_mb"], 2),
               "target_ratio": 1.25}
-    result["flat"] = result["peak_ratio_largest_to_smallest"] <= result["target_ratio"]
+    result["flat"] = result["anon_ratio_largest_to_smallest"] <= result["target_ratio"]
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "ingest_hf_memory.json").write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2))
