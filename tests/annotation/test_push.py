@@ -20,6 +20,7 @@ from annotation.settings import ReviewSettings
 from benchsmith.dimensions import registry
 from benchsmith.paths import REPO_ROOT
 from benchsmith.records import Verdict
+from benchsmith.settings import load_settings
 from benchsmith.store import Store
 from benchsmith.store.schema import review_tasks
 from tests.annotation.conftest import seed_questions
@@ -58,6 +59,21 @@ def test_push_sends_each_passed_candidate_once_and_a_repush_adds_nothing(label_s
         again = run_push(settings, store)
         assert (again.project_id, again.project_created, again.sent) == (report.project_id, False, 0)
         assert len(server_tasks(server, report.project_id)) == 10
+
+
+def test_new_instructions_update_the_project_and_send_nothing_again(label_studio):
+    settings = label_studio.settings()
+    with Store(settings.db_url) as store:
+        seed_questions(store, settings, [3, 4])
+        first = run_push(settings, store)
+        edited = load_settings(env=dict(label_studio.env, BENCHSMITH_WORKSPACE=str(settings.workspace),
+                                        BENCHSMITH__REVIEW__PROJECT=settings.raw["review"]["project"],
+                                        BENCHSMITH__REVIEW__INSTRUCTIONS="Look at the picture twice."))
+        again = run_push(edited, store)
+        assert (first.sent, again.project_id, again.sent, again.recovered) == (2, first.project_id, 0, 0)
+    project = connect(edited).client.projects.get(id=first.project_id)
+    assert project.expert_instruction == "Look at the picture twice."
+    assert len(server_tasks(connect(edited), first.project_id)) == 2
 
 
 def test_images_are_served_to_annotators_through_the_local_storage(label_studio):
