@@ -13,6 +13,24 @@ import pytest
 from benchsmith import plugins
 
 
+def run_beside(tmp_path, package: str, module: str, entry_points: str, settings_yaml: str, script: str) -> list[str]:
+    """Install `module` as the package `package` (a module of that name and its dist-info with
+    `entry_points`) in tmp_path, then run `script` there with the settings file s.yaml; return what it
+    printed, split on whitespace."""
+    name = package.replace("-", "_")
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(module))
+    dist = tmp_path / f"{name}-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(entry_points)
+    (tmp_path / "s.yaml").write_text(settings_yaml)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
 def test_each_kind_lists_our_own_parts():
     assert {"extract", "generate", "filter", "review", "publish", "evaluate"} <= set(plugins.names("sections"))
     assert {"supplied", "rapidocr", "sam"} <= set(plugins.names("extractors"))
@@ -38,7 +56,7 @@ def test_several_names_may_share_one_part():
 def test_a_solver_from_another_package_takes_part_in_the_blind_filter(tmp_path):
     """A package `always_first` installed beside benchsmith registers the solver kind `first` under the
     entry-point group benchsmith.solvers; the settings accept it and the blind filter builds it."""
-    (tmp_path / "always_first.py").write_text(textwrap.dedent('''
+    module = '''
         from typing import Literal
         from filters.solvers import Prediction, SolverConfig
 
@@ -57,13 +75,8 @@ def test_a_solver_from_another_package_takes_part_in_the_blind_filter(tmp_path):
 
             def release(self):
                 pass
-    '''))
-    dist = tmp_path / "always_first-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: always-first\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[benchsmith.solvers]\nfirst = always_first:FirstConfig\n")
-    (tmp_path / "s.yaml").write_text("filter:\n  blind:\n    solvers: [{kind: first, name: plugged}]\n")
-    script = textwrap.dedent('''
+    '''
+    script = '''
         from benchsmith.settings import load_settings
         from filters.blind import blind_settings, solvers_from
         from filters.solvers import Query
@@ -71,18 +84,17 @@ def test_a_solver_from_another_package_takes_part_in_the_blind_filter(tmp_path):
         settings = load_settings("s.yaml", env={"BENCHSMITH_WORKSPACE": "bench"})
         (solver,) = solvers_from(blind_settings(settings), settings=settings)
         print(solver.name, solver.answer([Query("q?", ("a", "b", "c", "d"))])[0].choice)
-    ''')
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["plugged", "0"]
+    '''
+    printed = run_beside(tmp_path, "always-first", module, "[benchsmith.solvers]\nfirst = always_first:FirstConfig\n",
+                         "filter:\n  blind:\n    solvers: [{kind: first, name: plugged}]\n", script)
+    assert printed == ["plugged", "0"]
 
 
 def test_a_generator_from_another_package_writes_gated_questions_through_the_runner(tmp_path):
     """A package `size_questions` registers the generator `size`: a QuestionStage subclass that names only
     what it supports, what shapes a dimension's questions and how a window of jobs is done. Its questions
     are gated, stored and recorded in the ledger like ours, and a second run does nothing."""
-    (tmp_path / "size_questions.py").write_text(textwrap.dedent('''
+    module = '''
         from pydantic import BaseModel
         from benchsmith.records import Provenance, Question
         from generators.stage import Outcome, QuestionStage
@@ -110,13 +122,8 @@ def test_a_generator_from_another_package_writes_gated_questions_through_the_run
                                                  text=SizeSettings().wording, options=options, answer=0,
                                                  provenance=Provenance(backend="size"),
                                                  meta={"generator": "size"})])
-    '''))
-    dist = tmp_path / "size_questions-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: size-questions\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[benchsmith.generators]\nsize = size_questions:SizeStage\n")
-    (tmp_path / "s.yaml").write_text("generate:\n  generators: [size]\n")
-    script = textwrap.dedent('''
+    '''
+    script = '''
         from benchsmith.records import Image
         from benchsmith.settings import load_settings
         from benchsmith.store import Store
@@ -130,8 +137,7 @@ def test_a_generator_from_another_package_writes_gated_questions_through_the_run
             done = store.ledger_rows("generate:size")
         print(first["jobs"], first["new_questions"], again["jobs"], len(stored), len(done),
               sorted({q.options[q.answer] for q in stored}) == ["100", "101", "102"])
-    ''')
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["3", "3", "0", "3", "3", "True"]
+    '''
+    printed = run_beside(tmp_path, "size-questions", module, "[benchsmith.generators]\nsize = size_questions:SizeStage\n",
+                         "generate:\n  generators: [size]\n", script)
+    assert printed == ["3", "3", "0", "3", "3", "True"]
