@@ -305,9 +305,12 @@ class LlmClient:
             if on_result:
                 on_result(request, hit)
         if todo:
+            api_key = self._key_for_http()  # only now: a fully cached rerun needs no key
+            # claim the calls (store writes, in a thread) while openai is imported here (~0.5 s)
+            claiming = asyncio.ensure_future(asyncio.to_thread(self._claim, [requests[i] for i in todo], stored))
+            await asyncio.sleep(0)
             import openai
 
-            api_key = self._key_for_http()  # only now: a fully cached rerun needs no key
             semaphore = asyncio.Semaphore(self.options.concurrency)
             limiter = RateLimiter(self.options.requests_per_minute, self.options.tokens_per_minute)
             async with openai.AsyncOpenAI(base_url=self.base_url, api_key=api_key, max_retries=0,
@@ -323,7 +326,7 @@ class LlmClient:
                     if on_result:
                         on_result(requests[index], result)
 
-                mine = await asyncio.to_thread(self._claim, [requests[i] for i in todo], stored)
+                mine = await claiming
                 await asyncio.gather(*(one(index) for index in todo if requests[index].key in mine),
                                      self._await_others([i for i in todo if requests[i].key not in mine],
                                                         requests, results, one, on_result))
