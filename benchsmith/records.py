@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from functools import lru_cache
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -223,6 +224,12 @@ class Question(Record):
 
 def question_id(item_id: str, dimension_id: int, text: str, options: list[str]) -> str:
     """Stable across runs and versions; the option order does not change it, so shuffling is safe."""
+    return _question_id(item_id, dimension_id, text, tuple(options))
+
+
+@lru_cache(maxsize=1 << 16)
+def _question_id(item_id: str, dimension_id: int, text: str, options: tuple[str, ...]) -> str:
+    # a question's id is asked for at every step of a commit (gate, letters, store): hashed once
     return stable_hash(item_id, dimension_id, normalise_text(text), sorted(normalise_text(o) for o in options))
 
 
