@@ -79,8 +79,10 @@ def levenshtein(a: str, b: str) -> int:
 _SPACE = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=1 << 15)
 def normalise_text(text: str) -> str:
     """Case-, width- and whitespace-insensitive form used for ids and duplicate checks."""
+    # cached: the gate, ids and the store normalise the same options many times over
     text = unicodedata.normalize("NFKC", text).casefold().strip()
     return _SPACE.sub(" ", text).rstrip(" ?.!")
 
@@ -227,9 +229,9 @@ def question_id(item_id: str, dimension_id: int, text: str, options: list[str]) 
     return _question_id(item_id, dimension_id, text, tuple(options))
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 14)
 def _question_id(item_id: str, dimension_id: int, text: str, options: tuple[str, ...]) -> str:
-    # a question's id is asked for at every step of a commit (gate, letters, store): hashed once
+    # a question's id is asked for at every step of a commit (gate, letters, store): hashed once a commit
     return stable_hash(item_id, dimension_id, normalise_text(text), sorted(normalise_text(o) for o in options))
 
 

@@ -372,7 +372,7 @@ def edit_similarity(a: str, b: str) -> float:
     return _edit_similarity(a, b) if a <= b else _edit_similarity(b, a)
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 15)
 def _edit_similarity(a: str, b: str) -> float:
     # symmetric, so one entry per pair: a key's neighbours are scored again as options, and keys recur
     return 1 - levenshtein(a, b) / max(len(a), len(b), 1)
@@ -489,6 +489,8 @@ class Pools:
         self._matrices: dict[tuple, tuple[np.ndarray, list[str], list[frozenset[str]]]] = {}
         self._near: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}   # this window's keys only
         self._indexes: dict[str, tuple] = {}
+        for method in ("captions", "texts"):  # now, before MiniLM loads: building one briefly takes memory
+            self._index(method)
 
     @staticmethod
     def answer_groups(p: Parsed) -> list[tuple]:
@@ -695,10 +697,12 @@ def parsed_for(item: Image, dimension: Dimension, pools: Pools) -> tuple[list[Pa
 
 
 def provenance(settings: ReformSettings, seed: int, kind: TaskKind) -> Provenance:
+    # the settings that shape a question, read directly: dumping the model costs more than the question
     return Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed,
-                      params={"task": kind.key, "method": kind.method,
-                              **settings.model_dump(mode="json", include={"hard_negative_pool", "synonym_similarity",
-                                                                          "paraphrase_overlap", "embedding_model"})})
+                      params={"task": kind.key, "method": kind.method, "hard_negative_pool": settings.hard_negative_pool,
+                              "synonym_similarity": settings.synonym_similarity,
+                              "paraphrase_overlap": settings.paraphrase_overlap,
+                              "embedding_model": settings.embedding_model})
 
 
 def to_question(item: Image, dimension: Dimension, p: Parsed, distractors: list[dict], settings: ReformSettings,

@@ -57,7 +57,7 @@ def centroid(query: Query, ignore: frozenset[str]) -> list[float]:
             for i in range(n)]
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 15)
 def _char_agreement(a: str, b: str) -> float:
     # the quality gate scores every generated question: options drawn from one pool meet again and again
     return SequenceMatcher(None, a, b).ratio()
