@@ -17,7 +17,7 @@ those verdicts alone, so it can be rebuilt from the store at any time.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -191,7 +191,7 @@ def pending(store: Store, config: BlindSettings) -> list[Question]:
 
 
 def apply(store: Store, config: BlindSettings, solvers: Sequence[Solver], *, limit: int | None = None,
-          progress: Callable[[int], None] | None = None) -> FilterRun:
+          subjects: Collection[str] | None = None, progress: Callable[[int], None] | None = None) -> FilterRun:
     """Judge every candidate question not judged under this rule and these solvers, chunk by chunk.
 
     Each chunk's drops and verdicts are written together before the next chunk, so a crash loses only
@@ -199,7 +199,8 @@ def apply(store: Store, config: BlindSettings, solvers: Sequence[Solver], *, lim
     """
     if not solvers:
         return FilterRun(pending=len(pending(store, config)[:limit]))
-    report = runner.run(BlindStage(config, solvers), store, window=config.chunk_size, limit=limit, progress=progress)
+    report = runner.run(BlindStage(config, solvers), store, window=config.chunk_size, limit=limit,
+                        subjects=subjects, progress=progress)
     return FilterRun(pending=report.pending, judged=report.done, dropped=report.counters["dropped"],
                      kept=report.counters["kept"], unanswered=report.retry_later)
 

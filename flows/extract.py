@@ -8,7 +8,7 @@ from prefect import flow, tags
 
 from benchsmith.settings import Settings
 from flows.ingest import richness_stage
-from flows.tasks import new_run_id, run_stage
+from flows.tasks import new_run_id, run_sharded
 
 
 def extract_stage(settings: Settings, run_id: str) -> dict:
@@ -34,13 +34,13 @@ def extract_stage(settings: Settings, run_id: str) -> dict:
             results[f"extract {extractor.name}"] = {"key": extractor.key, "pending": 0, "cached": True}
             continue
 
-        def work(store, name=extractor.name) -> dict:
+        def work(store, subjects, name=extractor.name) -> dict:
             from extractors.run import extract
-            return extract(store, settings, only=[name])[name].as_dict()
+            return extract(store, settings, only=[name], subjects=subjects)[name].as_dict()
         with tags("gpu") if extractor.uses_gpu else nullcontext():
-            results[f"extract {extractor.name}"] = run_stage(
-                settings, run_id, f"extract:{extractor.name}", work, reads=(), sections=("extract",),
-                input_token=token)
+            results[f"extract {extractor.name}"] = run_sharded(
+                settings, run_id, f"extract:{extractor.name}", work, [stage.subject(u) for u in pending],
+                reads=(), sections=("extract",), input_token=token, gpu=extractor.uses_gpu)
     results["richness after extract"] = richness_stage(settings, run_id)
     return results
 

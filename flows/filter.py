@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import flow
 
 from benchsmith.settings import Settings
-from flows.tasks import new_run_id, run_stage
+from flows.tasks import new_run_id, run_sharded
 
 
 def filter_stage(settings: Settings, run_id: str) -> dict:
@@ -18,17 +18,17 @@ def filter_stage(settings: Settings, run_id: str) -> dict:
 
     config = blind.blind_settings(settings)
     with Store(settings.db_url) as store:
-        pending = len(blind.pending(store, config))
+        pending = [q.id for q in blind.pending(store, config)]
         token = runner.cache_token(blind.BlindStage(config, ()), store)
 
     if not pending:  # nothing to judge: no task, no solver model loaded
         return blind.FilterRun().as_dict() | {"cached": True}
 
-    def judge(store) -> dict:
+    def judge(store, subjects) -> dict:
         solvers = blind.solvers_from(config, settings=settings, store=store)
-        return blind.apply(store, config, solvers).as_dict()
-    return run_stage(settings, run_id, "blind", judge, reads=("questions",), sections=("filter",),
-                     input_token=token)
+        return blind.apply(store, config, solvers, subjects=subjects).as_dict()
+    return run_sharded(settings, run_id, "blind", judge, pending, reads=("questions",), sections=("filter",),
+                       input_token=token)
 
 
 @flow(name="benchsmith-filter")

@@ -15,7 +15,7 @@ from contextlib import nullcontext
 from prefect import flow, tags
 
 from benchsmith.settings import Settings
-from flows.tasks import new_run_id, run_stage
+from flows.tasks import new_run_id, run_sharded
 
 READS = ("items", "facts", "llm_calls")
 
@@ -36,11 +36,12 @@ def generate_stage(settings: Settings, run_id: str) -> dict:
             results[f"generate {stage.generator}"] = {"jobs": 0, "cached": True}
             continue
 
-        def work(store, stage=stage) -> dict:
-            return run_stages(store, [stage])
+        def work(store, subjects, stage=stage) -> dict:
+            return run_stages(store, [stage], subjects=subjects)
         with tags("openai") if stage.generator in ("llm", "conversation") else nullcontext():
-            results[f"generate {stage.generator}"] = run_stage(settings, run_id, stage.name, work, reads=READS,
-                                                               sections=("generate",), input_token=token)
+            results[f"generate {stage.generator}"] = run_sharded(
+                settings, run_id, stage.name, work, [stage.subject(u) for u in pending], reads=READS,
+                sections=("generate",), input_token=token)
     return results
 
 

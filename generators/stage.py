@@ -23,7 +23,7 @@ again adds no duplicates.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -399,7 +399,7 @@ def question_stages(name: str, settings: Settings, options: GenerateSettings) ->
 
 
 def run_stages(store, stages: Sequence[GenerateStage | ConversationStage], *, limit: int | None = None,
-               progress: Callable[[int], None] | None = None) -> dict:
+               subjects: Collection[str] | None = None, progress: Callable[[int], None] | None = None) -> dict:
     """Run each generator's stage; return the run's counters, tokens and cost, summed."""
     total: Counter = Counter()
     for stage in stages:
@@ -415,7 +415,8 @@ def run_stages(store, stages: Sequence[GenerateStage | ConversationStage], *, li
             window, commit_every = max(window, 2048), max(window, 1024)
         else:
             commit_every = None
-        report = runner.run(stage, store, window=window, commit_every=commit_every, limit=left, progress=progress)
+        report = runner.run(stage, store, window=window, commit_every=commit_every, limit=left, subjects=subjects,
+                            progress=progress)
         total["seconds"] += report.seconds
         total.update({"jobs": report.pending, "finished": report.done + report.failed,
                       "failed_drafts": report.failed, "retry_later": report.retry_later, **report.counters})
