@@ -105,14 +105,18 @@ def shard_count(settings: Settings) -> int:
     return 2 * options.dask.workers if options.task_runner == "dask" else 8
 
 
-@task(cache_policy=None)
-def _shard(name: str, settings: Settings, run_id: str, work: ShardWork, subjects: list[str],
-           shards: int) -> dict[str, Any]:
+def run_shard(name: str, settings: Settings, run_id: str, work: ShardWork, subjects: list[str],
+              shards: int) -> dict[str, Any]:
+    """One shard of a stage, in whichever worker process the engine chose."""
     from benchsmith import llm
 
     llm.share_rate_limits(shards)  # the shards of a stage split its LLM rate limit between them
     with Store(settings.db_url) as store:
         return timed(store, run_id, name, lambda: work(store, subjects))
+
+
+# Named apart from its function, so workers unpickle the function by reference to this module.
+_shard = task(cache_policy=None)(run_shard)
 
 
 def run_sharded(settings: Settings, run_id: str, name: str, work: ShardWork, subjects: Sequence[str], *,
