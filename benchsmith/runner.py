@@ -54,13 +54,6 @@ class StageReport:
     counters: Counter = field(default_factory=Counter)   # stage-specific counts: kept, dropped, tokens, ...
     seconds: float = 0.0
 
-    def merge(self, other: StageReport) -> StageReport:
-        """This report and a sibling shard's as one stage report; seconds are the longest shard's."""
-        return StageReport(self.stage, self.config_key, self.pending + other.pending, self.done + other.done,
-                           self.failed + other.failed, self.retry_later + other.retry_later,
-                           self.failures + other.failures, self.counters + other.counters,
-                           max(self.seconds, other.seconds))
-
     def as_dict(self) -> dict[str, Any]:
         return {"stage": self.stage, "config_key": self.config_key, "pending": self.pending, "done": self.done,
                 "failed": self.failed, "retry_later": self.retry_later, "failures": dict(self.failures),
