@@ -200,11 +200,22 @@ def _validator(schema_json: str):
     return cls(schema)
 
 
+# How many processes share each configured rate limit: a stage sharded over n workers gives each shard
+# 1/n of it (set by the shard task, once per process), so the sum across workers stays under the limit.
+_rate_share = 1
+
+
+def share_rate_limits(shards: int) -> None:
+    global _rate_share
+    _rate_share = max(1, shards)
+
+
 class RateLimiter:
-    """Requests and tokens per minute, as two token buckets that refill continuously."""
+    """Requests and tokens per minute, as two token buckets that refill continuously; in a shard of a
+    distributed stage, that shard's share of them."""
 
     def __init__(self, requests_per_minute: float, tokens_per_minute: float) -> None:
-        self._limits = {"requests": requests_per_minute, "tokens": tokens_per_minute}
+        self._limits = {"requests": requests_per_minute / _rate_share, "tokens": tokens_per_minute / _rate_share}
         self._level = {name: limit for name, limit in self._limits.items()}
         self._stamp = time.monotonic()
         self._lock = asyncio.Lock()

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -91,6 +91,15 @@ def pending(stage: Stage, store, *, retry_failed: bool = False) -> list[Any]:
     return [unit for unit in stage.units(store) if stage.subject(unit) not in finished]
 
 
+def shards(subjects: Iterable[str], n: int) -> list[list[str]]:
+    """`subjects` split into `n` shards by a stable hash of each, so a subject lands in the same shard on
+    every run and every machine; empty shards are left out."""
+    out: list[list[str]] = [[] for _ in range(max(1, n))]
+    for subject in subjects:
+        out[int(stable_hash(subject)[:8], 16) % len(out)].append(subject)
+    return [shard for shard in out if shard]
+
+
 def cache_token(stage: Stage, store, units: Sequence[Any] | None = None) -> str:
     """Equal tokens mean the stage would do exactly the same work: the key for Prefect's cache. With
     nothing pending the token only depends on the config key, so an unchanged rebuild runs nothing.
@@ -100,14 +109,19 @@ def cache_token(stage: Stage, store, units: Sequence[Any] | None = None) -> str:
 
 
 def run(stage: Stage, store, *, window: int = 64, commit_every: int | None = None, limit: int | None = None,
-        units: Sequence[Any] | None = None, progress: Callable[[int], None] | None = None) -> StageReport:
+        units: Sequence[Any] | None = None, subjects: Collection[str] | None = None,
+        progress: Callable[[int], None] | None = None) -> StageReport:
     """Do every pending unit of `stage`, `window` units handed to `process` at a time, results committed
     in groups of `commit_every` (default: the window) as they arrive. `units` are the pending units, when
-    the caller has listed them already (failed ones included, to retry them: see `pending`)."""
+    the caller has listed them already (failed ones included, to retry them: see `pending`); `subjects`
+    keeps only those units (one shard of the stage: see `shards`)."""
     started = time.perf_counter()
     key = stage.config_key()
     report = StageReport(stage.name, key)
     units = pending(stage, store) if units is None else list(units)
+    if subjects is not None:
+        wanted = set(subjects)
+        units = [unit for unit in units if stage.subject(unit) in wanted]
     if limit is not None:
         units = units[:limit]
     report.pending = len(units)

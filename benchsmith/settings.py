@@ -11,10 +11,10 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 DEFAULTS_FILE = Path(__file__).with_name("settings.yaml")
 USER_FILE = Path("benchsmith.yaml")
@@ -39,9 +39,23 @@ class Services(Strict):
     label_studio_url: str = "http://127.0.0.1:8080"
 
 
+class DaskOptions(Strict):
+    address: str = ""            # an existing scheduler (tcp://host:8786); empty: a LocalCluster of `workers`
+    workers: int = Field(2, ge=1)
+    threads_per_worker: int = Field(1, ge=1)
+
+
+class RayOptions(Strict):
+    address: str = ""            # an existing cluster (ray://host:10001 or "auto"); empty: a local Ray
+
+
 class PrefectSettings(Strict):
     retries: int = 2
     retry_delay_seconds: float = 5
+    task_runner: Literal["local", "dask", "ray"] = "local"
+    shards: int = Field(0, ge=0)  # shards per heavy stage on dask/ray; 0: two per worker (dask) or 8 (ray)
+    dask: DaskOptions = DaskOptions()
+    ray: RayOptions = RayOptions()
 
 
 class Richness(Strict):
@@ -223,6 +237,9 @@ def load_settings(path: str | Path | None = None, *, profile: str | None = None,
         )
     except ValidationError as exc:
         raise SettingsError(_explain(exc)) from None
+    if settings.prefect.task_runner != "local" and settings.db_url.startswith("sqlite"):
+        raise SettingsError(f"prefect.task_runner: {settings.prefect.task_runner} needs a PostgreSQL store "
+                            "(db_url: postgresql+psycopg://...); SQLite cannot take writes from many workers")
     validate_sections(settings)
     return settings
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
@@ -120,13 +120,16 @@ Progress = Callable[[str, int], Callable[[int], None]]  # (description, total) -
 
 
 def extract(store: Store, settings: Settings, *, only: Sequence[str] | None = None,
-            retry_failed: bool | None = None, limit: int | None = None,
+            retry_failed: bool | None = None, limit: int | None = None, subjects: Collection[str] | None = None,
             progress: Progress | None = None) -> dict[str, ExtractorReport]:
-    """Run the configured extractors on every image that lacks their facts; return a report per name."""
+    """Run the configured extractors on every image that lacks their facts (of `subjects`, the item ids of
+    one shard, when given); return a report per name."""
     section = settings.section("extract", ExtractSettings)
     retry = section.retry_failed if retry_failed is None else retry_failed
     stages = [ExtractStage(e, settings) for e in build_extractors(settings, only)]
-    waiting = {stage.extractor.name: runner.pending(stage, store, retry_failed=retry) for stage in stages}
+    wanted = None if subjects is None else set(subjects)
+    waiting = {stage.extractor.name: [u for u in runner.pending(stage, store, retry_failed=retry)
+                                      if wanted is None or stage.subject(u) in wanted] for stage in stages}
     for stage in stages:
         if waiting[stage.extractor.name]:
             stage.extractor.check()  # a missing model or device stops the run before any extractor has written

@@ -17,7 +17,7 @@ those verdicts alone, so it can be rebuilt from the store at any time.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -143,9 +143,10 @@ class BlindStage:
 
     name = STAGE
 
-    def __init__(self, config: BlindSettings, solvers: Sequence[Solver]) -> None:
+    def __init__(self, config: BlindSettings, solvers: Sequence[Solver], pool: Sequence[str] | None = None) -> None:
         self.config = config
         self.solvers = solvers
+        self.pool = pool  # the candidates' ids when a sharded run began (None: the candidates now)
 
     def config_key(self) -> str:
         solvers = [{k: v for k, v in s.model_dump(mode="json").items() if k not in _SPEED_ONLY}
@@ -153,9 +154,14 @@ class BlindStage:
         return runner.config_key(self.config.rule, self.config.max_right, self.config.rotations, solvers)
 
     def units(self, store: Store) -> list[Question]:
-        pool = store.get_questions(status="candidate")
+        if self.pool is None:
+            pool = store.get_questions(status="candidate")
+            fit_learners(self.solvers, pool)
+            return pool
+        # every shard of a run learns from the same pool, whatever its siblings have dropped meanwhile
+        pool = store.get_questions(ids=self.pool)
         fit_learners(self.solvers, pool)
-        return pool
+        return [q for q in pool if q.status == "candidate"]
 
     def subject(self, question: Question) -> str:
         return question.id
@@ -191,6 +197,7 @@ def pending(store: Store, config: BlindSettings) -> list[Question]:
 
 
 def apply(store: Store, config: BlindSettings, solvers: Sequence[Solver], *, limit: int | None = None,
+          subjects: Collection[str] | None = None, pool: Sequence[str] | None = None,
           progress: Callable[[int], None] | None = None) -> FilterRun:
     """Judge every candidate question not judged under this rule and these solvers, chunk by chunk.
 
@@ -199,7 +206,8 @@ def apply(store: Store, config: BlindSettings, solvers: Sequence[Solver], *, lim
     """
     if not solvers:
         return FilterRun(pending=len(pending(store, config)[:limit]))
-    report = runner.run(BlindStage(config, solvers), store, window=config.chunk_size, limit=limit, progress=progress)
+    report = runner.run(BlindStage(config, solvers, pool), store, window=config.chunk_size, limit=limit,
+                        subjects=subjects, progress=progress)
     return FilterRun(pending=report.pending, judged=report.done, dropped=report.counters["dropped"],
                      kept=report.counters["kept"], unanswered=report.retry_later)
 

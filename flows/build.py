@@ -22,7 +22,7 @@ from flows.generate import generate_stage
 from flows.ingest import ingest_stage
 from flows.publish import publish_stage
 from flows.review import review_stage
-from flows.tasks import new_run_id, run_stage, timed
+from flows.tasks import new_run_id, on_task_runner, run_stage, timed
 
 
 def report_stage(settings: Settings, run_id: str) -> dict:
@@ -88,5 +88,5 @@ def run_build(settings: Settings, sources: list[Path], *, scenes: int = 0, scene
     missing = [str(s) for s in sources if not Path(s).exists()]
     if missing:
         raise BenchsmithError(f"no such source: {', '.join(missing)}")
-    return build_flow(settings, [str(Path(s).resolve()) for s in sources], scenes=scenes, scenes_seed=scenes_seed,
-                      ingest_options=ingest_options)
+    return on_task_runner(build_flow, settings)(settings, [str(Path(s).resolve()) for s in sources], scenes=scenes,
+                                                 scenes_seed=scenes_seed, ingest_options=ingest_options)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
+from functools import partial
 
 from prefect import flow, tags
 
 from benchsmith.settings import Settings
 from flows.ingest import richness_stage
-from flows.tasks import new_run_id, run_stage
+from flows.tasks import new_run_id, run_sharded
 
 
 def extract_stage(settings: Settings, run_id: str) -> dict:
@@ -34,15 +35,19 @@ def extract_stage(settings: Settings, run_id: str) -> dict:
             results[f"extract {extractor.name}"] = {"key": extractor.key, "pending": 0, "cached": True}
             continue
 
-        def work(store, name=extractor.name) -> dict:
-            from extractors.run import extract
-            return extract(store, settings, only=[name])[name].as_dict()
+        work = partial(extract_shard, settings=settings, name=extractor.name)
         with tags("gpu") if extractor.uses_gpu else nullcontext():
-            results[f"extract {extractor.name}"] = run_stage(
-                settings, run_id, f"extract:{extractor.name}", work, reads=(), sections=("extract",),
-                input_token=token)
+            results[f"extract {extractor.name}"] = run_sharded(
+                settings, run_id, f"extract:{extractor.name}", work, [stage.subject(u) for u in pending],
+                reads=(), sections=("extract",), input_token=token, gpu=extractor.uses_gpu)
     results["richness after extract"] = richness_stage(settings, run_id)
     return results
+
+
+def extract_shard(store, subjects: list[str] | None, *, settings: Settings, name: str) -> dict:
+    """Extractor `name` over `subjects` (None: all it has pending); module-level so workers can unpickle it."""
+    from extractors.run import extract
+    return extract(store, settings, only=[name], subjects=subjects)[name].as_dict()
 
 
 @flow(name="benchsmith-extract")

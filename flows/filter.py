@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from prefect import flow
 
 from benchsmith.settings import Settings
-from flows.tasks import new_run_id, run_stage
+from flows.tasks import new_run_id, run_sharded
 
 
 def filter_stage(settings: Settings, run_id: str) -> dict:
@@ -18,17 +20,25 @@ def filter_stage(settings: Settings, run_id: str) -> dict:
 
     config = blind.blind_settings(settings)
     with Store(settings.db_url) as store:
-        pending = len(blind.pending(store, config))
+        pending = [q.id for q in blind.pending(store, config)]
+        pool = [q.id for q in store.get_questions(status="candidate")]  # what every shard learns from
         token = runner.cache_token(blind.BlindStage(config, ()), store)
 
     if not pending:  # nothing to judge: no task, no solver model loaded
         return blind.FilterRun().as_dict() | {"cached": True}
 
-    def judge(store) -> dict:
-        solvers = blind.solvers_from(config, settings=settings, store=store)
-        return blind.apply(store, config, solvers).as_dict()
-    return run_stage(settings, run_id, "blind", judge, reads=("questions",), sections=("filter",),
-                     input_token=token)
+    judge = partial(blind_shard, settings=settings, pool=pool)
+    return run_sharded(settings, run_id, "blind", judge, pending, reads=("questions",), sections=("filter",),
+                       input_token=token)
+
+
+def blind_shard(store, subjects: list[str] | None, *, settings: Settings, pool: list[str]) -> dict:
+    """The blind filter over `subjects` (None: every pending candidate); a shard's learners fit on `pool`."""
+    from filters import blind
+
+    config = blind.blind_settings(settings)
+    solvers = blind.solvers_from(config, settings=settings, store=store)
+    return blind.apply(store, config, solvers, subjects=subjects, pool=None if subjects is None else pool).as_dict()
 
 
 @flow(name="benchsmith-filter")

@@ -11,11 +11,12 @@ pays for nothing twice.
 from __future__ import annotations
 
 from contextlib import nullcontext
+from functools import partial
 
 from prefect import flow, tags
 
 from benchsmith.settings import Settings
-from flows.tasks import new_run_id, run_stage
+from flows.tasks import new_run_id, run_sharded
 
 READS = ("items", "facts", "llm_calls")
 
@@ -36,12 +37,22 @@ def generate_stage(settings: Settings, run_id: str) -> dict:
             results[f"generate {stage.generator}"] = {"jobs": 0, "cached": True}
             continue
 
-        def work(store, stage=stage) -> dict:
-            return run_stages(store, [stage])
+        if settings.prefect.task_runner == "local":  # this process: the stage already built does the work
+            def work(store, subjects, stage=stage) -> dict:
+                return run_stages(store, [stage], subjects=subjects)
+        else:  # a worker builds its own from the settings (a built stage holds models and clients)
+            work = partial(generate_shard, settings=settings, name=stage.name)
         with tags("openai") if stage.uses_llm else nullcontext():
-            results[f"generate {stage.generator}"] = run_stage(settings, run_id, stage.name, work, reads=READS,
-                                                               sections=("generate",), input_token=token)
+            results[f"generate {stage.generator}"] = run_sharded(
+                settings, run_id, stage.name, work, [stage.subject(u) for u in pending], reads=READS,
+                sections=("generate",), input_token=token)
     return results
+
+
+def generate_shard(store, subjects: list[str] | None, *, settings: Settings, name: str) -> dict:
+    """Generator stage `name` over `subjects` (None: all it has pending), built afresh in the worker."""
+    from generators.stage import build_stages, run_stages
+    return run_stages(store, [s for s in build_stages(settings) if s.name == name], subjects=subjects)
 
 
 @flow(name="benchsmith-generate")

@@ -10,7 +10,9 @@ the key: the fingerprint stands for the settings, without secrets.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from typing import Any
 
 from prefect import task
@@ -22,6 +24,7 @@ from benchsmith.settings import Settings
 from benchsmith.store import Store
 
 StageWork = Callable[[Store], dict[str, Any]]
+ShardWork = Callable[[Store, "list[str] | None"], dict[str, Any]]
 
 
 class StageFailed(BenchsmithError, RuntimeError):
@@ -68,3 +71,100 @@ def run_stage(settings: Settings, run_id: str, name: str, work: StageWork, *, re
     state = staged(name, key, settings, run_id, work, return_state=True)
     result = state.result()
     return result | {"cached": True} if state.name == "Cached" else result
+
+
+def task_runner(settings: Settings):
+    """The Prefect task runner `prefect.task_runner` names; None for `local` (the flow's default)."""
+    options = settings.prefect
+    if options.task_runner == "local":
+        return None
+    try:
+        if options.task_runner == "dask":
+            from prefect_dask import DaskTaskRunner
+            if options.dask.address:
+                return DaskTaskRunner(address=options.dask.address)
+            return DaskTaskRunner(cluster_kwargs={"n_workers": options.dask.workers, "processes": True,
+                                                  "threads_per_worker": options.dask.threads_per_worker})
+        from prefect_ray import RayTaskRunner
+        return RayTaskRunner(address=options.ray.address or None)
+    except ImportError as exc:
+        raise BenchsmithError(f"prefect.task_runner: {options.task_runner} needs "
+                              f"pip install 'benchsmith[distributed]' ({exc.name} is missing)") from None
+
+
+def on_task_runner(flow, settings: Settings):
+    """`flow` on the task runner the settings name (unchanged for `local`)."""
+    runner = task_runner(settings)
+    return flow if runner is None else flow.with_options(task_runner=runner)
+
+
+def shard_count(settings: Settings) -> int:
+    options = settings.prefect
+    if options.shards:
+        return options.shards
+    return 2 * options.dask.workers if options.task_runner == "dask" else 8
+
+
+def run_shard(name: str, settings: Settings, run_id: str, work: ShardWork, subjects: list[str],
+              shards: int) -> dict[str, Any]:
+    """One shard of a stage, in whichever worker process the engine chose."""
+    from benchsmith import llm
+
+    llm.share_rate_limits(shards)  # the shards of a stage split its LLM rate limit between them
+    with Store(settings.db_url) as store:
+        return timed(store, run_id, name, lambda: work(store, subjects))
+
+
+# Named apart from its function, so workers unpickle the function by reference to this module.
+_shard = task(cache_policy=None)(run_shard)
+
+
+def run_sharded(settings: Settings, run_id: str, name: str, work: ShardWork, subjects: Sequence[str], *,
+                reads: Sequence[str], sections: Sequence[str] | None, input_token: str = "",
+                gpu: bool = False) -> dict[str, Any]:
+    """A heavy stage: with the local runner exactly `run_stage(work(store, None))`; on dask or ray its
+    pending `subjects` split into shards by a stable hash (`runner.shards`), one Prefect task each on the
+    flow's task runner, every shard with its own store connection; their stats are summed into one.
+
+    A shard that runs twice (a retry, a lost worker) redoes only what its ledger rows do not show as
+    finished, and its writes are keyed by content; paid LLM calls come from the call cache. `gpu` shards
+    ask the engine for one GPU each (Dask resource `GPU`, Ray `num_gpus`)."""
+    if settings.prefect.task_runner == "local":
+        return run_stage(settings, run_id, name, lambda store: work(store, None), reads=reads, sections=sections,
+                         input_token=input_token)
+    from benchsmith import runner
+
+    parts = runner.shards(subjects, shard_count(settings))
+    staged = _shard.with_options(name=name, retries=settings.prefect.retries,
+                                 retry_delay_seconds=settings.prefect.retry_delay_seconds)
+    with ExitStack() as gpu_request:
+        if gpu:
+            gpu_request.enter_context(_gpu_resource(settings))
+        futures = [staged.submit(f"{name}#{i}", settings, run_id, work, part, len(parts))
+                   for i, part in enumerate(parts)]
+    return merge_stats([future.result() for future in futures]) | {"shards": len(parts)}
+
+
+def _gpu_resource(settings: Settings):
+    if settings.prefect.task_runner == "dask":
+        import dask
+        return dask.annotate(resources={"GPU": 1})
+    from prefect_ray.context import remote_options
+    return remote_options(num_gpus=1)
+
+
+def merge_stats(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Shard stats as one: numbers summed (seconds: the longest shard), dicts of counts merged."""
+    out: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if key == "seconds":
+                out[key] = max(out.get(key, 0), value)
+            elif isinstance(value, bool) or not isinstance(value, (int, float, dict)):
+                out.setdefault(key, value)
+            elif isinstance(value, dict):
+                out[key] = dict(Counter(out.get(key, {})) + Counter(value)) if all(
+                    isinstance(v, (int, float)) for v in value.values()) else out.get(key, value)
+            else:
+                out[key] = out.get(key, 0) + value
+    return out

@@ -25,7 +25,7 @@ again adds no duplicates.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -471,13 +471,14 @@ def build_stages(settings: Settings, *, generators: Sequence[str] = (),
 
 
 def run_stages(store, stages: Sequence[GeneratorStage], *, limit: int | None = None,
-               progress: Callable[[int], None] | None = None) -> dict:
+               subjects: Collection[str] | None = None, progress: Callable[[int], None] | None = None) -> dict:
     """Run each generator's stage; return the run's counters, tokens and cost, summed."""
     total: Counter = Counter()
     for stage in stages:
         window, commit_every = stage.windows()
         left = None if limit is None else max(0, limit - total["jobs"])
-        report = runner.run(stage, store, window=window, commit_every=commit_every, limit=left, progress=progress)
+        report = runner.run(stage, store, window=window, commit_every=commit_every, limit=left, subjects=subjects,
+                            progress=progress)
         total["seconds"] += report.seconds
         total.update({"jobs": report.pending, "finished": report.done + report.failed,
                       "failed_drafts": report.failed, "retry_later": report.retry_later, **report.counters})

@@ -98,3 +98,20 @@ def test_limit_progress_and_the_cache_token(store):
     done = runner.cache_token(stage, store)
     assert runner.cache_token(Squares(), store) == done          # nothing pending: stable
     assert runner.cache_token(Squares(power=3), store) != done   # another config: work again
+
+
+def test_shards_split_subjects_by_a_stable_hash_and_cover_each_once():
+    subjects = [f"item-{i}" for i in range(200)]
+    parts = runner.shards(subjects, 4)
+    assert sorted(s for part in parts for s in part) == sorted(subjects) and len(parts) == 4
+    assert runner.shards(list(reversed(subjects)), 4) == [list(reversed(p)) for p in parts]  # order-free
+    assert runner.shards(subjects[:1], 4) == [["item-0"]]  # empty shards are left out
+
+
+def test_shards_run_apart_do_the_stage_once_and_a_rerun_shard_adds_nothing(store):
+    parts = runner.shards([f"n{i}" for i in range(12)], 3)
+    reports = [runner.run(Squares(n=12), store, subjects=part) for part in parts]
+    assert sum(r.done for r in reports) == 12 and [r.pending for r in reports] == [len(p) for p in parts]
+    again = Squares(n=12)
+    assert runner.run(again, store, subjects=parts[0]).pending == 0 and again.processed == []
+    assert len(store.ledger_rows("squares")) == 12

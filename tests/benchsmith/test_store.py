@@ -177,3 +177,43 @@ def test_conversations_move_through_the_question_statuses_and_keep_their_history
     assert [e["to_status"] for e in store.conversation_events(second.id)] == ["candidate", "in_review", "rejected"]
     assert store.conversation_events(second.id)[-1]["reason"] == "blurry"
     assert store.conversation_counts() == {"accepted": 1, "rejected": 1}
+
+
+def test_workers_claiming_and_caching_the_same_llm_calls_at_once_on_postgresql_each_key_goes_to_one(postgres_url):
+    """Shards on many workers share one call cache: racing inserts of one key neither crash nor double-claim."""
+    import threading
+
+    rows = [{"key": f"k{i}", "purpose": "generate", "model": "m", "request": {"i": i}} for i in range(60)]
+    with Store(postgres_url):
+        pass  # the schema exists before the workers open it, as in a build (the flow opens the store first)
+    barrier = threading.Barrier(6, timeout=60)
+    claimed: dict[str, set[str]] = {}
+    errors: list[BaseException] = []
+
+    def worker(owner: str) -> None:
+        try:
+            with Store(postgres_url) as store:
+                barrier.wait()
+                mine = store.claim_llm_calls(rows, owner, stale_after_s=600)
+                claimed[owner] = mine
+                for key in mine:
+                    store.put_llm_call(key=key, purpose="generate", model="m", request={}, response={"ok": 1},
+                                       status="ok")
+                barrier.wait()
+                store.put_llm_call(key="k0", purpose="generate", model="m", request={}, response={"ok": 2},
+                                   status="ok")  # the same finished call written by every worker at once
+        except BaseException as exc:  # noqa: BLE001 - reported below, on the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    owners_of = [owner for owner, keys in claimed.items() for _ in keys]
+    assert sorted(k for keys in claimed.values() for k in keys) == sorted(r["key"] for r in rows)  # once each
+    assert len(owners_of) == 60
+    with Store(postgres_url) as store:
+        assert {k: v["status"] for k, v in store.get_llm_calls([r["key"] for r in rows]).items()} == {
+            r["key"]: "ok" for r in rows}

@@ -1,0 +1,127 @@
+"""The build flow's heavy stages sharded over a real Dask LocalCluster (two worker processes) against the
+real PostgreSQL store: the same benchmark as the local runner, and a worker SIGKILLed mid-stage loses,
+duplicates and pays for nothing twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections import Counter
+
+import pytest
+import sqlalchemy as sa
+
+from benchsmith.settings import SettingsError, load_settings
+from benchsmith.store import Store
+from benchsmith.store.schema import llm_calls
+from tests.generators.test_resume import key_of, two_questions
+from tests.generators.test_stage import add_oracle
+from tests.support.openai_server import ScriptedOpenAI, error
+
+# prefect-dask comes with `make install-dev` (the `dask` extra). 6 scenes: the build test (a local and a
+# sharded build) measured ~110 s on the 2-core box; the issue's 200 scenes were not tried within CI time.
+SCENES = 6
+
+
+def settings_for(tmp_path, name: str, db_url: str, env_extra: dict | None = None, **over: str):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "OPENAI"))} | (env_extra or {})
+    env |= {"BENCHSMITH_WORKSPACE": str(tmp_path / name), "BENCHSMITH_DB_URL": db_url,
+            **{f"BENCHSMITH__{k.upper()}": v for k, v in over.items()}}
+    return load_settings(env=env)
+
+
+def benchmark_of(db_url: str) -> dict:
+    with Store(db_url) as store:
+        with store.engine.connect() as conn:
+            verdicts = sorted(tuple(r) for r in conn.execute(sa.text(
+                "SELECT id, subject_id, stage, rule, passed, reason FROM verdicts")))
+        return {"items": sorted(i.id for i in store.get_items()),
+                "questions": sorted((q.id, q.status) for q in store.get_questions()),
+                "verdicts": verdicts}
+
+
+@pytest.fixture
+def second_postgres(postgres_admin_url):
+    import uuid
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    yield str(sa.make_url(postgres_admin_url).set(database=name).render_as_string(hide_password=False))
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def test_a_multi_worker_runner_refuses_sqlite_in_one_line(tmp_path):
+    with pytest.raises(SettingsError, match="PostgreSQL") as raised:
+        settings_for(tmp_path, "ws", f"sqlite:///{tmp_path / 'b.db'}", prefect__task_runner="dask")
+    assert "\n" not in str(raised.value)
+
+
+def test_build_on_two_dask_workers_makes_the_same_benchmark_as_the_local_runner(
+        prefect_api, tmp_path, postgres_url, second_postgres):
+    from flows.build import run_build
+
+    local = settings_for(tmp_path, "local", postgres_url)
+    sharded = settings_for(tmp_path, "dask", second_postgres, prefect__task_runner="dask",
+                           prefect__dask__workers="2")
+    run_build(local, [], scenes=SCENES, scenes_seed=3)
+    summary = run_build(sharded, [], scenes=SCENES, scenes_seed=3)
+
+    assert summary["extract"]["extract rapidocr"]["shards"] > 1  # the work really was split
+    assert summary["filter"]["shards"] > 1
+    expected, got = benchmark_of(postgres_url), benchmark_of(second_postgres)
+    assert len(expected["items"]) == SCENES and expected["questions"] and expected["verdicts"]
+    assert got == expected
+
+
+def test_a_worker_killed_mid_stage_loses_duplicates_and_repays_nothing(prefect_api, tmp_path, postgres_url,
+                                                                        oracle_dir):
+    from distributed import Client, LocalCluster
+
+    from flows.generate import generate_flow
+    from flows.tasks import on_task_runner
+
+    with Store(postgres_url) as store:
+        add_oracle(store, oracle_dir, 8)
+    jobs = 8 * 9
+    killed: list[int] = []
+    paid: list[str] = []
+    lock = threading.Lock()
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster, Client(cluster) as client:
+        pids = list(client.run(os.getpid).values())
+
+        def responder(body: dict):
+            with lock:
+                if not killed and server.calls >= jobs // 3:
+                    victim = pids[0]
+                    killed.append(victim)
+                    os.kill(victim, signal.SIGKILL)  # whichever shard it held is lost mid-stage
+                    return error(503, "worker gone")  # a failed call is not paid for
+                paid.append(key_of(body))
+            return two_questions(body)
+
+        with ScriptedOpenAI(responder) as server:
+            settings = settings_for(tmp_path, "ws", postgres_url,
+                                    {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test"},
+                                    prefect__task_runner="dask",
+                                    prefect__dask__address=cluster.scheduler_address,
+                                    generate__generators="[llm]", generate__llm__options__concurrency="1",
+                                    generate__llm__batch_size="4", generate__llm__options__backoff_s="0.05")
+            result = on_task_runner(generate_flow, settings)(settings)
+
+    assert killed, "the worker was never killed: the test did not exercise a loss"
+    assert result["generate llm"]["shards"] > 1
+    assert not [k for k, n in Counter(paid).items() if n > 1]  # no paid call was made twice
+    with Store(postgres_url) as store:
+        with store.engine.connect() as conn:
+            ok = set(conn.scalars(sa.select(llm_calls.c.key).where(llm_calls.c.status == "ok")))
+        questions = store.get_questions()
+        done = store.ledger_rows("generate:llm")
+    assert set(paid) == ok  # every paid answer is in the call cache, none lost
+    assert len({q.id for q in questions}) == len(questions) == 2 * jobs  # nothing lost, nothing twice
+    assert len(done) == jobs and {r["status"] for r in done} == {"done"}
