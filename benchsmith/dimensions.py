@@ -6,10 +6,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from benchsmith.paths import DATA_DIR
+from benchsmith.settings import parse_yaml
 
 
 class Dimension(BaseModel):
@@ -49,7 +49,7 @@ class Registry:
 
 
 def load_registry(path: Path | None = None) -> Registry:
-    data = yaml.safe_load((path or DATA_DIR / "dimensions.yaml").read_text(encoding="utf-8"))
+    data = parse_yaml((path or DATA_DIR / "dimensions.yaml").read_text(encoding="utf-8"))
     return Registry([Dimension(**entry) for entry in data["dimensions"]])
 
 

@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from benchsmith import runner
 from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LEVELS, Turn, stable_hash
-from benchsmith.settings import SettingsError
+from benchsmith.settings import SettingsError, parse_yaml
 from evaluation.adapters import EvalError, VlmChatConfig
 from evaluation.adapters.chat import REFUSED, data_url
 from evaluation.records import spread
@@ -68,7 +68,7 @@ class JudgePrompts(BaseModel):
 def load_prompts(path: str | Path | None = None) -> JudgePrompts:
     source = Path(path) if path else PROMPTS
     try:
-        return JudgePrompts.model_validate(yaml.safe_load(source.read_text(encoding="utf-8")))
+        return JudgePrompts.model_validate(parse_yaml(source.read_text(encoding="utf-8")))
     except OSError as exc:
         raise SettingsError(f"evaluate.conversations.prompts: cannot read {source}: {exc.strerror}") from None
     except (yaml.YAMLError, ValidationError) as exc:

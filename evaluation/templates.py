@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchsmith.settings import SettingsError
+from benchsmith.settings import SettingsError, parse_yaml
 
 DEFAULT = Path(__file__).with_name("prompts.yaml")
 
@@ -31,7 +31,7 @@ class Templates(BaseModel):
 def load_templates(path: Path | str | None = None) -> Templates:
     source = Path(path) if path else DEFAULT
     try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+        data = parse_yaml(source.read_text(encoding="utf-8"))
         return Templates.model_validate(data)
     except OSError as exc:
         raise SettingsError(f"evaluate.prompts: cannot read {source}: {exc.strerror}") from None

@@ -13,13 +13,12 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
 from PIL.Image import Image as Pixels
 from pydantic import Field
 
 from benchsmith.paths import DATA_DIR
 from benchsmith.records import Fact, stable_hash
-from benchsmith.settings import Settings
+from benchsmith.settings import Settings, parse_yaml
 from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, load_pretrained, require_model,
                              torch_device)
 
@@ -48,7 +47,7 @@ def load_vocabulary(name_or_path: str) -> tuple[str, ...]:
 def load_attributes(name_or_path: str) -> dict[str, tuple[str, ...]]:
     """Attribute name -> its values, from a YAML mapping."""
     path = _vocabulary_path(name_or_path, ".yaml")
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = parse_yaml(path.read_text(encoding="utf-8")) or {}
     if not isinstance(data, dict) or not all(isinstance(v, list) and len(v) >= 2 for v in data.values()):
         raise ExtractorError(f"attribute vocabulary {path} must map each attribute to a list of 2 or more values")
     return {str(k): tuple(str(v) for v in values) for k, values in data.items()}

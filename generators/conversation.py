@@ -22,13 +22,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith import runner
 from benchsmith.llm import LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LEVELS, Conversation, Fact, Image, Provenance, Turn, stable_hash
-from benchsmith.settings import Settings
+from benchsmith.settings import Settings, parse_yaml
 from filters import quality
 from filters.quality import QualitySettings
 from generators.base import WAITING_FOR_FACTS, GeneratorStage, ledger_entry
@@ -74,8 +73,8 @@ def template_for(level: str, prompts_dir: Path = PROMPTS_DIR) -> TurnTemplate:
 
 @lru_cache(maxsize=16)
 def _template(shared_path: Path, path: Path, _shared_mtime: int, _mtime: int) -> TurnTemplate:
-    shared = yaml.safe_load(shared_path.read_text(encoding="utf-8"))
-    own = yaml.safe_load(path.read_text(encoding="utf-8"))
+    shared = parse_yaml(shared_path.read_text(encoding="utf-8"))
+    own = parse_yaml(path.read_text(encoding="utf-8"))
     return TurnTemplate(version=f"{shared['version']}+{own['version']}", system=shared["system"].strip(),
                         user=shared["user"].strip(), goal=own["goal"].strip())
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith.dimensions import Dimension
 from benchsmith.llm import LlmOptions, LlmRequest, LlmResult
 from benchsmith.records import LETTERS, Fact, Image, Provenance, Question
+from benchsmith.settings import parse_yaml
 
 BACKEND = "llm"
 PROMPTS_DIR = Path(__file__).with_name("prompts")
@@ -75,8 +75,8 @@ def template_for(dimension_key: str, prompts_dir: Path = PROMPTS_DIR) -> Templat
 
 @lru_cache(maxsize=64)
 def _template(shared_path: Path, path: Path, _shared_mtime: int, _mtime: int) -> Template:
-    shared = yaml.safe_load(shared_path.read_text(encoding="utf-8"))
-    own = yaml.safe_load(path.read_text(encoding="utf-8"))
+    shared = parse_yaml(shared_path.read_text(encoding="utf-8"))
+    own = parse_yaml(path.read_text(encoding="utf-8"))
     return Template(version=f"{shared['version']}+{own['version']}", system=shared["system"].strip(),
                     user=shared["user"].strip(), focus=own["focus"].strip())
 

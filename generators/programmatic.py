@@ -34,11 +34,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith.dimensions import Dimension
 from benchsmith.records import Fact, Image, Provenance, Question, normalise_text, stable_hash
+from benchsmith.settings import parse_yaml
 
 BACKEND = "programmatic"
 VERSION = "programmatic-v3"  # v3: count and relation keys balanced over the collection
@@ -136,7 +136,7 @@ def _unique(values) -> tuple[str, ...]:
 
 @lru_cache(maxsize=4)
 def load_vocabulary(path: Path | None = None) -> Vocabulary:
-    data = yaml.safe_load((path or VOCABULARY_FILE).read_text(encoding="utf-8"))
+    data = parse_yaml((path or VOCABULARY_FILE).read_text(encoding="utf-8"))
     return Vocabulary({k: tuple(v) for k, v in data.get("attributes", {}).items()}, tuple(data.get("labels", ())),
                       dict(data.get("plurals", {})), tuple(data.get("words", ())))
 

@@ -45,13 +45,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith.dimensions import Dimension, registry
 from benchsmith.llm import LlmRequest, LlmResult
 from benchsmith.paths import DATA_DIR
 from benchsmith.records import Image, Provenance, Question, levenshtein, normalise_text, stable_hash
+from benchsmith.settings import parse_yaml
 from generators.temporal import DISTRACTOR_SCHEMA
 
 BACKEND = "reform"
@@ -91,7 +91,7 @@ class TaskKind(BaseModel):
 
 @lru_cache(maxsize=4)
 def load_tasks(path: Path | None = None) -> dict[str, TaskKind]:
-    data = yaml.safe_load((path or TASKS_FILE).read_text(encoding="utf-8"))
+    data = parse_yaml((path or TASKS_FILE).read_text(encoding="utf-8"))
     kinds = {key: TaskKind(key=key, **spec) for key, spec in data["tasks"].items()}
     for kind in kinds.values():
         registry().get(kind.dimension)  # an unknown dimension fails here, naming it
@@ -748,7 +748,7 @@ def generate(item: Image, dimension: Dimension, parsed: Sequence[Parsed], skippe
 
 @lru_cache(maxsize=1)
 def distractor_prompt() -> dict:
-    return yaml.safe_load(PROMPT_FILE.read_text(encoding="utf-8"))
+    return parse_yaml(PROMPT_FILE.read_text(encoding="utf-8"))
 
 
 def _quoted(value: Any) -> str:

@@ -21,12 +21,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith.dimensions import Dimension
 from benchsmith.llm import LlmRequest, LlmResult
 from benchsmith.records import Provenance, Question, Video, normalise_text, stable_hash
+from benchsmith.settings import parse_yaml
 
 BACKEND = "temporal"
 VERSION = "temporal-v1"
@@ -173,7 +173,7 @@ DISTRACTOR_SCHEMA = {"type": "json_schema", "json_schema": {"name": "distractors
 
 @lru_cache(maxsize=1)
 def distractor_prompt() -> dict:
-    return yaml.safe_load(PROMPT_FILE.read_text(encoding="utf-8"))
+    return parse_yaml(PROMPT_FILE.read_text(encoding="utf-8"))
 
 
 def wants_llm_distractors(question: Question) -> bool:
