@@ -78,8 +78,8 @@ def test_build_on_two_dask_workers_makes_the_same_benchmark_as_the_local_runner(
     assert got == expected
 
 
-def test_a_worker_killed_mid_stage_loses_duplicates_and_repays_nothing(prefect_api, tmp_path, postgres_url,
-                                                                        oracle_dir):
+def test_a_worker_killed_mid_stage_loses_nothing_duplicates_nothing_and_repays_at_most_its_call_in_flight(
+        prefect_api, tmp_path, postgres_url, oracle_dir):
     from distributed import Client, LocalCluster
 
     from flows.generate import generate_flow
@@ -116,7 +116,11 @@ def test_a_worker_killed_mid_stage_loses_duplicates_and_repays_nothing(prefect_a
 
     assert killed, "the worker was never killed: the test did not exercise a loss"
     assert result["generate llm"]["shards"] > 1
-    assert not [k for k, n in Counter(paid).items() if n > 1]  # no paid call was made twice
+    # A call the server answered in the instant its worker died, before the answer reached the call cache,
+    # is paid again by the shard's rerun: nothing can store an answer a dead process never received. With
+    # one thread and one call in flight per worker that is at most one call; every other is paid once.
+    repaid = [k for k, n in Counter(paid).items() if n > 1]
+    assert len(repaid) <= 1 and all(Counter(paid)[k] == 2 for k in repaid)
     with Store(postgres_url) as store:
         with store.engine.connect() as conn:
             ok = set(conn.scalars(sa.select(llm_calls.c.key).where(llm_calls.c.status == "ok")))
