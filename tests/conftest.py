@@ -73,9 +73,8 @@ def postgres_admin_url() -> str:
         shutil.rmtree(data, ignore_errors=True)
 
 
-@pytest.fixture
-def postgres_url(postgres_admin_url) -> str:
-    """A fresh, empty database for one test."""
+def fresh_database(postgres_admin_url: str):
+    """A new, empty database on the test server, dropped when the generator ends: yields its URL."""
     name = f"t_{uuid.uuid4().hex[:12]}"
     admin = sa.create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
@@ -84,6 +83,12 @@ def postgres_url(postgres_admin_url) -> str:
     with admin.connect() as conn:
         conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     admin.dispose()
+
+
+@pytest.fixture
+def postgres_url(postgres_admin_url) -> str:
+    """A fresh, empty database for one test."""
+    yield from fresh_database(postgres_admin_url)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

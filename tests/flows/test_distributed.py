@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from benchsmith.settings import SettingsError, load_settings
 from benchsmith.store import Store
 from benchsmith.store.schema import llm_calls
+from tests.conftest import fresh_database
 from tests.generators.test_resume import key_of, two_questions
 from tests.generators.test_stage import add_oracle
 from tests.support.openai_server import ScriptedOpenAI, error
@@ -43,16 +44,7 @@ def benchmark_of(db_url: str) -> dict:
 
 @pytest.fixture
 def second_postgres(postgres_admin_url):
-    import uuid
-
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    yield str(sa.make_url(postgres_admin_url).set(database=name).render_as_string(hide_password=False))
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    yield from fresh_database(postgres_admin_url)
 
 
 def test_a_multi_worker_runner_refuses_sqlite_in_one_line(tmp_path):
