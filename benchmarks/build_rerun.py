@@ -15,14 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-
-import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -30,30 +27,7 @@ RESULTS = Path(__file__).parent / "results"
 BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
 TARGET_RATIO = 0.10
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _prefect_server(home: Path) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    env = dict(os.environ, PREFECT_HOME=str(home), DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               PREFECT_UI_ENABLED="false")
-    server = subprocess.Popen([str(Path(sys.executable).with_name("prefect")), "server", "start", "--host",
-                               "127.0.0.1", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/api"
-    for _ in range(240):
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return server, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    server.kill()
-    raise RuntimeError("prefect server did not start")
+from tests.support.services import prefect_server  # noqa: E402
 
 
 def _reply(delay: float):
@@ -84,30 +58,26 @@ def run(scenes: int = 40, delay: float = 0.5) -> dict:
     from ingest.scenes import make_scenes
     from tests.support.openai_server import ScriptedOpenAI
 
-    with tempfile.TemporaryDirectory() as tmp, ScriptedOpenAI(_reply(delay)) as llm:
+    with tempfile.TemporaryDirectory() as tmp, ScriptedOpenAI(_reply(delay)) as llm, \
+            prefect_server(Path(tmp) / "prefect-home") as api:
         tmp = Path(tmp)
         manifest = make_scenes(tmp / "scenes", scenes, seed=8)
-        prefect, api = _prefect_server(tmp / "prefect-home")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "LABEL_STUDIO"))} | {
             "BENCHSMITH_WORKSPACE": str(tmp / "bench"), "PREFECT_API_URL": api, "PREFECT_HOME": str(tmp / "prefect-home"),
             "OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-benchmark",
             "BENCHSMITH__GENERATE__GENERATORS": "[programmatic, llm]",
             "BENCHSMITH__GENERATE__LLM__OPTIONS__CONCURRENCY": "8"}
-        try:
-            runs = []
-            for _ in range(2):
-                calls_before = llm.calls
-                started = time.perf_counter()
-                done = subprocess.run([BENCHSMITH, "build", str(manifest)], env=env, cwd=tmp, capture_output=True,
-                                      text=True)
-                seconds = time.perf_counter() - started
-                if done.returncode:
-                    raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
-                runs.append({"seconds": round(seconds, 2), "http_calls": llm.calls - calls_before,
-                             "tokens_paid_so_far": tokens_paid(tmp / "bench")})
-        finally:
-            prefect.terminate()
-            prefect.wait(timeout=30)
+        runs = []
+        for _ in range(2):
+            calls_before = llm.calls
+            started = time.perf_counter()
+            done = subprocess.run([BENCHSMITH, "build", str(manifest)], env=env, cwd=tmp, capture_output=True,
+                                  text=True)
+            seconds = time.perf_counter() - started
+            if done.returncode:
+                raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
+            runs.append({"seconds": round(seconds, 2), "http_calls": llm.calls - calls_before,
+                         "tokens_paid_so_far": tokens_paid(tmp / "bench")})
     first, rerun = runs
     rerun["tokens"] = rerun["tokens_paid_so_far"] - first["tokens_paid_so_far"]
     ratio = rerun["seconds"] / first["seconds"]

@@ -9,43 +9,24 @@ silently: they run, or they fail saying what is missing.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
-import sys
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
-import sqlalchemy as sa
 
 from annotation.server import executable, install, start, stop
 from annotation.settings import ReviewSettings
 from benchsmith.settings import Settings, load_settings
+from tests.support import services
+from tests.support.services import free_port  # noqa: F401 - tests import it from here
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("DO_NOT_TRACK", "1")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _pg_bin(name: str) -> str:
-    found = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))
-    if found:
-        return str(found[-1])
-    path = shutil.which(name)
-    if not path:
-        pytest.fail(f"PostgreSQL's {name} not found: apt-get install postgresql, or set BENCHSMITH_TEST_PG_URL")
-    return path
 
 
 @pytest.fixture(scope="session")
@@ -54,35 +35,17 @@ def postgres_admin_url() -> str:
     if os.environ.get("BENCHSMITH_TEST_PG_URL"):
         yield os.environ["BENCHSMITH_TEST_PG_URL"]
         return
-    data = Path(tempfile.mkdtemp(prefix="benchsmith-pg-"))  # outside pytest's root-only tmp tree
-    data.chmod(0o755)
-    run_as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    if run_as:
-        shutil.chown(data, "postgres")
-    port = free_port()
-    subprocess.run([*run_as, _pg_bin("initdb"), "-D", str(data / "db"), "-U", "postgres", "-A", "trust"],
-                   check=True, capture_output=True)
-    subprocess.run([*run_as, _pg_bin("pg_ctl"), "-D", str(data / "db"), "-l", str(data / "log"), "-w", "-o",
-                    f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
-                   check=True, capture_output=True)
     try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*run_as, _pg_bin("pg_ctl"), "-D", str(data / "db"), "-m", "immediate", "stop"],
-                       capture_output=True)
-        shutil.rmtree(data, ignore_errors=True)
+        with services.postgres_server() as url:
+            yield url
+    except services.ServiceError as exc:
+        pytest.fail(str(exc))
 
 
 def fresh_database(postgres_admin_url: str):
     """A new, empty database on the test server, dropped when the generator ends: yields its URL."""
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    yield str(sa.make_url(postgres_admin_url).set(database=name).render_as_string(hide_password=False))
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with services.fresh_database(postgres_admin_url) as url:
+        yield url
 
 
 @pytest.fixture
@@ -146,40 +109,19 @@ def prefect_api(tmp_path_factory):
         yield os.environ["PREFECT_API_URL"]
         return
     home = tmp_path_factory.mktemp("prefect-home")
-    port = free_port()
-    env = dict(os.environ, PREFECT_HOME=str(home), DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               PREFECT_UI_ENABLED="false", PREFECT_LOGGING_LEVEL="WARNING")
-    prefect = Path(sys.executable).with_name("prefect")
-    server = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/api"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.5)
-        if server.poll() is not None:
-            pytest.fail("prefect server exited during start-up")
-    else:
-        server.kill()
-        pytest.fail("prefect server did not become healthy in 120 s")
     previous = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_HOME")}
-    os.environ.update(PREFECT_API_URL=url, PREFECT_HOME=str(home))
     try:
-        yield url
+        with services.prefect_server(home) as url:
+            os.environ.update(PREFECT_API_URL=url, PREFECT_HOME=str(home))
+            yield url
+    except services.ServiceError as exc:
+        pytest.fail(str(exc))
     finally:
         for key, value in previous.items():
             if value is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 # --- Label Studio ------------------------------------------------------------------------------------
