@@ -16,6 +16,10 @@ sending, a client claims its calls in the store (`Store.claim_llm_calls`, a row 
 of a process on this machine that is gone, or older than `deadline_s` plus a margin (a process
 elsewhere that died), is taken over.
 
+Rate limits (`requests_per_minute`, `tokens_per_minute`) are token buckets per endpoint and model. With a
+store they are a row of it, taken from in one short transaction on the database's clock, so they hold
+across every process on that store: the shards of a distributed stage, two commands run at once.
+
 Retries are ours, not the openai client's (its own are switched off): 429, 5xx, timeouts and dropped
 connections are retried up to `max_retries` times, waiting what the server's Retry-After says, or an
 exponential backoff when it says nothing. Doing it here keeps every wait inside the concurrency slot
@@ -47,6 +51,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
@@ -199,45 +204,60 @@ def _validator(schema_json: str):
     return cls(schema)
 
 
-# How many processes share each configured rate limit: a stage sharded over n workers gives each shard
-# 1/n of it (set by the shard task, once per process), so the sum across workers stays under the limit.
-_rate_share = 1
+OPENAI_API_URL = "https://api.openai.com/v1"  # where the openai client sends calls with no base URL
 
 
-def share_rate_limits(shards: int) -> None:
-    global _rate_share
-    _rate_share = max(1, shards)
+def rate_bucket(base_url: str | None, model: str) -> str:
+    """What a provider's rate limit applies to: the endpoint (with no credentials or query) and the model."""
+    parts = urlsplit(base_url or OPENAI_API_URL)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path.rstrip('/')} {model}"
+
+
+def take_from_bucket(levels: dict[str, float], elapsed_s: float, limits: dict[str, float],
+                     want: dict[str, float]) -> tuple[dict[str, float], float]:
+    """One look at a token bucket per limit (capacity: one minute's budget; 0: unlimited, left alone):
+    refill `levels` for `elapsed_s`, then take `want` if the bucket holds it. Returns the new levels and 0,
+    or the refilled levels and the seconds until it will hold `want`; a want over a minute's budget waits
+    for a full bucket, then goes."""
+    levels = {name: min(limit, levels[name] + elapsed_s * limit / 60) if limit else levels[name]
+              for name, limit in limits.items()}
+    waits = [(min(want[name], limit) - levels[name]) * 60 / limit for name, limit in limits.items() if limit]
+    if max(waits, default=0.0) > 0:
+        return levels, max(waits)
+    return {name: levels[name] - want[name] if limit else levels[name] for name, limit in limits.items()}, 0.0
 
 
 class RateLimiter:
-    """Requests and tokens per minute, as two token buckets that refill continuously; in a shard of a
-    distributed stage, that shard's share of them."""
+    """Requests and tokens per minute for one endpoint and model, as token buckets that refill continuously.
+    With a store the buckets are a row of it (`bucket` names it), shared by every process on that store:
+    each take is one short store transaction. Without one, they live in this limiter. Calls in this
+    process go first come, first served."""
 
-    def __init__(self, requests_per_minute: float, tokens_per_minute: float) -> None:
-        self._limits = {"requests": requests_per_minute / _rate_share, "tokens": tokens_per_minute / _rate_share}
-        self._level = {name: limit for name, limit in self._limits.items()}
+    def __init__(self, requests_per_minute: float, tokens_per_minute: float, store=None, bucket: str = "") -> None:
+        self._limits = {"requests": requests_per_minute, "tokens": tokens_per_minute}
+        self._store = store
+        self._bucket = bucket
+        self._levels = dict(self._limits)  # in-process buckets start full, as a new store row does
         self._stamp = time.monotonic()
         self._lock = asyncio.Lock()
 
     async def acquire(self, tokens: int) -> None:
+        if not any(self._limits.values()):
+            return
         want = {"requests": 1.0, "tokens": float(tokens)}
-        async with self._lock:  # first come, first served
-            while True:
-                now = time.monotonic()
-                for name, limit in self._limits.items():
-                    if limit:
-                        self._level[name] = min(limit, self._level[name] + (now - self._stamp) * limit / 60)
-                self._stamp = now
-                # a request bigger than a whole minute's budget waits for a full bucket, then goes
-                short = {name: min(want[name], limit) - self._level[name]
-                         for name, limit in self._limits.items() if limit}
-                waits = [need * 60 / self._limits[name] for name, need in short.items() if need > 0]
-                if not waits:
-                    for name, limit in self._limits.items():
-                        if limit:
-                            self._level[name] -= want[name]
-                    return
-                await asyncio.sleep(max(waits))
+        async with self._lock:
+            while (wait := await self._take(want)) > 0:
+                await asyncio.sleep(wait)
+
+    async def _take(self, want: dict[str, float]) -> float:
+        if self._store is not None:  # in a thread, like the client's store writes: other calls run meanwhile
+            return await asyncio.to_thread(self._store.update_rate_bucket, self._bucket,
+                                           lambda levels, elapsed: take_from_bucket(levels, elapsed,
+                                                                                    self._limits, want))
+        now = time.monotonic()
+        self._levels, wait = take_from_bucket(self._levels, now - self._stamp, self._limits, want)
+        self._stamp = now
+        return wait
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:
@@ -322,14 +342,16 @@ class LlmClient:
             import openai
 
             semaphore = asyncio.Semaphore(self.options.concurrency)
-            limiter = RateLimiter(self.options.requests_per_minute, self.options.tokens_per_minute)
+            limiters = {model: RateLimiter(self.options.requests_per_minute, self.options.tokens_per_minute,
+                                           self.store, rate_bucket(self.base_url, model))
+                        for model in {requests[index].model for index in todo}}
             async with openai.AsyncOpenAI(base_url=self.base_url, api_key=api_key, max_retries=0,
                                           timeout=self.options.timeout_s) as client:
                 async def one(index: int) -> None:
                     started = time.monotonic()
                     try:
                         async with semaphore:
-                            result = await self._call(client, limiter, requests[index])
+                            result = await self._call(client, limiters[requests[index].model], requests[index])
                     except Exception as exc:  # noqa: BLE001 - one bad call must not cancel the others in flight
                         result = await asyncio.to_thread(self._failed, requests[index], _describe(exc), 1, started)
                     results[index] = result

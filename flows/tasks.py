@@ -105,12 +105,8 @@ def shard_count(settings: Settings) -> int:
     return 2 * options.dask.workers if options.task_runner == "dask" else 8
 
 
-def run_shard(name: str, settings: Settings, run_id: str, work: ShardWork, subjects: list[str],
-              shards: int) -> dict[str, Any]:
+def run_shard(name: str, settings: Settings, run_id: str, work: ShardWork, subjects: list[str]) -> dict[str, Any]:
     """One shard of a stage, in whichever worker process the engine chose."""
-    from benchsmith import llm
-
-    llm.share_rate_limits(shards)  # the shards of a stage split its LLM rate limit between them
     with Store(settings.db_url) as store:
         return timed(store, run_id, name, lambda: work(store, subjects))
 
@@ -127,8 +123,9 @@ def run_sharded(settings: Settings, run_id: str, name: str, work: ShardWork, sub
     flow's task runner, every shard with its own store connection; their stats are summed into one.
 
     A shard that runs twice (a retry, a lost worker) redoes only what its ledger rows do not show as
-    finished, and its writes are keyed by content; paid LLM calls come from the call cache. `gpu` shards
-    ask the engine for one GPU each (Dask resource `GPU`, Ray `num_gpus`)."""
+    finished, and its writes are keyed by content; paid LLM calls come from the call cache, under rate
+    limits the store holds for all shards at once. `gpu` shards ask the engine for one GPU each (Dask
+    resource `GPU`, Ray `num_gpus`)."""
     if settings.prefect.task_runner == "local":
         return run_stage(settings, run_id, name, lambda store: work(store, None), reads=reads, sections=sections,
                          input_token=input_token)
@@ -140,8 +137,7 @@ def run_sharded(settings: Settings, run_id: str, name: str, work: ShardWork, sub
     with ExitStack() as gpu_request:
         if gpu:
             gpu_request.enter_context(_gpu_resource(settings))
-        futures = [staged.submit(f"{name}#{i}", settings, run_id, work, part, len(parts))
-                   for i, part in enumerate(parts)]
+        futures = [staged.submit(f"{name}#{i}", settings, run_id, work, part) for i, part in enumerate(parts)]
     return merge_stats([future.result() for future in futures]) | {"shards": len(parts)}
 
 

@@ -20,6 +20,7 @@ from benchsmith.store.items import ItemsMixin
 from benchsmith.store.ledger import LedgerMixin
 from benchsmith.store.llm_calls import LlmCallsMixin
 from benchsmith.store.questions import QuestionsMixin
+from benchsmith.store.rate_buckets import RateBucketsMixin
 from benchsmith.store.releases import ReleasesMixin
 from benchsmith.store.reviews import ReviewsMixin
 from benchsmith.store.runs import RunsMixin
@@ -28,7 +29,7 @@ from benchsmith.store.verdicts import VerdictsMixin
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # The newest migration's revision: a store already there opens without importing alembic (~0.15 s a
 # command). A test holds it equal to alembic's own head.
-SCHEMA_HEAD = "0006"
+SCHEMA_HEAD = "0007"
 
 
 class StoreError(BenchsmithError, RuntimeError):
@@ -136,7 +137,7 @@ def damaged_store_message(where: str, exc: sa.exc.DatabaseError) -> str:
 
 class Store(
     ItemsMixin, FactsMixin, QuestionsMixin, VerdictsMixin, LlmCallsMixin, ReviewsMixin, ReleasesMixin,
-    RunsMixin, LedgerMixin, EvalsMixin, ConversationsMixin,
+    RunsMixin, LedgerMixin, EvalsMixin, ConversationsMixin, RateBucketsMixin,
 ):
     """All persistent state. Methods are grouped by record in the mixins beside this file."""
 

@@ -295,3 +295,14 @@ conversation_evals = sa.Table(
     sa.Column("pairwise", sa.JSON, nullable=False),
     sa.Column("created_at", When, nullable=False),
 )
+
+# LLM rate limits shared by every process on the store: one token bucket per endpoint and model, its
+# levels as of `stamp` (seconds since the epoch on the database's clock, so workers' clocks never matter).
+# No created_at: a bucket draining is not new work for a stage's state token.
+rate_buckets = sa.Table(
+    "rate_buckets", metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("requests", sa.Float, nullable=False),
+    sa.Column("tokens", sa.Float, nullable=False),
+    sa.Column("stamp", sa.Float, nullable=False),
+)
