@@ -44,6 +44,7 @@ import os
 import queue
 import random
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -276,12 +277,32 @@ class DeadlinePassed(Exception):
     pass
 
 
+_AIOHTTP_TRANSPORT = "openai._vendor.httpx_aiohttp"
+
+
+def _openai():
+    """The openai SDK, imported when a call is really sent (~0.7 s; never on a fully cached rerun).
+    openai also imports its optional aiohttp transport whenever aiohttp is installed (datasets brings
+    it), ~0.2 s more before the first call goes out; we never use that transport, so the SDK is imported
+    as if aiohttp were missing."""
+    if "openai" in sys.modules:
+        return sys.modules["openai"]
+    blocked = _AIOHTTP_TRANSPORT not in sys.modules
+    if blocked:
+        sys.modules[_AIOHTTP_TRANSPORT] = None  # type: ignore[assignment] - importing it raises ImportError
+    try:
+        import openai
+    finally:
+        if blocked and sys.modules.get(_AIOHTTP_TRANSPORT, False) is None:
+            del sys.modules[_AIOHTTP_TRANSPORT]
+    return openai
+
+
 # A reply that is not a chat completion at all (a proxy's HTML page, a cut-off body) is retried too:
 # it is the transport failing, not the model answering badly.
 @lru_cache(maxsize=1)
 def _retryable() -> tuple[type[Exception], ...]:
-    import openai  # ~1 s to import: only when a call is really sent, never on a fully cached rerun
-
+    openai = _openai()
     return (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError,
             openai.APIResponseValidationError, json.JSONDecodeError, NotAChatCompletion)
 
@@ -339,7 +360,7 @@ class LlmClient:
             # claim the calls (store writes, in a thread) while openai is imported here (~0.5 s)
             claiming = asyncio.ensure_future(asyncio.to_thread(self._claim, [requests[i] for i in todo], stored))
             await asyncio.sleep(0)
-            import openai
+            openai = _openai()
 
             semaphore = asyncio.Semaphore(self.options.concurrency)
             limiters = {model: RateLimiter(self.options.requests_per_minute, self.options.tokens_per_minute,
@@ -405,7 +426,7 @@ class LlmClient:
                          logprobs=response.get("logprobs"), cached=True, attempts=0, seconds=0.0)
 
     async def _call(self, client: openai.AsyncOpenAI, limiter: RateLimiter, request: LlmRequest) -> LlmResult:
-        import openai
+        openai = _openai()
 
         started = time.monotonic()
         deadline = started + self.options.deadline_s
@@ -539,7 +560,7 @@ def _owner_gone(owner: str) -> bool:
 def _describe(exc: Exception) -> str:
     """A one-line reason with no request headers in it (they carry the key), scrubbed of secrets
     (servers echo the key in their messages)."""
-    import openai
+    openai = _openai()
 
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -214,3 +217,26 @@ def test_a_reply_that_is_not_a_chat_completion_is_retried_then_failed_not_raised
         [result] = client.run([LlmRequest(purpose="generate", model="m", messages=[{"role": "user", "content": "q"}])])
         assert not result.ok and "not a chat completion" in result.reason
         assert server.calls == 3
+
+
+def test_calls_go_out_without_loading_the_sdks_optional_aiohttp_transport(tmp_path):
+    # aiohttp is installed here (datasets needs it): openai would import it with itself, ~0.2 s of every
+    # first call. A fresh interpreter, so nothing imported openai before.
+    script = """
+import sys
+from benchsmith.llm import LlmClient, LlmOptions, LlmRequest
+from benchsmith.settings import load_settings
+from tests.support.openai_server import ScriptedOpenAI, json_completion
+import importlib.util
+assert importlib.util.find_spec("aiohttp") is not None, "aiohttp is not installed: this test proves nothing"
+with ScriptedOpenAI(lambda req: json_completion({"answer": "x"})) as server:
+    settings = load_settings(env={"BENCHSMITH_WORKSPACE": sys.argv[1], "OPENAI_BASE_URL": server.base_url})
+    [result] = LlmClient(settings, LlmOptions()).run([LlmRequest(purpose="generate", model="m",
+                                                                 messages=[{"role": "user", "content": "q"}])])
+assert result.ok, result.reason
+assert "openai" in sys.modules and "aiohttp" not in sys.modules, sorted(m for m in sys.modules if "aiohttp" in m)
+import openai._vendor.httpx_aiohttp  # still importable by whoever wants it
+"""
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "bench")], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2], timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
