@@ -22,7 +22,7 @@ from tests.generators.test_stage import add_oracle
 from tests.publish.conftest import build_reviewed
 from tests.support.openai_server import ScriptedOpenAI, error
 
-# prefect-dask comes with `make install-dev` (the `dask` extra). 6 scenes: the build test (a local and a
+# prefect-dask and prefect-ray come with `make install-dev` (the `distributed` extra). 6 scenes: the build test (a local and a
 # sharded build) measured ~110 s on the 2-core box; the 200 scenes were not tried within CI time.
 SCENES = 6
 # Ray (prefect-ray 0.6.0, ray 2.60.0) takes ~9 s to start here; its smoke build uses fewer scenes still.
