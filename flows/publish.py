@@ -4,9 +4,15 @@ A release is a deliberate act, so the stage runs only when a version is given, e
 as `publish.version` in the settings; otherwise it reports that it skipped. Its cache key is the
 content of the release it would build, so a rerun with nothing new to publish is served from cache,
 and a build whose questions changed under a fixed version stops with publish's own clear error.
+
+On a dask or ray task runner the images are encoded first, sharded by item id over the workers into the
+workspace's image cache (which the workers must share, as they share the media folder); the release
+itself is then written as on the local runner, reading every image back from that cache.
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 from prefect import flow
 
@@ -14,13 +20,13 @@ from publish.settings import PublishSettings
 from benchsmith.records import stable_hash
 from benchsmith.settings import Settings
 from benchsmith.store import Store
-from flows.tasks import new_run_id, run_stage
+from flows.tasks import new_run_id, run_sharded, run_stage
 
 
 def publish_stage(settings: Settings, run_id: str, version: str | None = None, push: str | None = None) -> dict:
     """The publish task; callable inside any flow."""
     from publish.push import push_release
-    from publish.release import collect_entries, publish
+    from publish.release import collect_entries, publish, published_items
 
     options = settings.section("publish", PublishSettings)
     version, push = version or options.version, push or options.push
@@ -28,7 +34,13 @@ def publish_stage(settings: Settings, run_id: str, version: str | None = None, p
         return {"publish": "skipped: no version given (set publish.version or pass one)"}
     with Store(settings.db_url) as store:
         entries, _left_out = collect_entries(store)
+        items = published_items(store) if settings.prefect.task_runner != "local" else []
     content = stable_hash(version, push, sorted((e.question_id, e.content_hash) for e in entries))
+    out = {}
+    if items:
+        out["publish images"] = run_sharded(settings, run_id, "publish:images",
+                                            partial(images_shard, settings=settings), items, reads=("items",),
+                                            sections=("publish",), input_token=content)
 
     def release(store: Store) -> dict:
         result = publish(store, settings, version, repo=push)
@@ -40,8 +52,16 @@ def publish_stage(settings: Settings, run_id: str, version: str | None = None, p
             token = settings.secrets.hf_token.get_secret_value() if settings.secrets.hf_token else None
             stats["pushed"] = push_release(result.folder, push, token, private=options.private)
         return stats
-    return {"publish": run_stage(settings, run_id, "publish", release, reads=("reviews",),
-                                  sections=("publish", "review"), input_token=content)}
+    out["publish"] = run_stage(settings, run_id, "publish", release, reads=("reviews",),
+                               sections=("publish", "review"), input_token=content)
+    return out
+
+
+def images_shard(store: Store, subjects: list[str] | None, *, settings: Settings) -> dict:
+    """The release's images of the items `subjects` (None: every item it shows) encoded into the image
+    cache; module-level so workers can unpickle it."""
+    from publish.release import encode_images, published_items
+    return encode_images(store, settings, published_items(store) if subjects is None else subjects)
 
 
 @flow(name="benchsmith-publish")

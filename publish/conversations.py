@@ -15,7 +15,7 @@ from pathlib import Path
 import datasets
 
 from publish.dataset import write_shards
-from publish.entries import public_name
+from publish.entries import media_of, public_name
 from publish.settings import PublishSettings
 from benchsmith.records import LEVELS, Conversation, Image, Turn, Video, stable_hash
 from benchsmith.store import Store
@@ -54,9 +54,8 @@ class ConversationEntry:
 
 
 def entry_for(conversation: Conversation, item: Image | Video, annotators: int) -> ConversationEntry:
-    media = (item.path,) if item.kind == "image" else tuple(item.frames)
     return ConversationEntry(
-        conversation_id=conversation.id, turns=tuple(conversation.final_turns), media=media, data_id=item.id,
+        conversation_id=conversation.id, turns=tuple(conversation.final_turns), media=media_of(item), data_id=item.id,
         source=public_name(item.source), generator=conversation.provenance.backend,
         model=public_name(conversation.provenance.model), annotators=annotators)
 

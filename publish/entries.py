@@ -61,15 +61,19 @@ def agreement(final_answer: int, reviewer_answers: Sequence[int | None]) -> floa
     return sum(answer == final_answer for answer in reviewer_answers) / len(reviewer_answers)
 
 
+def media_of(item: Image | Video) -> tuple[str, ...]:
+    """The stored files a release shows for `item`: its image, or a video's sampled frames."""
+    return (item.path,) if item.kind == "image" else tuple(item.frames)
+
+
 def entry_for(question: Question, item: Image | Video, reviewer_answers: Sequence[int | None],
               dimensions: Registry) -> Entry:
     """The published form of an accepted question; the human answer and dimension win when set."""
     answer = question.final_answer
     dimension = dimensions.get(question.final_dimension_id)
-    media = (item.path,) if item.kind == "image" else tuple(item.frames)
     return Entry(
         question_id=question.id, question=question.text, choices=tuple(question.options), answer=LETTERS[answer],
-        media=media, data_type=item.kind, question_type_id=dimension.id, category=dimension.name,
+        media=media_of(item), data_type=item.kind, question_type_id=dimension.id, category=dimension.name,
         config=dimension.key, data_id=item.id, source=public_name(item.source),
         generator=question.provenance.backend, model=public_name(question.provenance.model),
         agreement=agreement(answer, reviewer_answers), annotators=len(reviewer_answers),

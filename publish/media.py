@@ -53,15 +53,31 @@ class CleanImages:
         self.image_format, self.jpeg_quality = image_format, jpeg_quality
 
     def __call__(self, relative: str) -> bytes:
+        source, cached = self._paths(relative)
+        if cached.is_file():
+            return cached.read_bytes()
+        return self._encode(source, cached)
+
+    def ensure(self, relative: str) -> bool:
+        """Put the clean encoding of `relative` in the cache; True when it was encoded now, False when it
+        was there already. Safe to run twice or at once in several processes: each write is atomic."""
+        source, cached = self._paths(relative)
+        if cached.is_file():
+            return False
+        self._encode(source, cached)
+        return True
+
+    def _paths(self, relative: str) -> tuple[Path, Path]:
+        """The stored file and its cache entry, keyed by path, size and modification time."""
         source = resolve_media(self.media_dir, relative)
         stat = source.stat()
         key = stable_hash(relative, stat.st_size, stat.st_mtime_ns)
-        cached = self.cache_dir / key[:2] / key
-        if cached.is_file():
-            return cached.read_bytes()
+        return source, self.cache_dir / key[:2] / key
+
+    def _encode(self, source: Path, cached: Path) -> bytes:
         data = clean_image(source, self.image_format, self.jpeg_quality)
         cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_name(f"{key}.{os.getpid()}.tmp")
+        partial = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
         partial.write_bytes(data)
         os.replace(partial, cached)
         return data

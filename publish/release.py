@@ -27,9 +27,9 @@ from publish import conversations as conversation_config
 from publish import stats
 from publish.card import ALL, Changes, changelog_markdown, render_card
 from publish.dataset import uncompressed_bytes, write_data
-from publish.entries import Entry, entry_for, public_name
+from publish.entries import Entry, entry_for, media_of, public_name
 from publish.lmms_eval import write_task
-from publish.media import CleanImages
+from publish.media import CleanImages, MediaError
 from publish.settings import PublishSettings, releases_root
 from benchsmith.records import Release
 from benchsmith.settings import Settings
@@ -204,7 +204,7 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
     building.mkdir(parents=True)
     try:
         tsv_name = f"vlmevalkit/{options.name}.tsv"
-        images = CleanImages(settings.media_dir, settings.cache_dir, options.image_format, options.jpeg_quality)
+        images = clean_images(settings)
         shards = write_data(by_config, building, images, options, building / tsv_name, progress)
         conversation_shards = conversation_config.write(conversations, building, images, options)
         lmms_task = write_task(building, name=options.name, pretty_name=options.pretty_name, version=version,
@@ -228,6 +228,33 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
         store.move_conversations(list(conversation_hashes), "published", stage="publish", reason=version)
         store.add_release(release, hashes, conversation_hashes)
     return Published(version, folder, len(entries), changes, per_config, len(conversations))
+
+
+def clean_images(settings: Settings) -> CleanImages:
+    """The encoder a release reads its images through, with its cache under the workspace."""
+    options = settings.section("publish", PublishSettings)
+    return CleanImages(settings.media_dir, settings.cache_dir, options.image_format, options.jpeg_quality)
+
+
+def published_items(store: Store) -> list[str]:
+    """The ids of the items whose media the next release shows (questions and conversations)."""
+    entries, _left_out = collect_entries(store)
+    return sorted({e.data_id for e in entries} | {e.data_id for e in conversation_config.collect(store)})
+
+
+def encode_images(store: Store, settings: Settings, item_ids: Sequence[str]) -> dict[str, int]:
+    """Put the clean encoding of every image and frame of `item_ids` in the release's image cache, so that
+    `publish` only reads them back; what is cached already is not encoded again. A file that cannot be read
+    is counted and left for `publish`, which stops on it with its own error."""
+    images = clean_images(settings)
+    counts = {"encoded": 0, "reused": 0, "unreadable": 0}
+    for item in store.get_items(sorted(item_ids)):
+        for relative in media_of(item):
+            try:
+                counts["encoded" if images.ensure(relative) else "reused"] += 1
+            except MediaError:
+                counts["unreadable"] += 1
+    return counts
 
 
 def _note(verdict) -> str:

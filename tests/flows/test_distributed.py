@@ -4,6 +4,7 @@ duplicates and pays for nothing twice."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import threading
@@ -18,11 +19,15 @@ from benchsmith.store.schema import llm_calls
 from tests.conftest import fresh_database
 from tests.generators.test_resume import key_of, two_questions
 from tests.generators.test_stage import add_oracle
+from tests.publish.conftest import build_reviewed
 from tests.support.openai_server import ScriptedOpenAI, error
 
-# prefect-dask comes with `make install-dev` (the `dask` extra). CI builds 6 scenes (a local and a sharded
-# build, ~110 s on the 2-core box); BENCHSMITH_TEST_DISTRIBUTED_SCENES=200 runs the issue's full size.
+# prefect-dask and prefect-ray come with `make install-dev` (the `distributed` extra). CI builds 6 scenes (a
+# local and a sharded build, ~110 s on the 2-core box); BENCHSMITH_TEST_DISTRIBUTED_SCENES=200 runs the
+# issue's full size.
 SCENES = int(os.environ.get("BENCHSMITH_TEST_DISTRIBUTED_SCENES", "6"))
+# Ray (prefect-ray 0.6.0, ray 2.60.0) takes ~9 s to start here; its smoke build uses fewer scenes still.
+RAY_SCENES = 3
 
 
 def settings_for(tmp_path, name: str, db_url: str, env_extra: dict | None = None, **over: str):
@@ -40,6 +45,16 @@ def benchmark_of(db_url: str) -> dict:
         return {"items": sorted(i.id for i in store.get_items()),
                 "questions": sorted((q.id, q.status) for q in store.get_questions()),
                 "verdicts": verdicts}
+
+
+def files_of(folder) -> dict[str, str]:
+    """Every file under `folder` by its path, as the hash of its bytes."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def cached_images(settings) -> list:
+    return [p for p in (settings.cache_dir / "publish").rglob("*") if p.is_file()]
 
 
 @pytest.fixture
@@ -121,3 +136,58 @@ def test_a_worker_killed_mid_stage_loses_nothing_duplicates_nothing_and_repays_a
     assert set(paid) == ok  # every paid answer is in the call cache, none lost
     assert len({q.id for q in questions}) == len(questions) == 2 * jobs  # nothing lost, nothing twice
     assert len(done) == jobs and {r["status"] for r in done} == {"done"}
+
+
+def test_publish_encodes_images_on_two_dask_workers_into_the_same_release_as_the_local_runner(
+        prefect_api, tmp_path, postgres_url, second_postgres, oracle_dir):
+    from flows.publish import images_shard, publish_flow
+    from flows.tasks import on_task_runner
+
+    local = settings_for(tmp_path, "local", postgres_url, publish__version="v1")
+    sharded = settings_for(tmp_path, "dask", second_postgres, publish__version="v1", prefect__task_runner="dask",
+                           prefect__dask__workers="2")
+    for settings in (local, sharded):
+        with Store(settings.db_url) as store:
+            build_reviewed(store, settings, oracle_dir, settings.workspace.parent / f"{settings.workspace.name}-in")
+    expected = publish_flow(local)
+    got = on_task_runner(publish_flow, sharded)(sharded)
+
+    assert "publish images" not in expected  # the local runner publishes as it always has
+    encoded_locally = cached_images(local)
+    images = got["publish images"]
+    assert images["shards"] > 1 and images["unreadable"] == 0
+    assert images["encoded"] == len(encoded_locally) > 0  # every image the release shows, encoded by the workers
+    assert len(cached_images(sharded)) == len(encoded_locally)  # the release encoded none again
+    release, release_local = got["publish"], expected["publish"]
+    assert {k: v for k, v in release.items() if k != "folder"} == {
+        k: v for k, v in release_local.items() if k != "folder"}
+    published = files_of(sharded.workspace / "releases" / "v1")
+    assert any(path.endswith(".parquet") for path in published)
+    assert published == files_of(local.workspace / "releases" / "v1")  # rows, image bytes, shards, card: all equal
+
+    with Store(sharded.db_url) as store:  # a shard run again finds its images encoded and adds nothing
+        again = images_shard(store, None, settings=sharded)
+    assert again == {"encoded": 0, "reused": images["encoded"], "unreadable": 0}
+    assert len(cached_images(sharded)) == len(encoded_locally)
+
+
+def test_build_on_a_local_ray_makes_the_same_benchmark_as_the_local_runner(
+        prefect_api, tmp_path, postgres_url, second_postgres):
+    import ray
+
+    from flows.build import run_build
+
+    local = settings_for(tmp_path, "local", postgres_url)
+    sharded = settings_for(tmp_path, "ray", second_postgres, prefect__task_runner="ray", prefect__shards="2")
+    run_build(local, [], scenes=RAY_SCENES, scenes_seed=5)
+    # A small Ray of its own, which the task runner joins: two CPUs, a 200 MB object store (in /dev/shm).
+    ray.init(num_cpus=2, object_store_memory=200 * 1024**2, include_dashboard=False, log_to_driver=False)
+    try:
+        summary = run_build(sharded, [], scenes=RAY_SCENES, scenes_seed=5)
+    finally:
+        ray.shutdown()
+
+    assert summary["extract"]["extract rapidocr"]["shards"] == 2 and summary["filter"]["shards"] == 2
+    expected = benchmark_of(postgres_url)
+    assert len(expected["items"]) == RAY_SCENES and expected["questions"] and expected["verdicts"]
+    assert benchmark_of(second_postgres) == expected
