@@ -284,12 +284,13 @@ class Question(Record):
 
 def question_id(item_id: str, dimension_id: int, text: str, options: list[str]) -> str:
     """Stable across runs and versions; the option order does not change it, so shuffling is safe."""
-    return _question_id(item_id, dimension_id, text, tuple(options))
+    return _question_id(item_id, dimension_id, text, tuple(sorted(options)))
 
 
 @lru_cache(maxsize=1 << 14)
 def _question_id(item_id: str, dimension_id: int, text: str, options: tuple[str, ...]) -> str:
-    # a question's id is asked for at every step of a commit (gate, letters, store): hashed once a commit
+    # a question's id is asked for at every step of a commit (gate, letters, store): hashed once a commit,
+    # keyed on the sorted options so the reordered copy that balancing makes finds it too
     return stable_hash(item_id, dimension_id, normalise_text(text), sorted(normalise_text(o) for o in options))
 
 
