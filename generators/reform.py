@@ -461,6 +461,9 @@ def _nearest_first(scores: np.ndarray, head: int):
     yield from sorted(rest.tolist(), key=lambda i: (-scores[i], i))
 
 
+EMBEDDED_CACHE = 16_384  # keys whose MiniLM candidates, and option sets whose similarities, are kept (a few MB)
+
+
 class Pools:
     """Everything other annotations offer as distractors, built once per run from the store's items."""
 
@@ -502,6 +505,8 @@ class Pools:
         self._matrices: dict[tuple, tuple[np.ndarray, list[str], list[frozenset[str]]]] = {}
         self._near: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}   # this window's keys only
         self._indexes: dict[str, tuple] = {}
+        self._embedded: dict[tuple, list[tuple[str, float, str]]] = {}
+        self._similar: dict[tuple[str, ...], list[list[float]]] = {}
         for method in ("captions", "texts"):  # now, before MiniLM loads: building one briefly takes memory
             self._index(method)
 
@@ -580,6 +585,15 @@ class Pools:
 
     def embedded_candidates(self, p: Parsed) -> list[tuple[str, float, str]]:
         group, where = self.group_of(p)
+        # a function of the pool, the key and the accepted answers: class labels and common VQA answers recur
+        found = self._embedded.get((group, p.key, p.accepted))
+        if found is None:
+            if len(self._embedded) >= EMBEDDED_CACHE:
+                self._embedded.clear()
+            found = self._embedded[(group, p.key, p.accepted)] = self._embedded_candidates(p, group, where)
+        return list(found)
+
+    def _embedded_candidates(self, p: Parsed, group: tuple, where: str) -> list[tuple[str, float, str]]:
         matrix, texts, synonyms = self._group_matrix(group)
         if not texts:
             return []
@@ -672,8 +686,13 @@ class Pools:
         """Pairwise similarity of the key and candidates under the method's own measure."""
         method = p.kind.method
         if method in ("answers", "classes"):
-            vectors = self.embeddings.matrix(options)
-            return (vectors @ vectors.T).tolist()
+            key = tuple(options)
+            if key not in self._similar:
+                if len(self._similar) >= EMBEDDED_CACHE:
+                    self._similar.clear()
+                vectors = self.embeddings.matrix(options)
+                self._similar[key] = (vectors @ vectors.T).tolist()
+            return self._similar[key]
         if method == "regions":
             centres = [[float(v) for v in re.findall(r"[\d.]+", o)] for o in options]
             return [[-abs(a[0] + a[2] - b[0] - b[2]) - abs(a[1] + a[3] - b[1] - b[3]) for b in centres]
