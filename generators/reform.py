@@ -404,7 +404,8 @@ def word_overlap(a: str, b: str) -> float:
 
 
 def _overlap(wa: frozenset[str], wb: frozenset[str]) -> float:
-    return len(wa & wb) / max(1, len(wa | wb))
+    shared = len(wa & wb)
+    return shared / max(1, len(wa) + len(wb) - shared)  # the union's size, without building it
 
 
 @lru_cache(maxsize=16)
@@ -615,6 +616,7 @@ class Pools:
     def caption_candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
         own = {normalise_text(c) for c in p.accepted}
         own_words = [_word_set(a) for a in p.accepted]
+        paraphrase = self.settings.paraphrase_overlap
         out, seen = [], set()
         columns, scores = self._near[("captions", p.key)]
         for i, score in zip(columns.tolist(), scores.tolist()):
@@ -626,7 +628,7 @@ class Pools:
                 continue
             seen.add(key)
             words = _word_set(caption)
-            if max(_overlap(words, a) for a in own_words) >= self.settings.paraphrase_overlap:
+            if any(_overlap(words, a) >= paraphrase for a in own_words):
                 continue  # says what the image's own captions say
             out.append((caption, score, "TF-IDF word overlap with the key, a caption of another image"))
             if len(out) == self.settings.hard_negative_pool:
