@@ -12,6 +12,7 @@ import re
 import unicodedata
 from functools import lru_cache
 from datetime import datetime, timezone
+from difflib import SequenceMatcher
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -74,6 +75,53 @@ def levenshtein(a: str, b: str) -> int:
         plus = hm | (~(xv | hp) & full)
         minus = hp & xv
     return score
+
+
+
+def matching_ratio(a: str, b: str) -> float:
+    """difflib's `SequenceMatcher(None, a, b).ratio()`, the same number, computed without its general
+    machinery (junk, match objects): twice the characters in the matching blocks (longest common
+    substring first, earliest on ties, then recursively either side) over both lengths. Strings of
+    200 characters or more go to difflib itself, whose popular-character heuristic starts there."""
+    la, lb = len(a), len(b)
+    if lb >= 200:
+        return SequenceMatcher(None, a, b).ratio()
+    if not la + lb:
+        return 1.0
+    positions = _positions(b)
+    matched = 0
+    pending = [(0, la, 0, lb)]
+    while pending:
+        alo, ahi, blo, bhi = pending.pop()
+        besti = bestj = best = 0
+        run: dict[int, int] = {}   # j -> length of the common run ending at a[i - 1], b[j]
+        for i in range(alo, ahi):
+            grown = {}
+            for j in positions.get(a[i], ()):
+                if j < blo:
+                    continue
+                if j >= bhi:
+                    break
+                k = grown[j] = run.get(j - 1, 0) + 1
+                if k > best:
+                    besti, bestj, best = i - k + 1, j - k + 1, k
+            run = grown
+        if best:
+            matched += best
+            if alo < besti and blo < bestj:
+                pending.append((alo, besti, blo, bestj))
+            if besti + best < ahi and bestj + best < bhi:
+                pending.append((besti + best, ahi, bestj + best, bhi))
+    return 2.0 * matched / (la + lb)
+
+
+@lru_cache(maxsize=1 << 12)
+def _positions(text: str) -> dict[str, list[int]]:
+    # each option is the second string of three pairs in a question's centroid
+    out: dict[str, list[int]] = {}
+    for j, char in enumerate(text):
+        out.setdefault(char, []).append(j)
+    return out
 
 
 _SPACE = re.compile(r"\s+")
@@ -236,12 +284,13 @@ class Question(Record):
 
 def question_id(item_id: str, dimension_id: int, text: str, options: list[str]) -> str:
     """Stable across runs and versions; the option order does not change it, so shuffling is safe."""
-    return _question_id(item_id, dimension_id, text, tuple(options))
+    return _question_id(item_id, dimension_id, text, tuple(sorted(options)))
 
 
 @lru_cache(maxsize=1 << 14)
 def _question_id(item_id: str, dimension_id: int, text: str, options: tuple[str, ...]) -> str:
-    # a question's id is asked for at every step of a commit (gate, letters, store): hashed once a commit
+    # a question's id is asked for at every step of a commit (gate, letters, store): hashed once a commit,
+    # keyed on the sorted options so the reordered copy that balancing makes finds it too
     return stable_hash(item_id, dimension_id, normalise_text(text), sorted(normalise_text(o) for o in options))
 
 

