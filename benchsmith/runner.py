@@ -91,12 +91,13 @@ def pending(stage: Stage, store, *, retry_failed: bool = False) -> list[Any]:
     return [unit for unit in stage.units(store) if stage.subject(unit) not in finished]
 
 
-def shards(subjects: Iterable[str], n: int) -> list[list[str]]:
-    """`subjects` split into `n` shards by a stable hash of each, so a subject lands in the same shard on
-    every run and every machine; empty shards are left out."""
+def shards(subjects: Iterable[str], n: int, group: Callable[[str], str] | None = None) -> list[list[str]]:
+    """`subjects` split into `n` shards by a stable hash of each (of `group(subject)` when given: subjects
+    of one group stay together, in their order), so a subject lands in the same shard on every run and
+    every machine; empty shards are left out."""
     out: list[list[str]] = [[] for _ in range(max(1, n))]
     for subject in subjects:
-        out[int(stable_hash(subject)[:8], 16) % len(out)].append(subject)
+        out[int(stable_hash(group(subject) if group else subject)[:8], 16) % len(out)].append(subject)
     return [shard for shard in out if shard]
 
 

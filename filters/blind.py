@@ -186,7 +186,9 @@ def fit_learners(solvers: Sequence[Solver], pool: Sequence[Question]) -> None:
     learners = [s for s in solvers if hasattr(s, "fit")]
     if learners:
         from filters.solvers.learned import Labelled
-        labelled = [Labelled(q.text, tuple(q.options), q.answer, q.item_id) for q in pool]
+        # in id order: the fit must not depend on the order the store returns rows in (a sharded run
+        # reads the pool by ids, a local one by status), or borderline questions are judged differently
+        labelled = [Labelled(q.text, tuple(q.options), q.answer, q.item_id) for q in sorted(pool, key=lambda q: q.id)]
         for solver in learners:
             solver.fit(labelled)
 

@@ -26,13 +26,14 @@ Conversations (multi-turn items) pass `conversation_gate`, with rules of their o
 
 A question that fails is kept as a dropped question with a verdict naming the rule and the reason;
 nothing is deleted. `balance_answers` then places the correct options so the letters A-D come out
-equally often, using a seeded generator so a rerun places them the same way.
+uniform, seeded by the questions themselves so any run, batching or shard places them the same way.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from collections import defaultdict
 from collections.abc import Sequence
 from functools import cache
 
@@ -193,22 +194,29 @@ def gate(questions: Sequence[Question], existing: dict[str, list[Question]],
 
 
 def balance_answers(questions: Sequence[Question], seed: int = 0) -> list[Question]:
-    """Reorder each question's options so every letter is the answer equally often (within one per
-    letter per call). Questions are taken in id order and dealt letters from shuffled blocks of four;
-    the distractors' order is shuffled too. The same questions and seed always give the same result."""
-    ordered = sorted(questions, key=lambda q: q.id)
-    rng = random.Random(stable_hash(seed, [q.id for q in ordered]))
-    letters: list[int] = []
+    """Reorder each question's options so the letters of the keys come out uniform. The questions made
+    together (one item and dimension: a generator's job) are dealt letters from a shuffled block of four,
+    so they differ from each other; the block is seeded by `seed` and the group's ids alone. A question
+    thus gets the same letter whatever else is balanced with it, so batch sizes, resumed runs and shards
+    of a distributed run place every key alike; across groups each letter is equally likely. The
+    distractors' order is shuffled too."""
+    groups: dict[tuple[str, int], list[Question]] = defaultdict(list)
+    for question in questions:
+        groups[(question.item_id, question.dimension_id)].append(question)
     placed: dict[str, Question] = {}
-    for question in ordered:
-        if not letters:
-            letters = rng.sample(range(4), 4)
-        target = letters.pop()
-        correct = question.options[question.answer]
-        others = [o for i, o in enumerate(question.options) if i != question.answer]
-        rng.shuffle(others)
-        options = others[:target] + [correct] + others[target:]
-        placed[question.id] = question.model_copy(update={"options": options, "answer": target})
+    for group in groups.values():
+        ordered = sorted(group, key=lambda q: q.id)
+        rng = random.Random(stable_hash(seed, [q.id for q in ordered]))
+        letters: list[int] = []
+        for question in ordered:
+            if not letters:
+                letters = rng.sample(range(4), 4)
+            target = letters.pop()
+            correct = question.options[question.answer]
+            others = [o for i, o in enumerate(question.options) if i != question.answer]
+            rng.shuffle(others)
+            options = others[:target] + [correct] + others[target:]
+            placed[question.id] = question.model_copy(update={"options": options, "answer": target})
     return [placed[q.id] for q in questions]
 
 

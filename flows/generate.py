@@ -45,7 +45,7 @@ def generate_stage(settings: Settings, run_id: str) -> dict:
         with tags("openai") if stage.uses_llm else nullcontext():
             results[f"generate {stage.generator}"] = run_sharded(
                 settings, run_id, stage.name, work, [stage.subject(u) for u in pending], reads=READS,
-                sections=("generate",), input_token=token)
+                sections=("generate",), input_token=token, group=stage.shard_group)
     return results
 
 

@@ -117,10 +117,11 @@ _shard = task(cache_policy=None)(run_shard)
 
 def run_sharded(settings: Settings, run_id: str, name: str, work: ShardWork, subjects: Sequence[str], *,
                 reads: Sequence[str], sections: Sequence[str] | None, input_token: str = "",
-                gpu: bool = False) -> dict[str, Any]:
+                gpu: bool = False, group: Callable[[str], str] | None = None) -> dict[str, Any]:
     """A heavy stage: with the local runner exactly `run_stage(work(store, None))`; on dask or ray its
-    pending `subjects` split into shards by a stable hash (`runner.shards`), one Prefect task each on the
-    flow's task runner, every shard with its own store connection; their stats are summed into one.
+    pending `subjects` split into shards by a stable hash (`runner.shards`; of `group(subject)` when the
+    subjects of a group must be worked on together), one Prefect task each on the flow's task runner,
+    every shard with its own store connection; their stats are summed into one.
 
     A shard that runs twice (a retry, a lost worker) redoes only what its ledger rows do not show as
     finished, and its writes are keyed by content; paid LLM calls come from the call cache, under rate
@@ -131,7 +132,7 @@ def run_sharded(settings: Settings, run_id: str, name: str, work: ShardWork, sub
                          input_token=input_token)
     from benchsmith import runner
 
-    parts = runner.shards(subjects, shard_count(settings))
+    parts = runner.shards(subjects, shard_count(settings), group)
     staged = _shard.with_options(name=name, retries=settings.prefect.retries,
                                  retry_delay_seconds=settings.prefect.retry_delay_seconds)
     with ExitStack() as gpu_request:

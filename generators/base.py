@@ -53,6 +53,12 @@ class GeneratorStage:
         (None: a window's worth)."""
         return 64, None
 
+    def shard_group(self, subject: str) -> str:
+        """What must be generated in one shard of a distributed run: the item (a subject starts with its
+        id). The gate's per-item rules see the questions of the item's other jobs, so they must come in
+        the order a local run gives them."""
+        return subject.split(":", 1)[0]
+
     def unlisted(self) -> Counter:
         """Source records that never became a job, by reason (e.g. an unknown annotation kind)."""
         return Counter()

@@ -108,6 +108,15 @@ def test_shards_split_subjects_by_a_stable_hash_and_cover_each_once():
     assert runner.shards(subjects[:1], 4) == [["item-0"]]  # empty shards are left out
 
 
+def test_shards_keep_a_groups_subjects_together_in_their_order():
+    subjects = [f"item-{i}:{dimension}" for i in range(50) for dimension in ("count", "colour", "place")]
+    parts = runner.shards(subjects, 4, group=lambda subject: subject.split(":")[0])
+    assert len(parts) == 4 and sorted(s for part in parts for s in part) == sorted(subjects)
+    for part in parts:
+        for item in {s.split(":")[0] for s in part}:
+            assert [s for s in part if s.startswith(f"{item}:")] == [f"{item}:{d}" for d in ("count", "colour", "place")]
+
+
 def test_shards_run_apart_do_the_stage_once_and_a_rerun_shard_adds_nothing(store):
     parts = runner.shards([f"n{i}" for i in range(12)], 3)
     reports = [runner.run(Squares(n=12), store, subjects=part) for part in parts]

@@ -85,6 +85,20 @@ def test_balanced_letters_keep_the_correct_option_and_are_reproducible():
     assert balance_answers(questions, seed=4) != balanced
 
 
+def test_a_questions_letter_does_not_depend_on_what_else_is_balanced_with_it():
+    # A distributed run commits each item's questions in its own shard, a local run in batches: the
+    # letters must come out the same either way.
+    questions = [q(f"How many cups are on shelf {i} of image {item}?", [f"{i}", f"{i + 1}", f"{i + 2}", f"{i + 3}"],
+                   item=f"img-{item}") for item in range(60) for i in range(3)]
+    together = {b.id: b for b in balance_answers(questions, seed=1)}
+    for item in range(60):
+        alone = balance_answers([x for x in questions if x.item_id == f"img-{item}"], seed=1)
+        assert [together[b.id] for b in alone] == alone
+        assert len({b.answer for b in alone}) == 3  # one item's questions get different letters
+    counts = Counter(b.answer for b in together.values())
+    assert min(counts.values()) >= 30, counts  # 180 keys spread over the four letters
+
+
 def test_questions_that_speak_of_the_generators_sources_are_dropped():
     _kept, dropped = gate([q("According to the caption, what is on the table?", ["a cup", "a plate", "a bowl", "a fork"]),
                            q("Which bounding box holds the dog?", ["left", "right", "top", "bottom"]),
