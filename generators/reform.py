@@ -42,9 +42,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith.dimensions import Dimension, registry
@@ -53,6 +52,9 @@ from benchsmith.paths import DATA_DIR
 from benchsmith.records import Image, Provenance, Question, levenshtein, normalise_text, stable_hash
 from benchsmith.settings import parse_yaml
 from generators.temporal import DISTRACTOR_SCHEMA
+
+if TYPE_CHECKING:  # numpy is imported where it is used: every command imports this module for its settings
+    import numpy as np
 
 BACKEND = "reform"
 VERSION = "reform-v1"
@@ -353,6 +355,7 @@ class Embeddings:
         self.vectors: dict[str, np.ndarray] = {}
 
     def add(self, texts: Iterable[str]) -> None:
+        import numpy as np
         missing = sorted(set(texts) - self.vectors.keys())
         if not missing:
             return
@@ -377,6 +380,7 @@ class Embeddings:
             torch.set_num_threads(threads)
 
     def matrix(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
         return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, 1), np.float32)
 
 
@@ -410,6 +414,7 @@ def _overlap(wa: frozenset[str], wb: frozenset[str]) -> float:
 
 @lru_cache(maxsize=16)
 def _triples(n: int) -> np.ndarray:
+    import numpy as np
     return np.array(list(itertools.combinations(range(1, n + 1), 3)), dtype=np.intp).reshape(-1, 3)
 
 
@@ -418,6 +423,7 @@ def _triple_terms(n: int) -> np.ndarray:
     """For every triple (a, b, c) of `_triples(n)`, the flat positions in the (n + 1)-square similarity
     matrix of s[0,a] s[0,b] s[0,c], s[a,0] s[a,b] s[a,c], s[b,0] s[b,a] s[b,c], s[c,0] s[c,a] s[c,b]:
     one gather instead of twelve fancy indexings per question."""
+    import numpy as np
     a, b, c = _triples(n).T
     size, zero = n + 1, np.zeros_like(a)
     pairs = [(zero, a), (zero, b), (zero, c), (a, zero), (a, b), (a, c),
@@ -429,6 +435,7 @@ def choose_three(similarity, rng: random.Random) -> tuple[list[int], int]:
     """Three candidates (indices 1.. of `similarity`, row/column 0 being the key) such that the key's
     rank by summed similarity to the other three options is drawn uniformly; returns them and the rank.
     A rank no triple allows is drawn again, so a small pool still gives a question."""
+    import numpy as np
     s = np.asarray(similarity, dtype=np.float64)
     triples = _triples(s.shape[0] - 1)
     t = s.ravel()[_triple_terms(s.shape[0] - 1)]
@@ -453,6 +460,7 @@ class Shortfall:
 def _nearest_first(scores: np.ndarray, head: int):
     """Indices by descending score (ties by index): the first `head` found by partition, the rest only
     if the caller reads on."""
+    import numpy as np
     if head >= len(scores):
         yield from sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         return
@@ -469,6 +477,7 @@ class Pools:
     """Everything other annotations offer as distractors, built once per run from the store's items."""
 
     def __init__(self, items: Iterable[Image], settings: ReformSettings) -> None:
+        import numpy as np
         self.settings = settings
         self.kinds = load_tasks(settings.tasks)
         self.embeddings = Embeddings(settings)
@@ -545,6 +554,7 @@ class Pools:
                 self._nearest(method, keys)
 
     def _index(self, method: str):
+        import numpy as np
         if method not in self._indexes:
             from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
@@ -559,6 +569,7 @@ class Pools:
 
     def _nearest(self, method: str, keys: list[str], keep: int = 64) -> None:
         """For each key, the `keep` pool entries sharing the most (weighted) words or character pairs."""
+        import numpy as np
         index = self._index(method)
         if index is None:
             self._near.update({(method, key): (np.zeros(0, np.int64), np.zeros(0, np.float32)) for key in keys})
@@ -648,6 +659,7 @@ class Pools:
                 for text, sim in scored[:self.settings.hard_negative_pool]]
 
     def region_candidates(self, p: Parsed, item: Image) -> list[tuple[str, float, str]]:
+        import numpy as np
         target: Box = p.extra["box"]
         target_area = (target[2] - target[0]) * (target[3] - target[1])
         out = []
