@@ -6,12 +6,12 @@ BEGIN IMMEDIATE). This times `RateLimiter.acquire` as the LLM client calls it (f
 store call in a thread) with a limit high enough never to wait, so what is timed is the transaction and
 the thread hop alone; the in-process bucket (a client with no store) is timed beside it. Reported per
 backend: the median and 90th percentile seconds per acquire over `--acquires` acquires, each of `--repeats`
-runs on a fresh store, and the median of the run medians. PostgreSQL is measured when `--pg-url` (or
-BENCHSMITH_TEST_PG_URL) names a server where this may create and drop a database.
+runs on a fresh store, and the median of the run medians. PostgreSQL: a throwaway server this starts, or
+the one `--pg-url` (or BENCHSMITH_TEST_PG_URL) names, where it may create and drop a database.
 Results: benchmarks/results/rate_limit_overhead.json.
 
-    .venv/bin/python benchmarks/rate_limit_overhead.py --pg-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres
-    .venv/bin/python benchmarks/rate_limit_overhead.py --quick      # SQLite only unless a URL is given
+    .venv/bin/python benchmarks/rate_limit_overhead.py
+    .venv/bin/python benchmarks/rate_limit_overhead.py --quick      # 100 acquires, 1 repeat
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
+from contextlib import ExitStack
 from pathlib import Path
-
-import sqlalchemy as sa
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = Path(__file__).parent / "results"
 NEVER_BINDS = 1e12  # requests and tokens per minute: every acquire is granted at once
+
+from tests.support.services import fresh_database, postgres_server  # noqa: E402
 
 
 def _times(limiter, acquires: int) -> list[float]:
@@ -55,26 +55,12 @@ def _summary(runs: list[list[float]]) -> dict:
             "p90_s": every[int(0.9 * (len(every) - 1))], "acquires": len(every)}
 
 
-def _database(admin_url: str):
-    """A new database on the server for one run, dropped afterwards: yields its URL."""
-    name = f"bench_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield sa.make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--acquires", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pg-url", default=os.environ.get("BENCHSMITH_TEST_PG_URL", ""),
-                        help="a PostgreSQL server URL with the right to create databases")
+                        help="a PostgreSQL server URL with the right to create databases (default: start one)")
     parser.add_argument("--quick", action="store_true", help="100 acquires, 1 repeat")
     args = parser.parse_args()
     if args.quick:
@@ -92,15 +78,13 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder, Store(f"sqlite:///{folder}/store.db") as store:
             runs.append(_times(RateLimiter(NEVER_BINDS, NEVER_BINDS, store, bucket), args.acquires))
     result["sqlite"] = _summary(runs)
-    if args.pg_url:
-        runs = []
+    runs = []
+    with ExitStack() as stack:
+        admin_url = args.pg_url or stack.enter_context(postgres_server())
         for _ in range(args.repeats):
-            for url in _database(args.pg_url):
-                with Store(url) as store:
-                    runs.append(_times(RateLimiter(NEVER_BINDS, NEVER_BINDS, store, bucket), args.acquires))
-        result["postgresql"] = _summary(runs)
-    else:
-        result["postgresql"] = "not measured: no --pg-url"
+            with fresh_database(admin_url) as url, Store(url) as store:
+                runs.append(_times(RateLimiter(NEVER_BINDS, NEVER_BINDS, store, bucket), args.acquires))
+    result["postgresql"] = _summary(runs)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "rate_limit_overhead.json").write_text(json.dumps(result, indent=2))
     print(json.dumps({name: value["median_s"] if isinstance(value, dict) else value

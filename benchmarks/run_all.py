@@ -12,8 +12,10 @@
 | E2   | batched vs naive VLM likelihood ranking, same choices       | >= 5x                           |
 | E3   | `eval run --candidates` peak RSS, 300 vs 3,000 candidates    | growth <= 1/4 of the image bytes|
 | R1   | `generate -g reform` over 100,000 dataset annotations      | >= 2,000 q/s, RSS <= 1 GB, rerun adds 0 |
+| S1   | `build` on 1 vs 2 Dask workers: RapidOCR, LLM at 500 ms     | ratios reported; 1M-image estimate |
 
-Also run: ingest throughput, OCR word accuracy, blind-filter leak catching, publish throughput. Each case
+Also run: ingest throughput, OCR word accuracy, blind-filter leak catching, publish throughput, the cost of
+the store-held LLM rate limit. Each case
 runs in its own process (its memory and imports are its own); a failing case is recorded, not fatal.
 Results: benchmarks/results/suite.json (each case also writes its own file).
 
@@ -48,10 +50,12 @@ CASES = {
     "E2": ("eval_likelihood", lambda r: r["meets_target"]),
     "E3": ("eval_candidates_memory", lambda r: r["meets_target"]),
     "R1": ("reform_throughput", lambda r: r["meets_targets"]),
+    "S1": ("distributed_scaling", lambda r: r["extract"]["same_rows"] and r["generate"]["same_rows"]),
     "ingest": ("ingest_throughput", lambda r: r["meets_target"]),
     "ocr": ("ocr_accuracy", lambda r: r["target_met"]),
     "leaks": ("blind_leaks", lambda r: r["meets_targets"]),
     "publish": ("publish_throughput", lambda r: True),
+    "rate": ("rate_limit_overhead", lambda r: True),
 }
 
 
