@@ -177,6 +177,8 @@ def estimate(result: dict, images: int = 1_000_000) -> str:
         "limit of R requests per minute bounds it below by calls / R (10,000 RPM: "
         f"{calls_per_image * images / 10_000 / 60:.1f} h), whatever N.",
         "",
+        f"The LLM column assumes linear scaling; 1 → 2 workers measured {gen['speedup_2_vs_1_workers']}×.",
+        "",
         f"| N workers | RapidOCR, one worker per {cores}-core machine | LLM generation, no rate limit |",
         "|---:|---:|---:|",
     ]
