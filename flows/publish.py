@@ -34,7 +34,7 @@ def publish_stage(settings: Settings, run_id: str, version: str | None = None, p
         return {"publish": "skipped: no version given (set publish.version or pass one)"}
     with Store(settings.db_url) as store:
         entries, _left_out = collect_entries(store)
-        items = published_items(store) if settings.prefect.task_runner != "local" else []
+        items = published_items(store, entries) if settings.prefect.task_runner != "local" else []
     content = stable_hash(version, push, sorted((e.question_id, e.content_hash) for e in entries))
     out = {}
     if items:

@@ -236,9 +236,11 @@ def clean_images(settings: Settings) -> CleanImages:
     return CleanImages(settings.media_dir, settings.cache_dir, options.image_format, options.jpeg_quality)
 
 
-def published_items(store: Store) -> list[str]:
-    """The ids of the items whose media the next release shows (questions and conversations)."""
-    entries, _left_out = collect_entries(store)
+def published_items(store: Store, entries: Sequence[Entry] | None = None) -> list[str]:
+    """The ids of the items whose media the next release shows (questions and conversations); `entries`
+    are its question entries, when the caller has collected them already."""
+    if entries is None:
+        entries, _left_out = collect_entries(store)
     return sorted({e.data_id for e in entries} | {e.data_id for e in conversation_config.collect(store)})
 
 
