@@ -21,7 +21,9 @@ def filter_stage(settings: Settings, run_id: str) -> dict:
     config = blind.blind_settings(settings)
     with Store(settings.db_url) as store:
         pending = [q.id for q in blind.pending(store, config)]
-        pool = [q.id for q in store.get_questions(status="candidate")]  # what every shard learns from
+        # what every shard learns from; the local runner's single task reads the candidates itself
+        pool = [q.id for q in store.get_questions(status="candidate")] \
+            if pending and settings.prefect.task_runner != "local" else []
         token = runner.cache_token(blind.BlindStage(config, ()), store)
 
     if not pending:  # nothing to judge: no task, no solver model loaded
