@@ -160,8 +160,12 @@ def merge_stats(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
             elif isinstance(value, bool) or not isinstance(value, (int, float, dict)):
                 out.setdefault(key, value)
             elif isinstance(value, dict):
-                out[key] = dict(Counter(out.get(key, {})) + Counter(value)) if all(
-                    isinstance(v, (int, float)) for v in value.values()) else out.get(key, value)
+                if all(isinstance(v, (int, float)) for v in value.values()):
+                    merged = Counter(out.get(key, {}))
+                    merged.update(value)  # unlike Counter + Counter, keeps the counts that are 0
+                    out[key] = dict(merged)
+                else:
+                    out.setdefault(key, value)
             else:
                 out[key] = out.get(key, 0) + value
     return out
