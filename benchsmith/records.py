@@ -77,7 +77,6 @@ def levenshtein(a: str, b: str) -> int:
     return score
 
 
-
 def matching_ratio(a: str, b: str) -> float:
     """difflib's `SequenceMatcher(None, a, b).ratio()`, the same number, computed without its general
     machinery (junk, match objects): twice the characters in the matching blocks (longest common

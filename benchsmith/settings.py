@@ -34,6 +34,7 @@ def parse_yaml(text: str) -> Any:
     pure-Python parser: settings, profiles, the dimension registry and prompt files are read per command)."""
     return yaml.load(text, Loader=_YAML_LOADER)
 
+
 class SettingsError(BenchsmithError, ValueError):
     """Settings that cannot be used; the message names the key and the fix."""
 
