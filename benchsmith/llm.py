@@ -50,6 +50,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
@@ -343,18 +344,28 @@ class LlmClient:
 
     async def gather(self, requests: Sequence[LlmRequest],
                      on_result: Callable[[LlmRequest, LlmResult], None] | None = None) -> list[LlmResult]:
-        """One result per request, in order. `on_result` sees each result as it arrives (cached ones first)."""
+        """One result per request, in order. `on_result` sees each result as it arrives (cached ones first).
+        Requests with the same key are sent once and all get its result."""
         results: list[LlmResult | None] = [None] * len(requests)
+        keys = [request.key for request in requests]  # hashed once: each costs a JSON dump of the messages
+        copies: dict[str, list[int]] = {}
+        for index, key in enumerate(keys):
+            copies.setdefault(key, []).append(index)
+
+        def deliver(index: int, result: LlmResult) -> None:
+            for same in copies[keys[index]]:
+                results[same] = result
+                if on_result:
+                    on_result(requests[same], result)
+
         todo: list[int] = []
-        stored = self.store.get_llm_calls([r.key for r in requests]) if self.store is not None else {}
-        for index, request in enumerate(requests):
-            hit = self._cached(request, stored.get(request.key))
+        stored = self.store.get_llm_calls(list(copies)) if self.store is not None else {}
+        for key, (index, *_same) in copies.items():
+            hit = self._cached(requests[index], stored.get(key))
             if hit is None:
                 todo.append(index)
-                continue
-            results[index] = hit
-            if on_result:
-                on_result(request, hit)
+            else:
+                deliver(index, hit)
         if todo:
             api_key = self._key_for_http()  # only now: a fully cached rerun needs no key
             # claim the calls (store writes, in a thread) while openai is imported here (~0.5 s)
@@ -368,21 +379,25 @@ class LlmClient:
                         for model in {requests[index].model for index in todo}}
             async with openai.AsyncOpenAI(base_url=self.base_url, api_key=api_key, max_retries=0,
                                           timeout=self.options.timeout_s) as client:
+                recorder = _Recorder(self)
+
                 async def one(index: int) -> None:
+                    request = requests[index]
                     started = time.monotonic()
                     try:
                         async with semaphore:
-                            result = await self._call(client, limiters[requests[index].model], requests[index])
+                            started = time.monotonic()  # the call's own time, not its wait for a slot
+                            response, reason, attempts = await self._call(client, limiters[request.model], request)
                     except Exception as exc:  # noqa: BLE001 - one bad call must not cancel the others in flight
-                        result = await asyncio.to_thread(self._failed, requests[index], _describe(exc), 1, started)
-                    results[index] = result
-                    if on_result:
-                        on_result(requests[index], result)
+                        response, reason, attempts = None, _describe(exc), 1
+                    # stored after the slot is given back: the next call goes out while this one is written
+                    deliver(index, await recorder.record(
+                        _Finished(request, keys[index], response, reason, attempts, time.monotonic() - started)))
 
                 mine = await claiming
-                await asyncio.gather(*(one(index) for index in todo if requests[index].key in mine),
-                                     self._await_others([i for i in todo if requests[i].key not in mine],
-                                                        requests, results, one, on_result))
+                await asyncio.gather(*(one(index) for index in todo if keys[index] in mine),
+                                     self._await_others([i for i in todo if keys[i] not in mine],
+                                                        requests, one, deliver))
         return results  # type: ignore[return-value]
 
     def _claim(self, requests: Sequence[LlmRequest], stored: dict[str, dict]) -> set[str]:
@@ -394,8 +409,8 @@ class LlmClient:
         return self.store.claim_llm_calls(list(rows.values()), self._owner,
                                           self.options.deadline_s + CLAIM_MARGIN_S, sorted(dead))
 
-    async def _await_others(self, waiting: list[int], requests: Sequence[LlmRequest], results: list,
-                            one: Callable, on_result) -> None:
+    async def _await_others(self, waiting: list[int], requests: Sequence[LlmRequest], one: Callable,
+                            deliver: Callable[[int, LlmResult], None]) -> None:
         """Wait for the calls another process claimed: read back its answers, and take over the claims
         it left behind when it died (or whose call failed there, as a rerun here would retry them)."""
         while waiting:
@@ -406,10 +421,8 @@ class LlmClient:
                 hit = self._cached(requests[index], rows.get(requests[index].key))
                 if hit is None:
                     still.append(index)
-                    continue
-                results[index] = hit
-                if on_result:
-                    on_result(requests[index], hit)
+                else:
+                    deliver(index, hit)
             taken = await asyncio.to_thread(self._claim, [requests[i] for i in still], rows) if still else set()
             await asyncio.gather(*(one(index) for index in still if requests[index].key in taken))
             waiting = [index for index in still if requests[index].key not in taken]
@@ -425,7 +438,10 @@ class LlmClient:
                          tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost_usd=row["cost_usd"],
                          logprobs=response.get("logprobs"), cached=True, attempts=0, seconds=0.0)
 
-    async def _call(self, client: openai.AsyncOpenAI, limiter: RateLimiter, request: LlmRequest) -> LlmResult:
+    async def _call(self, client: openai.AsyncOpenAI, limiter: RateLimiter,
+                    request: LlmRequest) -> tuple[dict[str, Any] | None, str, int]:
+        """The HTTP exchange, retries included: (the chat completion, "", attempts), or (None, why it
+        failed, attempts)."""
         openai = _openai()
 
         started = time.monotonic()
@@ -443,19 +459,18 @@ class LlmClient:
                 except _retryable() as exc:
                     reason = _describe(exc)
                     if attempts > self.options.max_retries:
-                        return await asyncio.to_thread(self._failed, request, reason, attempts, started)
+                        return None, reason, attempts
                     if isinstance(exc, openai.APIStatusError):
                         wait = _retry_after(exc)
                     if wait is None:  # jittered, so clients that failed together do not retry together
                         wait = self.options.backoff_s * 2 ** (attempts - 1) * random.uniform(0.5, 1.5)
                     await _before(deadline, asyncio.sleep(min(wait, self.options.max_retry_after_s)))
                 except openai.APIStatusError as exc:  # 400, 401, 404...: asking again will not help
-                    return await asyncio.to_thread(self._failed, request, _describe(exc), attempts, started)
+                    return None, _describe(exc), attempts
         except DeadlinePassed:
-            reason = f"no answer within llm deadline_s ({self.options.deadline_s:g} s) after {attempts} attempt(s)"
-            return await asyncio.to_thread(self._failed, request, reason, attempts, started)
-        # the store write runs in a thread, so the other calls in flight are not held up by it
-        return await asyncio.to_thread(self._succeeded, request, response, attempts, started)
+            return None, (f"no answer within llm deadline_s ({self.options.deadline_s:g} s) "
+                          f"after {attempts} attempt(s)"), attempts
+        return response, "", attempts
 
     async def _attempt(self, client: openai.AsyncOpenAI, request: LlmRequest) -> dict[str, Any]:
         """The chat completion, as the JSON object the server sent. The request body goes out as we built
@@ -472,7 +487,24 @@ class LlmClient:
                                      f"completion: {raw.text[:120]!r}")
         return body
 
-    def _succeeded(self, request: LlmRequest, response: dict[str, Any], attempts: int, started: float) -> LlmResult:
+    def _store(self, finished: Sequence[_Finished]) -> list[LlmResult]:
+        """The results of finished calls, after writing them to the store in one transaction."""
+        results, rows = zip(*(self._result(f) for f in finished))
+        if self.store is not None:
+            self.store.put_llm_calls(rows)
+        return list(results)
+
+    def _result(self, finished: _Finished) -> tuple[LlmResult, dict[str, Any]]:
+        """A finished call's result and its row in the store's `llm_calls` table."""
+        request, response, key = finished.request, finished.response, finished.key
+        row = {"key": key, "purpose": request.purpose, "model": request.model, "request": request.stored(),
+               "seconds": finished.seconds}
+        if response is None:
+            reason = scrub(finished.reason)
+            row |= {"status": "error", "response": None, "error": reason, "tokens_in": 0, "tokens_out": 0,
+                    "cost_usd": 0.0}
+            return LlmResult(key=key, ok=False, reason=reason, attempts=finished.attempts,
+                             seconds=finished.seconds), row
         choice = response["choices"][0] if response["choices"] else {}
         content = (choice.get("message") or {}).get("content") or ""
         logprobs = (choice.get("logprobs") or {}).get("content")
@@ -480,29 +512,57 @@ class LlmClient:
         tokens_in = usage.get("prompt_tokens") or 0
         tokens_out = usage.get("completion_tokens") or 0
         cost = cost_of(self.options.prices, request.model, tokens_in, tokens_out)
-        seconds = time.monotonic() - started
-        self._record(request, "ok", {"content": content, "logprobs": logprobs,
-                                     "finish_reason": choice.get("finish_reason")},
-                     "", tokens_in, tokens_out, cost, seconds)
+        row |= {"status": "ok", "error": "", "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost,
+                "response": {"content": content, "logprobs": logprobs, "finish_reason": choice.get("finish_reason")}}
         parsed, problem = check_output(request, content)
-        return LlmResult(key=request.key, ok=not problem, content=content, parsed=parsed, reason=problem,
+        return LlmResult(key=key, ok=not problem, content=content, parsed=parsed, reason=problem,
                          tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost, logprobs=logprobs,
-                         attempts=attempts, seconds=seconds)
+                         attempts=finished.attempts, seconds=finished.seconds), row
 
-    def _failed(self, request: LlmRequest, reason: str, attempts: int, started: float) -> LlmResult:
-        reason = scrub(reason)
-        seconds = time.monotonic() - started
-        self._record(request, "error", None, reason, 0, 0, 0.0, seconds)
-        return LlmResult(key=request.key, ok=False, reason=reason, attempts=attempts, seconds=seconds)
 
-    def _record(self, request: LlmRequest, status: str, response: dict | None, error: str,
-                tokens_in: int, tokens_out: int, cost: float, seconds: float) -> None:
-        if self.store is None:
-            return
-        self.store.put_llm_call(
-            key=request.key, purpose=request.purpose, model=request.model,
-            request=request.stored(), response=response, status=status, error=error,
-            tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost, seconds=seconds)
+@dataclass(frozen=True)
+class _Finished:
+    """One call's HTTP exchange, over: the chat completion, or None and why it failed."""
+
+    request: LlmRequest
+    key: str
+    response: dict[str, Any] | None
+    reason: str
+    attempts: int
+    seconds: float
+
+
+class _Recorder:
+    """Stores finished calls in batches: the calls that finish while one batch is being written go into
+    the next, in one transaction on a worker thread. A call's result is handed on only once it is stored,
+    so a call paid for is in the cache before anything is built from it."""
+
+    def __init__(self, client: LlmClient) -> None:
+        self.client = client
+        self.waiting: list[tuple[_Finished, asyncio.Future]] = []
+        self.writing: asyncio.Future | None = None
+
+    async def record(self, finished: _Finished) -> LlmResult:
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.append((finished, future))
+        if self.writing is None:
+            self.writing = asyncio.ensure_future(self._write())
+        return await future
+
+    async def _write(self) -> None:
+        try:
+            while self.waiting:
+                batch, self.waiting = self.waiting, []
+                try:
+                    results = await asyncio.to_thread(self.client._store, [finished for finished, _ in batch])
+                except Exception as exc:  # noqa: BLE001 - every call of the batch sees why it was not stored
+                    for _, future in batch:
+                        future.set_exception(exc)
+                    continue
+                for (_, future), result in zip(batch, results):
+                    future.set_result(result)
+        finally:
+            self.writing = None
 
 
 def stream(client: LlmClient, requests: Sequence[LlmRequest]) -> Iterator[tuple[int, LlmResult]]:

@@ -29,10 +29,12 @@ class LlmCallsMixin:
                     found[row.key] = dict(row._mapping)
         return found
 
-    def put_llm_call(self, **row) -> None:
-        """Store a finished call (status 'ok' with its response, or 'error' with the reason)."""
+    def put_llm_calls(self, rows: Sequence[dict]) -> None:
+        """Store finished calls (status 'ok' with the response, or 'error' with the reason), in one transaction."""
+        now = utcnow()
+        unique = {row["key"]: row | {"created_at": now} for row in rows}  # one statement may not touch a row twice
         with self.engine.begin() as conn:
-            upsert(conn, llm_calls, [row | {"created_at": utcnow()}])
+            upsert(conn, llm_calls, list(unique.values()))
 
     def claim_llm_calls(self, rows: Sequence[dict], owner: str, stale_after_s: float,
                         dead_owners: Sequence[str] = ()) -> set[str]:

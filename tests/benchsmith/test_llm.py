@@ -60,6 +60,18 @@ def test_valid_json_is_parsed_costed_and_never_paid_twice(tmp_path, store):
     assert totals[("generate", "m-small", "ok")]["tokens_in"] == 2000
 
 
+def test_identical_requests_in_one_batch_are_sent_once_and_all_answered(tmp_path, store):
+    seen = []
+    with ScriptedOpenAI(lambda req: json_completion({"answer": "blue"})) as server:
+        client = LlmClient(settings_for(tmp_path, server.base_url), FAST, store)
+        results = client.run([ask("a"), ask("b"), ask("a")], on_result=lambda request, result: seen.append(
+            request.messages[0]["content"]))
+        assert server.calls == 2
+    assert [r.parsed for r in results] == [{"answer": "blue"}] * 3 and results[0].key == results[2].key
+    assert sorted(seen) == ["a", "a", "b"]
+    assert store.llm_totals()[("generate", "m-small", "ok")]["calls"] == 2
+
+
 def test_invalid_json_fails_with_reason_and_raw_text(tmp_path, store):
     with ScriptedOpenAI(lambda req: chat_completion('{"answer": "blue"')) as server:
         [result] = LlmClient(settings_for(tmp_path, server.base_url), FAST, store).run([ask("a")])

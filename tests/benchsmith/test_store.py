@@ -197,11 +197,11 @@ def test_workers_claiming_and_caching_the_same_llm_calls_at_once_on_postgresql_e
                 mine = store.claim_llm_calls(rows, owner, stale_after_s=600)
                 claimed[owner] = mine
                 for key in mine:
-                    store.put_llm_call(key=key, purpose="generate", model="m", request={}, response={"ok": 1},
-                                       status="ok")
+                    store.put_llm_calls([{"key": key, "purpose": "generate", "model": "m", "request": {},
+                                          "response": {"ok": 1}, "status": "ok"}])
                 barrier.wait()
-                store.put_llm_call(key="k0", purpose="generate", model="m", request={}, response={"ok": 2},
-                                   status="ok")  # the same finished call written by every worker at once
+                store.put_llm_calls([{"key": "k0", "purpose": "generate", "model": "m", "request": {},
+                                      "response": {"ok": 2}, "status": "ok"}])  # every worker writes it at once
         except BaseException as exc:  # noqa: BLE001 - reported below, on the test's thread
             errors.append(exc)
 

@@ -46,8 +46,9 @@ def test_a_claim_is_held_against_others_until_it_goes_stale(store):
     assert store.claim_llm_calls([row], "in flight: a", stale_after_s=60) == {"k1"}
     assert store.claim_llm_calls([row], "in flight: b", stale_after_s=60) == set()
     assert store.claim_llm_calls([row], "in flight: b", stale_after_s=0) == {"k1"}  # a died: b takes over
-    store.put_llm_call(key="k1", purpose="generate", model="m", request={}, response=None, status="error",
-                       error="HTTP 500", tokens_in=0, tokens_out=0, cost_usd=0.0, seconds=0.1)
+    store.put_llm_calls([{"key": "k1", "purpose": "generate", "model": "m", "request": {}, "response": None,
+                          "status": "error", "error": "HTTP 500", "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
+                          "seconds": 0.1}])
     assert store.claim_llm_calls([row], "in flight: a", stale_after_s=60) == {"k1"}  # a failed call is retried
     gone = subprocess.Popen(["true"])
     gone.wait()  # a process of this machine that has ended
@@ -55,7 +56,8 @@ def test_a_claim_is_held_against_others_until_it_goes_stale(store):
     assert _owner_gone(dead) and not _owner_gone("in flight: a") and not _owner_gone(
         f"in flight: {socket.gethostname()}:{os.getpid()}:y")
     assert store.claim_llm_calls([row], "in flight: b", stale_after_s=60, dead_owners=[dead]) == set()  # a's
-    store.put_llm_call(key="k1", purpose="generate", model="m", request={}, response=None, status="in_flight",
-                       error=dead, tokens_in=0, tokens_out=0, cost_usd=0.0, seconds=0.0)
+    store.put_llm_calls([{"key": "k1", "purpose": "generate", "model": "m", "request": {}, "response": None,
+                          "status": "in_flight", "error": dead, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
+                          "seconds": 0.0}])
     assert store.claim_llm_calls([row], "in flight: b", stale_after_s=60) == set()
     assert store.claim_llm_calls([row], "in flight: b", stale_after_s=60, dead_owners=[dead]) == {"k1"}
