@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 from pydantic import Field
 
@@ -29,6 +28,8 @@ class OCRParams(BackendParams):
 
 def _quad(points: Any, width: int, height: int) -> tuple:
     """Four pixel corner points to unit coordinates, clipped to the image."""
+    import numpy as np
+
     return tuple((round(min(max(float(x) / width, 0.0), 1.0), 5), round(min(max(float(y) / height, 0.0), 1.0), 5))
                  for x, y in np.asarray(points, dtype=float).reshape(-1, 2)[:4])
 
@@ -73,6 +74,8 @@ class RapidOCRExtractor(_OCRBackend):
         self.engine = RapidOCR(params={"Global.log_level": "error", **self.params.engine_params})
 
     def extract(self, images: Sequence[Loaded]) -> list[list[Fact]]:
+        import numpy as np
+
         out = []
         for loaded in images:
             result = self.engine(np.asarray(loaded.pixels))
@@ -130,6 +133,8 @@ class PaddleOCRExtractor(_OCRBackend):
                 "allow access to the PaddleOCR model hosts") from None
 
     def extract(self, images: Sequence[Loaded]) -> list[list[Fact]]:
+        import numpy as np
+
         # PaddleOCR wants BGR arrays, like OpenCV gives.
         results = self.engine.predict([np.asarray(loaded.pixels)[:, :, ::-1].copy() for loaded in images])
         out = []

@@ -15,13 +15,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 from pydantic import Field
 
 from benchsmith.records import Fact, stable_hash
 from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, load_pretrained, require_model,
                              torch_device, unit_box)
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ class SamParams(BackendParams):
 
 def mask_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:
     """Pixel xyxy extent of a boolean mask (right and bottom exclusive), or None when it is empty."""
+    import numpy as np
+
     rows, cols = np.any(mask, axis=1), np.any(mask, axis=0)
     if not rows.any():
         return None
@@ -200,6 +205,8 @@ class SegmentAnythingExtractor(_SamBackend):
         return f"sam-{self.params.model_type}"
 
     def _instances(self, loaded: Loaded) -> list[Instance]:
+        import numpy as np
+
         found = []
         for record in self.generator.generate(np.asarray(loaded.pixels)):
             box = mask_box(record["segmentation"])
@@ -227,6 +234,7 @@ class TransformersSamExtractor(_SamBackend):
         self._load_describers()
 
     def _instances(self, loaded: Loaded) -> list[Instance]:
+        import numpy as np
         import torch
 
         width, height = loaded.pixels.size
