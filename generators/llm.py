@@ -104,11 +104,16 @@ def fenced(context: str) -> str:
     return context.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def request_for(image: Image, facts: list[Fact], dimension: Dimension, settings: LlmGeneratorSettings) -> LlmRequest:
+def facts_block(image: Image, facts: list[Fact], settings: LlmGeneratorSettings) -> str:
+    """The fenced facts block of an image: the same for every dimension asked about it."""
     from extractors.context import visual_context
 
+    return fenced(visual_context(image, facts, settings.context_chars))
+
+
+def request_for(image: Image, block: str, dimension: Dimension, settings: LlmGeneratorSettings) -> LlmRequest:
+    """The call asking for one dimension's questions about an image, given its `facts_block`."""
     template = template_for(dimension.key, settings.prompts_dir)
-    block = fenced(visual_context(image, facts, settings.context_chars))
     return LlmRequest(
         purpose="generate", model=settings.model_for(dimension),
         messages=template.render(dimension, block, settings.questions_per_call),

@@ -288,11 +288,15 @@ class LlmStage(QuestionStage):
 
     def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
         calls: list[tuple[Job, LlmRequest]] = []
+        blocks: dict[str, str] = {}  # item id -> its facts block, written once for all its dimensions
         for job, facts in self._with_facts(jobs):
             if not facts:
                 yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
                 continue
-            calls.append((job, llm_generator.request_for(job.item, facts, job.dimension, self.options.llm)))
+            if job.item.id not in blocks:
+                blocks[job.item.id] = llm_generator.facts_block(job.item, facts, self.options.llm)
+            calls.append((job, llm_generator.request_for(job.item, blocks[job.item.id], job.dimension,
+                                                         self.options.llm)))
         for index, result in stream(self.client(), [request for _job, request in calls]):
             job, request = calls[index]
             yield job, self._questions(job, request, result)
