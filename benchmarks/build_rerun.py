@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ RESULTS = Path(__file__).parent / "results"
 BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
 TARGET_RATIO = 0.10
 
+from benchmarks.user_env import user_env  # noqa: E402
 from tests.support.services import prefect_server  # noqa: E402
 
 
@@ -62,7 +62,7 @@ def run(scenes: int = 40, delay: float = 0.5) -> dict:
             prefect_server(Path(tmp) / "prefect-home") as api:
         tmp = Path(tmp)
         manifest = make_scenes(tmp / "scenes", scenes, seed=8)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "LABEL_STUDIO"))} | {
+        env = user_env("LABEL_STUDIO") | {
             "BENCHSMITH_WORKSPACE": str(tmp / "bench"), "PREFECT_API_URL": api, "PREFECT_HOME": str(tmp / "prefect-home"),
             "OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-benchmark",
             "BENCHSMITH__GENERATE__GENERATORS": "[programmatic, llm]",

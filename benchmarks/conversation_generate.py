@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import re
 import shutil
 import statistics
@@ -38,6 +37,7 @@ TURN = json.dumps({"task": "scene description", "instruction": "Tell me what sta
                    "focus_points": ["names the main shapes"]})
 
 from benchmarks.generate_cli import _cli, _prepared  # noqa: E402
+from benchmarks.user_env import user_env  # noqa: E402
 
 
 @contextmanager
@@ -63,7 +63,7 @@ def _row(printed: str, name: str) -> float:
 
 
 def run(scenes: int = 40, delay: float = 0.5, concurrency: int = 32, repeats: int = 3) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "PREFECT_API"))}
+    env = user_env("PREFECT_API")
     env |= {"BENCHSMITH__GENERATE__CONVERSATION__OPTIONS__CONCURRENCY": str(concurrency)}
     walls, stages, rerun_walls, rerun_requests, kept = [], [], [], [], []
     with scripted_server(delay) as base_url, tempfile.TemporaryDirectory() as tmp:

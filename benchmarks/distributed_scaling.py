@@ -50,6 +50,7 @@ RUNNERS = {"local": {}, "dask-1": {"TASK_RUNNER": "dask", "DASK__WORKERS": "1"},
 TABLES = ("items", "facts", "questions", "verdicts", "work_ledger", "llm_calls", "stage_runs")
 
 from benchmarks.build_rerun import _reply  # noqa: E402
+from benchmarks.user_env import user_env  # noqa: E402
 from tests.support.services import fresh_database, postgres_server, prefect_server  # noqa: E402
 
 
@@ -110,8 +111,7 @@ def run(scenes: int, llm_scenes: int, delay: float, workloads: tuple[str, ...] =
         admin_url = os.environ.get("BENCHSMITH_TEST_PG_URL") or stack.enter_context(postgres_server())
         api = stack.enter_context(prefect_server(tmp / "prefect-home"))
         llm = stack.enter_context(ScriptedOpenAI(_reply(delay)))
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("BENCHSMITH", "LABEL_STUDIO", "OPENAI", "PREFECT_API"))} | {
+        env = user_env("LABEL_STUDIO", "OPENAI", "PREFECT_API") | {
             "PREFECT_API_URL": api, "PREFECT_HOME": str(tmp / "prefect-home"),
             "OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-benchmark"}
         result = {"case": "distributed_scaling", "cores": os.cpu_count(), "scenes": scenes, "llm_scenes": llm_scenes,

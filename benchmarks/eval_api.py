@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -33,6 +32,7 @@ RESULTS = Path(__file__).parent / "results"
 
 from benchmarks.generate_cli import _cli  # noqa: E402
 from benchmarks.generate_concurrency import scripted_server  # noqa: E402
+from benchmarks.user_env import user_env  # noqa: E402
 
 
 def _workspace(folder: Path, scenes: int, env: dict) -> None:
@@ -53,7 +53,7 @@ def _calls(base_url: str) -> int:
 
 
 def run(passes: int, delay: float, concurrency: int, repeats: int, scenes: int) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH")} | {"HF_HUB_OFFLINE": "1"}
+    env = user_env() | {"HF_HUB_OFFLINE": "1"}
     with tempfile.TemporaryDirectory() as tmp, scripted_server(delay) as base_url:
         env |= {"OPENAI_BASE_URL": base_url}
         template = Path(tmp) / "template"

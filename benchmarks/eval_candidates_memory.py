@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -24,6 +23,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.user_env import user_env  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +66,7 @@ def setup(workspace: Path, n: int) -> int:
 def run_once(workspace: Path, pristine: Path) -> tuple[float, float]:
     """(peak RSS in MB, seconds) of one `eval run --candidates` on a fresh copy of the store."""
     shutil.copy(pristine, workspace / "benchsmith.db")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH")}
+    env = user_env()
     env |= {"BENCHSMITH_WORKSPACE": str(workspace), "PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", PEAK, "eval", "run", "-m", "blind-longest", "--candidates"],

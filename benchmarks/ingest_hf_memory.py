@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -27,6 +26,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.user_env import user_env  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
@@ -70,7 +72,7 @@ def _anon_mb(pids: list[int]) -> float:
 
 def ingest_peaks_mb(dataset: Path, workdir: Path) -> tuple[float, float, float]:
     """(peak anonymous MB of the command's process tree, peak RSS MB, seconds)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH")}
+    env = user_env()
     env |= {"BENCHSMITH__INGEST__RICHNESS__ENABLED": "false"}
     started = time.perf_counter()
     child = subprocess.Popen([BENCHSMITH, "ingest", str(dataset)], cwd=workdir, env=env, stdout=subprocess.PIPE,

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -34,6 +34,9 @@ from benchsmith.dimensions import registry
 from benchsmith.records import Image, Provenance, Question, Verdict, stable_hash
 from benchsmith.settings import Settings, load_settings
 from benchsmith.store import Store
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.user_env import user_env  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "review_push.json"
 TARGET_S = 15.0
@@ -95,7 +98,7 @@ def one_by_one(env: dict[str, str], root: Path, sample: int) -> float:
 
 def run(n: int = 10_000, repeats: int = 3, batch_size: int = 1000, one_by_one_sample: int = 50) -> dict:
     root = Path(tempfile.mkdtemp(prefix="benchsmith-review-push-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH")}
+    env = user_env()
     env["BENCHSMITH__REVIEW__LOCAL_FILES_ROOT"] = str(root)
     process = None
     if not (env.get("LABEL_STUDIO_URL") and env.get("LABEL_STUDIO_API_KEY")):
