@@ -243,8 +243,12 @@ class RateLimiter:
         self._stamp = time.monotonic()
         self._lock = asyncio.Lock()
 
+    @property
+    def limits_anything(self) -> bool:
+        return any(self._limits.values())
+
     async def acquire(self, tokens: int) -> None:
-        if not any(self._limits.values()):
+        if not self.limits_anything:
             return
         want = {"requests": 1.0, "tokens": float(tokens)}
         async with self._lock:
@@ -450,7 +454,8 @@ class LlmClient:
         try:
             while True:
                 attempts += 1
-                await _before(deadline, limiter.acquire(request.estimated_tokens()))
+                if limiter.limits_anything:  # else skip the token estimate: a JSON dump of the messages
+                    await _before(deadline, limiter.acquire(request.estimated_tokens()))
                 wait = None
                 try:
                     self.http_calls += 1
