@@ -27,6 +27,7 @@ from __future__ import annotations
 import gc
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -392,14 +393,18 @@ class ReformStage(QuestionStage):
         if self._jobs is None:
             kinds = reform.load_tasks(self.options.reform.tasks)
             self._jobs = []
-            for item in store.iter_items(kind="image"):
-                tasks = {r.get("task") for r in reform.records_of(item)}
-                self._unknown.update(f"unknown task kind {t!r}; known: {', '.join(sorted(kinds))}"
-                                     for r in reform.records_of(item) if (t := r.get("task")) not in kinds)
-                lean = item.model_copy(update={"annotations": {}}) if tasks else None
-                self._jobs += [Job(self.generator, lean, d) for d in self.dimensions
-                               if any(kinds[t].dimension == d.key for t in tasks if t in kinds)]
+            with _rare_collections():
+                self._list_jobs(store, kinds)
         return self._jobs
+
+    def _list_jobs(self, store, kinds: dict[str, reform.TaskKind]) -> None:
+        for item in store.iter_items(kind="image"):
+            tasks = {r.get("task") for r in reform.records_of(item)}
+            self._unknown.update(f"unknown task kind {t!r}; known: {', '.join(sorted(kinds))}"
+                                 for r in reform.records_of(item) if (t := r.get("task")) not in kinds)
+            lean = item.model_copy(update={"annotations": {}}) if tasks else None
+            self._jobs += [Job(self.generator, lean, d) for d in self.dimensions
+                           if any(kinds[t].dimension == d.key for t in tasks if t in kinds)]
 
     def unlisted(self) -> Counter:
         """Reform annotations whose task kind the registry lacks (they feed no dimension), by reason."""
@@ -412,6 +417,10 @@ class ReformStage(QuestionStage):
         return self._pools
 
     def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
+        with _rare_collections():  # the runner's commits run between the yields, under it too
+            yield from self._process(jobs)
+
+    def _process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
         pools, seed = self.pools(), self.options.seed
         items = {item.id: item for item in self.store.get_items(sorted({job.item.id for job in jobs}))}
         parsed = [reform.parsed_for(items[job.item.id], job.dimension, pools) for job in jobs]
@@ -441,6 +450,20 @@ class ReformStage(QuestionStage):
                 else:
                     result.questions.append(made)
             yield job, Outcome(result.questions, skipped=result.skipped)
+
+
+@contextmanager
+def _rare_collections(young: int = 100_000) -> Iterator[None]:
+    """The collector's young generation widened while a stage makes and stores many small objects that
+    mostly live on (annotations, pools, questions): with the default 700 it ran every few hundred
+    questions, and the older generations' passes that follow walked every pool and cache again (100k
+    annotations: ~18 s of ~100)."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(young, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def _replaced(finished: list[tuple[Job, Outcome]], stored: dict[str, list[Question]], new_ids: set[str],
