@@ -431,20 +431,35 @@ def _triple_terms(n: int) -> np.ndarray:
     return np.stack([row * size + column for row, column in pairs])
 
 
-def choose_three(similarity, rng: random.Random) -> tuple[list[int], int]:
-    """Three candidates (indices 1.. of `similarity`, row/column 0 being the key) such that the key's
-    rank by summed similarity to the other three options is drawn uniformly; returns them and the rank.
-    A rank no triple allows is drawn again, so a small pool still gives a question."""
+def key_ranks(similarity) -> bytes:
+    """For each triple of candidates (`_triples`; indices 1.. of `similarity`, row/column 0 being the key),
+    the key's rank among the four options by summed similarity to the other three (0: the key is the
+    option most like the rest)."""
     import numpy as np
     s = np.asarray(similarity, dtype=np.float64)
-    triples = _triples(s.shape[0] - 1)
     t = s.ravel()[_triple_terms(s.shape[0] - 1)]
     key = t[0] + t[1] + t[2]
     others = np.stack([t[3] + t[4] + t[5], t[6] + t[7] + t[8], t[9] + t[10] + t[11]])
-    ranks = (others > key + 1e-9).sum(axis=0)   # 0: the key is the option most like the rest
-    rank = next(r for r in rng.sample(range(4), 4) if (ranks == r).any())
-    allowed = np.flatnonzero(ranks == rank)
-    return [int(i) for i in triples[allowed[rng.randrange(len(allowed))]]], int(rank)
+    return bytes((others > key + 1e-9).sum(axis=0).tolist())
+
+
+@lru_cache(maxsize=16)
+def _triple_list(n: int) -> list[list[int]]:
+    return _triples(n).tolist()
+
+
+def choose_three(similarity, rng: random.Random) -> tuple[list[int], int]:
+    """Three candidates (indices 1.. of `similarity`, row/column 0 being the key) such that the key's
+    rank by summed similarity to the other three options is drawn uniformly; returns them and the rank."""
+    return choose_by_rank(key_ranks(similarity), len(similarity) - 1, rng)
+
+
+def choose_by_rank(ranks: bytes, n: int, rng: random.Random) -> tuple[list[int], int]:
+    """`choose_three` from the ranks `key_ranks` gave for `n` candidates. A rank no triple allows is drawn
+    again, so a small pool still gives a question."""
+    rank = next(r for r in rng.sample(range(4), 4) if r in ranks)
+    allowed = [i for i, r in enumerate(ranks) if r == rank]
+    return list(_triple_list(n)[allowed[rng.randrange(len(allowed))]]), rank
 
 
 # -- pools -------------------------------------------------------------------------------------------
@@ -470,7 +485,7 @@ def _nearest_first(scores: np.ndarray, head: int):
     yield from sorted(rest.tolist(), key=lambda i: (-scores[i], i))
 
 
-EMBEDDED_CACHE = 16_384  # keys whose MiniLM candidates, and option sets whose similarities, are kept (a few MB)
+EMBEDDED_CACHE = 16_384  # keys whose MiniLM candidates, and option sets whose key ranks, are kept (a few MB)
 
 
 class Pools:
@@ -516,7 +531,7 @@ class Pools:
         self._near: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}   # this window's keys only
         self._indexes: dict[str, tuple] = {}
         self._embedded: dict[tuple, list[tuple[str, float, str]]] = {}
-        self._similar: dict[tuple[str, ...], list[list[float]]] = {}
+        self._ranked: dict[tuple[str, ...], bytes] = {}
         for method in ("captions", "texts"):  # now, before MiniLM loads: building one briefly takes memory
             self._index(method)
 
@@ -700,13 +715,8 @@ class Pools:
         """Pairwise similarity of the key and candidates under the method's own measure."""
         method = p.kind.method
         if method in ("answers", "classes"):
-            key = tuple(options)
-            if key not in self._similar:
-                if len(self._similar) >= EMBEDDED_CACHE:
-                    self._similar.clear()
-                vectors = self.embeddings.matrix(options)
-                self._similar[key] = (vectors @ vectors.T).tolist()
-            return self._similar[key]
+            vectors = self.embeddings.matrix(options)
+            return (vectors @ vectors.T).tolist()
         if method == "regions":
             centres = [[float(v) for v in re.findall(r"[\d.]+", o)] for o in options]
             return [[-abs(a[0] + a[2] - b[0] - b[2]) - abs(a[1] + a[3] - b[1] - b[3]) for b in centres]
@@ -717,6 +727,19 @@ class Pools:
         for i, j in itertools.combinations(range(n), 2):
             out[i][j] = out[j][i] = measure(options[i], options[j])
         return out
+
+    def key_ranks(self, p: Parsed, options: Sequence[str]) -> bytes:
+        """`key_ranks` of the options' similarity; kept per option set where options recur (MiniLM's
+        methods: class labels and common VQA answers meet the same candidates again), a few bytes each."""
+        if p.kind.method not in ("answers", "classes"):
+            return key_ranks(self.similarity(p, options))
+        key = tuple(options)
+        found = self._ranked.get(key)
+        if found is None:
+            if len(self._ranked) >= EMBEDDED_CACHE:
+                self._ranked.clear()
+            found = self._ranked[key] = key_ranks(self.similarity(p, options))
+        return found
 
 
 # -- generating --------------------------------------------------------------------------------------
@@ -782,8 +805,7 @@ def generate(item: Image, dimension: Dimension, parsed: Sequence[Parsed], skippe
             else:
                 result.skipped[p.annotation] = f"only {len(found)} usable distractor(s), 3 needed"
             continue
-        similarity = pools.similarity(p, [p.key, *(t for t, _s, _h in found)])
-        chosen, rank = choose_three(similarity, rng)
+        chosen, rank = choose_by_rank(pools.key_ranks(p, [p.key, *(t for t, _s, _h in found)]), len(found), rng)
         distractors = [{"text": found[i - 1][0], "similarity": round(found[i - 1][1], 4), "how": found[i - 1][2],
                         "hardness_rank": i} for i in chosen]
         result.questions.append(to_question(item, dimension, p, distractors, settings, seed, key_rank=rank))
