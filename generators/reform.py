@@ -160,13 +160,23 @@ def field_value(record: dict, kind: TaskKind, name: str, *, required: bool = Tru
 
 def _strings(value: Any, keys: Sequence[str]) -> list[str]:
     """A string, or a list of strings or of dicts holding one under one of `keys`, as clean strings."""
-    values = value if isinstance(value, list) else [value]
     out = []
-    for v in values:
+    for v in value if isinstance(value, list) else (value,):
         if isinstance(v, dict):
-            v = next((v[k] for k in keys if v.get(k) not in (None, "")), None)
-        if isinstance(v, (str, int, float)) and not isinstance(v, bool) and " ".join(str(v).split()):
-            out.append(" ".join(str(v).split()))
+            for k in keys:
+                if v.get(k) not in (None, ""):
+                    v = v[k]
+                    break
+            else:
+                continue
+        if isinstance(v, str):
+            text = " ".join(v.split())
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            text = " ".join(str(v).split())
+        else:
+            continue
+        if text:
+            out.append(text)
     return out
 
 
@@ -205,13 +215,14 @@ def parse_vqa(record: dict, kind: TaskKind, dataset: str) -> list[Parsed]:
         raise Unusable("the question is empty")
     if not answers:
         raise Unusable("the answer list is empty")
-    counts = Counter(answer_key(a) for a in answers)
+    keys = [answer_key(a) for a in answers]
+    counts = Counter(keys)
     top = max(counts.values())
     tied = [k for k, n in counts.items() if n == top]
     majority = _strings(field_value(record, kind, "majority", required=False) or [], ())
     chosen = (answer_key(majority[0]) if majority and answer_key(majority[0]) in tied
-              else next(answer_key(a) for a in answers if answer_key(a) in tied))
-    surface = Counter(a for a in answers if answer_key(a) == chosen).most_common(1)[0][0]
+              else next(k for k in keys if k in tied))
+    surface = Counter(a for a, k in zip(answers, keys) if k == chosen).most_common(1)[0][0]
     answer_type = field_value(record, kind, "answer_type", required=False)
     return [Parsed(kind, dataset, annotation_id(record, kind), surface, tuple(dict.fromkeys(answers)),
                    group=question_type(question[0], record, kind), question=question[0],
