@@ -542,7 +542,7 @@ class Pools:
         self._near: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}   # this window's keys only
         self._indexes: dict[str, tuple] = {}
         self._embedded: dict[tuple, list[tuple[str, float, str]]] = {}
-        self._ranked: dict[tuple[str, ...], bytes] = {}
+        self._ranked: dict[tuple[str, tuple[str, ...]], bytes] = {}   # (method, options) -> key_ranks
         for method in ("captions", "texts"):  # now, before MiniLM loads: building one briefly takes memory
             self._index(method)
 
@@ -740,11 +740,12 @@ class Pools:
         return out
 
     def key_ranks(self, p: Parsed, options: Sequence[str]) -> bytes:
-        """`key_ranks` of the options' similarity; kept per option set where options recur (MiniLM's
-        methods: class labels and common VQA answers meet the same candidates again), a few bytes each."""
-        if p.kind.method not in ("answers", "classes"):
+        """`key_ranks` of the options' similarity; kept per option set where options recur, a few bytes
+        each: class labels, common VQA answers and strings that several images show meet the same
+        candidates again."""
+        if p.kind.method not in ("answers", "classes", "texts"):
             return key_ranks(self.similarity(p, options))
-        key = tuple(options)
+        key = (p.kind.method, tuple(options))
         found = self._ranked.get(key)
         if found is None:
             if len(self._ranked) >= EMBEDDED_CACHE:
