@@ -369,6 +369,7 @@ class ReformStage(QuestionStage):
         self._jobs: list[Job] | None = None
         self._unknown: Counter = Counter()
         self._pools: reform.Pools | None = None
+        self._frozen = False
 
     def supports(self, dimension: Dimension) -> bool:
         return reform.supports(dimension, self.options.reform.tasks)
@@ -425,10 +426,12 @@ class ReformStage(QuestionStage):
         items = {item.id: item for item in self.store.get_items(sorted({job.item.id for job in jobs}))}
         parsed = [reform.parsed_for(items[job.item.id], job.dimension, pools) for job in jobs]
         pools.prepare([p for found, _skipped in parsed for p in found])  # MiniLM vectors for the window at once
-        if not gc.get_freeze_count():
+        if not self._frozen:
             # the model, the pools and the jobs live as long as the run: out of the collector's full passes,
-            # which otherwise walk them all again every few thousand questions (a tenth of a run's time)
+            # which otherwise walk them all again every few thousand questions (a tenth of a run's time).
+            # (gc.get_freeze_count() would walk every frozen object, ~50 ms a window)
             gc.freeze()
+            self._frozen = True
         for job, (found, skipped) in zip(jobs, parsed):
             item = items[job.item.id]
             result = reform.generate(item, job.dimension, found, skipped, pools, seed=seed)
