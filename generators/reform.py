@@ -778,12 +778,19 @@ def parsed_for(item: Image, dimension: Dimension, pools: Pools) -> tuple[list[Pa
 
 
 def provenance(settings: ReformSettings, seed: int, kind: TaskKind) -> Provenance:
+    """One record shared by every question of a kind and settings (never changed in place: a copy is)."""
+    return _provenance(kind.key, kind.method, seed, settings.hard_negative_pool, settings.synonym_similarity,
+                       settings.paraphrase_overlap, settings.embedding_model)
+
+
+@lru_cache(maxsize=256)
+def _provenance(task: str, method: str, seed: int, hard_negative_pool: int, synonym_similarity: float,
+                paraphrase_overlap: float, embedding_model: str) -> Provenance:
     # the settings that shape a question, read directly: dumping the model costs more than the question
     return Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed,
-                      params={"task": kind.key, "method": kind.method, "hard_negative_pool": settings.hard_negative_pool,
-                              "synonym_similarity": settings.synonym_similarity,
-                              "paraphrase_overlap": settings.paraphrase_overlap,
-                              "embedding_model": settings.embedding_model})
+                      params={"task": task, "method": method, "hard_negative_pool": hard_negative_pool,
+                              "synonym_similarity": synonym_similarity, "paraphrase_overlap": paraphrase_overlap,
+                              "embedding_model": embedding_model})
 
 
 def to_question(item: Image, dimension: Dimension, p: Parsed, distractors: list[dict], settings: ReformSettings,
@@ -867,8 +874,9 @@ def with_llm_distractors(short: Shortfall, item: Image, dimension: Dimension, re
         distractors.append({"text": text, "how": "written by the LLM (the pool was too small)"})
     if len(distractors) < 3:
         return "the LLM's distractors repeat an accepted answer or each other"
-    prov = provenance(pools.settings, seed, p.kind).model_copy(update={
+    shared = provenance(pools.settings, seed, p.kind)
+    prov = shared.model_copy(update={
         "model": request.model, "temperature": request.temperature, "tokens_in": result.tokens_in,
-        "tokens_out": result.tokens_out, "cost_usd": result.cost_usd})
-    prov.params |= {"llm_call": result.key, "llm_prompt_version": distractor_prompt()["version"]}
+        "tokens_out": result.tokens_out, "cost_usd": result.cost_usd,
+        "params": shared.params | {"llm_call": result.key, "llm_prompt_version": distractor_prompt()["version"]}})
     return to_question(item, dimension, p, distractors, pools.settings, seed, prov=prov)
