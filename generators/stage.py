@@ -25,8 +25,8 @@ again adds no duplicates.
 from __future__ import annotations
 
 import gc
-from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -389,23 +389,31 @@ class ReformStage(QuestionStage):
 
     def units(self, store) -> list[Job]:
         """Only the items and dimensions their annotations' task kinds feed, listed once a run. A job holds
-        its item without the annotations (read again per window), so a large collection is never held whole."""
+        its item without the annotations (read again per window), so a large collection is never held whole.
+        With nothing done yet under these settings, the distractor pools are read in the same pass."""
         self.store = store
         if self._jobs is None:
             kinds = reform.load_tasks(self.options.reform.tasks)
             self._jobs = []
             with _rare_collections():
-                self._list_jobs(store, kinds)
+                items = self._listed(store.iter_items(kind="image"), kinds)
+                key = self.config_key()
+                if self._pools is None and not any(k == key for k, _status in store.ledger_counts(self.name)):
+                    self._pools = reform.Pools(items, self.options.reform)
+                else:  # a rerun may have nothing left to do: no pools until a window needs them
+                    deque(items, maxlen=0)
         return self._jobs
 
-    def _list_jobs(self, store, kinds: dict[str, reform.TaskKind]) -> None:
-        for item in store.iter_items(kind="image"):
+    def _listed(self, items: Iterable[Image], kinds: dict[str, reform.TaskKind]) -> Iterator[Image]:
+        """`items`, passed on as each one's jobs are listed."""
+        for item in items:
             tasks = {r.get("task") for r in reform.records_of(item)}
             self._unknown.update(f"unknown task kind {t!r}; known: {', '.join(sorted(kinds))}"
                                  for r in reform.records_of(item) if (t := r.get("task")) not in kinds)
             lean = item.model_copy(update={"annotations": {}}) if tasks else None
             self._jobs += [Job(self.generator, lean, d) for d in self.dimensions
                            if any(kinds[t].dimension == d.key for t in tasks if t in kinds)]
+            yield item
 
     def unlisted(self) -> Counter:
         """Reform annotations whose task kind the registry lacks (they feed no dimension), by reason."""
