@@ -94,13 +94,14 @@ def matching_ratio(a: str, b: str) -> float:
         alo, ahi, blo, bhi = pending.pop()
         window = b[blo:bhi]
         best = besti = 0
-        for i in range(alo, ahi):
-            if i + best >= ahi:
-                break
-            # a match longer than the best so far starting at i: the string search runs in C
-            while i + best < ahi and a[i:i + best + 1] in window:
+        i = alo
+        while i + best < ahi:
+            # a match longer than the best so far starting at i (the string search runs in C)
+            if a[i:i + best + 1] in window:
                 best += 1
                 besti = i
+            else:
+                i += 1
         if best:
             bestj = blo + window.find(a[besti:besti + best])
             matched += best
