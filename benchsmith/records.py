@@ -80,47 +80,36 @@ def levenshtein(a: str, b: str) -> int:
 def matching_ratio(a: str, b: str) -> float:
     """difflib's `SequenceMatcher(None, a, b).ratio()`, the same number, computed without its general
     machinery (junk, match objects): twice the characters in the matching blocks (longest common
-    substring first, earliest on ties, then recursively either side) over both lengths. Strings of
-    200 characters or more go to difflib itself, whose popular-character heuristic starts there."""
+    substring first, earliest in `a` on ties, then earliest in `b`; then recursively either side) over
+    both lengths. Strings of 200 characters or more go to difflib itself, whose popular-character
+    heuristic starts there."""
     la, lb = len(a), len(b)
     if lb >= 200:
         return SequenceMatcher(None, a, b).ratio()
     if not la + lb:
         return 1.0
-    positions = _positions(b)
     matched = 0
     pending = [(0, la, 0, lb)]
     while pending:
         alo, ahi, blo, bhi = pending.pop()
-        besti = bestj = best = 0
-        run: dict[int, int] = {}   # j -> length of the common run ending at a[i - 1], b[j]
-        for i in range(alo, ahi):
-            grown = {}
-            for j in positions.get(a[i], ()):
-                if j < blo:
-                    continue
-                if j >= bhi:
-                    break
-                k = grown[j] = run.get(j - 1, 0) + 1
-                if k > best:
-                    besti, bestj, best = i - k + 1, j - k + 1, k
-            run = grown
+        window = b[blo:bhi]
+        best = besti = 0
+        i = alo
+        while i + best < ahi:
+            # a match longer than the best so far starting at i (the string search runs in C)
+            if a[i:i + best + 1] in window:
+                best += 1
+                besti = i
+            else:
+                i += 1
         if best:
+            bestj = blo + window.find(a[besti:besti + best])
             matched += best
             if alo < besti and blo < bestj:
                 pending.append((alo, besti, blo, bestj))
             if besti + best < ahi and bestj + best < bhi:
                 pending.append((besti + best, ahi, bestj + best, bhi))
     return 2.0 * matched / (la + lb)
-
-
-@lru_cache(maxsize=1 << 12)
-def _positions(text: str) -> dict[str, list[int]]:
-    # each option is the second string of three pairs in a question's centroid
-    out: dict[str, list[int]] = {}
-    for j, char in enumerate(text):
-        out.setdefault(char, []).append(j)
-    return out
 
 
 _SPACE = re.compile(r"\s+")

@@ -160,13 +160,23 @@ def field_value(record: dict, kind: TaskKind, name: str, *, required: bool = Tru
 
 def _strings(value: Any, keys: Sequence[str]) -> list[str]:
     """A string, or a list of strings or of dicts holding one under one of `keys`, as clean strings."""
-    values = value if isinstance(value, list) else [value]
     out = []
-    for v in values:
+    for v in value if isinstance(value, list) else (value,):
         if isinstance(v, dict):
-            v = next((v[k] for k in keys if v.get(k) not in (None, "")), None)
-        if isinstance(v, (str, int, float)) and not isinstance(v, bool) and " ".join(str(v).split()):
-            out.append(" ".join(str(v).split()))
+            for k in keys:
+                if v.get(k) not in (None, ""):
+                    v = v[k]
+                    break
+            else:
+                continue
+        if isinstance(v, str):
+            text = " ".join(v.split())
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            text = " ".join(str(v).split())
+        else:
+            continue
+        if text:
+            out.append(text)
     return out
 
 
@@ -205,13 +215,14 @@ def parse_vqa(record: dict, kind: TaskKind, dataset: str) -> list[Parsed]:
         raise Unusable("the question is empty")
     if not answers:
         raise Unusable("the answer list is empty")
-    counts = Counter(answer_key(a) for a in answers)
+    keys = [answer_key(a) for a in answers]
+    counts = Counter(keys)
     top = max(counts.values())
     tied = [k for k, n in counts.items() if n == top]
     majority = _strings(field_value(record, kind, "majority", required=False) or [], ())
     chosen = (answer_key(majority[0]) if majority and answer_key(majority[0]) in tied
-              else next(answer_key(a) for a in answers if answer_key(a) in tied))
-    surface = Counter(a for a in answers if answer_key(a) == chosen).most_common(1)[0][0]
+              else next(k for k in keys if k in tied))
+    surface = Counter(a for a, k in zip(answers, keys) if k == chosen).most_common(1)[0][0]
     answer_type = field_value(record, kind, "answer_type", required=False)
     return [Parsed(kind, dataset, annotation_id(record, kind), surface, tuple(dict.fromkeys(answers)),
                    group=question_type(question[0], record, kind), question=question[0],
@@ -431,20 +442,35 @@ def _triple_terms(n: int) -> np.ndarray:
     return np.stack([row * size + column for row, column in pairs])
 
 
-def choose_three(similarity, rng: random.Random) -> tuple[list[int], int]:
-    """Three candidates (indices 1.. of `similarity`, row/column 0 being the key) such that the key's
-    rank by summed similarity to the other three options is drawn uniformly; returns them and the rank.
-    A rank no triple allows is drawn again, so a small pool still gives a question."""
+def key_ranks(similarity) -> bytes:
+    """For each triple of candidates (`_triples`; indices 1.. of `similarity`, row/column 0 being the key),
+    the key's rank among the four options by summed similarity to the other three (0: the key is the
+    option most like the rest)."""
     import numpy as np
     s = np.asarray(similarity, dtype=np.float64)
-    triples = _triples(s.shape[0] - 1)
     t = s.ravel()[_triple_terms(s.shape[0] - 1)]
     key = t[0] + t[1] + t[2]
     others = np.stack([t[3] + t[4] + t[5], t[6] + t[7] + t[8], t[9] + t[10] + t[11]])
-    ranks = (others > key + 1e-9).sum(axis=0)   # 0: the key is the option most like the rest
-    rank = next(r for r in rng.sample(range(4), 4) if (ranks == r).any())
-    allowed = np.flatnonzero(ranks == rank)
-    return [int(i) for i in triples[allowed[rng.randrange(len(allowed))]]], int(rank)
+    return bytes((others > key + 1e-9).sum(axis=0).tolist())
+
+
+@lru_cache(maxsize=16)
+def _triple_list(n: int) -> list[list[int]]:
+    return _triples(n).tolist()
+
+
+def choose_three(similarity, rng: random.Random) -> tuple[list[int], int]:
+    """Three candidates (indices 1.. of `similarity`, row/column 0 being the key) such that the key's
+    rank by summed similarity to the other three options is drawn uniformly; returns them and the rank."""
+    return choose_by_rank(key_ranks(similarity), len(similarity) - 1, rng)
+
+
+def choose_by_rank(ranks: bytes, n: int, rng: random.Random) -> tuple[list[int], int]:
+    """`choose_three` from the ranks `key_ranks` gave for `n` candidates. A rank no triple allows is drawn
+    again, so a small pool still gives a question."""
+    rank = next(r for r in rng.sample(range(4), 4) if r in ranks)
+    allowed = [i for i, r in enumerate(ranks) if r == rank]
+    return list(_triple_list(n)[allowed[rng.randrange(len(allowed))]]), rank
 
 
 # -- pools -------------------------------------------------------------------------------------------
@@ -470,7 +496,7 @@ def _nearest_first(scores: np.ndarray, head: int):
     yield from sorted(rest.tolist(), key=lambda i: (-scores[i], i))
 
 
-EMBEDDED_CACHE = 16_384  # keys whose MiniLM candidates, and option sets whose similarities, are kept (a few MB)
+EMBEDDED_CACHE = 16_384  # keys whose MiniLM candidates, and option sets whose key ranks, are kept (a few MB)
 
 
 class Pools:
@@ -516,7 +542,7 @@ class Pools:
         self._near: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}   # this window's keys only
         self._indexes: dict[str, tuple] = {}
         self._embedded: dict[tuple, list[tuple[str, float, str]]] = {}
-        self._similar: dict[tuple[str, ...], list[list[float]]] = {}
+        self._ranked: dict[tuple[str, tuple[str, ...]], bytes] = {}   # (method, options) -> key_ranks
         for method in ("captions", "texts"):  # now, before MiniLM loads: building one briefly takes memory
             self._index(method)
 
@@ -700,13 +726,8 @@ class Pools:
         """Pairwise similarity of the key and candidates under the method's own measure."""
         method = p.kind.method
         if method in ("answers", "classes"):
-            key = tuple(options)
-            if key not in self._similar:
-                if len(self._similar) >= EMBEDDED_CACHE:
-                    self._similar.clear()
-                vectors = self.embeddings.matrix(options)
-                self._similar[key] = (vectors @ vectors.T).tolist()
-            return self._similar[key]
+            vectors = self.embeddings.matrix(options)
+            return (vectors @ vectors.T).tolist()
         if method == "regions":
             centres = [[float(v) for v in re.findall(r"[\d.]+", o)] for o in options]
             return [[-abs(a[0] + a[2] - b[0] - b[2]) - abs(a[1] + a[3] - b[1] - b[3]) for b in centres]
@@ -717,6 +738,20 @@ class Pools:
         for i, j in itertools.combinations(range(n), 2):
             out[i][j] = out[j][i] = measure(options[i], options[j])
         return out
+
+    def key_ranks(self, p: Parsed, options: Sequence[str]) -> bytes:
+        """`key_ranks` of the options' similarity; kept per option set where options recur, a few bytes
+        each: class labels, common VQA answers and strings that several images show meet the same
+        candidates again."""
+        if p.kind.method not in ("answers", "classes", "texts"):
+            return key_ranks(self.similarity(p, options))
+        key = (p.kind.method, tuple(options))
+        found = self._ranked.get(key)
+        if found is None:
+            if len(self._ranked) >= EMBEDDED_CACHE:
+                self._ranked.clear()
+            found = self._ranked[key] = key_ranks(self.similarity(p, options))
+        return found
 
 
 # -- generating --------------------------------------------------------------------------------------
@@ -743,12 +778,19 @@ def parsed_for(item: Image, dimension: Dimension, pools: Pools) -> tuple[list[Pa
 
 
 def provenance(settings: ReformSettings, seed: int, kind: TaskKind) -> Provenance:
+    """One record shared by every question of a kind and settings (never changed in place: a copy is)."""
+    return _provenance(kind.key, kind.method, seed, settings.hard_negative_pool, settings.synonym_similarity,
+                       settings.paraphrase_overlap, settings.embedding_model)
+
+
+@lru_cache(maxsize=256)
+def _provenance(task: str, method: str, seed: int, hard_negative_pool: int, synonym_similarity: float,
+                paraphrase_overlap: float, embedding_model: str) -> Provenance:
     # the settings that shape a question, read directly: dumping the model costs more than the question
     return Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed,
-                      params={"task": kind.key, "method": kind.method, "hard_negative_pool": settings.hard_negative_pool,
-                              "synonym_similarity": settings.synonym_similarity,
-                              "paraphrase_overlap": settings.paraphrase_overlap,
-                              "embedding_model": settings.embedding_model})
+                      params={"task": task, "method": method, "hard_negative_pool": hard_negative_pool,
+                              "synonym_similarity": synonym_similarity, "paraphrase_overlap": paraphrase_overlap,
+                              "embedding_model": embedding_model})
 
 
 def to_question(item: Image, dimension: Dimension, p: Parsed, distractors: list[dict], settings: ReformSettings,
@@ -782,8 +824,7 @@ def generate(item: Image, dimension: Dimension, parsed: Sequence[Parsed], skippe
             else:
                 result.skipped[p.annotation] = f"only {len(found)} usable distractor(s), 3 needed"
             continue
-        similarity = pools.similarity(p, [p.key, *(t for t, _s, _h in found)])
-        chosen, rank = choose_three(similarity, rng)
+        chosen, rank = choose_by_rank(pools.key_ranks(p, [p.key, *(t for t, _s, _h in found)]), len(found), rng)
         distractors = [{"text": found[i - 1][0], "similarity": round(found[i - 1][1], 4), "how": found[i - 1][2],
                         "hardness_rank": i} for i in chosen]
         result.questions.append(to_question(item, dimension, p, distractors, settings, seed, key_rank=rank))
@@ -833,8 +874,9 @@ def with_llm_distractors(short: Shortfall, item: Image, dimension: Dimension, re
         distractors.append({"text": text, "how": "written by the LLM (the pool was too small)"})
     if len(distractors) < 3:
         return "the LLM's distractors repeat an accepted answer or each other"
-    prov = provenance(pools.settings, seed, p.kind).model_copy(update={
+    shared = provenance(pools.settings, seed, p.kind)
+    prov = shared.model_copy(update={
         "model": request.model, "temperature": request.temperature, "tokens_in": result.tokens_in,
-        "tokens_out": result.tokens_out, "cost_usd": result.cost_usd})
-    prov.params |= {"llm_call": result.key, "llm_prompt_version": distractor_prompt()["version"]}
+        "tokens_out": result.tokens_out, "cost_usd": result.cost_usd,
+        "params": shared.params | {"llm_call": result.key, "llm_prompt_version": distractor_prompt()["version"]}})
     return to_question(item, dimension, p, distractors, pools.settings, seed, prov=prov)

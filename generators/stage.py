@@ -25,8 +25,9 @@ again adds no duplicates.
 from __future__ import annotations
 
 import gc
-from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -372,6 +373,7 @@ class ReformStage(QuestionStage):
         self._jobs: list[Job] | None = None
         self._unknown: Counter = Counter()
         self._pools: reform.Pools | None = None
+        self._frozen = False
 
     def supports(self, dimension: Dimension) -> bool:
         return reform.supports(dimension, self.options.reform.tasks)
@@ -391,19 +393,31 @@ class ReformStage(QuestionStage):
 
     def units(self, store) -> list[Job]:
         """Only the items and dimensions their annotations' task kinds feed, listed once a run. A job holds
-        its item without the annotations (read again per window), so a large collection is never held whole."""
+        its item without the annotations (read again per window), so a large collection is never held whole.
+        With nothing done yet under these settings, the distractor pools are read in the same pass."""
         self.store = store
         if self._jobs is None:
             kinds = reform.load_tasks(self.options.reform.tasks)
             self._jobs = []
-            for item in store.iter_items(kind="image"):
-                tasks = {r.get("task") for r in reform.records_of(item)}
-                self._unknown.update(f"unknown task kind {t!r}; known: {', '.join(sorted(kinds))}"
-                                     for r in reform.records_of(item) if (t := r.get("task")) not in kinds)
-                lean = item.model_copy(update={"annotations": {}}) if tasks else None
-                self._jobs += [Job(self.generator, lean, d) for d in self.dimensions
-                               if any(kinds[t].dimension == d.key for t in tasks if t in kinds)]
+            with _rare_collections():
+                items = self._listed(store.iter_items(kind="image"), kinds)
+                key = self.config_key()
+                if self._pools is None and not any(k == key for k, _status in store.ledger_counts(self.name)):
+                    self._pools = reform.Pools(items, self.options.reform)
+                else:  # a rerun may have nothing left to do: no pools until a window needs them
+                    deque(items, maxlen=0)
         return self._jobs
+
+    def _listed(self, items: Iterable[Image], kinds: dict[str, reform.TaskKind]) -> Iterator[Image]:
+        """`items`, passed on as each one's jobs are listed."""
+        for item in items:
+            tasks = {r.get("task") for r in reform.records_of(item)}
+            self._unknown.update(f"unknown task kind {t!r}; known: {', '.join(sorted(kinds))}"
+                                 for r in reform.records_of(item) if (t := r.get("task")) not in kinds)
+            lean = item.model_copy(update={"annotations": {}}) if tasks else None
+            self._jobs += [Job(self.generator, lean, d) for d in self.dimensions
+                           if any(kinds[t].dimension == d.key for t in tasks if t in kinds)]
+            yield item
 
     def unlisted(self) -> Counter:
         """Reform annotations whose task kind the registry lacks (they feed no dimension), by reason."""
@@ -416,14 +430,20 @@ class ReformStage(QuestionStage):
         return self._pools
 
     def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
+        with _rare_collections():  # the runner's commits run between the yields, under it too
+            yield from self._process(jobs)
+
+    def _process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
         pools, seed = self.pools(), self.options.seed
         items = {item.id: item for item in self.store.get_items(sorted({job.item.id for job in jobs}))}
         parsed = [reform.parsed_for(items[job.item.id], job.dimension, pools) for job in jobs]
         pools.prepare([p for found, _skipped in parsed for p in found])  # MiniLM vectors for the window at once
-        if not gc.get_freeze_count():
+        if not self._frozen:
             # the model, the pools and the jobs live as long as the run: out of the collector's full passes,
-            # which otherwise walk them all again every few thousand questions (a tenth of a run's time)
+            # which otherwise walk them all again every few thousand questions (a tenth of a run's time).
+            # (gc.get_freeze_count() would walk every frozen object, ~50 ms a window)
             gc.freeze()
+            self._frozen = True
         for job, (found, skipped) in zip(jobs, parsed):
             item = items[job.item.id]
             result = reform.generate(item, job.dimension, found, skipped, pools, seed=seed)
@@ -445,6 +465,20 @@ class ReformStage(QuestionStage):
                 else:
                     result.questions.append(made)
             yield job, Outcome(result.questions, skipped=result.skipped)
+
+
+@contextmanager
+def _rare_collections(young: int = 100_000) -> Iterator[None]:
+    """The collector's young generation widened while a stage makes and stores many small objects that
+    mostly live on (annotations, pools, questions): with the default 700 it ran every few hundred
+    questions, and the older generations' passes that follow walked every pool and cache again (100k
+    annotations: ~18 s of ~100)."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(young, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def _replaced(finished: list[tuple[Job, Outcome]], stored: dict[str, list[Question]], new_ids: set[str],

@@ -275,3 +275,6 @@ def test_a_pool_too_small_is_topped_up_by_the_llm_never_with_an_accepted_answer(
     hows = [d["how"] for d in question.meta["distractors"]]
     assert hows[0].startswith("MiniLM nearest") and all(h.startswith("written by the LLM") for h in hows[1:])
     assert question.provenance.params["llm_call"]
+    # the provenance every pool-only question of the kind shares was copied, not changed
+    shared = reform.provenance(reform.ReformSettings(), 0, reform.load_tasks()[question.meta["task"]])
+    assert "llm_call" not in shared.params and shared.model is None and question.provenance.model
