@@ -41,6 +41,8 @@ RESULTS = Path(__file__).parent / "results"
 BENCHSMITH = os.environ.get("BENCHSMITH_CLI", str(Path(sys.executable).with_name("benchsmith")))
 SHARES = {"vqa": 0.40, "classification": 0.20, "matching": 0.15, "grounding": 0.10, "text_reading": 0.15}
 
+from benchmarks.user_env import user_env  # noqa: E402
+
 
 def _words(rng: random.Random, n: int, letters: str = "abcdefghiklmnoprstuvw") -> list[str]:
     out: set[str] = set()
@@ -171,7 +173,7 @@ def _count(name: str, printed: str) -> int:
 
 
 def run(n: int = 100_000, repeats: int = 3) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH_", "BENCHSMITH__", "OPENAI"))}
+    env = user_env("OPENAI")
     with tempfile.TemporaryDirectory() as tmp:
         template = Path(tmp) / "template"
         template.mkdir()
