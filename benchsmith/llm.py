@@ -365,7 +365,7 @@ class LlmClient:
         todo: list[int] = []
         stored = self.store.get_llm_calls(list(copies)) if self.store is not None else {}
         for key, (index, *_same) in copies.items():
-            hit = self._cached(requests[index], stored.get(key))
+            hit = self._cached(requests[index], key, stored.get(key))
             if hit is None:
                 todo.append(index)
             else:
@@ -373,7 +373,8 @@ class LlmClient:
         if todo:
             api_key = self._key_for_http()  # only now: a fully cached rerun needs no key
             # claim the calls (store writes, in a thread) while openai is imported here (~0.5 s)
-            claiming = asyncio.ensure_future(asyncio.to_thread(self._claim, [requests[i] for i in todo], stored))
+            claiming = asyncio.ensure_future(asyncio.to_thread(self._claim, {keys[i]: requests[i] for i in todo},
+                                                               stored))
             await asyncio.sleep(0)
             openai = _openai()
 
@@ -401,44 +402,45 @@ class LlmClient:
                 mine = await claiming
                 await asyncio.gather(*(one(index) for index in todo if keys[index] in mine),
                                      self._await_others([i for i in todo if keys[i] not in mine],
-                                                        requests, one, deliver))
+                                                        requests, keys, one, deliver))
         return results  # type: ignore[return-value]
 
-    def _claim(self, requests: Sequence[LlmRequest], stored: dict[str, dict]) -> set[str]:
+    def _claim(self, calls: dict[str, LlmRequest], stored: dict[str, dict]) -> set[str]:
+        """The keys of `calls` (key -> request) this client may send now."""
         if self.store is None:
-            return {r.key for r in requests}
-        rows = {r.key: {"key": r.key, "purpose": r.purpose, "model": r.model,
-                        "request": r.stored()} for r in requests}
+            return set(calls)
+        rows = [{"key": key, "purpose": r.purpose, "model": r.model, "request": r.stored()} for key, r in calls.items()]
         dead = {row["error"] for row in stored.values() if row["status"] == "in_flight" and _owner_gone(row["error"])}
-        return self.store.claim_llm_calls(list(rows.values()), self._owner,
+        return self.store.claim_llm_calls(rows, self._owner,
                                           self.options.deadline_s + CLAIM_MARGIN_S, sorted(dead))
 
-    async def _await_others(self, waiting: list[int], requests: Sequence[LlmRequest], one: Callable,
-                            deliver: Callable[[int, LlmResult], None]) -> None:
+    async def _await_others(self, waiting: list[int], requests: Sequence[LlmRequest], keys: Sequence[str],
+                            one: Callable, deliver: Callable[[int, LlmResult], None]) -> None:
         """Wait for the calls another process claimed: read back its answers, and take over the claims
         it left behind when it died (or whose call failed there, as a rerun here would retry them)."""
         while waiting:
             await asyncio.sleep(CLAIM_POLL_S)
-            rows = await asyncio.to_thread(self.store.get_llm_calls, [requests[i].key for i in waiting])
+            rows = await asyncio.to_thread(self.store.get_llm_calls, [keys[i] for i in waiting])
             still: list[int] = []
             for index in waiting:
-                hit = self._cached(requests[index], rows.get(requests[index].key))
+                hit = self._cached(requests[index], keys[index], rows.get(keys[index]))
                 if hit is None:
                     still.append(index)
                 else:
                     deliver(index, hit)
-            taken = await asyncio.to_thread(self._claim, [requests[i] for i in still], rows) if still else set()
-            await asyncio.gather(*(one(index) for index in still if requests[index].key in taken))
-            waiting = [index for index in still if requests[index].key not in taken]
+            taken = (await asyncio.to_thread(self._claim, {keys[i]: requests[i] for i in still}, rows)
+                     if still else set())
+            await asyncio.gather(*(one(index) for index in still if keys[index] in taken))
+            waiting = [index for index in still if keys[index] not in taken]
 
-    def _cached(self, request: LlmRequest, row: dict | None) -> LlmResult | None:
+    def _cached(self, request: LlmRequest, key: str, row: dict | None) -> LlmResult | None:
         """The stored answer to `request`, if a call for it succeeded before."""
         if row is None or row["status"] != "ok":
             return None
         response = row["response"] or {}
         content = response.get("content", "")
         parsed, problem = check_output(request, content)
-        return LlmResult(key=request.key, ok=not problem, content=content, parsed=parsed, reason=problem,
+        return LlmResult(key=key, ok=not problem, content=content, parsed=parsed, reason=problem,
                          tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost_usd=row["cost_usd"],
                          logprobs=response.get("logprobs"), cached=True, attempts=0, seconds=0.0)
 
@@ -562,10 +564,12 @@ class _Recorder:
                     results = await asyncio.to_thread(self.client._store, [finished for finished, _ in batch])
                 except Exception as exc:  # noqa: BLE001 - every call of the batch sees why it was not stored
                     for _, future in batch:
-                        future.set_exception(exc)
+                        if not future.done():  # a caller cancelled meanwhile: nobody waits for it
+                            future.set_exception(exc)
                     continue
                 for (_, future), result in zip(batch, results):
-                    future.set_result(result)
+                    if not future.done():
+                        future.set_result(result)
         finally:
             self.writing = None
 
