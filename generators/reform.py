@@ -459,14 +459,9 @@ def _triple_list(n: int) -> list[list[int]]:
     return _triples(n).tolist()
 
 
-def choose_three(similarity, rng: random.Random) -> tuple[list[int], int]:
-    """Three candidates (indices 1.. of `similarity`, row/column 0 being the key) such that the key's
-    rank by summed similarity to the other three options is drawn uniformly; returns them and the rank."""
-    return choose_by_rank(key_ranks(similarity), len(similarity) - 1, rng)
-
-
 def choose_by_rank(ranks: bytes, n: int, rng: random.Random) -> tuple[list[int], int]:
-    """`choose_three` from the ranks `key_ranks` gave for `n` candidates. A rank no triple allows is drawn
+    """Three of the `n` candidates (indices 1..n) such that the key's rank among the four options, as
+    `key_ranks` gave it, is drawn uniformly; returns them and the rank. A rank no triple allows is drawn
     again, so a small pool still gives a question."""
     rank = next(r for r in rng.sample(range(4), 4) if r in ranks)
     allowed = [i for i, r in enumerate(ranks) if r == rank]

@@ -198,7 +198,7 @@ def test_the_key_is_not_always_the_option_most_like_the_others():
             for j in range(i + 1, n + 1):
                 near = i == 0 or (i - 1) // 4 == (j - 1) // 4   # the key, or the same cluster of four
                 sims[i][j] = sims[j][i] = (0.6 if near else 0.2) + rng.random() * 0.3
-        chosen, rank = reform.choose_three(sims, rng)
+        chosen, rank = reform.choose_by_rank(reform.key_ranks(sims), n, rng)
         assert len(set(chosen)) == 3 and all(1 <= c <= n for c in chosen)
         members = [0, *chosen]
         closeness = [sum(sims[a][b] for b in members if b != a) for a in members]
