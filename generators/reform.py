@@ -355,6 +355,39 @@ def parse(record: dict, item: Image, kinds: dict[str, TaskKind], settings: Refor
     return parse_regions(record, kind, dataset, item, settings)
 
 
+@dataclass(slots=True)
+class Reading:
+    """One item's annotations read once a run, by the dimension they feed: the usable ones, and the
+    reasons (by annotation id) of those that cannot become questions."""
+
+    parsed: dict[str, list[Parsed]] = field(default_factory=dict)
+    skipped: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def of(self, dimension: Dimension) -> tuple[list[Parsed], dict[str, str]]:
+        return self.parsed.get(dimension.key, []), self.skipped.get(dimension.key, {})
+
+
+def read(item: Image, kinds: dict[str, TaskKind], settings: ReformSettings) -> Reading:
+    """`item`'s reform annotations parsed; a referent's `extra["regions"]` holds every region of the
+    image, shared (its candidates), so the item itself is not needed again."""
+    reading, regions = Reading(), None
+    for index, record in enumerate(records_of(item)):
+        kind = kinds.get(record.get("task", ""))
+        if kind is None:
+            continue  # an unknown kind feeds no dimension (counted by the stage)
+        try:
+            found = parse(record, item, kinds, settings)
+        except Unusable as exc:
+            reading.skipped.setdefault(kind.dimension, {})[annotation_id(record, kind) or f"record {index}"] = str(exc)
+            continue
+        if kind.method == "regions":
+            regions = regions_of(item, kinds) if regions is None else regions
+            for p in found:
+                p.extra["regions"] = regions
+        reading.parsed.setdefault(kind.dimension, []).extend(found)
+    return reading
+
+
 # -- similarity --------------------------------------------------------------------------------------
 
 class Embeddings:
@@ -508,12 +541,10 @@ class Pools:
         captions: list[tuple[str, str]] = []                     # (caption, item id)
         texts: dict[str, set[str]] = defaultdict(set)            # casefolded text -> item ids
         self.text_surface: dict[str, str] = {}
+        self.readings: dict[str, Reading] = {}   # item id -> its annotations, read in this one pass
         for item in items:
-            for record in records_of(item):
-                try:
-                    parsed = parse(record, item, self.kinds, settings)
-                except Unusable:
-                    continue
+            reading = self.readings[item.id] = read(item, self.kinds, settings)
+            for parsed in reading.parsed.values():
                 for p in parsed:
                     method = p.kind.method
                     if method == "answers":
@@ -540,6 +571,12 @@ class Pools:
         self._ranked: dict[tuple[str, tuple[str, ...]], bytes] = {}   # (method, options) -> key_ranks
         for method in ("captions", "texts"):  # now, before MiniLM loads: building one briefly takes memory
             self._index(method)
+
+    def read_also(self, items: Iterable[Image]) -> None:
+        """Read items the pools' pass did not meet (ingested since): their annotations give questions,
+        though not distractors to others."""
+        for item in items:
+            self.readings[item.id] = read(item, self.kinds, self.settings)
 
     @staticmethod
     def answer_groups(p: Parsed) -> list[tuple]:
@@ -679,12 +716,12 @@ class Pools:
         return [(text, sim, "edit-distance neighbour of the key among other images' texts")
                 for text, sim in scored[:self.settings.hard_negative_pool]]
 
-    def region_candidates(self, p: Parsed, item: Image) -> list[tuple[str, float, str]]:
+    def region_candidates(self, p: Parsed) -> list[tuple[str, float, str]]:
         import numpy as np
         target: Box = p.extra["box"]
         target_area = (target[2] - target[0]) * (target[3] - target[1])
         out = []
-        for box, category in regions_of(item, self.kinds):
+        for box, category in p.extra["regions"]:
             if iou(box, target) >= self.settings.max_box_overlap:
                 continue  # could be the referent itself
             same = bool(p.extra["category"]) and category == p.extra["category"]
@@ -695,15 +732,15 @@ class Pools:
         out.sort(key=lambda c: (-c[1], c[0]))
         return out[:self.settings.hard_negative_pool]
 
-    def candidates(self, p: Parsed, item: Image) -> list[tuple[str, float, str]]:
+    def candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
         method = p.kind.method
         if method in ("answers", "classes"):
             return self.embedded_candidates(p)
         if method == "captions":
-            return self.caption_candidates(p, item.id)
+            return self.caption_candidates(p, item_id)
         if method == "texts":
-            return self.text_candidates(p, item.id)
-        return self.region_candidates(p, item)
+            return self.text_candidates(p, item_id)
+        return self.region_candidates(p)
 
     def is_synonym(self, p: Parsed, text: str) -> bool:
         """Whether `text` (an LLM's distractor) says what an accepted answer says."""
@@ -758,20 +795,6 @@ class Result:
     short: list[Shortfall] = field(default_factory=list)    # waiting for LLM distractors
 
 
-def parsed_for(item: Image, dimension: Dimension, pools: Pools) -> tuple[list[Parsed], dict[str, str]]:
-    """The item's annotations that feed `dimension`, read, and the reasons of those that cannot be read."""
-    parsed, skipped = [], {}
-    for index, record in enumerate(records_of(item)):
-        kind = pools.kinds.get(record.get("task", ""))
-        if kind is None or kind.dimension != dimension.key:
-            continue  # another dimension's, or an unknown kind (counted by the stage)
-        try:
-            parsed.extend(parse(record, item, pools.kinds, pools.settings))
-        except Unusable as exc:
-            skipped[annotation_id(record, kind) or f"record {index}"] = str(exc)
-    return parsed, skipped
-
-
 def provenance(settings: ReformSettings, seed: int, kind: TaskKind) -> Provenance:
     """One record shared by every question of a kind and settings (never changed in place: a copy is)."""
     return _provenance(kind.key, kind.method, seed, settings.hard_negative_pool, settings.synonym_similarity,
@@ -805,13 +828,13 @@ def to_question(item: Image, dimension: Dimension, p: Parsed, distractors: list[
 
 def generate(item: Image, dimension: Dimension, parsed: Sequence[Parsed], skipped: dict[str, str], pools: Pools,
              seed: int = 0) -> Result:
-    """One question per usable annotation of `item` that feeds `dimension` (`parsed_for` reads them,
+    """One question per usable annotation of `item` that feeds `dimension` (`Reading.of` gives them,
     `pools.prepare` readies their pools); the key comes first."""
     settings = pools.settings
     result = Result(skipped=dict(skipped))
     for p in parsed:
         rng = random.Random(stable_hash(seed, item.id, dimension.id, p.annotation, p.key))
-        found = pools.candidates(p, item)
+        found = pools.candidates(p, item.id)
         if len(found) < 3:
             how = [{"text": t, "similarity": round(s, 4), "how": h} for t, s, h in found]
             if settings.llm_distractors and p.kind.method != "regions":

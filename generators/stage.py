@@ -393,8 +393,8 @@ class ReformStage(QuestionStage):
 
     def units(self, store) -> list[Job]:
         """Only the items and dimensions their annotations' task kinds feed, listed once a run. A job holds
-        its item without the annotations (read again per window), so a large collection is never held whole.
-        With nothing done yet under these settings, the distractor pools are read in the same pass."""
+        its item without the annotations: the pools' pass keeps them parsed (`Pools.readings`), far smaller
+        than the items. With nothing done yet under these settings, the pools are read in the same pass."""
         self.store = store
         if self._jobs is None:
             kinds = reform.load_tasks(self.options.reform.tasks)
@@ -435,8 +435,9 @@ class ReformStage(QuestionStage):
 
     def _process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
         pools, seed = self.pools(), self.options.seed
-        items = {item.id: item for item in self.store.get_items(sorted({job.item.id for job in jobs}))}
-        parsed = [reform.parsed_for(items[job.item.id], job.dimension, pools) for job in jobs]
+        if missing := sorted({job.item.id for job in jobs} - pools.readings.keys()):
+            pools.read_also(self.store.get_items(missing))
+        parsed = [pools.readings[job.item.id].of(job.dimension) for job in jobs]
         pools.prepare([p for found, _skipped in parsed for p in found])  # MiniLM vectors for the window at once
         if not self._frozen:
             # the model, the pools and the jobs live as long as the run: out of the collector's full passes,
@@ -445,7 +446,7 @@ class ReformStage(QuestionStage):
             gc.freeze()
             self._frozen = True
         for job, (found, skipped) in zip(jobs, parsed):
-            item = items[job.item.id]
+            item = job.item
             result = reform.generate(item, job.dimension, found, skipped, pools, seed=seed)
             if not result.short:
                 yield job, Outcome(result.questions, skipped=result.skipped)
