@@ -20,11 +20,21 @@ A stage provides:
 
 Results are written before their ledger rows, so a crash between the two only redoes work whose
 outputs are idempotent (content-derived ids; paid LLM calls are answered from the call cache).
+
+With `workers` > 1 the pending units are split into that many shards (`shards`, by the stage's
+`shard_group` when it has one) and each shard runs the same loop in a process forked from this one,
+committing to the store through its own connections. A stage may define `before_fork(units)` to
+ready what every worker reads (built once here, shared copy-on-write); its work must need no threads,
+open connections or clients made before the fork. The workers' reports are summed into one.
 """
 
 from __future__ import annotations
 
+import gc
+import multiprocessing
+import multiprocessing.connection
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -111,11 +121,12 @@ def cache_token(stage: Stage, store, units: Sequence[Any] | None = None) -> str:
 
 def run(stage: Stage, store, *, window: int = 64, commit_every: int | None = None, limit: int | None = None,
         units: Sequence[Any] | None = None, subjects: Collection[str] | None = None,
-        progress: Callable[[int], None] | None = None) -> StageReport:
+        progress: Callable[[int], None] | None = None, workers: int = 1) -> StageReport:
     """Do every pending unit of `stage`, `window` units handed to `process` at a time, results committed
     in groups of `commit_every` (default: the window) as they arrive. `units` are the pending units, when
     the caller has listed them already (failed ones included, to retry them: see `pending`); `subjects`
-    keeps only those units (one shard of the stage: see `shards`)."""
+    keeps only those units (one shard of the stage: see `shards`). `workers` > 1: that many processes,
+    each over a shard of the units (see the module's docstring)."""
     started = time.perf_counter()
     key = stage.config_key()
     report = StageReport(stage.name, key)
@@ -126,7 +137,16 @@ def run(stage: Stage, store, *, window: int = 64, commit_every: int | None = Non
     if limit is not None:
         units = units[:limit]
     report.pending = len(units)
-    group = commit_every or window
+    if workers > 1 and len(units) > window:
+        _run_forked(stage, store, units, workers, window, commit_every or window, report, progress)
+    else:
+        _run_here(stage, store, units, window, commit_every or window, report, progress)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _run_here(stage: Stage, store, units: list[Any], window: int, group: int, report: StageReport,
+              progress: Callable[[int], None] | None) -> None:
     for start in range(0, len(units), window):
         batch = units[start:start + window]
         ready: list[tuple[Any, Any]] = []
@@ -148,8 +168,77 @@ def run(stage: Stage, store, *, window: int = 64, commit_every: int | None = Non
                 if stage.subject(unit) not in seen:
                     ready.extend(_one(stage, unit))
         _commit(stage, store, ready, report, progress)
-    report.seconds = time.perf_counter() - started
-    return report
+
+
+class WorkerError(BenchsmithError, RuntimeError):
+    """A worker process of a stage failed or died; the message carries its error."""
+
+
+def _run_forked(stage: Stage, store, units: list[Any], workers: int, window: int, group: int,
+                report: StageReport, progress: Callable[[int], None] | None) -> None:
+    by_subject = {stage.subject(u): u for u in units}
+    parts = shards(by_subject, workers, getattr(stage, "shard_group", None))
+    if len(parts) < 2:
+        _run_here(stage, store, units, window, group, report, progress)
+        return
+    if (ready := getattr(stage, "before_fork", None)) is not None:
+        ready(units)
+    gc.freeze()  # what the workers inherit stays shared: the collector never writes to it in them
+    context = multiprocessing.get_context("fork")
+    running = []
+    for part in parts:
+        receive, send = context.Pipe(duplex=False)
+        worker = context.Process(target=_worker, args=(stage, store, [by_subject[s] for s in part], window,
+                                                       group, report.config_key, send), daemon=True)
+        worker.start()
+        send.close()
+        running.append((worker, receive))
+    errors = []
+    waiting = {receive: worker for worker, receive in running}
+    while waiting:
+        for receive in multiprocessing.connection.wait(list(waiting)):
+            try:
+                kind, value = receive.recv()
+            except EOFError:
+                worker = waiting.pop(receive)
+                worker.join()
+                errors.append(f"a worker process ended without a report (exit code {worker.exitcode})")
+                continue
+            if kind == "progress":
+                if progress:
+                    progress(value)
+                continue
+            waiting.pop(receive).join()
+            if kind == "error":
+                errors.append(value)
+            else:
+                _add(report, value)
+    gc.unfreeze()
+    if errors:
+        raise WorkerError(f"{len(errors)} of {len(parts)} worker processes of {report.stage} failed; what each "
+                          f"finished is stored, a rerun does the rest. First: {errors[0]}")
+
+
+def _worker(stage: Stage, store, units: list[Any], window: int, group: int, config_key: str, send) -> None:
+    """One shard, in a forked process: the same loop, through connections of its own."""
+    store.engine.dispose(close=False)  # the parent's pooled connections stay the parent's
+    report = StageReport(stage.name, config_key)
+    try:
+        _run_here(stage, store, units, window, group, report, lambda n: send.send(("progress", n)))
+    except BaseException as exc:  # noqa: BLE001 - every failure goes to the parent, which raises it
+        send.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"))
+    else:
+        send.send(("done", report))
+    finally:
+        send.close()
+
+
+def _add(report: StageReport, part: StageReport) -> None:
+    report.done += part.done
+    report.failed += part.failed
+    report.retry_later += part.retry_later
+    report.failures.update(part.failures)
+    report.counters.update(part.counters)
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ def generate_stage(settings: Settings, run_id: str) -> dict:
 
         if settings.prefect.task_runner == "local":  # this process: the stage already built does the work
             def work(store, subjects, stage=stage) -> dict:
-                return run_stages(store, [stage], subjects=subjects)
+                return run_stages(store, [stage], subjects=subjects, workers=1)  # no forks inside a flow
         else:  # a worker builds its own from the settings (a built stage holds models and clients)
             work = partial(generate_shard, settings=settings, name=stage.name)
         with tags("openai") if stage.uses_llm else nullcontext():
@@ -52,7 +52,7 @@ def generate_stage(settings: Settings, run_id: str) -> dict:
 def generate_shard(store, subjects: list[str] | None, *, settings: Settings, name: str) -> dict:
     """Generator stage `name` over `subjects` (None: all it has pending), built afresh in the worker."""
     from generators.stage import build_stages, run_stages
-    return run_stages(store, [s for s in build_stages(settings) if s.name == name], subjects=subjects)
+    return run_stages(store, [s for s in build_stages(settings) if s.name == name], subjects=subjects, workers=1)
 
 
 @flow(name="benchsmith-generate")

@@ -53,6 +53,10 @@ class GeneratorStage:
         (None: a window's worth)."""
         return 64, None
 
+    def workers(self) -> int:
+        """How many processes the runner may fork for it (`benchsmith.runner`); 1: none."""
+        return 1
+
     def shard_group(self, subject: str) -> str:
         """What must be generated in one shard of a distributed run: the item (a subject starts with its
         id). The gate's per-item rules see the questions of the item's other jobs, so they must come in

@@ -78,6 +78,7 @@ class ReformSettings(BaseModel):
     embedding_batch_size: int = Field(32, ge=1)  # on CPU a larger batch's working memory stays resident, no faster
     embedding_threads: int | None = Field(1, ge=1)  # torch threads while embedding; None: torch's default
     llm_distractors: bool = False                # true: the LLM tops up pools with fewer than 3 usable distractors
+    workers: int | None = Field(None, ge=1)      # processes sharing the jobs; None: one per CPU core (1 with llm_distractors)
 
 
 # -- the task registry --------------------------------------------------------------------------------
@@ -597,6 +598,15 @@ class Pools:
     def prepare(self, parsed: Sequence[Parsed]) -> None:
         """Work shared by a window of annotations, done together: MiniLM vectors of the keys, accepted
         answers and pools they need; the nearest captions and strings of each key."""
+        self.embed(parsed)
+        self._near = {}
+        for method in ("captions", "texts"):
+            keys = sorted({p.key for p in parsed if p.kind.method == method})
+            if keys:
+                self._nearest(method, keys)
+
+    def embed(self, parsed: Sequence[Parsed]) -> None:
+        """MiniLM vectors of what `parsed` will compare: keys, accepted answers and their pools."""
         wanted: set[str] = set()
         for p in parsed:
             if p.kind.method in ("answers", "classes"):
@@ -605,11 +615,6 @@ class Pools:
                 if group not in self._matrices:
                     wanted.update(self.pools.get(group, ()))
         self.embeddings.add(wanted)
-        self._near = {}
-        for method in ("captions", "texts"):
-            keys = sorted({p.key for p in parsed if p.kind.method == method})
-            if keys:
-                self._nearest(method, keys)
 
     def _index(self, method: str):
         import numpy as np

@@ -25,6 +25,7 @@ again adds no duplicates.
 from __future__ import annotations
 
 import gc
+import os
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -110,7 +111,7 @@ class Outcome:
 
 # Settings that only shape some dimensions' questions (they go into those jobs' subjects), or none at all.
 PER_DIMENSION = {"batch_size", "options", "models", "prompts", "vocabulary", "tasks", "device",
-                 "embedding_batch_size", "embedding_threads"}
+                 "embedding_batch_size", "embedding_threads", "workers"}
 
 
 class QuestionStage(GeneratorStage):
@@ -419,6 +420,19 @@ class ReformStage(QuestionStage):
                            if any(kinds[t].dimension == d.key for t in tasks if t in kinds)]
             yield item
 
+    def workers(self) -> int:
+        if self.uses_llm:  # the LLM client and its counts live in this process
+            return 1
+        return self.options.reform.workers or len(os.sched_getaffinity(0))
+
+    def before_fork(self, jobs: Sequence[Job]) -> None:
+        """Before the runner forks its workers: the pools read and every MiniLM vector the jobs need
+        computed, once, here (the workers share them); the model is then never used in a worker."""
+        pools = self.pools()
+        if missing := sorted({job.item.id for job in jobs} - pools.readings.keys()):
+            pools.read_also(self.store.get_items(missing))
+        pools.embed([p for job in jobs for p in pools.readings[job.item.id].of(job.dimension)[0]])
+
     def unlisted(self) -> Counter:
         """Reform annotations whose task kind the registry lacks (they feed no dimension), by reason."""
         return self._unknown
@@ -515,14 +529,16 @@ def build_stages(settings: Settings, *, generators: Sequence[str] = (),
 
 
 def run_stages(store, stages: Sequence[GeneratorStage], *, limit: int | None = None,
-               subjects: Collection[str] | None = None, progress: Callable[[int], None] | None = None) -> dict:
-    """Run each generator's stage; return the run's counters, tokens and cost, summed."""
+               subjects: Collection[str] | None = None, progress: Callable[[int], None] | None = None,
+               workers: int | None = None) -> dict:
+    """Run each generator's stage; return the run's counters, tokens and cost, summed. `workers`: the
+    processes each stage may fork (None: what the stage asks for; a flow's shards pass 1)."""
     total: Counter = Counter()
     for stage in stages:
         window, commit_every = stage.windows()
         left = None if limit is None else max(0, limit - total["jobs"])
         report = runner.run(stage, store, window=window, commit_every=commit_every, limit=left, subjects=subjects,
-                            progress=progress)
+                            progress=progress, workers=stage.workers() if workers is None else workers)
         total["seconds"] += report.seconds
         total.update({"jobs": report.pending, "finished": report.done + report.failed,
                       "failed_drafts": report.failed, "retry_later": report.retry_later, **report.counters})

@@ -3,6 +3,7 @@ one bad subject fails alone, and a run-level error stops the run with what was d
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import pytest
@@ -45,7 +46,7 @@ class Squares:
 
     def commit(self, store, pairs, report):
         store.add_verdicts([Verdict(subject_id=f"n{u}", subject_kind="item", stage="squares", rule="power",
-                                    passed=True, details={"value": r}) for u, r in pairs])
+                                    passed=True, details={"value": r, "pid": os.getpid()}) for u, r in pairs])
         report.counters["written"] += len(pairs)
         return [Outcome(self.subject(u), "retry" if u in self.flaky else "done", "flaky" if u in self.flaky else "")
                 for u, _ in pairs]
@@ -124,3 +125,45 @@ def test_shards_run_apart_do_the_stage_once_and_a_rerun_shard_adds_nothing(store
     again = Squares(n=12)
     assert runner.run(again, store, subjects=parts[0]).pending == 0 and again.processed == []
     assert len(store.ledger_rows("squares")) == 12
+
+
+@dataclass
+class OffsetSquares(Squares):
+    """Squares plus an offset that only `before_fork` sets: the workers see what the parent readied."""
+
+    offset: int | None = None
+    readied: int = 0
+
+    def before_fork(self, units):
+        self.readied += 1
+        self.offset = 1000
+
+    def process(self, units):
+        for unit, square in super().process(units):
+            yield unit, square + self.offset
+
+
+def test_workers_share_the_units_in_processes_of_their_own_and_their_reports_add_up(store):
+    stage, seen = OffsetSquares(n=40), []
+    report = runner.run(stage, store, window=4, workers=2, progress=seen.append)
+    assert (report.pending, report.done, report.counters["written"], sum(seen)) == (40, 40, 40, 40)
+    assert stage.readied == 1 and stage.processed == []  # readied here, worked on elsewhere
+    found = {v.subject_id: v.details for v in store.get_verdicts(stage="squares")}
+    assert {s: d["value"] for s, d in found.items()} == {f"n{i}": i * i + 1000 for i in range(40)}
+    assert len({d["pid"] for d in found.values()} - {os.getpid()}) == 2
+    assert runner.run(Squares(n=40), store, workers=2).pending == 0
+
+
+def test_a_failing_worker_fails_the_run_after_the_others_and_a_rerun_finishes(store):
+    with pytest.raises(runner.WorkerError, match="went away"):
+        runner.run(Squares(n=40, stop_after=6), store, window=2, workers=2)
+    kept = {r["subject"] for r in store.ledger_rows("squares")}
+    assert 0 < len(kept) < 40
+    rest = Squares(n=40)
+    assert runner.run(rest, store).done == 40 - len(kept) and {f"n{i}" for i in rest.processed}.isdisjoint(kept)
+
+
+def test_one_worker_or_too_few_units_run_here(store):
+    stage = OffsetSquares(n=3, offset=0)
+    assert runner.run(stage, store, window=4, workers=2).done == 3
+    assert stage.readied == 0 and stage.processed == [0, 1, 2]

@@ -278,3 +278,35 @@ def test_a_pool_too_small_is_topped_up_by_the_llm_never_with_an_accepted_answer(
     # the provenance every pool-only question of the kind shares was copied, not changed
     shared = reform.provenance(reform.ReformSettings(), 0, reform.load_tasks()[question.meta["task"]])
     assert "llm_call" not in shared.params and shared.model is None and question.provenance.model
+
+
+def test_worker_processes_make_exactly_the_questions_one_process_makes(settings, monkeypatch):
+    from benchsmith.records import Image
+    from generators.stage import build_stages, run_generate
+
+    rng = random.Random(7)
+    words = sorted({"".join(rng.choice("abdeiklmnoprstuy") for _ in range(rng.randint(4, 8))) for _ in range(400)})
+    classes = [f"{a} {b}" for a, b in zip(words[:60], words[60:120])]
+    items = []
+    for i in range(2100):  # more jobs than one window: the runner forks
+        record = [{"task": "classification", "dataset": "toyclasses", "row": f"c{i}", "fields": {"label": rng.choice(classes)}},
+                  {"task": "text_reading", "dataset": "toyocr", "row": f"t{i}", "fields": {"text": rng.choice(words).upper()}},
+                  {"task": "matching", "dataset": "toycaps", "row": f"m{i}", "fields": {"sentences": [
+                      f"a {rng.choice(words)} beside a {rng.choice(words)}", f"the {rng.choice(words)} near a {rng.choice(words)}"]}},
+                  ][i % 3]
+        items.append(Image(id=f"{i:064x}", path=f"{i}.png", width=64, height=48, source="toy",
+                           annotations={"reform": [record]}))
+    made = {}
+    for workers in (1, 2):
+        monkeypatch.setenv("BENCHSMITH__GENERATE__REFORM__WORKERS", str(workers))
+        monkeypatch.setenv("BENCHSMITH_WORKSPACE", str(settings.workspace / f"w{workers}"))
+        ours = load_settings()
+        with Store(ours.db_url) as store:
+            store.add_items(items)
+            [stage] = build_stages(ours, generators=["reform"])
+            assert stage.workers() == workers
+            counts = run_generate(store, ours, generators=["reform"])
+            assert counts["jobs"] == 2100 > stage.windows()[0] and counts["finished"] == 2100
+            made[workers] = ({q.id: (q.options, q.answer, q.status, q.meta) for q in store.get_questions()},
+                             sorted((r["subject"], r["status"], r["reason"]) for r in store.ledger_rows("generate:reform")))
+    assert len(made[1][0]) > 1500 and made[1] == made[2]
