@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.process_tree import sample_mb, tree  # noqa: E402
 from benchmarks.user_env import user_env  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
@@ -51,25 +52,6 @@ def make_dataset(folder: Path, n: int) -> Path:
     return folder
 
 
-def _tree(pid: int) -> list[int]:
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return []
-    return [pid] + [p for child in children for p in _tree(int(child))]
-
-
-def _anon_mb(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            line = next(l for l in Path(f"/proc/{pid}/status").read_text().splitlines() if l.startswith("RssAnon:"))
-        except (OSError, StopIteration):
-            continue
-        total += int(line.split()[1])
-    return total / 1024
-
-
 def ingest_peaks_mb(dataset: Path, workdir: Path) -> tuple[float, float, float]:
     """(peak anonymous MB of the command's process tree, peak RSS MB, seconds)."""
     env = user_env()
@@ -79,7 +61,7 @@ def ingest_peaks_mb(dataset: Path, workdir: Path) -> tuple[float, float, float]:
                              stderr=subprocess.STDOUT, text=True)
     anon = 0.0
     while child.poll() is None:
-        anon = max(anon, _anon_mb(_tree(child.pid)))
+        anon = max(anon, sample_mb(tree(child.pid))["anon"])
         time.sleep(0.05)
     printed = child.stdout.read()
     seconds = time.perf_counter() - started

@@ -7,13 +7,16 @@ referents (four per image) and OCR strings. The images themselves are not read b
 are not written (ingest has its own benchmark). Then, as a user runs it, on the offline profile:
 
 - `benchsmith generate -g reform` on a fresh copy of the store, `--repeats` times: wall time of the
-  command (process start and MiniLM load included), questions generated per second, peak RSS;
+  command (process start and MiniLM load included), questions generated per second, and the memory
+  peaks of the command and the worker processes it forks (one per core by default): the sum of their
+  PSS, what the run takes from the machine, which is held to the target; the sum of their RSS, which
+  counts the pages they share once per process; and the command's own RSS;
 - the same command again on a finished store: it must add 0 questions;
 - the floor: a process doing only what no reformulation can skip (start, read every annotation into the
   distractor pools, load MiniLM, embed the pools' texts once), timed the same way; the questions of a
   run divided by it bound the rate any implementation of this stage reaches on this machine.
 
-Targets: >= 2,000 questions/s, peak RSS <= 1 GB, rerun adds 0. Results: benchmarks/results/reform_throughput.json.
+Targets: >= 2,000 questions/s, peak memory (summed PSS) <= 1 GB, rerun adds 0. Results: benchmarks/results/reform_throughput.json.
 
     .venv/bin/python benchmarks/reform_throughput.py            # 100,000 annotations, 3 repeats
     .venv/bin/python benchmarks/reform_throughput.py --quick    # 10,000 annotations, 1 repeat
@@ -41,6 +44,7 @@ RESULTS = Path(__file__).parent / "results"
 BENCHSMITH = os.environ.get("BENCHSMITH_CLI", str(Path(sys.executable).with_name("benchsmith")))
 SHARES = {"vqa": 0.40, "classification": 0.20, "matching": 0.15, "grounding": 0.10, "text_reading": 0.15}
 
+from benchmarks.process_tree import run_sampled  # noqa: E402
 from benchmarks.user_env import user_env  # noqa: E402
 
 
@@ -126,16 +130,17 @@ def build_store(db_url: str, n: int) -> int:
     return len(items)
 
 
-def _timed_cli(*args: str, cwd: Path, env: dict) -> tuple[float, int, str]:
-    """Wall seconds, peak RSS in bytes (GNU time), and the output of one CLI command."""
-    started = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-f", "MAXRSS_KB %M", BENCHSMITH, *args], cwd=cwd,
-                          env=env | {"COLUMNS": "200"}, capture_output=True, text=True, timeout=3600)
-    wall = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"benchsmith {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-    peak = int(re.search(r"MAXRSS_KB (\d+)", done.stderr).group(1)) * 1024
-    return wall, peak, done.stdout
+def _timed_cli(*args: str, cwd: Path, env: dict) -> tuple[float, dict, str]:
+    """Wall seconds, memory peaks and the output of one CLI command. Peaks: the command's own RSS (GNU
+    time), and summed over it and the workers it forks (`process_tree`): RSS, which counts the pages
+    they share once per process, and PSS, which counts each page once."""
+    wall, tree_peaks, out, err, code = run_sampled(["/usr/bin/time", "-f", "MAXRSS_KB %M", BENCHSMITH, *args],
+                                                   cwd=cwd, env=env | {"COLUMNS": "200"})
+    if code != 0:
+        raise RuntimeError(f"benchsmith {' '.join(args)} failed:\n{out}\n{err}")
+    own = int(re.search(r"MAXRSS_KB (\d+)", err).group(1)) / 1024
+    return wall, {"main_rss_mb": round(own, 1), "tree_pss_mb": tree_peaks["pss"], "tree_rss_mb": tree_peaks["rss"],
+                  "processes": tree_peaks["processes"] - 1}, out  # less GNU time itself
 
 
 FLOOR = """
@@ -184,29 +189,30 @@ def run(n: int = 100_000, repeats: int = 3) -> dict:
         for repeat in range(repeats):
             workdir = Path(tmp) / f"run{repeat}"
             shutil.copytree(template, workdir / "bench")
-            wall, peak, printed = _timed_cli("generate", "-g", "reform", cwd=workdir,
-                                             env=env | {"BENCHSMITH_WORKSPACE": str(workdir / "bench")})
+            wall, peaks, printed = _timed_cli("generate", "-g", "reform", cwd=workdir,
+                                              env=env | {"BENCHSMITH_WORKSPACE": str(workdir / "bench")})
             generated = _count("generated", printed)
             runs.append({"seconds": round(wall, 2), "questions": generated,
-                         "questions_per_s": round(generated / wall, 1), "peak_rss_mb": round(peak / 2**20, 1),
+                         "questions_per_s": round(generated / wall, 1), **peaks,
                          "jobs": _count("jobs", printed), "kept": _count("kept", printed),
                          "new_questions": _count("new_questions", printed)})
-        rerun_wall, rerun_peak, printed = _timed_cli("generate", "-g", "reform", cwd=workdir,
-                                                     env=env | {"BENCHSMITH_WORKSPACE": str(workdir / "bench")})
+        rerun_wall, rerun_peaks, printed = _timed_cli("generate", "-g", "reform", cwd=workdir,
+                                                      env=env | {"BENCHSMITH_WORKSPACE": str(workdir / "bench")})
         rerun = {"seconds": round(rerun_wall, 2), "jobs": _count("jobs", printed),
-                 "new_questions": _count("new_questions", printed), "peak_rss_mb": round(rerun_peak / 2**20, 1)}
+                 "new_questions": _count("new_questions", printed), **rerun_peaks}
         floors = [floor(f"sqlite:///{template / 'benchsmith.db'}", env) for _ in range(repeats)]
     questions = statistics.median(r["questions"] for r in runs)
     floor_s = statistics.median(f["seconds"] for f in floors)
     speed = statistics.median(r["questions_per_s"] for r in runs)
-    peak_mb = max(r["peak_rss_mb"] for r in runs)
+    peak_mb = max(r["tree_pss_mb"] for r in runs)
     result = {"annotations": n, "images": images, "shares": SHARES, "store_setup_s": round(setup, 1),
               "repeats": runs, "median_seconds": statistics.median(r["seconds"] for r in runs),
-              "median_questions_per_s": speed, "median_peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
-              "max_peak_rss_mb": peak_mb, "rerun": rerun,
+              "median_questions_per_s": speed, "max_tree_pss_mb": peak_mb,
+              "max_tree_rss_mb": max(r["tree_rss_mb"] for r in runs),
+              "max_main_rss_mb": max(r["main_rss_mb"] for r in runs), "rerun": rerun,
               "floor": {"repeats": floors, "median_seconds": floor_s,
                         "questions_per_s_bound": round(questions / floor_s, 1)},
-              "targets": {"questions_per_s": 2000, "peak_rss_mb": 1024, "rerun_new_questions": 0},
+              "targets": {"questions_per_s": 2000, "peak_memory_mb": 1024, "rerun_new_questions": 0},
               "meets_targets": speed >= 2000 and peak_mb <= 1024 and rerun["new_questions"] == 0,
               "cpus": os.cpu_count()}
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 import re
 import unicodedata
@@ -397,32 +398,38 @@ class Embeddings:
     def __init__(self, settings: ReformSettings) -> None:
         self.settings = settings
         self._model = None
+        self._pid = os.getpid()
         self.vectors: dict[str, np.ndarray] = {}
 
-    def add(self, texts: Iterable[str]) -> None:
+    def add(self, texts: Iterable[str], threads: int | None = None) -> None:
+        """Embed the texts not embedded yet; `threads` overrides `embedding_threads` (when the run
+        has the machine to itself)."""
         import numpy as np
         missing = sorted(set(texts) - self.vectors.keys())
         if not missing:
             return
+        if os.getpid() != self._pid:  # torch's thread pool does not survive a fork: it could hang here
+            raise RuntimeError(f"{len(missing)} text(s) were not embedded before the workers started, "
+                               f"e.g. {missing[0]!r}")
         if self._model is None:
             from filters.solvers.embedding import load_sentence_model
 
             self._model = load_sentence_model(self.settings.embedding_model, self.settings.device)
-        encoded = self._encode(missing)
+        encoded = self._encode(missing, threads or self.settings.embedding_threads)
         self.vectors.update(zip(missing, encoded.astype(np.float32)))
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
+    def _encode(self, texts: list[str], threads: int | None) -> np.ndarray:
         import torch
 
         # the same vectors with any thread count (not with another batch size); a second thread that
         # shares its core with other work waits for it at every layer, one core alone does not
-        threads = torch.get_num_threads()
-        torch.set_num_threads(self.settings.embedding_threads or threads)
+        default = torch.get_num_threads()
+        torch.set_num_threads(threads or default)
         try:
             return self._model.encode(texts, batch_size=self.settings.embedding_batch_size,
                                       normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
         finally:
-            torch.set_num_threads(threads)
+            torch.set_num_threads(default)
 
     def matrix(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
@@ -605,7 +612,7 @@ class Pools:
             if keys:
                 self._nearest(method, keys)
 
-    def embed(self, parsed: Sequence[Parsed]) -> None:
+    def embed(self, parsed: Sequence[Parsed], threads: int | None = None) -> None:
         """MiniLM vectors of what `parsed` will compare: keys, accepted answers and their pools."""
         wanted: set[str] = set()
         for p in parsed:
@@ -614,7 +621,7 @@ class Pools:
                 wanted.update([p.key, *p.accepted])
                 if group not in self._matrices:
                     wanted.update(self.pools.get(group, ()))
-        self.embeddings.add(wanted)
+        self.embeddings.add(wanted, threads)
 
     def _index(self, method: str):
         import numpy as np

@@ -196,8 +196,12 @@ class QuestionStage(GeneratorStage):
 
     def commit(self, store, pairs: list[tuple[Job, Outcome]], report: runner.StageReport) -> list[runner.Outcome]:
         finished = [(job, o) for job, o in pairs if o.finished]
-        generated = [q.model_copy(update={"meta": q.meta | {"config": self._dimension_keys[job.dimension.key]}})
-                     for job, o in finished for q in o.questions]
+        generated = []
+        for job, o in finished:
+            config = self._dimension_keys[job.dimension.key]
+            for q in o.questions:  # made for this commit alone: marked in place, a copy each cost more
+                q.meta = q.meta | {"config": config}
+                generated.append(q)
         report.counters["generated"] += len(generated)
         stored: dict[str, list[Question]] = {item_id: [] for item_id in sorted({job.item.id for job, _o in finished})}
         for question in store.get_questions(item_ids=list(stored)):
@@ -427,11 +431,13 @@ class ReformStage(QuestionStage):
 
     def before_fork(self, jobs: Sequence[Job]) -> None:
         """Before the runner forks its workers: the pools read and every MiniLM vector the jobs need
-        computed, once, here (the workers share them); the model is then never used in a worker."""
+        computed, once, here (the workers share them), on as many threads as there will be workers,
+        since nothing else runs meanwhile; the model is never used in a worker."""
         pools = self.pools()
         if missing := sorted({job.item.id for job in jobs} - pools.readings.keys()):
             pools.read_also(self.store.get_items(missing))
-        pools.embed([p for job in jobs for p in pools.readings[job.item.id].of(job.dimension)[0]])
+        pools.embed([p for job in jobs for p in pools.readings[job.item.id].of(job.dimension)[0]],
+                    threads=max(self.workers(), self.options.reform.embedding_threads or 1))
 
     def unlisted(self) -> Counter:
         """Reform annotations whose task kind the registry lacks (they feed no dimension), by reason."""
