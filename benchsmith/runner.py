@@ -22,8 +22,8 @@ Results are written before their ledger rows, so a crash between the two only re
 outputs are idempotent (content-derived ids; paid LLM calls are answered from the call cache).
 
 With `workers` > 1 the pending units are split into that many shards (`shards`, by the stage's
-`shard_group` when it has one) and each shard runs the same loop in a process forked from this one,
-committing to the store through its own connections. A stage may define `before_fork(units)` to
+`shard_group` when it has one); this process works on one and each other shard runs the same loop
+in a process forked from it, committing to the store through its own connections. A stage may define `before_fork(units)` to
 ready what every worker reads (built once here, shared copy-on-write); its work must need no threads,
 open connections or clients made before the fork. The workers' reports are summed into one.
 """
@@ -185,18 +185,19 @@ def _run_forked(stage: Stage, store, units: list[Any], workers: int, window: int
         ready(units)
     gc.freeze()  # what the workers inherit stays shared: the collector never writes to it in them
     context = multiprocessing.get_context("fork")
-    running = []
-    for part in parts:
+    waiting = {}
+    for part in parts[1:]:  # this process works on the first shard itself: one copy less of what it holds
         receive, send = context.Pipe(duplex=False)
         worker = context.Process(target=_worker, args=(stage, store, [by_subject[s] for s in part], window,
                                                        group, report.config_key, send), daemon=True)
         worker.start()
         send.close()
-        running.append((worker, receive))
-    errors = []
-    waiting = {receive: worker for worker, receive in running}
-    while waiting:
-        for receive in multiprocessing.connection.wait(list(waiting)):
+        waiting[receive] = worker
+    errors: list[str] = []
+
+    def hear(timeout: float | None) -> None:
+        """Pass the workers' progress on; take the reports of those that finished."""
+        for receive in multiprocessing.connection.wait(list(waiting), timeout):
             try:
                 kind, value = receive.recv()
             except EOFError:
@@ -213,7 +214,22 @@ def _run_forked(stage: Stage, store, units: list[Any], workers: int, window: int
                 errors.append(value)
             else:
                 _add(report, value)
+
+    def here(n: int) -> None:
+        if progress:
+            progress(n)
+        hear(0)
+
+    failed_here = None
+    try:
+        _run_here(stage, store, [by_subject[s] for s in parts[0]], window, group, report, here)
+    except RUN_ERRORS as exc:  # the workers' shards still finish and are stored
+        failed_here = exc
+    while waiting:
+        hear(None)
     gc.unfreeze()
+    if failed_here is not None:
+        raise failed_here
     if errors:
         raise WorkerError(f"{len(errors)} of {len(parts)} worker processes of {report.stage} failed; what each "
                           f"finished is stored, a rerun does the rest. First: {errors[0]}")

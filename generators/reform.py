@@ -401,9 +401,7 @@ class Embeddings:
         self._pid = os.getpid()
         self.vectors: dict[str, np.ndarray] = {}
 
-    def add(self, texts: Iterable[str], threads: int | None = None) -> None:
-        """Embed the texts not embedded yet; `threads` overrides `embedding_threads` (when the run
-        has the machine to itself)."""
+    def add(self, texts: Iterable[str]) -> None:
         import numpy as np
         missing = sorted(set(texts) - self.vectors.keys())
         if not missing:
@@ -415,21 +413,21 @@ class Embeddings:
             from filters.solvers.embedding import load_sentence_model
 
             self._model = load_sentence_model(self.settings.embedding_model, self.settings.device)
-        encoded = self._encode(missing, threads or self.settings.embedding_threads)
+        encoded = self._encode(missing)
         self.vectors.update(zip(missing, encoded.astype(np.float32)))
 
-    def _encode(self, texts: list[str], threads: int | None) -> np.ndarray:
+    def _encode(self, texts: list[str]) -> np.ndarray:
         import torch
 
         # the same vectors with any thread count (not with another batch size); a second thread that
         # shares its core with other work waits for it at every layer, one core alone does not
-        default = torch.get_num_threads()
-        torch.set_num_threads(threads or default)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(self.settings.embedding_threads or threads)
         try:
             return self._model.encode(texts, batch_size=self.settings.embedding_batch_size,
                                       normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
         finally:
-            torch.set_num_threads(default)
+            torch.set_num_threads(threads)
 
     def matrix(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
@@ -612,7 +610,7 @@ class Pools:
             if keys:
                 self._nearest(method, keys)
 
-    def embed(self, parsed: Sequence[Parsed], threads: int | None = None) -> None:
+    def embed(self, parsed: Sequence[Parsed]) -> None:
         """MiniLM vectors of what `parsed` will compare: keys, accepted answers and their pools."""
         wanted: set[str] = set()
         for p in parsed:
@@ -621,7 +619,7 @@ class Pools:
                 wanted.update([p.key, *p.accepted])
                 if group not in self._matrices:
                     wanted.update(self.pools.get(group, ()))
-        self.embeddings.add(wanted, threads)
+        self.embeddings.add(wanted)
 
     def _index(self, method: str):
         import numpy as np

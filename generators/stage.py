@@ -431,13 +431,11 @@ class ReformStage(QuestionStage):
 
     def before_fork(self, jobs: Sequence[Job]) -> None:
         """Before the runner forks its workers: the pools read and every MiniLM vector the jobs need
-        computed, once, here (the workers share them), on as many threads as there will be workers,
-        since nothing else runs meanwhile; the model is never used in a worker."""
+        computed, once, here (the workers share them); the model is never used in a worker."""
         pools = self.pools()
         if missing := sorted({job.item.id for job in jobs} - pools.readings.keys()):
             pools.read_also(self.store.get_items(missing))
-        pools.embed([p for job in jobs for p in pools.readings[job.item.id].of(job.dimension)[0]],
-                    threads=max(self.workers(), self.options.reform.embedding_threads or 1))
+        pools.embed([p for job in jobs for p in pools.readings[job.item.id].of(job.dimension)[0]])
 
     def unlisted(self) -> Counter:
         """Reform annotations whose task kind the registry lacks (they feed no dimension), by reason."""

@@ -147,20 +147,40 @@ def test_workers_share_the_units_in_processes_of_their_own_and_their_reports_add
     stage, seen = OffsetSquares(n=40), []
     report = runner.run(stage, store, window=4, workers=2, progress=seen.append)
     assert (report.pending, report.done, report.counters["written"], sum(seen)) == (40, 40, 40, 40)
-    assert stage.readied == 1 and stage.processed == []  # readied here, worked on elsewhere
+    assert stage.readied == 1 and 0 < len(stage.processed) < 40  # readied here, one shard worked on here
     found = {v.subject_id: v.details for v in store.get_verdicts(stage="squares")}
     assert {s: d["value"] for s, d in found.items()} == {f"n{i}": i * i + 1000 for i in range(40)}
-    assert len({d["pid"] for d in found.values()} - {os.getpid()}) == 2
+    assert len({d["pid"] for d in found.values()}) == 2 and os.getpid() in {d["pid"] for d in found.values()}
     assert runner.run(Squares(n=40), store, workers=2).pending == 0
 
 
-def test_a_failing_worker_fails_the_run_after_the_others_and_a_rerun_finishes(store):
-    with pytest.raises(runner.WorkerError, match="went away"):
-        runner.run(Squares(n=40, stop_after=6), store, window=2, workers=2)
+@dataclass
+class BreaksInWorkers(Squares):
+    """Squares whose server goes away in every process but the one that started the run."""
+
+    home: int = field(default_factory=os.getpid)
+
+    def process(self, units):
+        if os.getpid() != self.home:
+            self.stop_after = 3
+        yield from super().process(units)
+
+
+def test_a_failing_worker_fails_the_run_once_the_others_are_done_and_a_rerun_finishes(store):
+    with pytest.raises(runner.WorkerError, match="1 of 2 worker processes of squares failed.*went away"):
+        runner.run(BreaksInWorkers(n=40), store, window=2, workers=2)
     kept = {r["subject"] for r in store.ledger_rows("squares")}
-    assert 0 < len(kept) < 40
+    here = set(runner.shards([f"n{i}" for i in range(40)], 2)[0])
+    assert here < kept and len(kept - here) == 3  # this process's shard whole, the worker's first three
     rest = Squares(n=40)
     assert runner.run(rest, store).done == 40 - len(kept) and {f"n{i}" for i in rest.processed}.isdisjoint(kept)
+
+
+def test_a_run_level_error_here_waits_for_the_workers_and_is_raised(store):
+    with pytest.raises(BenchsmithError, match="went away") as raised:
+        runner.run(Squares(n=40, stop_after=3), store, window=2, workers=2)
+    assert not isinstance(raised.value, runner.WorkerError)
+    assert len(store.ledger_rows("squares")) == 6  # three a process, each stored before the run ended
 
 
 def test_one_worker_or_too_few_units_run_here(store):
