@@ -429,6 +429,10 @@ class Embeddings:
         finally:
             torch.set_num_threads(threads)
 
+    def release(self) -> None:
+        """Let the model go (the vectors stay); a text embedded later loads it again."""
+        self._model = None
+
     def matrix(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
         return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, 1), np.float32)
@@ -821,7 +825,7 @@ def _provenance(task: str, method: str, seed: int, hard_negative_pool: int, syno
                               "embedding_model": embedding_model})
 
 
-def to_question(item: Image, dimension: Dimension, p: Parsed, distractors: list[dict], settings: ReformSettings,
+def to_question(item_id: str, dimension: Dimension, p: Parsed, distractors: list[dict], settings: ReformSettings,
                 seed: int, prov: Provenance | None = None, key_rank: int | None = None) -> Question:
     meta = {"generator": BACKEND, "task": p.kind.key, "source_dataset": p.dataset, "annotation_id": p.annotation,
             "key": p.key, "accepted": list(p.accepted), "distractors": distractors}
@@ -831,20 +835,20 @@ def to_question(item: Image, dimension: Dimension, p: Parsed, distractors: list[
         meta |= {"expression": p.extra["expression"], "box": list(p.extra["box"])}
     if key_rank is not None:
         meta["key_centrality_rank"] = key_rank
-    return Question(item_id=item.id, dimension_id=dimension.id, text=p.question,
+    return Question(item_id=item_id, dimension_id=dimension.id, text=p.question,
                     options=[p.key, *(d["text"] for d in distractors)], answer=0,
                     provenance=prov or provenance(settings, seed, p.kind), meta=meta)
 
 
-def generate(item: Image, dimension: Dimension, parsed: Sequence[Parsed], skipped: dict[str, str], pools: Pools,
+def generate(item_id: str, dimension: Dimension, parsed: Sequence[Parsed], skipped: dict[str, str], pools: Pools,
              seed: int = 0) -> Result:
-    """One question per usable annotation of `item` that feeds `dimension` (`Reading.of` gives them,
+    """One question per usable annotation of the item that feeds `dimension` (`Reading.of` gives them,
     `pools.prepare` readies their pools); the key comes first."""
     settings = pools.settings
     result = Result(skipped=dict(skipped))
     for p in parsed:
-        rng = random.Random(stable_hash(seed, item.id, dimension.id, p.annotation, p.key))
-        found = pools.candidates(p, item.id)
+        rng = random.Random(stable_hash(seed, item_id, dimension.id, p.annotation, p.key))
+        found = pools.candidates(p, item_id)
         if len(found) < 3:
             how = [{"text": t, "similarity": round(s, 4), "how": h} for t, s, h in found]
             if settings.llm_distractors and p.kind.method != "regions":
@@ -855,7 +859,7 @@ def generate(item: Image, dimension: Dimension, parsed: Sequence[Parsed], skippe
         chosen, rank = choose_by_rank(pools.key_ranks(p, [p.key, *(t for t, _s, _h in found)]), len(found), rng)
         distractors = [{"text": found[i - 1][0], "similarity": round(found[i - 1][1], 4), "how": found[i - 1][2],
                         "hardness_rank": i} for i in chosen]
-        result.questions.append(to_question(item, dimension, p, distractors, settings, seed, key_rank=rank))
+        result.questions.append(to_question(item_id, dimension, p, distractors, settings, seed, key_rank=rank))
     return result
 
 
@@ -871,7 +875,7 @@ def _quoted(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def distractor_request(short: Shortfall, item: Image, dimension: Dimension, *, model: str, temperature: float,
+def distractor_request(short: Shortfall, item_id: str, dimension: Dimension, *, model: str, temperature: float,
                        seed: int, max_tokens: int) -> LlmRequest:
     prompt = distractor_prompt()
     p = short.parsed
@@ -882,10 +886,10 @@ def distractor_request(short: Shortfall, item: Image, dimension: Dimension, *, m
     return LlmRequest(purpose="generate", model=model, temperature=temperature, seed=seed, max_tokens=max_tokens,
                       messages=[{"role": "system", "content": prompt["system"].strip()},
                                 {"role": "user", "content": user}],
-                      response_format=DISTRACTOR_SCHEMA, tag=f"{item.id}:{dimension.key}:{p.annotation}")
+                      response_format=DISTRACTOR_SCHEMA, tag=f"{item_id}:{dimension.key}:{p.annotation}")
 
 
-def with_llm_distractors(short: Shortfall, item: Image, dimension: Dimension, request: LlmRequest,
+def with_llm_distractors(short: Shortfall, item_id: str, dimension: Dimension, request: LlmRequest,
                          result: LlmResult, pools: Pools, seed: int) -> Question | str:
     """The question with the pool's distractors topped up by the LLM's, or the reason it cannot be made."""
     if not result.ok:
@@ -907,4 +911,4 @@ def with_llm_distractors(short: Shortfall, item: Image, dimension: Dimension, re
         "model": request.model, "temperature": request.temperature, "tokens_in": result.tokens_in,
         "tokens_out": result.tokens_out, "cost_usd": result.cost_usd,
         "params": shared.params | {"llm_call": result.key, "llm_prompt_version": distractor_prompt()["version"]}})
-    return to_question(item, dimension, p, distractors, pools.settings, seed, prov=prov)
+    return to_question(item_id, dimension, p, distractors, pools.settings, seed, prov=prov)
