@@ -37,6 +37,7 @@ import json
 import os
 import random
 import re
+import threading
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -399,10 +400,31 @@ class Embeddings:
         self.settings = settings
         self._model = None
         self._pid = os.getpid()
+        self._early: tuple[threading.Thread, list[BaseException]] | None = None
         self.vectors: dict[str, np.ndarray] = {}
+
+    def start(self, texts: Iterable[str]) -> None:
+        """Begin embedding `texts` on a thread of its own (the model's work leaves the interpreter free
+        for other work meanwhile); the next `add` waits for it."""
+        failed: list[BaseException] = []
+
+        def embed() -> None:
+            try:
+                self.add(texts)
+            except BaseException as exc:  # noqa: BLE001 - raised again by the next add, in its caller
+                failed.append(exc)
+
+        self._early = (threading.Thread(target=embed, name="minilm", daemon=True), failed)
+        self._early[0].start()
 
     def add(self, texts: Iterable[str]) -> None:
         import numpy as np
+        if self._early is not None and self._early[0] is not threading.current_thread():
+            thread, failed = self._early
+            thread.join()
+            self._early = None
+            if failed:
+                raise failed[0]
         missing = sorted(set(texts) - self.vectors.keys())
         if not missing:
             return
@@ -579,7 +601,9 @@ class Pools:
         self._indexes: dict[str, tuple] = {}
         self._embedded: dict[tuple, list[tuple[str, float, str]]] = {}
         self._ranked: dict[tuple[str, tuple[str, ...]], bytes] = {}   # (method, options) -> key_ranks
-        for method in ("captions", "texts"):  # now, before MiniLM loads: building one briefly takes memory
+        # MiniLM embeds the pools' own texts while the word and character indexes are built
+        self.embeddings.start(sorted({text for group in self.pools.values() for text in group}))
+        for method in ("captions", "texts"):
             self._index(method)
 
     def read_also(self, items: Iterable[Image]) -> None:
