@@ -671,8 +671,8 @@ class Pools:
             self._near.update({(method, key): (np.zeros(0, np.int64), np.zeros(0, np.float32)) for key in keys})
             return
         vectorizer, matrix = index
-        for start in range(0, len(keys), 16):  # a few keys at a time: common words touch most of the pool
-            chunk = keys[start:start + 16]
+        for start in range(0, len(keys), 64):  # some keys at a time: common words touch most of the pool
+            chunk = keys[start:start + 64]
             scores = (vectorizer.transform(chunk) @ matrix).tocsr()
             for row, key in enumerate(chunk):
                 begin, end = scores.indptr[row], scores.indptr[row + 1]

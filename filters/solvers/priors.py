@@ -7,6 +7,7 @@ stands apart from three distractors made alike, or one that the three distractor
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -52,8 +53,10 @@ def centroid(query: Query, ignore: frozenset[str]) -> list[float]:
     sets = [words(o, ignore) for o in query.options]
     texts = [o.casefold().strip() for o in query.options]
     n = len(texts)
-    return [sum(len(sets[i] & sets[j]) / max(1, len(sets[i] | sets[j]))
-                + _char_agreement(texts[i], texts[j]) for j in range(n) if j != i) / (n - 1)
+    shared = [[0.0] * n for _ in range(n)]  # word overlap is symmetric: each pair once
+    for i, j in itertools.combinations(range(n), 2):
+        shared[i][j] = shared[j][i] = len(sets[i] & sets[j]) / max(1, len(sets[i] | sets[j]))
+    return [sum(shared[i][j] + _char_agreement(texts[i], texts[j]) for j in range(n) if j != i) / (n - 1)
             for i in range(n)]
 
 
