@@ -34,11 +34,10 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
 import re
-import threading
 import unicodedata
+import weakref
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith.dimensions import Dimension, registry
+from benchsmith.errors import BenchsmithError
 from benchsmith.llm import LlmRequest, LlmResult
 from benchsmith.paths import DATA_DIR
 from benchsmith.records import Image, Provenance, Question, levenshtein, normalise_text, stable_hash
@@ -394,70 +394,113 @@ def read(item: Image, kinds: dict[str, TaskKind], settings: ReformSettings) -> R
 # -- similarity --------------------------------------------------------------------------------------
 
 class Embeddings:
-    """MiniLM vectors of short texts, loaded once and kept for the run (the blind filter's loader)."""
+    """MiniLM vectors of short texts, kept for the run. The model works in a process of its own
+    (`start`): it loads there while this process reads the annotations, and torch never enters this
+    process, so the workers the runner forks later hold none of it."""
 
     def __init__(self, settings: ReformSettings) -> None:
         self.settings = settings
-        self._model = None
-        self._pid = os.getpid()
-        self._early: tuple[threading.Thread, list[BaseException]] | None = None
         self.vectors: dict[str, np.ndarray] = {}
+        self._encoder: _Encoder | None = None
+        self._sent: list[list[str]] = []   # asked for, not read back yet
 
-    def start(self, texts: Iterable[str]) -> None:
-        """Begin embedding `texts` on a thread of its own (the model's work leaves the interpreter free
-        for other work meanwhile); the next `add` waits for it."""
-        failed: list[BaseException] = []
+    def start(self) -> None:
+        """Start the model's process now, so it loads while this one goes on."""
+        if self._encoder is None:
+            self._encoder = _Encoder(self.settings)
 
-        def embed() -> None:
-            try:
-                self.add(texts)
-            except BaseException as exc:  # noqa: BLE001 - raised again by the next add, in its caller
-                failed.append(exc)
-
-        self._early = (threading.Thread(target=embed, name="minilm", daemon=True), failed)
-        self._early[0].start()
+    def prefetch(self, texts: Iterable[str]) -> None:
+        """Ask for the vectors of `texts` without waiting for them; the next `add` reads them back."""
+        missing = sorted(set(texts) - self.vectors.keys())
+        if missing:
+            self.start()
+            self._encoder.send(missing)
+            self._sent.append(missing)
 
     def add(self, texts: Iterable[str]) -> None:
-        import numpy as np
-        if self._early is not None and self._early[0] is not threading.current_thread():
-            thread, failed = self._early
-            thread.join()
-            self._early = None
-            if failed:
-                raise failed[0]
-        missing = sorted(set(texts) - self.vectors.keys())
-        if not missing:
-            return
-        if os.getpid() != self._pid:  # torch's thread pool does not survive a fork: it could hang here
-            raise RuntimeError(f"{len(missing)} text(s) were not embedded before the workers started, "
-                               f"e.g. {missing[0]!r}")
-        if self._model is None:
-            from filters.solvers.embedding import load_sentence_model
-
-            self._model = load_sentence_model(self.settings.embedding_model, self.settings.device)
-        encoded = self._encode(missing)
-        self.vectors.update(zip(missing, encoded.astype(np.float32)))
-
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        import torch
-
-        # the same vectors with any thread count (not with another batch size); a second thread that
-        # shares its core with other work waits for it at every layer, one core alone does not
-        threads = torch.get_num_threads()
-        torch.set_num_threads(self.settings.embedding_threads or threads)
-        try:
-            return self._model.encode(texts, batch_size=self.settings.embedding_batch_size,
-                                      normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-        finally:
-            torch.set_num_threads(threads)
+        """Embed the texts not embedded yet, and wait for every vector asked for."""
+        self.prefetch(texts)
+        while self._sent:
+            asked = self._sent.pop(0)
+            self.vectors.update(zip(asked, self._encoder.receive()))
 
     def release(self) -> None:
-        """Let the model go (the vectors stay); a text embedded later loads it again."""
-        self._model = None
+        """Stop the model's process (the vectors stay); a text embedded later starts it again."""
+        if self._encoder is not None:
+            self.add(())
+            self._encoder.stop()
+            self._encoder = None
 
     def matrix(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
         return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, 1), np.float32)
+
+
+class _Encoder:
+    """A forked process holding the sentence model: texts in, float32 vectors out, in order."""
+
+    def __init__(self, settings: ReformSettings) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")  # starts in milliseconds: nothing to import again
+        self._connection, theirs = context.Pipe()
+        self._process = context.Process(target=_encode_texts, args=(settings, theirs), name="minilm", daemon=True)
+        self._process.start()
+        theirs.close()
+        self._stopped = weakref.finalize(self, _stop, self._process, self._connection)
+
+    def send(self, texts: list[str]) -> None:
+        self._connection.send(texts)
+
+    def receive(self) -> np.ndarray:
+        try:
+            kind, value = self._connection.recv()
+        except EOFError:
+            self._process.join()
+            raise BenchsmithError(f"the MiniLM process ended (exit code {self._process.exitcode})") from None
+        if kind == "error":
+            raise BenchsmithError(value)
+        return value
+
+    def stop(self) -> None:
+        self._stopped()
+
+
+def _stop(process, connection) -> None:
+    try:
+        connection.send(None)
+    except OSError:
+        pass
+    connection.close()
+    process.join(timeout=10)
+    if process.is_alive():
+        process.terminate()
+
+
+def _encode_texts(settings: ReformSettings, connection) -> None:
+    """The MiniLM process: load the model, then answer each list of texts with their vectors."""
+    try:
+        import numpy as np
+        import torch
+
+        from filters.solvers.embedding import load_sentence_model
+
+        # the same vectors with any thread count (not with another batch size); a second thread that
+        # shares its core with other work waits for it at every layer, one core alone does not
+        torch.set_num_threads(settings.embedding_threads or torch.get_num_threads())
+        model = load_sentence_model(settings.embedding_model, settings.device)
+    except Exception as exc:  # noqa: BLE001 - told to the parent, which raises it
+        model, failure = None, str(exc) if isinstance(exc, BenchsmithError) else f"{type(exc).__name__}: {exc}"
+    while (texts := connection.recv()) is not None:
+        if model is None:
+            connection.send(("error", failure))
+            continue
+        try:
+            vectors = model.encode(texts, batch_size=settings.embedding_batch_size, normalize_embeddings=True,
+                                   convert_to_numpy=True, show_progress_bar=False)
+            connection.send(("vectors", vectors.astype(np.float32)))
+        except Exception as exc:  # noqa: BLE001
+            connection.send(("error", f"embedding {len(texts)} texts failed: {type(exc).__name__}: {exc}"))
 
 
 def edit_similarity(a: str, b: str) -> float:
@@ -567,6 +610,7 @@ class Pools:
         self.settings = settings
         self.kinds = load_tasks(settings.tasks)
         self.embeddings = Embeddings(settings)
+        self.embeddings.start()  # the model loads in its own process while the annotations are read
         answers: dict[tuple, Counter] = defaultdict(Counter)     # (kind, dataset, group) -> answer keys
         surfaces: dict[str, Counter] = defaultdict(Counter)      # answer key -> its surface forms
         classes: dict[tuple, set[str]] = defaultdict(set)        # (kind, dataset) -> class names
@@ -602,7 +646,7 @@ class Pools:
         self._embedded: dict[tuple, list[tuple[str, float, str]]] = {}
         self._ranked: dict[tuple[str, tuple[str, ...]], bytes] = {}   # (method, options) -> key_ranks
         # MiniLM embeds the pools' own texts while the word and character indexes are built
-        self.embeddings.start(sorted({text for group in self.pools.values() for text in group}))
+        self.embeddings.prefetch({text for group in self.pools.values() for text in group})
         for method in ("captions", "texts"):
             self._index(method)
 

@@ -439,12 +439,12 @@ class ReformStage(QuestionStage):
 
     def before_fork(self, jobs: Sequence[Job]) -> None:
         """Before the runner forks its workers: the pools read and every MiniLM vector the jobs need
-        computed, once, here (the workers share them); the model is never used in a worker."""
+        computed, once, here (the workers share them)."""
         pools = self.pools()
         if missing := sorted({job.item.id for job in jobs} - pools.readings.keys()):
             pools.read_also(self.store.get_items(missing))
         pools.embed([p for job in jobs for p in pools.readings[job.item.id].of(job.dimension)[0]])
-        pools.embeddings.release()  # its weights would be one more thing every process holds
+        pools.embeddings.release()  # the model's process is not needed any more
 
     def unlisted(self) -> Counter:
         """Reform annotations whose task kind the registry lacks (they feed no dimension), by reason."""
