@@ -33,9 +33,9 @@ def _kb(pid: int, path: str) -> dict[str, int]:
     except OSError:
         return found
     for line in lines:
-        name, _, rest = line.partition(" ")
-        if name in FIELDS:
-            found[FIELDS[name]] = int(rest.split()[0])
+        name, *rest = line.split()
+        if name in FIELDS and rest:
+            found[FIELDS[name]] = int(rest[0])
     return found
 
 
