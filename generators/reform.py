@@ -403,6 +403,7 @@ class Embeddings:
         self.vectors: dict[str, np.ndarray] = {}
         self._encoder: _Encoder | None = None
         self._sent: list[list[str]] = []   # asked for, not read back yet
+        self._asked: set[str] = set()
 
     def start(self) -> None:
         """Start the model's process now, so it loads while this one goes on."""
@@ -411,11 +412,12 @@ class Embeddings:
 
     def prefetch(self, texts: Iterable[str]) -> None:
         """Ask for the vectors of `texts` without waiting for them; the next `add` reads them back."""
-        missing = sorted(set(texts) - self.vectors.keys())
+        missing = sorted(set(texts) - self.vectors.keys() - self._asked)
         if missing:
             self.start()
             self._encoder.send(missing)
             self._sent.append(missing)
+            self._asked.update(missing)
 
     def add(self, texts: Iterable[str]) -> None:
         """Embed the texts not embedded yet, and wait for every vector asked for."""
@@ -423,6 +425,7 @@ class Embeddings:
         while self._sent:
             asked = self._sent.pop(0)
             self.vectors.update(zip(asked, self._encoder.receive()))
+        self._asked.clear()
 
     def release(self) -> None:
         """Stop the model's process (the vectors stay); a text embedded later starts it again."""
@@ -599,6 +602,7 @@ def _nearest_first(scores: np.ndarray, head: int):
     yield from sorted(rest.tolist(), key=lambda i: (-scores[i], i))
 
 
+EMBED_AS_FOUND = 256      # new answers and class names sent to MiniLM together while the annotations are read
 EMBEDDED_CACHE = 16_384  # keys whose MiniLM candidates, and option sets whose key ranks, are kept (a few MB)
 
 
@@ -618,11 +622,14 @@ class Pools:
         texts: dict[str, set[str]] = defaultdict(set)            # casefolded text -> item ids
         self.text_surface: dict[str, str] = {}
         self.readings: dict[str, Reading] = {}   # item id -> its annotations, read in this one pass
+        found: set[str] = set()   # answers and class names MiniLM will compare, sent as they turn up
         for item in items:
             reading = self.readings[item.id] = read(item, self.kinds, settings)
             for parsed in reading.parsed.values():
                 for p in parsed:
                     method = p.kind.method
+                    if method in ("answers", "classes"):
+                        found.update((p.key, *p.accepted))
                     if method == "answers":
                         for group in self.answer_groups(p):
                             answers[group][answer_key(p.key)] += 1
@@ -634,6 +641,9 @@ class Pools:
                     elif method == "texts":
                         texts[p.key.casefold()].add(item.id)
                         self.text_surface.setdefault(p.key.casefold(), p.key)
+            if len(found) >= EMBED_AS_FOUND:  # MiniLM works on them while the reading goes on
+                self.embeddings.prefetch(found)
+                found = set()
         surface = {key: c.most_common(1)[0][0] for key, c in surfaces.items()}
         self.pools: dict[tuple, list[str]] = {g: [surface[k] for k in sorted(c)] for g, c in answers.items()}
         self.pools |= {g: sorted(c) for g, c in classes.items()}
@@ -645,8 +655,8 @@ class Pools:
         self._indexes: dict[str, tuple] = {}
         self._embedded: dict[tuple, list[tuple[str, float, str]]] = {}
         self._ranked: dict[tuple[str, tuple[str, ...]], bytes] = {}   # (method, options) -> key_ranks
-        # MiniLM embeds the pools' own texts while the word and character indexes are built
-        self.embeddings.prefetch({text for group in self.pools.values() for text in group})
+        # the rest of what MiniLM compares is embedded while the word and character indexes are built
+        self.embeddings.prefetch(found | {text for group in self.pools.values() for text in group})
         for method in ("captions", "texts"):
             self._index(method)
 
