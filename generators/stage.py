@@ -439,12 +439,13 @@ class ReformStage(QuestionStage):
 
     def before_fork(self, jobs: Sequence[Job]) -> None:
         """Before the runner forks its workers: the pools read and every MiniLM vector the jobs need
-        computed, once, here (the workers share them)."""
+        computed, once, here (the workers share them). The pools' pass asked for the vectors of all it
+        read; items it did not meet are read and embedded now."""
         pools = self.pools()
         if missing := sorted({job.item.id for job in jobs} - pools.readings.keys()):
             pools.read_also(self.store.get_items(missing))
-        pools.embed([p for job in jobs for p in pools.readings[job.item.id].of(job.dimension)[0]])
-        pools.embeddings.release()  # the model's process is not needed any more
+            pools.embed([p for item_id in missing for found in pools.readings[item_id].parsed.values() for p in found])
+        pools.embeddings.release()  # once every vector asked for is back: the model's process ends
 
     def unlisted(self) -> Counter:
         """Reform annotations whose task kind the registry lacks (they feed no dimension), by reason."""
