@@ -435,7 +435,10 @@ class ReformStage(QuestionStage):
     def workers(self) -> int:
         if self.uses_llm:  # the LLM client and its counts live in this process
             return 1
-        return self.options.reform.workers or len(os.sched_getaffinity(0))
+        if self.options.reform.workers:
+            return self.options.reform.workers
+        # the cores this process may use (Linux), else the machine's
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
     def before_fork(self, jobs: Sequence[Job]) -> None:
         """Before the runner forks its workers: the pools read and every MiniLM vector the jobs need
