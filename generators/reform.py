@@ -662,9 +662,14 @@ class Pools:
 
     def read_also(self, items: Iterable[Image]) -> None:
         """Read items the pools' pass did not meet (ingested since): their annotations give questions,
-        though not distractors to others."""
+        though not distractors to others. What MiniLM will compare of them is asked for now, as the
+        pass does."""
+        found: set[str] = set()
         for item in items:
-            self.readings[item.id] = read(item, self.kinds, self.settings)
+            reading = self.readings[item.id] = read(item, self.kinds, self.settings)
+            found.update(t for parsed in reading.parsed.values() for p in parsed
+                         if p.kind.method in ("answers", "classes") for t in (p.key, *p.accepted))
+        self.embeddings.prefetch(found)
 
     @staticmethod
     def answer_groups(p: Parsed) -> list[tuple]:

@@ -442,13 +442,16 @@ class ReformStage(QuestionStage):
 
     def before_fork(self, jobs: Sequence[Job]) -> None:
         """Before the runner forks its workers: the pools read and every MiniLM vector the jobs need
-        computed, once, here (the workers share them). The pools' pass asked for the vectors of all it
-        read; items it did not meet are read and embedded now."""
+        computed, once, here (the workers share them)."""
+        self._read(jobs).embeddings.release()  # once every vector asked for is back: the model's process ends
+
+    def _read(self, jobs: Sequence[Job]) -> reform.Pools:
+        """The pools, with the readings of every item of `jobs` (items the pools' pass did not meet are
+        read from the store now)."""
         pools = self.pools()
         if missing := sorted({job.item.id for job in jobs} - pools.readings.keys()):
             pools.read_also(self.store.get_items(missing))
-            pools.embed([p for item_id in missing for found in pools.readings[item_id].parsed.values() for p in found])
-        pools.embeddings.release()  # once every vector asked for is back: the model's process ends
+        return pools
 
     def unlisted(self) -> Counter:
         """Reform annotations whose task kind the registry lacks (they feed no dimension), by reason."""
@@ -465,13 +468,11 @@ class ReformStage(QuestionStage):
             yield from self._process(jobs)
 
     def _process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
-        pools, seed = self.pools(), self.options.seed
-        if missing := sorted({job.item.id for job in jobs} - pools.readings.keys()):
-            pools.read_also(self.store.get_items(missing))
+        pools, seed = self._read(jobs), self.options.seed
         parsed = [pools.readings[job.item.id].of(job.dimension) for job in jobs]
         pools.prepare([p for found, _skipped in parsed for p in found])  # MiniLM vectors for the window at once
         if not self._frozen:
-            # the model, the pools and the jobs live as long as the run: out of the collector's full passes,
+            # the pools, the readings and the jobs live as long as the run: out of the collector's full passes,
             # which otherwise walk them all again every few thousand questions (a tenth of a run's time).
             # (gc.get_freeze_count() would walk every frozen object, ~50 ms a window)
             gc.freeze()
