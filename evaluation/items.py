@@ -1,6 +1,11 @@
 """Item analysis: what the models' answers say about each question.
 
-Over every model run on a source (blind baselines apart):
+Each model counts once. A model evaluated under several protocols is read from one of its runs: the
+first of its protocols in the order single, circular, instability (`PROTOCOL_ORDER`); `items.csv` names
+the run each model was read from in its `runs` column. Pooling a model's runs would count its one mistake
+as the agreement of several models.
+
+Over every model (blind baselines apart):
 - difficulty: the mean score of the models on the question (1 = every model right);
 - discrimination: the point-biserial correlation between being right on this question and a model's
   score on the rest of the source; near zero or negative means the question does not separate strong
@@ -15,23 +20,36 @@ Flags, each a reason to look at the question again:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 import pandas as pd
 
 from benchsmith.records import LETTERS
 from evaluation.board import CHANCE, RunScores
+from evaluation.protocols import ProtocolName
 
 FLAGS = ("same_wrong_option", "no_model_beats_chance", "blind_right")
+PROTOCOL_ORDER = get_args(ProtocolName)
+
+
+def one_run_per_model(runs: Sequence[RunScores]) -> list[RunScores]:
+    """Each model's run under the first of its protocols in PROTOCOL_ORDER."""
+    chosen: dict[str, RunScores] = {}
+    for run in sorted(runs, key=lambda r: PROTOCOL_ORDER.index(r.run["protocol"])):
+        chosen.setdefault(run.run["model"], run)
+    return list(chosen.values())
 
 
 def item_table(runs: Sequence[RunScores]) -> pd.DataFrame:
+    runs = one_run_per_model(runs)
     models = [r for r in runs if not r.blind]
     blind = [r for r in runs if r.blind]
-    score = pd.DataFrame({r.label: r.questions.set_index("question_id")["score"] for r in models}, dtype=float)
-    choice = pd.DataFrame({r.label: r.questions.set_index("question_id")["choice"] for r in models})
-    blind_score = pd.DataFrame({r.label: r.questions.set_index("question_id")["score"] for r in blind}, dtype=float)
+    score = pd.DataFrame({r.run["model"]: r.questions.set_index("question_id")["score"] for r in models}, dtype=float)
+    choice = pd.DataFrame({r.run["model"]: r.questions.set_index("question_id")["choice"] for r in models})
+    blind_score = pd.DataFrame({r.run["model"]: r.questions.set_index("question_id")["score"] for r in blind},
+                               dtype=float)
+    read_from = ";".join(f"{r.run['model']}={r.run['protocol']}" for r in runs)
     ids = sorted(set(score.index) | set(blind_score.index))
     score, choice, blind_score = score.reindex(ids), choice.reindex(ids), blind_score.reindex(ids)
     dimension = pd.concat([r.questions.set_index("question_id")["dimension"] for r in runs])
@@ -59,9 +77,10 @@ def item_table(runs: Sequence[RunScores]) -> pd.DataFrame:
                      "discrimination": _point_biserial(right, totals, counts),
                      "common_wrong_choice": common if "same_wrong_option" in flags else None,
                      "choices": ";".join(f"{m}={_letter(c)}" for m, c in picks.items()),
-                     "blind_right": ";".join(knew), "flags": ";".join(flags)})
+                     "blind_right": ";".join(knew), "flags": ";".join(flags), "runs": read_from})
     return pd.DataFrame(rows, columns=["question_id", "dimension", "key", "models", "difficulty",
-                                       "discrimination", "common_wrong_choice", "choices", "blind_right", "flags"])
+                                       "discrimination", "common_wrong_choice", "choices", "blind_right", "flags",
+                                       "runs"])
 
 
 def _letter(choice) -> str:

@@ -89,6 +89,18 @@ def test_item_analysis_flags_and_discrimination(evaluated):
                "choices": {"m1": "B", "m2": "B", "m3": "B"}, "blind_right": []}}
 
 
+def test_one_model_under_two_protocols_counts_once(store):
+    """Its ordinary mistakes are not the agreement of two models: nothing looks mis-keyed."""
+    record(store, "m1", {"q1": 0, "q2": 2, "q3": 1, "q4": 1})
+    record(store, "m1", {"q1": 0, "q2": 2, "q3": 1, "q4": 1}, protocol="circular")
+    record(store, "m2", {"q1": 1, "q2": 2, "q3": 1, "q4": 3}, protocol="circular")
+    items = item_table(collect(store, SOURCE)).set_index("question_id")
+    assert "same_wrong_option" not in items.loc["q4", "flags"]
+    assert items.loc["q4", "models"] == 2 and items.loc["q4", "choices"] == "m1=B;m2=D"
+    assert items.loc["q1", "runs"] == "m1=single;m2=circular"   # which run each model was read from
+    assert items.loc["q1", "difficulty"] == pytest.approx(0.5)
+
+
 def test_bootstrap_interval_narrows_with_more_questions():
     import numpy as np
 
