@@ -47,8 +47,7 @@ def richness_stage(settings: Settings, run_id: str) -> dict:
     from filters import richness
 
     def judge(store) -> dict:
-        judged, excluded = richness.apply(store, settings.ingest.richness)
-        return {"judged": judged, "excluded": excluded}
+        return richness.apply(store, settings.ingest.richness)._asdict()
     return run_stage(settings, run_id, "richness", judge, reads=("items", "facts"), sections=("ingest",))
 
 

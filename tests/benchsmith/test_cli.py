@@ -68,3 +68,29 @@ def test_every_command_explains_itself(tmp_path):
                     ["config", "show", "--help"], ["build", "--help"]):
         result = run(*command, cwd=tmp_path)
         assert result.returncode == 0 and "Usage" in result.stdout, command
+
+
+def test_changing_min_nouns_rejudges_exactly_the_images_it_affects(tmp_path):
+    from benchsmith.store import Store
+
+    assert run("scenes", "make", "--n", "8", "--seed", "3", "--out", "scenes", cwd=tmp_path).returncode == 0
+    assert run("ingest", "scenes/manifest.jsonl", cwd=tmp_path).returncode == 0
+    with Store(f"sqlite:///{tmp_path / 'bench' / 'benchsmith.db'}") as store:
+        nouns = {v.subject_id: v.details["nouns"] for v in store.get_verdicts(stage="richness")}
+    assert len(nouns) == 8 and len(set(nouns.values())) > 1
+    threshold = sorted(nouns.values())[len(nouns) // 2]
+    poor = {image for image, n in nouns.items() if n < threshold}
+    assert poor
+
+    stricter = run("ingest", "scenes/manifest.jsonl", cwd=tmp_path,
+                   env={"BENCHSMITH__INGEST__RICHNESS__MIN_NOUNS": str(threshold)})
+    assert stricter.returncode == 0, stricter.stderr
+    status = json.loads(run("status", "--json", cwd=tmp_path).stdout)
+    assert status["items"] == {"image/ok": 8 - len(poor), "image/excluded": len(poor)}
+    with Store(f"sqlite:///{tmp_path / 'bench' / 'benchsmith.db'}") as store:
+        assert {i.id for i in store.get_items(status="excluded")} == poor
+        assert {v.subject_id for v in store.get_verdicts(stage="richness", passed=False)} == poor
+
+    back = run("ingest", "scenes/manifest.jsonl", cwd=tmp_path)           # the default again: all readmitted
+    assert back.returncode == 0, back.stderr
+    assert json.loads(run("status", "--json", cwd=tmp_path).stdout)["items"] == {"image/ok": 8}

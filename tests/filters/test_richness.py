@@ -21,16 +21,19 @@ def test_poor_images_are_excluded_with_a_verdict_and_uncaptioned_ones_wait(store
     poor = Image(id="b" * 64, path="b.png", width=64, height=64, annotations={"captions": ["A cat."]})
     bare = Image(id="c" * 64, path="c.png", width=64, height=64)
     store.add_items([rich, poor, bare])
-    assert apply(store, Richness(min_nouns=6)) == (2, 1)
+    assert apply(store, Richness(min_nouns=6)) == (2, 1, 0)
     assert {i.id for i in store.get_items()} == {rich.id, bare.id}
     [verdict] = store.get_verdicts(passed=False)
     assert verdict.subject_id == poor.id and "fewer than 6" in verdict.reason
-    assert apply(store, Richness(min_nouns=6)) == (0, 0)  # judged images are not judged again
+    assert apply(store, Richness(min_nouns=6)) == (0, 0, 0)  # judged images are not judged again
+    assert apply(store, Richness(min_nouns=1)) == (1, 0, 1)  # only the poor one's outcome changes
+    assert {i.id for i in store.get_items()} == {rich.id, poor.id, bare.id}
+    assert apply(store, Richness(min_nouns=1)) == (0, 0, 0)
 
 
 def test_the_filter_can_be_switched_off(store):
     store.add_items([Image(id="d" * 64, path="d.png", width=64, height=64, annotations={"captions": ["A cat."]})])
-    assert apply(store, Richness(enabled=False)) == (0, 0)
+    assert apply(store, Richness(enabled=False)) == (0, 0, 0)
     assert len(store.get_items()) == 1
 
 
