@@ -2,7 +2,7 @@
 
 A release is a deliberate act, so the stage runs only when a version is given, either to the stage or
 as `publish.version` in the settings; otherwise it reports that it skipped. Its cache key is the
-content of the release it would build, so a rerun with nothing new to publish is served from cache,
+content of the release it would build (its questions and its conversations), so a rerun with nothing new to publish is served from cache,
 and a build whose questions changed under a fixed version stops with publish's own clear error.
 
 On a dask or ray task runner the images are encoded first, sharded by item id over the workers into the
@@ -25,6 +25,7 @@ from flows.tasks import new_run_id, run_sharded, run_stage
 
 def publish_stage(settings: Settings, run_id: str, version: str | None = None, push: str | None = None) -> dict:
     """The publish task; callable inside any flow."""
+    from publish import conversations as conversation_config
     from publish.push import push_release
     from publish.release import collect_entries, publish, published_items
 
@@ -34,8 +35,10 @@ def publish_stage(settings: Settings, run_id: str, version: str | None = None, p
         return {"publish": "skipped: no version given (set publish.version or pass one)"}
     with Store(settings.db_url) as store:
         entries, _left_out = collect_entries(store)
+        conversations = conversation_config.collect(store)
         items = published_items(store, entries) if settings.prefect.task_runner != "local" else []
-    content = stable_hash(version, push, sorted((e.question_id, e.content_hash) for e in entries))
+    content = stable_hash(version, push, sorted((e.question_id, e.content_hash) for e in entries),
+                          sorted((e.conversation_id, e.content_hash) for e in conversations))
     out = {}
     if items:
         out["publish images"] = run_sharded(settings, run_id, "publish:images",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from benchsmith.settings import load_settings
 from benchsmith.store import Store
 from tests.publish.conftest import build_reviewed
+from tests.publish.test_conversations import add_conversations
 
 
 def test_the_stage_skips_without_a_version_then_publishes_once_and_reuses_its_result(
@@ -28,3 +31,14 @@ def test_the_stage_skips_without_a_version_then_publishes_once_and_reuses_its_re
     with Store(settings.db_url) as store:
         assert len([r for r in store.get_stage_runs() if r["stage"] == "publish"]) == 1
         assert [r.version for r in store.get_releases()] == ["v1"]
+
+    with Store(settings.db_url) as store:                          # only conversations change: not served from cache
+        items = sorted({q.item_id for q in store.get_questions(ids=sorted(reviewed.accepted_ids))})
+        add_conversations(store, items[:4])
+    with pytest.raises(Exception, match="already published with different questions"):
+        publish_flow(versioned)
+    v2 = load_settings(env={"BENCHSMITH_WORKSPACE": str(settings.workspace), "BENCHSMITH__PUBLISH__VERSION": "v2"})
+    second = publish_flow(v2)["publish"]
+    assert second["version"] == "v2" and "cached" not in second
+    with Store(settings.db_url) as store:
+        assert store.get_releases()[-1].meta["conversations"] == 2
