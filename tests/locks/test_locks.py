@@ -144,3 +144,17 @@ def test_lmms_evals_venv_holds_exactly_its_lock():
     python = lmms_eval_venv.venv_path() / "bin" / "python"
     assert python.exists(), "lmms-eval's venv is missing; `make test-deps` runs `python -m tests.support.lmms_eval_venv`"
     assert differences(python, lock_tool.lock_path("lmms-eval")) == {}
+
+
+@pytest.mark.slow
+def test_make_install_gives_exactly_the_install_lock_and_a_working_command(tmp_path):
+    """The demo's venv (`make install`) holds its lock and nothing else, and benchsmith runs from it."""
+    venv = tmp_path / "venv"
+    done = subprocess.run(["make", "-C", str(REPO_ROOT), "install", f"VENV={venv}", f"PYTHON={sys.base_prefix}/bin/python3"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert differences(venv / "bin" / "python", lock_tool.lock_path("install"), own={"benchsmith"}) == {}
+    made = subprocess.run([str(venv / "bin" / "benchsmith"), "scenes", "make", "--n", "2", "--out", "scenes"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / "scenes" / "manifest.jsonl").is_file()
