@@ -21,6 +21,9 @@ A stage provides:
 Results are written before their ledger rows, so a crash between the two only redoes work whose
 outputs are idempotent (content-derived ids; paid LLM calls are answered from the call cache).
 
+A window never splits a group of units the stage names with `shard_group` (an item's generate jobs),
+so a stage can decide a group's units together.
+
 With `workers` > 1 the pending units are split into that many shards (`shards`, by the stage's
 `shard_group` when it has one); this process works on one and each other shard runs the same loop
 in a process forked from it, committing to the store through its own connections. A stage may define `before_fork(units)` to
@@ -145,10 +148,24 @@ def run(stage: Stage, store, *, window: int = 64, commit_every: int | None = Non
     return report
 
 
+def windows(stage: Stage, units: list[Any], window: int) -> Iterator[list[Any]]:
+    """`units` in runs of about `window`; a stage with a `shard_group` never has a group split between
+    two windows (a window then ends where its last group ends), so the group is worked on together."""
+    group = getattr(stage, "shard_group", None)
+    start = 0
+    while start < len(units):
+        end = min(start + window, len(units))
+        if group is not None:
+            last = group(stage.subject(units[end - 1]))
+            while end < len(units) and group(stage.subject(units[end])) == last:
+                end += 1
+        yield units[start:end]
+        start = end
+
+
 def _run_here(stage: Stage, store, units: list[Any], window: int, group: int, report: StageReport,
               progress: Callable[[int], None] | None) -> None:
-    for start in range(0, len(units), window):
-        batch = units[start:start + window]
+    for batch in windows(stage, units, window):
         ready: list[tuple[Any, Any]] = []
         seen: set[str] = set()
         try:

@@ -158,7 +158,9 @@ def gate(questions: Sequence[Question], existing: dict[str, list[Question]],
     """Split new questions into kept ones and dropped ones with their verdicts.
 
     `existing` maps an item id to the questions it already has that still count (not dropped);
-    questions kept earlier in this same call count too.
+    questions kept earlier in this same call count too. The per-item rules keep the first of competing
+    siblings, so a caller hands an item's questions over in one stable order (a generator: an image's
+    jobs together, in job order), never in their order of arrival.
     """
     kept: list[Question] = []
     dropped: list[tuple[Question, Verdict]] = []
@@ -177,8 +179,9 @@ def gate(questions: Sequence[Question], existing: dict[str, list[Question]],
                 rule = name
                 break
         if not rule:
-            twin = next((s for s in siblings if s.id == question.id
-                         or same_question(s, question, settings)), None)
+            # the twin named is the one with the least id, so the reason is the same whatever the siblings' order
+            twin = min((s for s in siblings if s.id == question.id or same_question(s, question, settings)),
+                       key=lambda s: s.id, default=None)
             if twin is not None:
                 rule, reason = "near_duplicate", f"asks the same as question {twin.id}: {twin.text!r}"
             elif len(siblings) >= settings.max_per_item:

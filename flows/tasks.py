@@ -99,10 +99,19 @@ def on_task_runner(flow, settings: Settings):
 
 
 def shard_count(settings: Settings) -> int:
+    """Shards per stage: `prefect.shards`, else two per thread of the Dask workers (those the scheduler at
+    `prefect.dask.address` has now, or the LocalCluster's `workers` x `threads_per_worker`), 8 on Ray."""
     options = settings.prefect
     if options.shards:
         return options.shards
-    return 2 * options.dask.workers if options.task_runner == "dask" else 8
+    if options.task_runner != "dask":
+        return 8
+    if not options.dask.address:
+        return 2 * options.dask.workers * options.dask.threads_per_worker
+    from distributed import Client
+
+    with Client(options.dask.address, set_as_default=False, timeout=30) as client:
+        return 2 * max(1, sum(client.nthreads().values()))
 
 
 def run_shard(name: str, settings: Settings, run_id: str, work: ShardWork, subjects: list[str]) -> dict[str, Any]:

@@ -15,8 +15,11 @@ row, so the next run tries it again; calls that did succeed are in the LLM cache
 twice. An image with no facts yet is left for later (counted as waiting for facts). A job whose output
 was malformed is recorded as failed, with the reason and the raw LLM text.
 
-LLM calls stay in flight across commits: the runner hands a whole window of jobs to `process`, which
-yields each job as its answer arrives, and results are committed in small groups meanwhile. Each group's
+LLM calls stay in flight across commits: the runner hands a whole window of jobs to `process` (a window
+never splits an image's jobs), which yields an image's jobs together, in job order, once all their
+answers have arrived, and results are committed in small groups meanwhile. So an image's questions meet
+the gate's per-item rules in one order whatever order the answers came in; when one of its jobs waits
+for a retry, all of them wait. Each group's
 questions pass the quality gate, have their answer letters balanced, and are stored (kept ones as
 candidates, the rest as dropped with their verdicts); question ids are content-derived, so doing a group
 again adds no duplicates.
@@ -311,9 +314,17 @@ class LlmStage(QuestionStage):
                 blocks[job.item.id] = llm_generator.facts_block(job.item, facts, self.options.llm)
             calls.append((job, llm_generator.request_for(job.item, blocks[job.item.id], job.dimension,
                                                          self.options.llm)))
+        # An image's jobs are handed on together, in job order, once every one of them is answered: the gate's
+        # per-item rules (cap, near-duplicates) then meet its questions in one order, whatever order the
+        # answers arrived in. The calls all stay in flight meanwhile.
+        left = Counter(job.item.id for job, _request in calls)
+        answered: dict[str, list[tuple[int, Job, Outcome]]] = {}
         for index, result in stream(self.client(), [request for _job, request in calls]):
             job, request = calls[index]
-            yield job, self._questions(job, request, result)
+            answered.setdefault(job.item.id, []).append((index, job, self._questions(job, request, result)))
+            left[job.item.id] -= 1
+            if not left[job.item.id]:
+                yield from _together(sorted(answered.pop(job.item.id), key=lambda answer: answer[0]))
 
     def _questions(self, job: Job, request: LlmRequest, result: LlmResult) -> Outcome:
         if not self.tally.count(result):
@@ -498,6 +509,16 @@ class ReformStage(QuestionStage):
                 else:
                     result.questions.append(made)
             yield job, Outcome(result.questions, skipped=result.skipped)
+
+
+def _together(answers: list[tuple[int, Job, Outcome]]) -> Iterator[tuple[Job, Outcome]]:
+    """An image's answered jobs; when one of them waits for a retry, all of them wait (their answers are in
+    the call cache), so the image's questions are stored together and gated in one order."""
+    waiting = next((o.failure for _i, _job, o in answers if not o.finished), None)
+    for _index, job, outcome in answers:
+        if waiting is not None and outcome.finished:
+            outcome = Outcome(failure=f"waits with its image's other jobs: {waiting}", finished=False)
+        yield job, outcome
 
 
 @contextmanager

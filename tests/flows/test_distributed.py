@@ -17,10 +17,11 @@ from benchsmith.settings import SettingsError, load_settings
 from benchsmith.store import Store
 from benchsmith.store.schema import llm_calls
 from tests.conftest import fresh_database
+from tests.generators.test_reproducible import siblings_that_compete
 from tests.generators.test_resume import key_of, two_questions
 from tests.generators.test_stage import add_oracle
 from tests.publish.conftest import build_reviewed
-from tests.support.openai_server import ScriptedOpenAI, error
+from tests.support.openai_server import ScriptedOpenAI, error, jittered
 
 # prefect-dask and prefect-ray come with `make install-dev` (the `distributed` extra). 200 scenes, a local
 # and a sharded build: ~320 s on the 2-core box. At 6 scenes the sharded build agreed while at 200 it did
@@ -28,6 +29,8 @@ from tests.support.openai_server import ScriptedOpenAI, error
 SCENES = int(os.environ.get("BENCHSMITH_TEST_DISTRIBUTED_SCENES", "200"))
 # Ray (prefect-ray 0.6.0, ray 2.60.0) takes ~9 s to start here; its smoke build uses fewer scenes still.
 RAY_SCENES = 3
+# LLM answers arriving in a jittered order: a few scenes are enough for an image's siblings to compete.
+LLM_SCENES = 6
 
 
 def settings_for(tmp_path, name: str, db_url: str, env_extra: dict | None = None, **over: str):
@@ -43,7 +46,7 @@ def benchmark_of(db_url: str) -> dict:
             verdicts = sorted(tuple(r) for r in conn.execute(sa.text(
                 "SELECT id, subject_id, stage, rule, passed, reason FROM verdicts")))
         return {"items": sorted(i.id for i in store.get_items()),
-                "questions": sorted((q.id, q.status) for q in store.get_questions()),
+                "questions": sorted((q.id, q.status, tuple(q.options), q.answer) for q in store.get_questions()),
                 "verdicts": verdicts}
 
 
@@ -83,6 +86,44 @@ def test_build_on_two_dask_workers_makes_the_same_benchmark_as_the_local_runner(
     expected, got = benchmark_of(postgres_url), benchmark_of(second_postgres)
     assert len(expected["items"]) == SCENES and expected["questions"] and expected["verdicts"]
     assert got == expected
+
+
+def test_llm_questions_on_two_dask_workers_are_the_same_benchmark_as_on_the_local_runner(
+        prefect_api, tmp_path, postgres_url, second_postgres, oracle_dir):
+    """The same answers, arriving in another order (each server's latency jitters with its own seed) and
+    split over shards, give the same questions, statuses, answer letters and blind verdicts."""
+    from flows.filter import filter_flow
+    from flows.generate import generate_flow
+    from flows.tasks import on_task_runner
+
+    over = {"generate__generators": "[programmatic, llm]", "generate__quality__max_per_item": "20"}
+    results = []
+    for name, db_url, seed, runner in (("local", postgres_url, 1, {}), ("dask", second_postgres, 2, {
+            "prefect__task_runner": "dask", "prefect__dask__workers": "2"})):
+        with Store(db_url) as store:
+            add_oracle(store, oracle_dir, LLM_SCENES)
+        with ScriptedOpenAI(jittered(siblings_that_compete, base_s=0.1, jitter_s=0.4, seed=seed)) as server:
+            settings = settings_for(tmp_path, name, db_url, {"OPENAI_BASE_URL": server.base_url,
+                                                             "OPENAI_API_KEY": "sk-test"}, **over, **runner)
+            results.append(on_task_runner(generate_flow, settings)(settings))
+            on_task_runner(filter_flow, settings)(settings)
+
+    assert results[1]["generate llm"]["shards"] > 1
+    expected = benchmark_of(postgres_url)
+    rules = {rule for _id, _subject, _stage, rule, _passed, _reason in expected["verdicts"]}
+    assert {"near_duplicate", "per_item_cap", "mmstar"} <= rules  # the image's siblings did compete
+    assert benchmark_of(second_postgres) == expected
+
+
+def test_shards_are_sized_from_the_cluster_at_the_scheduler_address(tmp_path, postgres_url):
+    from distributed import LocalCluster
+
+    from flows.tasks import shard_count
+
+    with LocalCluster(n_workers=3, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+        settings = settings_for(tmp_path, "ws", postgres_url, prefect__task_runner="dask",
+                                prefect__dask__address=cluster.scheduler_address)
+        assert shard_count(settings) == 2 * 3 * 2  # not twice `prefect.dask.workers`, the LocalCluster's size
 
 
 def test_a_worker_killed_mid_stage_loses_nothing_duplicates_nothing_and_repays_at_most_its_call_in_flight(

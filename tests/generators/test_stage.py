@@ -103,14 +103,14 @@ def test_narrowing_to_unknown_generators_or_dimensions_is_a_clear_error(tmp_path
 
 # -- the LLM generator through a real HTTP server -----------------------------------------------------
 
-def scripted_questions(request: dict):
+def scripted_questions(request: dict, crashing=("Instance Interaction",)):
     """Two good questions per call, except for the dimensions scripted to misbehave."""
     dimension = request["messages"][1]["content"].split(".")[0].removeprefix("Dimension: ")
     if dimension == "Scene Understanding":
         return chat_completion("Sure! Here are your questions: {")  # not JSON
     if dimension == "Visual Reasoning":
         return json_completion({"questions": [{"question": "Why is it dark?", "options": ["a", "b"], "answer": "B"}]})
-    if dimension == "Instance Interaction":
+    if dimension in crashing:
         return error(500, "model crashed")
     return json_completion({"questions": [
         {"question": f"Which shape is nearest the top edge? ({dimension})",
@@ -122,22 +122,31 @@ def scripted_questions(request: dict):
 
 def test_llm_generation_records_failed_drafts_costs_and_never_calls_twice(tmp_path, store, oracle_dir):
     add_oracle(store, oracle_dir, 3)
-    with ScriptedOpenAI(scripted_questions) as server:
+    down = ["Instance Interaction"]  # its calls fail (HTTP 500) until the server is mended
+    with ScriptedOpenAI(lambda request: scripted_questions(request, crashing=down)) as server:
         settings = settings_with(tmp_path, OPENAI_BASE_URL=server.base_url,
                                  BENCHSMITH__GENERATE__LLM__OPTIONS__MAX_RETRIES=1,
                                  BENCHSMITH__GENERATE__LLM__OPTIONS__BACKOFF_S=0.01)
         report = run_generate(store, settings, generators=["llm"])
         assert report["jobs"] == 27 and report["llm_requests"] == 27
-        assert report["retry_later"] == 3            # interaction: HTTP 500 twice -> tried again next run
         assert report["http_failures"] == {"HTTP 500: model crashed": 3}
-        assert report["failed_drafts"] == 6          # scene (bad JSON) and reasoning (schema) for 3 items
-        assert report["kept"] == 18 * 2              # six well-behaved dimensions, two questions each
+        # an image's questions are stored together: every job of an image with an unanswered one waits
+        assert report["retry_later"] == 27 and report["kept"] == 0 and report["failed_drafts"] == 0
         expected_cost = (18 * (1200 * 0.15 + 300 * 0.60) + 3 * (100 * 0.15 + 50 * 0.60)   # good + bad JSON
                          + 3 * (100 * 2.50 + 50 * 10.00)) / 1e6                            # schema, on gpt-4o
         assert report["tokens_in"] == 18 * 1200 + 6 * 100
         assert report["cost_usd"] == pytest.approx(expected_cost, rel=1e-4)
         calls_after_first = server.calls
         assert calls_after_first == 18 + 3 + 3 + 3 * 2  # the 500s were retried once each
+        assert store.ledger_rows("generate:llm") == [] and store.get_questions() == []
+
+        # the rerun sends only the three calls that failed; the others' answers come from the call cache
+        down.clear()
+        rerun = run_generate(store, settings, generators=["llm"])
+        assert rerun["jobs"] == 27 and server.calls == calls_after_first + 3
+        assert rerun["llm_cached"] == 24 and rerun["retry_later"] == 0
+        assert rerun["failed_drafts"] == 6           # scene (bad JSON) and reasoning (schema) for 3 items
+        assert rerun["kept"] == 21 * 2               # seven well-behaved dimensions, two questions each
 
         failed = [r for r in store.ledger_rows("generate:llm") if r["status"] == "failed"]
         reasons = Counter(r["reason"].split(":")[0] for r in failed)
@@ -150,10 +159,7 @@ def test_llm_generation_records_failed_drafts_costs_and_never_calls_twice(tmp_pa
         assert question.provenance.temperature == 0.7 and question.provenance.seed == 0
         assert question.provenance.prompt_version.startswith("shared-v2+")
         assert question.provenance.tokens_in == 600 and question.provenance.cost_usd > 0
-
-        # the rerun only retries the three HTTP failures; everything else is done or cached
-        rerun = run_generate(store, settings, generators=["llm"])
-        assert rerun["jobs"] == 3 and server.calls == calls_after_first + 6
+        assert run_generate(store, settings, generators=["llm"])["jobs"] == 0
 
     models = {r["model"] for r in server.requests}
     assert models == {"gpt-4o-mini", "gpt-4o"}  # visual reasoning asks the stronger model

@@ -3,13 +3,14 @@
 The real `openai` client talks to it over HTTP. A test decides each reply with a responder: a function
 from the parsed request body to a `Reply`. Helpers build the common replies: valid chat completions,
 malformed content, HTTP errors with Retry-After (optionally echoing the caller's key, as providers do),
-slow or hanging answers, a proxy's HTML page sent with status 200, and a body trickled a byte at a
-time. Every request is logged.
+slow or hanging answers, jittered latency (`jittered`), a proxy's HTML page sent with status 200, and a
+body trickled a byte at a time. Every request is logged.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -72,6 +73,20 @@ def echo_key(status: int, request: dict) -> Reply:
 
 
 Responder = Callable[[dict], Reply]
+
+
+def jittered(responder: Responder, *, base_s: float, jitter_s: float, seed: int) -> Responder:
+    """`responder`, each reply delayed by `base_s` plus up to `jitter_s` drawn from `seed`: answers then
+    arrive in an order of their own, different for each seed."""
+    rng, lock = random.Random(seed), threading.Lock()
+
+    def respond(request: dict) -> Reply:
+        with lock:
+            extra = rng.uniform(0, jitter_s)
+        reply = responder(request)
+        return Reply(**{**reply.__dict__, "delay": reply.delay + base_s + extra})
+
+    return respond
 
 
 class ScriptedOpenAI:
