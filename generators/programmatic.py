@@ -17,7 +17,8 @@ key away to a model that cannot see the image:
   Something absent is counted too, so 0 is a key as often as a distractor. A count outside the support,
   or one already asked about enough, is dropped with the reason in `meta["dropped"]`, which the quality
   gate records as a verdict;
-- relations: left/right and above/below are asked about equally often across the collection, the same way;
+- relations: left/right and above/below are asked about equally often across the collection, the same way,
+  and only about pairs level (or plumb) enough that one relation alone is true;
 - regions: three other grid cells drawn uniformly, so the key is not the cell the others surround;
 - identity: two labels crossed with two colours, one pair in the image and three absent, so every
   option shares one attribute with two others and the key is not the one most like the rest;
@@ -41,7 +42,7 @@ from benchsmith.records import Fact, Image, Provenance, Question, normalise_text
 from benchsmith.settings import parse_yaml
 
 BACKEND = "programmatic"
-VERSION = "programmatic-v3"  # v3: count and relation keys balanced over the collection
+VERSION = "programmatic-v4"  # v4: no diagonal relations; the count of everything names what it counts
 VOCABULARY_FILE = Path(__file__).with_name("vocabulary.yaml")
 DESCRIBING = ("size", "colour")  # attributes that may qualify a label, in the order they are spoken
 
@@ -63,6 +64,7 @@ class Vocabulary:
     labels: tuple[str, ...]
     plurals: dict[str, str]
     words: tuple[str, ...]
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)  # plural noun -> the labels it names
     observed: dict[str, tuple[str, ...]] = field(default_factory=dict)  # attribute values seen in the collection
     # family ("count:label", "spatial", ...) -> answer value -> how many questions of that family could
     # have it as their key over the collection (`key_tallies`)
@@ -87,8 +89,14 @@ class Vocabulary:
         observed = {k: _unique(v[len(self.attributes.get(k, ())):]) for k, v in attributes.items()}
         wide = Vocabulary({k: _unique(v) for k, v in attributes.items()},
                           _unique(labels if len(labels) >= 4 else [*labels, *self.labels]), self.plurals,
-                          _unique(words if len(words) >= 8 else [*words, *self.words]), observed)
+                          _unique(words if len(words) >= 8 else [*words, *self.words]), self.groups, observed)
         return replace(wide, keys=key_tallies(facts, wide, settings or ProgrammaticSettings()))
+
+    def noun(self, things: list[Thing]) -> str:
+        """What a count over every object calls them: the group all of their labels belong to
+        ("shapes"), else "objects"."""
+        labels = {t.label for t in things}
+        return next((noun for noun, members in sorted(self.groups.items()) if labels <= set(members)), "objects")
 
     def values(self, attribute: str) -> tuple[str, ...]:
         """The values of `attribute` seen in the collection when there are enough of them, else every
@@ -138,7 +146,8 @@ def _unique(values) -> tuple[str, ...]:
 def load_vocabulary(path: Path | None = None) -> Vocabulary:
     data = parse_yaml((path or VOCABULARY_FILE).read_text(encoding="utf-8"))
     return Vocabulary({k: tuple(v) for k, v in data.get("attributes", {}).items()}, tuple(data.get("labels", ())),
-                      dict(data.get("plurals", {})), tuple(data.get("words", ())))
+                      dict(data.get("plurals", {})), tuple(data.get("words", ())),
+                      {k: tuple(v) for k, v in data.get("groups", {}).items()})
 
 
 @dataclass(frozen=True)
@@ -244,10 +253,14 @@ def _shuffled(rng: random.Random, values) -> list:
 
 # -- Instances Counting -----------------------------------------------------------------------------
 
-def count_groups(things: list[Thing], vocabulary: Vocabulary, rng: random.Random) -> dict[tuple[str, str], int]:
+def count_groups(things: list[Thing], vocabulary: Vocabulary, rng: random.Random,
+                 text: bool = False) -> dict[tuple[str, str], int]:
     """What can be counted in an image and how many there are: every object, each label and each colour,
-    plus one label and one colour that are absent (count 0), so that 0 is a key as well as a distractor."""
-    groups: Counter = Counter({("all", "objects"): len(things)})
+    plus one label and one colour that are absent (count 0), so that 0 is a key as well as a distractor.
+    Every object is counted under the name of the group they all belong to ("shapes"); with no group
+    and `text` in the image, not at all: "objects" would count the signs the text is on too."""
+    noun = vocabulary.noun(things)
+    groups: Counter = Counter() if noun == "objects" and text else Counter({("all", noun): len(things)})
     for thing in things:
         groups[("label", thing.label)] += 1
         if "colour" in thing.attributes:
@@ -265,18 +278,22 @@ def count_options(true: int, support: tuple[str, ...], rng: random.Random) -> li
     return [true, *rng.sample([int(v) for v in support if int(v) != true], 3)]
 
 
-def counting(things, _facts, vocabulary, settings, rng) -> list[Draft]:
+def _has_text(facts: list[Fact]) -> bool:
+    return any(f.kind == "ocr" and f.text.strip() for f in facts)
+
+
+def counting(things, facts, vocabulary, settings, rng) -> list[Draft]:
     if not things:
         return []
-    drafts = []
-    for (key, value), n in sorted(count_groups(things, vocabulary, rng).items()):
+    drafts, noun = [], vocabulary.noun(things)
+    for (key, value), n in sorted(count_groups(things, vocabulary, rng, _has_text(facts)).items()):
         family = f"count:{key}"
         if key == "all":
-            text = "How many objects are there in the image?"
+            text = f"How many {value} are there in the image?"
         elif key == "label":
             text = f"How many {plural(value, vocabulary)} are there in the image?"
         else:
-            text = f"How many {value} objects are there in the image?"
+            text = f"How many {value} {noun} are there in the image?"
         meta = {"template": "count", "filter": {} if key == "all" else {key: value}}
         support = vocabulary.support(family)
         if len(support) < 4:
@@ -312,7 +329,7 @@ def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: Programmati
         things = things_in(item_facts)
         if not things:
             continue
-        for (key, _value), n in count_groups(things, vocabulary, rng).items():
+        for (key, _value), n in count_groups(things, vocabulary, rng, _has_text(item_facts)).items():
             tallies[f"count:{key}"][str(n)] += 1
         for a, b in itertools.permutations(things, 2):
             where = relation(a, b, settings.spatial_gap)
@@ -364,14 +381,17 @@ RELATIONS = {"left": "to its left", "right": "to its right", "above": "above it"
 
 
 def relation(a: Thing, b: Thing, gap: float) -> str | None:
-    """Where a is relative to b, when the boxes are apart along exactly one axis; otherwise None."""
+    """Where a is relative to b, when the boxes are apart along one axis and, along the other, each
+    box's centre lies within the other box: a pair that only overlaps at its edges there is diagonal
+    ("to its right" and "below it" would both be right), so it is not asked about."""
     horizontal = "left" if a.box[2] + gap <= b.box[0] else "right" if b.box[2] + gap <= a.box[0] else None
     vertical = "above" if a.box[3] + gap <= b.box[1] else "below" if b.box[3] + gap <= a.box[1] else None
-    overlap_x = min(a.box[2], b.box[2]) > max(a.box[0], b.box[0])
-    overlap_y = min(a.box[3], b.box[3]) > max(a.box[1], b.box[1])
-    if horizontal and not vertical and overlap_y:
+    (ax, ay), (bx, by) = a.centre, b.centre
+    level = b.box[1] <= ay <= b.box[3] and a.box[1] <= by <= a.box[3]
+    plumb = b.box[0] <= ax <= b.box[2] and a.box[0] <= bx <= a.box[2]
+    if horizontal and level:
         return horizontal
-    if vertical and not horizontal and overlap_x:
+    if vertical and plumb:
         return vertical
     return None
 

@@ -16,9 +16,11 @@ dimension each feeds, its question, which column gives which field, and one of f
   nearest in edit distance.
 
 A distractor is never an accepted answer: not equal to any annotator's answer (or the image's other
-captions, texts, or the label's own synonyms) after normalising case, punctuation, articles, number
-words and plurals, and not a synonym of one (MiniLM similarity at or above `synonym_similarity`;
-word overlap at or above `paraphrase_overlap` for captions; a box overlapping the referent). Among the
+captions, texts, or the label's own synonyms) after normalising case, punctuation, articles, plurals
+and the aliases of data/answer_aliases.yaml (number words, translations), and not a synonym of one
+(MiniLM similarity at or above `synonym_similarity`, never asked of two numbers; word overlap at or
+above `paraphrase_overlap` for captions, or a caption whose every named object is among the image's
+supplied objects; a box overlapping the referent). Among the
 `hard_negative_pool` hardest candidates left, three are chosen so that the key's rank by closeness to
 the others is drawn uniformly: hard negatives made around the key would otherwise make it the option
 most like the rest, which a text-only solver spots.
@@ -40,7 +42,7 @@ import unicodedata
 import weakref
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -59,8 +61,9 @@ if TYPE_CHECKING:  # numpy is imported where it is used: every command imports t
     import numpy as np
 
 BACKEND = "reform"
-VERSION = "reform-v1"
+VERSION = "reform-v2"  # v2: numbers compared as numbers; aliases and translations; an image's strings all accepted
 TASKS_FILE = DATA_DIR / "reform_tasks.yaml"
+ALIASES_FILE = DATA_DIR / "answer_aliases.yaml"
 PROMPT_FILE = Path(__file__).with_name("prompts") / "reform_distractors.yaml"
 Method = Literal["answers", "classes", "captions", "regions", "texts"]
 
@@ -115,9 +118,6 @@ def records_of(item: Image) -> list[dict]:
 
 # -- normalising answers -----------------------------------------------------------------------------
 
-_NUMBERS = {w: str(i) for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())}
 _ARTICLES = {"a", "an", "the"}
 _PUNCTUATION = re.compile(r"[^\w\s]")
 
@@ -125,10 +125,34 @@ _PUNCTUATION = re.compile(r"[^\w\s]")
 @lru_cache(maxsize=200_000)
 def answer_key(text: str) -> str:
     """The form two answers share when they say the same thing in other letters: case, width,
-    punctuation, articles, number words and plurals ("Two dogs." and "2 dog" are one answer)."""
+    punctuation, articles, plurals, and the words data/answer_aliases.yaml names (number words,
+    translations: "Two dogs." and "2 dog" are one answer, "rouge" and "red" another)."""
     text = _PUNCTUATION.sub(" ", unicodedata.normalize("NFKC", str(text)).casefold())
-    words = [_NUMBERS.get(w, w) for w in text.split() if w not in _ARTICLES]
+    aliases = _aliases()
+    words = [aliases.get(w, w) for w in text.split() if w not in _ARTICLES]
     return " ".join(_singular(w) for w in words)
+
+
+@lru_cache(maxsize=1)
+def aliases_text() -> str:
+    """data/answer_aliases.yaml as read once a run (it shapes which answers are one)."""
+    return ALIASES_FILE.read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def _aliases() -> dict[str, str]:
+    groups = parse_yaml(aliases_text())["groups"]
+    return {unicodedata.normalize("NFKC", str(word)).casefold(): str(name)
+            for name, words in groups.items() for word in words}
+
+
+_NUMBER = re.compile(r"\d+(?: \d+)?")  # "2.5" is "2 5" once punctuation is gone
+
+
+def is_number(text: str) -> bool:
+    """Whether an answer is a number ("3", "three", "2.5"). Numbers are one answer only when equal: MiniLM
+    puts neighbouring ones above any synonym threshold ("2" and "3": 0.87), so it never compares them."""
+    return _NUMBER.fullmatch(answer_key(text)) is not None
 
 
 def _singular(word: str) -> str:
@@ -325,6 +349,28 @@ def regions_of(item: Image, kinds: dict[str, TaskKind]) -> list[tuple[Box, str]]
     return list(unique.values())
 
 
+def objects_of(item: Image) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The objects supplied with the image, each as its label and attribute values (`answer_key` forms)."""
+    return tuple((answer_key(o.get("label", "")), frozenset(answer_key(v) for v in (o.get("attributes") or {}).values()))
+                 for o in item.annotations.get("objects", []) if isinstance(o, dict))
+
+
+def mentions(caption: str, labels: frozenset[str], attributes: frozenset[str]) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The objects `caption` names (of `labels`, one or two words), each with the attribute words just
+    before it: "a small pink star" -> ("star", {"small", "pink"})."""
+    words = [answer_key(w) for w in _WORD.findall(caption.casefold())]
+    found, i = [], 0
+    while i < len(words):
+        size = 2 if i + 1 < len(words) and f"{words[i]} {words[i + 1]}" in labels else 1 if words[i] in labels else 0
+        if size:
+            start = i
+            while start and words[start - 1] in attributes:
+                start -= 1
+            found.append((" ".join(words[i:i + size]), frozenset(words[start:i])))
+        i += size or 1
+    return tuple(found)
+
+
 def parse_regions(record: dict, kind: TaskKind, dataset: str, item: Image,
                   settings: ReformSettings) -> list[Parsed]:
     expressions = _strings(field_value(record, kind, "expressions"), ("raw", "sent", "expression", "text"))
@@ -387,7 +433,17 @@ def read(item: Image, kinds: dict[str, TaskKind], settings: ReformSettings) -> R
             regions = regions_of(item, kinds) if regions is None else regions
             for p in found:
                 p.extra["regions"] = regions
+        if kind.method == "captions":
+            for p in found:
+                p.extra["objects"] = objects_of(item)
         reading.parsed.setdefault(kind.dimension, []).extend(found)
+    for dimension, found in reading.parsed.items():
+        # every string written in the image answers "which of these is written in the image?", whichever
+        # row holds it (TextOCR ships one word per row): all of them are accepted by each of its questions
+        written = tuple(dict.fromkeys(a for p in found if p.kind.method == "texts" for a in p.accepted))
+        if written:
+            reading.parsed[dimension] = [replace(p, accepted=written) if p.kind.method == "texts" else p
+                                         for p in found]
     return reading
 
 
@@ -525,6 +581,11 @@ def _word_set(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(text.casefold()))
 
 
+@lru_cache(maxsize=4096)
+def _folded(texts: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(t.casefold() for t in texts)
+
+
 def word_overlap(a: str, b: str) -> float:
     return _overlap(_word_set(a), _word_set(b))
 
@@ -619,12 +680,16 @@ class Pools:
         surfaces: dict[str, Counter] = defaultdict(Counter)      # answer key -> its surface forms
         classes: dict[tuple, set[str]] = defaultdict(set)        # (kind, dataset) -> class names
         captions: list[tuple[str, str]] = []                     # (caption, item id)
-        texts: dict[str, set[str]] = defaultdict(set)            # casefolded text -> item ids
+        labels, attributes = set(), set()                        # of every object supplied with an image
+        texts: set[str] = set()                                  # casefolded strings asked about
         self.text_surface: dict[str, str] = {}
         self.readings: dict[str, Reading] = {}   # item id -> its annotations, read in this one pass
         found: set[str] = set()   # answers and class names MiniLM will compare, sent as they turn up
         for item in items:
             reading = self.readings[item.id] = read(item, self.kinds, settings)
+            for label, values in objects_of(item):
+                labels.add(label)
+                attributes.update(values)
             for parsed in reading.parsed.values():
                 for p in parsed:
                     method = p.kind.method
@@ -639,7 +704,7 @@ class Pools:
                     elif method == "captions":
                         captions.extend((c, item.id) for c in p.accepted)
                     elif method == "texts":
-                        texts[p.key.casefold()].add(item.id)
+                        texts.add(p.key.casefold())
                         self.text_surface.setdefault(p.key.casefold(), p.key)
             if len(found) >= EMBED_AS_FOUND:  # MiniLM works on them while the reading goes on
                 self.embeddings.prefetch(found)
@@ -649,8 +714,9 @@ class Pools:
         self.pools |= {g: sorted(c) for g, c in classes.items()}
         self.captions = captions
         self.texts = sorted(texts)
-        self.text_items = texts
-        self._matrices: dict[tuple, tuple[np.ndarray, list[str], list[frozenset[str]]]] = {}
+        self.object_words = frozenset(labels - {""}), frozenset(attributes - {""})
+        self._mentions: dict[str, tuple] = {}   # caption -> the objects it names (`mentions`)
+        self._matrices: dict[tuple, tuple[np.ndarray, list[str], list[frozenset[str]], list[bool]]] = {}
         self._near: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}   # this window's keys only
         self._indexes: dict[str, tuple] = {}
         self._embedded: dict[tuple, list[tuple[str, float, str]]] = {}
@@ -747,7 +813,7 @@ class Pools:
         if group not in self._matrices:
             texts = self.pools.get(group, [])
             synonyms = [frozenset(answer_key(s) for s in [t, *t.split(",")] if s.strip()) for t in texts]
-            self._matrices[group] = (self.embeddings.matrix(texts), texts, synonyms)
+            self._matrices[group] = (self.embeddings.matrix(texts), texts, synonyms, [is_number(t) for t in texts])
         return self._matrices[group]
 
     def embedded_candidates(self, p: Parsed) -> list[tuple[str, float, str]]:
@@ -761,23 +827,32 @@ class Pools:
         return list(found)
 
     def _embedded_candidates(self, p: Parsed, group: tuple, where: str) -> list[tuple[str, float, str]]:
-        matrix, texts, synonyms = self._group_matrix(group)
+        matrix, texts, synonyms, numbers = self._group_matrix(group)
         if not texts:
             return []
         banned = {answer_key(a) for a in (p.key, *p.accepted)}
-        accepted = self.embeddings.matrix(list(dict.fromkeys([p.key, *p.accepted])))
+        accepted, worded = self._accepted_matrices(p)
         to_key = matrix @ self.embeddings.vectors[p.key]
         out = []
         for i in _nearest_first(to_key, 4 * self.settings.hard_negative_pool + len(p.accepted)):
             # string-equal variants (and, for a class, a shared comma-separated synonym) name an accepted answer
             if synonyms[i] & banned:
                 continue
-            if float((accepted @ matrix[i]).max()) >= self.settings.synonym_similarity:
+            against = worded if numbers[i] else accepted  # a number is compared with numbers as numbers only
+            if len(against) and float((against @ matrix[i]).max()) >= self.settings.synonym_similarity:
                 continue  # a synonym of an accepted answer
             out.append((texts[i], float(to_key[i]), f"MiniLM nearest to the key among {where}"))
             if len(out) == self.settings.hard_negative_pool:
                 break
         return out
+
+    def _accepted_matrices(self, p: Parsed) -> tuple[np.ndarray, np.ndarray]:
+        """MiniLM vectors of every accepted answer, and of those that are not numbers."""
+        import numpy as np
+        accepted = list(dict.fromkeys([p.key, *p.accepted]))
+        worded = [a for a in accepted if not is_number(a)]
+        return (self.embeddings.matrix(accepted),
+                self.embeddings.matrix(worded) if worded else np.zeros((0, 0), np.float32))
 
     def caption_candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
         own = {normalise_text(c) for c in p.accepted}
@@ -796,17 +871,29 @@ class Pools:
             words = _word_set(caption)
             if any(_overlap(words, a) >= paraphrase for a in own_words):
                 continue  # says what the image's own captions say
+            if p.extra["objects"] and self._describes(caption, p.extra["objects"]):
+                continue  # every object it names, as it describes it, is in this image too
             out.append((caption, score, "TF-IDF word overlap with the key, a caption of another image"))
             if len(out) == self.settings.hard_negative_pool:
                 break
         return out
 
-    def text_candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
-        own = {a.casefold() for a in p.accepted} | {p.key.casefold()}
+    def _describes(self, caption: str, objects: tuple[tuple[str, frozenset[str]], ...]) -> bool:
+        """Whether `caption` names objects, and each of them, with the attributes it gives, is one of `objects`."""
+        named = self._mentions.get(caption)
+        if named is None:
+            if len(self._mentions) >= EMBEDDED_CACHE:
+                self._mentions.clear()
+            named = self._mentions[caption] = mentions(caption, *self.object_words)
+        return bool(named) and all(any(label == have and wanted <= values for have, values in objects)
+                                   for label, wanted in named)
+
+    def text_candidates(self, p: Parsed) -> list[tuple[str, float, str]]:
+        own = _folded(p.accepted)  # every string of the image (`read`), the key among them
         scored = []
         for i in self._near[("texts", p.key)][0][:24].tolist():
             text = self.texts[i]
-            if text in own or self.text_items[text] == {item_id}:
+            if text in own:
                 continue
             scored.append((self.text_surface[text], edit_similarity(p.key, text)))
         scored.sort(key=lambda pair: (-pair[1], pair[0]))
@@ -836,7 +923,7 @@ class Pools:
         if method == "captions":
             return self.caption_candidates(p, item_id)
         if method == "texts":
-            return self.text_candidates(p, item_id)
+            return self.text_candidates(p)
         return self.region_candidates(p)
 
     def is_synonym(self, p: Parsed, text: str) -> bool:
@@ -845,10 +932,12 @@ class Pools:
             return True
         if p.kind.method in ("answers", "classes"):
             self.embeddings.add([text, p.key, *p.accepted])
-            accepted = self.embeddings.matrix(list(dict.fromkeys([p.key, *p.accepted])))
-            return float((accepted @ self.embeddings.vectors[text]).max()) >= self.settings.synonym_similarity
+            accepted, worded = self._accepted_matrices(p)
+            against = worded if is_number(text) else accepted
+            return bool(len(against)) and float((against @ self.embeddings.vectors[text]).max()) >= self.settings.synonym_similarity
         if p.kind.method == "captions":
-            return max(word_overlap(text, a) for a in p.accepted) >= self.settings.paraphrase_overlap
+            return (max(word_overlap(text, a) for a in p.accepted) >= self.settings.paraphrase_overlap
+                    or bool(p.extra["objects"]) and self._describes(text, p.extra["objects"]))
         return text.casefold() in {a.casefold() for a in p.accepted}
 
     def similarity(self, p: Parsed, options: Sequence[str]) -> list[list[float]]:

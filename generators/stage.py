@@ -405,7 +405,7 @@ class ReformStage(QuestionStage):
     def dimension_key(self, dimension: Dimension) -> str:
         tasks = {k: v for k, v in reform.load_tasks(self.options.reform.tasks).items() if v.dimension == dimension.key}
         return stable_hash(reform.VERSION, {k: v.model_dump(mode="json") for k, v in tasks.items()},
-                           dimension.definition, length=12)
+                           dimension.definition, reform.aliases_text(), length=12)
 
     def distractor_prompt(self) -> Path | None:
         return reform.PROMPT_FILE if self.options.reform.llm_distractors else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 from dataclasses import replace
 
@@ -28,14 +29,18 @@ def oracle_items(oracle_dir) -> list[tuple[Image, list[Fact], dict]]:
     for line in (oracle_dir / "manifest.jsonl").read_text().splitlines():
         row = json.loads(line)
         image = Image(id=row["path"], path=row["path"], width=640, height=480)
-        facts = [Fact(item_id=image.id, kind="object", text=o["label"], box=tuple(o["box"]),
-                      attributes=o["attributes"], provenance=SUPPLIED) for o in row["objects"]]
-        for o in row["ocr"]:
-            x1, y1, x2, y2 = o["box"]
-            facts.append(Fact(item_id=image.id, kind="ocr", text=o["text"], quad=((x1, y1), (x2, y1), (x2, y2), (x1, y2)),
-                              provenance=SUPPLIED))
-        out.append((image, facts, row))
+        out.append((image, supplied_facts(image, row), row))
     return out
+
+
+def supplied_facts(image: Image, row: dict) -> list[Fact]:
+    facts = [Fact(item_id=image.id, kind="object", text=o["label"], box=tuple(o["box"]),
+                  attributes=o["attributes"], provenance=SUPPLIED) for o in row["objects"]]
+    for o in row["ocr"]:
+        x1, y1, x2, y2 = o["box"]
+        facts.append(Fact(item_id=image.id, kind="ocr", text=o["text"], quad=((x1, y1), (x2, y1), (x2, y2), (x1, y2)),
+                          provenance=SUPPLIED))
+    return facts
 
 
 # -- an independent checker: it knows the manifest, not the generator --------------------------------
@@ -257,3 +262,147 @@ def test_text_distractors_are_real_strings_never_near_misspellings_of_the_key(or
             assert normalise_text(option) in seen
             if option != key:
                 assert SequenceMatcher(None, option, key).ratio() < 0.75, (key, option)
+
+
+# -- every question has exactly one true option, judged from its text and the scene's truth -------------
+
+def _scene_items(seed: int, n: int) -> list[tuple[Image, list[Fact], dict]]:
+    from benchsmith.paths import truetype_font
+    from ingest.scenes import render_scene, scene_words
+
+    font, words = truetype_font(), scene_words()
+    out = []
+    for index in range(n):
+        _img, row = render_scene(seed, index, font, words)
+        image = Image(id=f"{seed}-{index}", path=f"{seed}-{index}.png", width=640, height=480)
+        out.append((image, supplied_facts(image, row), row))
+    return out
+
+
+def _pixels(box) -> tuple[float, float, float, float]:
+    return box[0] * 640, box[1] * 480, box[2] * 640, box[3] * 480
+
+
+def _the(row: dict, phrase: str) -> dict:
+    """The one object of the scene that 'the large red circle' (or 'the small object') names."""
+    *adjectives, noun = phrase.removeprefix("the ").split()
+    found = [o for o in row["objects"] if noun in ("object", o["label"])
+             and all(a in (o["attributes"]["size"], o["attributes"]["colour"]) for a in adjectives)]
+    assert len(found) == 1, (phrase, found)
+    return found[0]
+
+
+def _how_many(row: dict, what: str) -> int:
+    objects, signs = row["objects"], row["truth"]["signs"]
+    if what == "shapes":
+        return len(objects)
+    if what == "objects":  # signs are objects too
+        return len(objects) + len(signs)
+    colour, _, noun = what.rpartition(" ")
+    if colour and noun in ("shapes", "objects"):
+        white_signs = len(signs) if noun == "objects" and colour == "white" else 0
+        return sum(o["attributes"]["colour"] == colour for o in objects) + white_signs
+    assert not colour, what
+    return sum(o["label"] + "s" == what for o in objects)
+
+
+def _true_options(question, row: dict) -> list[bool]:
+    """Which options are true of the scene, read from the question's text alone."""
+    text, options = question.text, question.options
+    if m := re.fullmatch(r"How many (.+) are there in the image\?", text):
+        return [option == str(_how_many(row, m[1])) for option in options]
+    if m := re.fullmatch(r"In which part of the image is (.+)\?", text):
+        return [option == region_of(_the(row, m[1])["box"]) for option in options]
+    if m := re.fullmatch(r"Where is (.+) relative to (.+)\?", text):
+        ax1, ay1, ax2, ay2 = _pixels(_the(row, m[1])["box"])
+        bx1, by1, bx2, by2 = _pixels(_the(row, m[2])["box"])
+        cx, cy = (ax1 + ax2) / 2, (ay1 + ay2) / 2  # where a's centre lies beyond b's box
+        holds = {"to its left": cx < bx1, "to its right": cx > bx2, "above it": cy < by1, "below it": cy > by2}
+        return [holds[option] for option in options]
+    if m := re.fullmatch(r"What (colour|shape) is (.+)\?|How large is (.+) compared with the other objects\?", text):
+        attribute, phrase = (m[1], m[2]) if m[1] else ("size", m[3])
+        return [option == _the(row, phrase)["attributes"][attribute] for option in options]
+    if text == "Which of these can be seen in the image?":
+        seen = {f"{o['attributes']['colour']} {o['label']}" for o in row["objects"]}
+        return [option in seen for option in options]
+    if text in ("What does the text in the image say?", "Which of these words is written in the image?"):
+        return [option.casefold() in {w.casefold() for w in row["truth"]["words"]} for option in options]
+    raise AssertionError(f"a question the checker cannot read: {text}")
+
+
+def test_no_kept_question_on_random_scenes_has_two_true_options():
+    seed, settings = 11, ProgrammaticSettings(per_dimension=10)
+    items = _scene_items(seed, 150)
+    vocabulary = load_vocabulary().widened([f for _i, facts, _r in items for f in facts], settings)
+    questions = [q for image, facts, _row in items for key in DIMENSIONS
+                 for q in generate(image, facts, registry().get(key), vocabulary, settings, seed=seed)]
+    kept, _dropped = gate(questions, {}, QualitySettings())
+    rows = {image.id: row for image, _f, row in items}
+    wrong = []
+    for question in kept:
+        truth = _true_options(question, rows[question.item_id])
+        if sum(truth) != 1 or not truth[question.answer]:
+            wrong.append((question.text, question.options, question.options[question.answer], truth))
+    assert len(kept) > 1000 and Counter(q.meta["template"] for q in kept).keys() == {
+        "count", "location", "spatial", "attribute", "identity", "text"}
+    assert not wrong, f"{len(wrong)} of {len(kept)}: {wrong[:5]}"
+
+
+# -- through the CLI ---------------------------------------------------------------------------------
+
+def _generated(tmp_path, dimension: str, images: dict[str, list[tuple]]) -> list:
+    """`benchsmith generate` over images given as (label or text, box, colour) facts: an OCR fact when
+    the colour is "text"."""
+    from benchsmith.store import Store
+    from tests.generators.test_cli import run
+
+    facts = []
+    for image, found in images.items():
+        for what, (x1, y1, x2, y2), colour in found:
+            if colour == "text":
+                facts.append(Fact(item_id=image, kind="ocr", text=what, provenance=SUPPLIED,
+                                  quad=((x1, y1), (x2, y1), (x2, y2), (x1, y2))))
+            else:
+                facts.append(Fact(item_id=image, kind="object", text=what, box=(x1, y1, x2, y2), provenance=SUPPLIED,
+                                  attributes={"colour": colour, "size": "medium"}))
+    with Store(f"sqlite:///{tmp_path / 'bench' / 'benchsmith.db'}") as store:
+        store.add_items([Image(id=image, path=f"{image}.png", width=640, height=480) for image in images])
+        store.add_facts("supplied", facts)
+    done = run(tmp_path, "generate", "--generator", "programmatic", "--dimension", dimension,
+               BENCHSMITH__GENERATE__PROGRAMMATIC__PER_DIMENSION="20")
+    assert done.returncode == 0, done.stderr
+    with Store(f"sqlite:///{tmp_path / 'bench' / 'benchsmith.db'}") as store:
+        return store.get_questions()
+
+
+def test_a_near_diagonal_pair_is_never_asked_about(tmp_path):
+    made = _generated(tmp_path, "spatial_relation", {"img": [
+        ("circle", (0.40, 0.40, 0.60, 0.60), "red"),
+        ("square", (0.10, 0.42, 0.30, 0.58), "blue"),     # level with the circle, to its left
+        ("triangle", (0.42, 0.10, 0.58, 0.30), "green"),  # straight above it
+        ("star", (0.65, 0.58, 0.85, 0.78), "pink"),       # right of and below it: the boxes share 2% of height
+    ]})
+    assert {q.text for q in made} == {"Where is the square relative to the circle?",
+                                      "Where is the circle relative to the square?",
+                                      "Where is the triangle relative to the circle?",
+                                      "Where is the circle relative to the triangle?"}
+    keys = {q.text: q.options[q.answer] for q in made if q.status == "candidate"}
+    assert keys and keys.items() <= {"Where is the square relative to the circle?": "to its left",
+                                     "Where is the circle relative to the square?": "to its right",
+                                     "Where is the triangle relative to the circle?": "above it",
+                                     "Where is the circle relative to the triangle?": "below it"}.items()
+
+
+def test_the_count_of_everything_says_what_it_counts_beside_a_sign(tmp_path):
+    shapes = ["circle", "square", "triangle", "star"]
+    images = {f"shapes{n}": [(shapes[i], (0.2 * i, 0.6, 0.2 * i + 0.1, 0.7), "red") for i in range(n)]
+              for n in range(1, 5)}
+    images["shapes4"].append(("TEA", (0.1, 0.1, 0.3, 0.2), "text"))   # a sign: an object, though not a shape
+    images["street"] = [("dog", (0.1, 0.6, 0.3, 0.8), "brown"), ("car", (0.5, 0.6, 0.9, 0.9), "red"),
+                        ("STOP", (0.1, 0.1, 0.3, 0.2), "text")]
+    made = _generated(tmp_path, "instances_counting", images)
+    everything = {q.item_id: q for q in made if q.meta["filter"] == {}}
+    assert {item: q.text for item, q in everything.items()} == {
+        f"shapes{n}": "How many shapes are there in the image?" for n in range(1, 5)}  # the street: not asked
+    assert all(q.options[q.answer] == q.item_id[-1] for q in everything.values() if q.status == "candidate")
+    assert not [q.text for q in made if "objects" in q.text and q.item_id.startswith("shapes")]

@@ -160,6 +160,78 @@ def test_reviewed_questions_publish_with_the_source_answer(built, tmp_path):
     assert len(rows) > 0 and {"vqa", "matching", "grounding", "text_reading"} <= published_tasks
 
 
+def test_no_text_distractor_is_written_elsewhere_in_the_same_image(tmp_path):
+    """TextOCR ships one word per row: a word of another row of the same image is written there too."""
+    words = ["CANDY", "CANDLE", "HANDLE", "HANDY", "SANDY", "SANDAL", "CINEMA", "ENIGMA", "CINDER", "TENDER",
+             "TENDON", "LONDON"]
+    folder, rows, written = tmp_path / "sets" / "textocr", [], {}
+    for i in range(len(words)):
+        reform_sets.image(folder / f"{i}.png", 70 + i)
+        written[i] = {words[i], words[(i + 1) % len(words)]}   # each word is on two images
+        rows += [{"path": f"{i}.png", "task": "text_reading", "source": "textocr", "id": f"{i}-{word}", "text": word}
+                 for word in sorted(written[i])]
+    workspace = tmp_path / "bench"
+    benchsmith(workspace, "ingest", str(reform_sets._write_jsonl(rows, folder / "words.jsonl")))
+    benchsmith(workspace, "generate", "-g", "reform")
+    made = questions(workspace)
+    assert len(made) >= 20
+    for question in made:
+        image = int(question.meta["annotation_id"].split("-")[0])
+        assert question.options[question.answer] in written[image]
+        assert not written[image] & set(question.options[:question.answer] + question.options[question.answer + 1:]), (
+            question.options, written[image])
+
+
+def test_neighbouring_counts_are_offered_and_a_translation_of_the_key_is_not(tmp_path):
+    """MiniLM puts "2" and "4" as close to "3" as a synonym; "rouge" is "red" in French."""
+    folder, rows = tmp_path / "sets" / "vqa", []
+    counts = ["1", "2", "3", "3", "3", "4", "5"]
+    colours = ["red", "red", "red", "rouge", "blue", "green", "yellow"]
+    for i, (count, colour) in enumerate(zip(counts, colours)):
+        reform_sets.image(folder / f"{i}.png", 90 + i)
+        rows += [{"path": f"{i}.png", "task": "vqa", "question_id": f"n{i}", "question": "How many people are there?",
+                  "question_type": "how many", "answers": [count] * 10},
+                 {"path": f"{i}.png", "task": "vqa", "question_id": f"c{i}", "question": "What color is the car?",
+                  "question_type": "what color is the", "answers": [colour] * 10}]
+    workspace = tmp_path / "bench"
+    benchsmith(workspace, "ingest", str(reform_sets._write_jsonl(rows, folder / "vqa.jsonl")))
+    benchsmith(workspace, "generate", "-g", "reform")
+    made = {q.meta["annotation_id"]: q for q in questions(workspace)}
+    threes = [made[f"n{i}"] for i, count in enumerate(counts) if count == "3" and f"n{i}" in made]
+    # "1" and "5" alone are too few: the question exists only if 2 and 4 count as wrong answers
+    assert len(threes) == 3 and all({"2", "4"} & set(q.options) for q in threes)
+    for i, colour in enumerate(colours):
+        if f"c{i}" in made:
+            assert not {"red", "rouge"} <= set(made[f"c{i}"].options), made[f"c{i}"].options
+    assert {f"c{i}" for i in range(4)} <= made.keys()   # red and rouge, each with blue, green and yellow
+
+
+def test_no_distractor_caption_also_describes_the_image(tmp_path):
+    """Captions of drawings of two shapes are offered to drawings of three: some name two of those three."""
+    import itertools
+
+    shapes = ["pink star", "blue diamond", "green circle", "red square", "yellow hexagon"]
+    folder, rows, drawn = tmp_path / "sets" / "drawings", [], {}
+    for i, chosen in enumerate([*itertools.combinations(shapes, 2), *itertools.combinations(shapes, 3)]):
+        reform_sets.image(folder / f"{i}.png", 120 + i)
+        drawn[str(i)] = set(chosen)
+        caption = (f"A drawing of a {chosen[0]} and a {chosen[1]}." if len(chosen) == 2
+                   else f"Three shapes: a {chosen[0]}, a {chosen[1]} and a {chosen[2]}.")
+        objects = [{"label": s.split()[1], "box": [0.1 + 0.3 * k, 0.3, 0.3 + 0.3 * k, 0.6],
+                    "attributes": {"colour": s.split()[0]}} for k, s in enumerate(chosen)]
+        rows.append({"path": f"{i}.png", "task": "matching", "source": "drawings", "id": str(i),
+                     "captions": [caption], "annotations": {"objects": objects}})
+    workspace = tmp_path / "bench"
+    benchsmith(workspace, "ingest", str(reform_sets._write_jsonl(rows, folder / "drawings.jsonl")))
+    benchsmith(workspace, "generate", "-g", "reform")
+    made = questions(workspace)
+    assert len(made) >= 15
+    for question in made:
+        for i, option in enumerate(question.options):
+            named = set(re.findall(r"(\w+ (?:star|diamond|circle|square|hexagon))", option))
+            assert (named <= drawn[question.meta["annotation_id"]]) == (i == question.answer), (option, question.options)
+
+
 # -- pure parts --------------------------------------------------------------------------------------
 
 def test_answers_that_say_the_same_in_other_letters_share_one_key():
