@@ -3,10 +3,16 @@ as a Review.
 
 One config serves images and videos: the `images` field of a task holds one image, or a video's
 sampled frames, which Label Studio pages through.
+
+Label Studio 1.23 fills `$name` in a choice's `value` from the task's data ("SALE $5" shows and is
+stored as "SALE undefined"), but never in its `html`. So each option's `value` is only its letter, and
+each dimension's only its key, and the text the annotator reads goes in `html`, escaped: shown exactly
+as written, markup included.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
 from urllib.parse import quote
 from xml.sax.saxutils import quoteattr
@@ -76,6 +82,11 @@ def option_label(index: int, text: str) -> str:
     return f"{LETTERS[index]}. {text}"
 
 
+def shown(value: str, text: str, **rest) -> dict:
+    """A choice that Label Studio stores as `value` and shows as `text`, exactly."""
+    return {"value": value, "html": html.escape(text), **rest}
+
+
 def to_task(question: Question, item: Image | Video, registry: Registry, settings: ReviewSettings,
             base: str, *, round: str = "", note: str = "") -> dict:
     """One Label Studio task. The dimensions of the question's modality are listed from the registry
@@ -89,17 +100,16 @@ def to_task(question: Question, item: Image | Video, registry: Registry, setting
         "item_id": question.item_id,
         "images": image_urls(item, base),
         "question": question.text,
-        "options": [{"value": option_label(i, text), "hotkey": OPTION_HOTKEYS[i]}
+        "options": [shown(LETTERS[i], option_label(i, text), hotkey=OPTION_HOTKEYS[i])
                     for i, text in enumerate(question.options)],
-        "dimensions": [{"value": d.name, "hint": d.definition, "selected": d.id == generated.id}
+        "dimensions": [shown(d.key, d.name, hint=d.definition, selected=d.id == generated.id)
                        for d in registry.for_modality(generated.modality)],
     }}
     if round:
         task["data"] |= {"round": round, "note": note}
     if settings.show_predictions:
-        shown = option_label(answer, question.options[answer])
         task["predictions"] = [{"model_version": question.provenance.backend, "result": [
-            {"from_name": "answer", "to_name": "image", "type": "choices", "value": {"choices": [shown]}}]}]
+            {"from_name": "answer", "to_name": "image", "type": "choices", "value": {"choices": [LETTERS[answer]]}}]}]
     return task
 
 
@@ -114,16 +124,20 @@ def to_review(task: dict, annotation: dict, registry: Registry, settings: Review
             picked[result["from_name"]] = value["choices"]
         elif "text" in value:
             comment = " ".join(value["text"]).strip()
-    options = [o["value"] for o in task["data"]["options"]]
-    dimensions = {d.name: d.id for d in registry}
+    options = {o["value"]: i for i, o in enumerate(task["data"]["options"])}
+    # tasks pushed before options were letters store "A. text"; where Label Studio filled in a `$name`
+    # it stored the altered text ("A. SALE undefined"), and only option A starts with "A. "
+    altered = {option_label(i, ""): i for i, o in enumerate(task["data"]["options"]) if "$" in o["value"]}
+    dimensions = {d.name: d.id for d in registry} | {d.key: d.id for d in registry}
     reason_keys = {label: key for key, label in settings.discard_reasons.items()}
 
-    def known(what: str, value: str, choices):
-        if value not in choices:
+    def known(what: str, value: str, choices: dict, by_prefix: Mapping[str, int] | None = None):
+        found = choices.get(value, (by_prefix or {}).get(value[:3]))
+        if found is None:
             raise ValueError(f"task {task['id']}, annotation {annotation['id']}: unknown {what} {value!r}")
-        return choices.index(value) if isinstance(choices, list) else choices[value]
+        return found
 
-    answer = known("option", picked["answer"][0], options) if picked.get("answer") else None
+    answer = known("option", picked["answer"][0], options, altered) if picked.get("answer") else None
     dimension_id = known("dimension", picked["dimension"][0], dimensions) if picked.get("dimension") else None
     keep = picked.get("keep", [KEEP])[0] == KEEP
     return Review(

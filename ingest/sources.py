@@ -60,12 +60,18 @@ _MARKUP = re.compile(r"<\s*[A-Za-z/!][^>]*>")
 
 
 def _checked_text(value: str, what: str, limit: int) -> str:
-    """Labels, tags and captions end up in prompts and in the review UI: refuse what cannot be meant."""
+    """Every supplied text that can become question text (labels, attributes, tags, captions, OCR lines,
+    a task row's answers) ends up in prompts, in the review UI and in the published dataset: refuse
+    what cannot be meant."""
     value = value.strip()
     if not value:
         raise ValueError(f"{what} is empty")
     if len(value) > limit:
         raise ValueError(f"{what} is {len(value)} characters; at most {limit}")
+    return _unmarked(value, what)
+
+
+def _unmarked(value: str, what: str) -> str:
     if _MARKUP.search(value):
         raise ValueError(f"{what} contains markup (HTML tags)")
     try:
@@ -73,6 +79,19 @@ def _checked_text(value: str, what: str, limit: int) -> str:
     except UnicodeEncodeError:
         raise ValueError(f"{what} is not valid UTF-8 text") from None
     return value
+
+
+def _unmarked_fields(value: Any, where: str) -> None:
+    """A task row's columns are kept as they are, any of them may be read as a question, an answer or a
+    label (data/reform_tasks.yaml), and an empty one may mean no answer: refuse only markup in them."""
+    if isinstance(value, str):
+        _unmarked(value, where)
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            _unmarked_fields(inner, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            _unmarked_fields(inner, f"{where}[{index}]")
 
 
 class SuppliedObject(_Strict):
@@ -91,6 +110,12 @@ class SuppliedObject(_Strict):
     def _label(cls, value: str) -> str:
         return _checked_text(value, "label", MAX_LABEL_CHARS)
 
+    @field_validator("attributes")
+    @classmethod
+    def _attributes(cls, values: dict[str, str]) -> dict[str, str]:
+        return {_checked_text(key, "attribute name", MAX_LABEL_CHARS):
+                _checked_text(value, f"attribute {key!r}", MAX_LABEL_CHARS) for key, value in values.items()}
+
     @model_validator(mode="after")
     def _one_box(self) -> SuppliedObject:
         if sum(b is not None for b in (self.box, self.box_px, self.bbox)) != 1:
@@ -106,6 +131,11 @@ class SuppliedText(_Strict):
     box_px: tuple[float, float, float, float] | None = None
     quad: tuple[tuple[float, float], tuple[float, float], tuple[float, float], tuple[float, float]] | None = None
     score: float | None = None
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        return _checked_text(value, "ocr text", MAX_CAPTION_CHARS)
 
 
 class SuppliedAnnotations(_Strict):
@@ -125,6 +155,14 @@ class SuppliedAnnotations(_Strict):
     @classmethod
     def _tags(cls, values: list[str]) -> list[str]:
         return [_checked_text(v, "tag", MAX_LABEL_CHARS) for v in values]
+
+    @field_validator("reform")
+    @classmethod
+    def _reform(cls, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for record in records:
+            for column, value in record.get("fields", {}).items():
+                _unmarked_fields(value, f"{record.get('task')} column {column}")
+        return records
 
 
 def _unit(value: float, size: int) -> float:

@@ -10,9 +10,11 @@ from benchsmith.settings import Settings
 from tests.conftest import ADMIN, ADMIN_PASSWORD  # noqa: F401 - the browser test logs in as the admin
 
 
-def seed_questions(store, settings: Settings, dimensions: list[int], *, blind_passed: bool = True) -> list[Question]:
+def seed_questions(store, settings: Settings, dimensions: list[int], *, blind_passed: bool = True,
+                   text: str = "", options: list[str] | None = None) -> list[Question]:
     """One small image and one question per entry of `dimensions`, each with a blind-filter verdict;
-    numbered on from the images already in the media folder, so every call adds new questions."""
+    numbered on from the images already in the media folder, so every call adds new questions. `text`
+    and `options`, when given, are every question's own."""
     settings.media_dir.mkdir(parents=True, exist_ok=True)
     first = len(list(settings.media_dir.glob("img*.png")))
     questions, items, verdicts = [], [], []
@@ -22,8 +24,8 @@ def seed_questions(store, settings: Settings, dimensions: list[int], *, blind_pa
         item = Image(id=sha256_bytes(path.read_bytes() + str(index).encode()), path=path.name, width=48, height=32)
         items.append(item)
         questions.append(Question(
-            item_id=item.id, dimension_id=dimension_id, text=f"Question {index}: which colour is the picture?",
-            options=[f"red {index}", f"green {index}", f"blue {index}", f"grey {index}"], answer=index % 4,
+            item_id=item.id, dimension_id=dimension_id, text=text or f"Question {index}: which colour is the picture?",
+            options=options or [f"red {index}", f"green {index}", f"blue {index}", f"grey {index}"], answer=index % 4,
             provenance=Provenance(backend="template")))
         verdicts.append(Verdict(subject_id=questions[-1].id, subject_kind="question", stage="blind",
                                 rule="text_only_solvers", passed=blind_passed))

@@ -18,7 +18,8 @@ from benchsmith.records import Conversation, Image, Provenance, Turn, sha256_byt
 from benchsmith.store import Store
 
 
-def seed_conversations(store, settings, n: int) -> list[Conversation]:
+def seed_conversations(store, settings, n: int, turns: list[Turn] | None = None) -> list[Conversation]:
+    """`n` conversations, each on its own small image; with `turns`, every one has those."""
     settings.media_dir.mkdir(parents=True, exist_ok=True)
     made = []
     for k in range(n):
@@ -26,13 +27,13 @@ def seed_conversations(store, settings, n: int) -> list[Conversation]:
         PILImage.new("RGB", (40, 30), (30 * k, 90, 160)).save(path)
         image = Image(id=sha256_bytes(path.read_bytes()), path=path.name, width=40, height=30)
         store.add_items([image])
-        turns = [Turn(level="perception", task="counting", instruction=f"How many squares are there? ({k})",
-                      reference="Two squares.", focus_points=["says two"]),
-                 Turn(level="reasoning", task="comparison", instruction="Which of them is nearer the edge?",
-                      reference="The left one.", focus_points=["names the left square", "says why"]),
-                 Turn(level="creation", task="poem", instruction="Write a couplet about the pair.",
-                      reference="Two squares sit side by side.", focus_points=["two lines"])]
-        made.append(Conversation(item_id=image.id, turns=turns, provenance=Provenance(backend="conversation")))
+        generated = [Turn(level="perception", task="counting", instruction=f"How many squares are there? ({k})",
+                          reference="Two squares.", focus_points=["says two"]),
+                     Turn(level="reasoning", task="comparison", instruction="Which of them is nearer the edge?",
+                          reference="The left one.", focus_points=["names the left square", "says why"]),
+                     Turn(level="creation", task="poem", instruction="Write a couplet about the pair.",
+                          reference="Two squares sit side by side.", focus_points=["two lines"])]
+        made.append(Conversation(item_id=image.id, turns=turns or generated, provenance=Provenance(backend="conversation")))
     store.add_conversations(made, stage="generate")
     return made
 

@@ -49,21 +49,31 @@ def test_a_task_carries_options_with_hotkeys_and_the_generators_dimension_presel
     task = to_task(question(5), item, registry(), ReviewSettings(), BASE)
     data = task["data"]
     assert data["images"] == [BASE + "ab/cd%20ef.png"]
-    assert data["options"] == [{"value": "A. 1", "hotkey": "1"}, {"value": "B. 2", "hotkey": "2"},
-                               {"value": "C. 3", "hotkey": "3"}, {"value": "D. 4", "hotkey": "4"}]
-    assert [d["value"] for d in data["dimensions"] if d["selected"]] == ["Instances Counting"]
-    assert {d["value"] for d in data["dimensions"]} == {d.name for d in registry().for_modality("image")}
+    assert data["options"] == [{"value": "A", "html": "A. 1", "hotkey": "1"}, {"value": "B", "html": "B. 2", "hotkey": "2"},
+                               {"value": "C", "html": "C. 3", "hotkey": "3"}, {"value": "D", "html": "D. 4", "hotkey": "4"}]
+    assert [(d["value"], d["html"]) for d in data["dimensions"] if d["selected"]] == [
+        ("instances_counting", "Instances Counting")]
+    assert [d["html"] for d in data["dimensions"]] == [d.name for d in registry().for_modality("image")]
     assert "predictions" not in task  # the generator's answer stays hidden
 
     shown = to_task(question(5), item, registry(), ReviewSettings(show_predictions=True), BASE)
-    assert shown["predictions"][0]["result"][0]["value"] == {"choices": ["C. 3"]}
+    assert shown["predictions"][0]["result"][0]["value"] == {"choices": ["C"]}
+
+
+def test_label_studio_stores_only_letters_and_keys_and_shows_the_text_escaped():
+    # Label Studio fills `$name` in a choice's value from the task, and renders its html as markup
+    tricky = question(9).model_copy(update={"options": ["SALE $5", "$question", "<b>x</b> & {{y}}", "4"]})
+    data = to_task(tricky, Image(id="img1", path="p.png", width=1, height=1), registry(), ReviewSettings(), BASE)["data"]
+    assert [(o["value"], o["html"]) for o in data["options"]] == [
+        ("A", "A. SALE $5"), ("B", "B. $question"), ("C", "C. &lt;b&gt;x&lt;/b&gt; &amp; {{y}}"), ("D", "D. 4")]
+    assert all(d["value"].isidentifier() for d in data["dimensions"])
 
 
 def test_a_video_question_shows_the_sampled_frames_and_video_dimensions():
     video = Video(id="vid1", path="v.mp4", frames=["v/0.jpg", "v/1.jpg", "v/2.jpg"])
     data = to_task(question(10, "vid1"), video, registry(), ReviewSettings(), BASE)["data"]
     assert data["images"] == [BASE + "v/0.jpg", BASE + "v/1.jpg", BASE + "v/2.jpg"]
-    assert {d["value"] for d in data["dimensions"]} == {d.name for d in registry().for_modality("video")}
+    assert [d["html"] for d in data["dimensions"]] == [d.name for d in registry().for_modality("video")]
 
 
 def annotation(*results, annotation_id=7, who=3):
@@ -74,8 +84,8 @@ def annotation(*results, annotation_id=7, who=3):
 def test_an_annotation_maps_back_to_option_index_dimension_and_reason_keys():
     task = {"id": 11, **to_task(question(5), Image(id="img1", path="p.png", width=1, height=1), registry(),
                                 ReviewSettings(), BASE)}
-    kept = to_review(task, annotation(("answer", "choices", {"choices": ["B. 2"]}),
-                                      ("dimension", "choices", {"choices": ["Spatial Relation"]}),
+    kept = to_review(task, annotation(("answer", "choices", {"choices": ["B"]}),
+                                      ("dimension", "choices", {"choices": ["spatial_relation"]}),
                                       ("keep", "choices", {"choices": ["Keep"]})), registry(), ReviewSettings())
     assert (kept.question_id, kept.task_id, kept.annotation_id, kept.annotator) == (question(5).id, 11, 7, "a@x")
     assert (kept.keep, kept.answer, kept.dimension_id, kept.reasons) == (True, 1, 6, [])
@@ -88,8 +98,25 @@ def test_an_annotation_maps_back_to_option_index_dimension_and_reason_keys():
         False, None, ["ambiguous", "other"], "two circles overlap")
 
 
+def test_an_annotation_from_a_task_pushed_when_options_were_their_text_still_maps_back():
+    old = {"id": 12, "data": {"question_id": "q1", "options": [
+        {"value": "A. FROM $5"}, {"value": "B. two"}, {"value": "C. $question"}, {"value": "D. four"}]}}
+
+    def picked(option: str, dimension: str = "Instances Counting"):
+        return to_review(old, annotation(("answer", "choices", {"choices": [option]}),
+                                         ("dimension", "choices", {"choices": [dimension]})), registry(), ReviewSettings())
+
+    assert (picked("B. two").answer, picked("B. two").dimension_id) == (1, 5)
+    # Label Studio 1.23 stored these options with their `$name` filled in: the letter still says which
+    assert picked("A. FROM undefined").answer == 0 and picked("C. How many red circles are there?").answer == 2
+    with pytest.raises(ValueError, match="unknown option 'B. three'"):
+        picked("B. three")  # option B had no `$`: nothing filled in, so another text is not B
+
+
 def test_an_annotation_with_a_choice_the_config_does_not_know_is_an_error():
     task = {"id": 11, **to_task(question(5), Image(id="img1", path="p.png", width=1, height=1), registry(),
                                 ReviewSettings(), BASE)}
-    with pytest.raises(ValueError, match="task 11, annotation 7: unknown option 'E. 5'"):
-        to_review(task, annotation(("answer", "choices", {"choices": ["E. 5"]})), registry(), ReviewSettings())
+    with pytest.raises(ValueError, match="task 11, annotation 7: unknown option 'E'"):
+        to_review(task, annotation(("answer", "choices", {"choices": ["E"]})), registry(), ReviewSettings())
+    with pytest.raises(ValueError, match="unknown option 'A. 1'"):  # the old form is read only from old tasks
+        to_review(task, annotation(("answer", "choices", {"choices": ["A. 1"]})), registry(), ReviewSettings())

@@ -38,7 +38,7 @@ def result(task_data: dict, keep: bool, answer: int | None, dimension_id: int, r
     def choice(name, values):
         return {"from_name": name, "to_name": "image", "type": "choices", "value": {"choices": values}}
 
-    out = [choice("dimension", [registry().get(dimension_id).name]), choice("keep", ["Keep" if keep else "Discard"])]
+    out = [choice("dimension", [registry().get(dimension_id).key]), choice("keep", ["Keep" if keep else "Discard"])]
     if answer is not None:
         out.append(choice("answer", [task_data["options"][answer]["value"]]))
     if reasons:

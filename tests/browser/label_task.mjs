@@ -1,15 +1,22 @@
-// Log in to Label Studio, open one task, check what an annotator sees, pick an option, keep, submit.
-// Usage: node label_task.mjs <url> <email> <password> <projectId> <taskId> <optionText> <screenshot.png>
-// Prints one JSON line: what was seen on the labeling page.
+// Log in to Label Studio, open one task, check what an annotator sees, press an option's hotkey, pick
+// an option, keep, submit.
+// Usage: node label_task.mjs <url> <email> <password> <projectId> <taskId> <optionText> <screenshot.png> [hotkey]
+// Prints one JSON line: what was seen on the labeling page, and the radio labels checked after the
+// hotkey and after the click.
 import { chromium } from 'playwright-core';
 
-const [url, email, password, projectId, taskId, optionText, screenshot] = process.argv.slice(2);
+const [url, email, password, projectId, taskId, optionText, screenshot, hotkey = '1'] = process.argv.slice(2);
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
          '--disable-component-update', '--disable-sync', '--no-first-run'],
 });
 const page = await browser.newPage({ viewport: { width: 1400, height: 1700 } });
+const dialogs = [];  // markup from task data that ran as script would open one
+page.on('dialog', async (dialog) => { dialogs.push(dialog.message()); await dialog.dismiss(); });
+// the radio options checked on the labeling page (the data manager's view switch is a radio, without text)
+const checked = async () => (await page.locator('label:has(input[type="radio"]:checked)').allInnerTexts())
+  .filter((text) => text.trim());
 try {
   page.setDefaultTimeout(60000);
   await page.goto(`${url}/user/login/`);
@@ -18,7 +25,7 @@ try {
   await Promise.all([page.waitForURL((u) => !u.pathname.startsWith('/user/login')), page.click('button[type="submit"]')]);
 
   await page.goto(`${url}/projects/${projectId}/data?task=${taskId}`);
-  const option = page.locator('label').filter({ hasText: optionText });
+  const option = page.locator('label').filter({ has: page.getByText(optionText, { exact: true }) });
   await option.waitFor();
   // Label Studio fetches the task's image and shows it from a blob: URL; wait until one has pixels.
   const imageSize = await (await page.waitForFunction(() => {
@@ -28,10 +35,14 @@ try {
   const seen = {
     question: await page.locator('h1, h2, h3, h4').allInnerTexts(),
     labels: await page.locator('label:visible').allInnerTexts(),
+    text: await page.locator('body').innerText(),
     imageSize,
   };
   const reasons = page.getByText('Why discard it?');
+  await page.keyboard.press(hotkey);
+  seen.checkedByHotkey = await checked();
   await option.click();
+  seen.checkedByClick = await checked();
   await page.locator('label').filter({ hasText: /^Discard/ }).click();
   seen.reasonsShownOnDiscard = await reasons.isVisible();
   await page.locator('label').filter({ hasText: /^Keep/ }).click();
@@ -39,6 +50,7 @@ try {
   await page.screenshot({ path: screenshot, fullPage: true });
   await page.locator('button').filter({ hasText: /^Submit/ }).click();
   await page.waitForResponse((r) => r.url().includes('/annotations') && r.request().method() === 'POST');
+  seen.dialogs = dialogs;
   console.log(JSON.stringify(seen));
 } catch (error) {
   await page.screenshot({ path: screenshot.replace(/\.png$/, '-failed.png'), fullPage: true });

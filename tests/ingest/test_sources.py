@@ -214,3 +214,30 @@ def test_a_dataset_with_class_labels_keeps_their_names_for_its_task(store, tmp_p
     assert {r["row"] for r in records} == {"pets[0]", "pets[1]"} and {r["dataset"] for r in records} == {"pets"}
     with pytest.raises(IngestError, match="not to a folder"):
         candidates_for(tmp_path / "media", task="classification")
+
+
+def test_markup_in_any_supplied_text_that_can_become_question_text_is_refused_with_its_reason(tmp_path):
+    from tests.benchsmith.test_cli import run
+
+    box = [0.1, 0.1, 0.6, 0.6]
+    rows = {  # file -> its row; every text a question can be made of, each once with markup
+        "label.png": {"objects": [{"label": "<b>cat</b>", "box": box}]},
+        "attribute.png": {"objects": [{"label": "car", "box": box, "attributes": {"colour": "<svg onload=alert(3)>"}}]},
+        "ocr.png": {"ocr": [{"text": "<script>x</script>", "box": box}]},
+        "caption.png": {"caption": "a <i>red</i> car"},
+        "answer.png": {"task": "vqa", "question": "What is on sale?", "answers": ["<img src=x onerror=alert(1)>"]},
+        "kept.png": {"caption": "a sign says SALE $5 {{x}} a < b", "ocr": [{"text": "$10.99", "box": box}],
+                     "objects": [{"label": "sign", "box": box, "attributes": {"colour": "$question"}}]},
+    }
+    lines = []
+    for index, (name, row) in enumerate(rows.items()):
+        png(tmp_path / name, (20 * index, 90, 200), size=(64, 64))
+        lines.append(json.dumps({"path": name, **row}) + "\n")
+    (tmp_path / "m.jsonl").write_text("".join(lines))
+
+    done = run("ingest", "m.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "1 added" in done.stdout and "5 refused (5 bad_annotations)" in done.stdout, done.stdout
+    refused = run("status", "--refused", cwd=tmp_path).stdout
+    for what in ("label", "attribute 'colour'", "ocr text", "caption", "vqa column answers[0]"):
+        assert f"{what} contains markup (HTML tags)" in refused, refused
