@@ -56,6 +56,15 @@ def test_user_errors_are_one_clear_line_and_exit_code_2(tmp_path):
     assert unreachable.returncode == 2 and "cannot open the store" in unreachable.stderr
 
 
+def test_an_unknown_section_is_refused_from_the_environment_as_from_a_settings_file(tmp_path):
+    from_env = run("config", "show", cwd=tmp_path, env={"BENCHSMITH__NOPE__X": "1"})
+    assert from_env.returncode == 2 and "unknown settings in the environment" in from_env.stderr
+    assert "nope" in from_env.stderr
+    (tmp_path / "benchsmith.yaml").write_text("nope:\n  x: 1\n")
+    from_file = run("config", "show", cwd=tmp_path)
+    assert from_file.returncode == 2 and "unknown settings in benchsmith.yaml: nope" in from_file.stderr
+
+
 def test_config_show_masks_secrets(tmp_path):
     shown = run("config", "show", cwd=tmp_path, env={"OPENAI_API_KEY": "sk-top-secret", "BENCHSMITH_PROFILE": "gpu"})
     assert shown.returncode == 0
