@@ -452,7 +452,9 @@ def hf_candidates(location: Path, *, image_column: str | None = None, source: st
     others = dataset.remove_columns([image_column])  # rows without their image bytes, for the metadata
     class_labels = {name: feature for name, feature in others.features.items()
                     if isinstance(feature, datasets.ClassLabel)}
-    for index, row in enumerate(others):
+    # a dataset of images alone leaves no columns, and a table without columns has no rows to iterate
+    rows = iter(others) if others.column_names else ({} for _ in range(len(dataset)))
+    for index, row in enumerate(rows):
         # the image is read from the memory-mapped table only when its batch is ingested, so listing a
         # source of any size holds no image bytes
         read = partial(_read_row_image, dataset, index, image_column)
