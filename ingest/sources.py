@@ -268,11 +268,16 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes | Rejected:
     return data
 
 
-def _read_row_image(dataset, index: int, column: str, max_bytes: int) -> bytes | Rejected:
+def _read_row_image(dataset, root: Path, index: int, column: str, max_bytes: int) -> bytes | Rejected:
     cell = dataset[index][column] or {}
     data = cell.get("bytes") if isinstance(cell, dict) else None
     if data is None and isinstance(cell, dict) and cell.get("path"):
-        return read_regular_file(Path(cell["path"]), max_bytes)  # checked like any file: kind, size
+        # a cell that only names a file is a path like a manifest's: relative to the dataset's folder and
+        # never outside it (a downloaded dataset must not pull the user's own files into a benchmark)
+        path = root / cell["path"]
+        if not inside(root, path):
+            return Rejected("escapes_root", f"path leaves the dataset's folder {root}")
+        return read_regular_file(path, max_bytes)  # checked like any file: kind, size
     return _read_bytes(data or b"", max_bytes)
 
 
@@ -449,6 +454,7 @@ def hf_candidates(location: Path, *, image_column: str | None = None, source: st
         raise IngestError(f"no image column in {location}; columns: {', '.join(dataset.column_names)} "
                           "(name one with --image-column)")
     dataset = dataset.cast_column(image_column, datasets.Image(decode=False))
+    root = (location if location.is_dir() else location.parent).resolve()
     others = dataset.remove_columns([image_column])  # rows without their image bytes, for the metadata
     class_labels = {name: feature for name, feature in others.features.items()
                     if isinstance(feature, datasets.ClassLabel)}
@@ -457,7 +463,7 @@ def hf_candidates(location: Path, *, image_column: str | None = None, source: st
     for index, row in enumerate(rows):
         # the image is read from the memory-mapped table only when its batch is ingested, so listing a
         # source of any size holds no image bytes
-        read = partial(_read_row_image, dataset, index, image_column)
+        read = partial(_read_row_image, dataset, root, index, image_column)
         name = f"{location.name}[{index}]"
         if row.get("task") or task:
             row |= {k: feature.int2str(row[k]) for k, feature in class_labels.items()
