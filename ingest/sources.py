@@ -506,6 +506,7 @@ class IngestReport:
     unchanged: int = 0   # read, and already in the store
     annotated: int = 0   # task annotations added to an image that came earlier (rows sharing one image)
     rejected: Counter = field(default_factory=Counter)
+    dropped: Counter = field(default_factory=Counter)  # supplied boxes outside their image, by kind (object, ocr)
 
     def summary(self) -> str:
         parts = [f"{self.seen} seen", f"{self.added} added"]
@@ -518,6 +519,10 @@ class IngestReport:
         if self.rejected:
             parts.append(f"{sum(self.rejected.values())} refused (" +
                          ", ".join(f"{n} {rule}" for rule, n in sorted(self.rejected.items())) + ")")
+        if self.dropped:
+            parts.append(f"{sum(self.dropped.values())} supplied boxes dropped with no area inside their image (" +
+                         ", ".join(f"{n} {kind}" for kind, n in sorted(self.dropped.items())) +
+                         "; each under its image's annotations.dropped)")
         return ", ".join(parts)
 
 
@@ -667,6 +672,7 @@ class IngestStage:
                                         details={"sha256": outcome.id} if outcome.id else {}))
                 outcomes.append(runner.Outcome(subject, "failed", outcome.rule, {"name": name}))
                 continue
+            report.dropped.update(d["kind"] for d in annotations.get("dropped", []))
             relative = f"{outcome.id[:2]}/{outcome.id}{outcome.extension}"
             _write_atomic(self.media_dir / relative, outcome.data)
             new_items[outcome.id] = Image(id=outcome.id, path=relative, width=outcome.width, height=outcome.height,
