@@ -137,7 +137,7 @@ def register(app: typer.Typer, context) -> None:
 
         c = context(ctx)
         review = c.settings.section("review", ReviewSettings)
-        with c.store() as store:
+        with c.store(create=False) as store:
             counts, agreement = state(store, c.settings)
             ties = flagged_questions(store, review)
         console.print(table("review", ["state", "n"], list(counts.items())))
@@ -175,9 +175,8 @@ def register(app: typer.Typer, context) -> None:
         from benchsmith.dimensions import registry
 
         c = context(ctx)
-        server = connect(c.settings)
-        with c.store() as store:
-            rows = annotator_rows(store, server, c.settings.section("review", ReviewSettings), registry())
+        with c.store(create=False) as store:
+            rows = annotator_rows(store, connect(c.settings), c.settings.section("review", ReviewSettings), registry())
         console.print(table("annotators", ["email", "name", "annotations", "pulled", "last active"], rows))
 
     @review_app.command("config")

@@ -52,9 +52,11 @@ class Context:
             self._settings = load_settings(self.settings_path, profile=self.profile, env=env)
         return self._settings
 
-    def store(self):
+    def store(self, *, create: bool = True):
+        """The store; read-only commands pass create=False, so a mistyped workspace is an error, not an
+        empty store made on the spot."""
         from benchsmith.store import Store
-        return Store(self.settings.db_url)
+        return Store(self.settings.db_url, create=create)
 
 
 def context(ctx: typer.Context) -> Context:
@@ -88,7 +90,7 @@ def status(
     from benchsmith.status import status_tables, store_status
 
     c = context(ctx)
-    with c.store() as store:
+    with c.store(create=False) as store:
         state = store_status(store)
         refusals = store.get_verdicts(stage="ingest", passed=False) if refused else []
     if as_json:

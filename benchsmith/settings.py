@@ -207,6 +207,13 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
     return over
 
 
+def _refuse_unknown(layer: Mapping[str, Any], defaults: Mapping[str, Any], where: str) -> None:
+    unknown = set(layer) - set(defaults)
+    if unknown:
+        raise SettingsError(f"unknown settings in {where}: {', '.join(sorted(unknown))} "
+                            f"(known: {', '.join(sorted(defaults))})")
+
+
 def load_settings(path: str | Path | None = None, *, profile: str | None = None,
                   env: Mapping[str, str] | None = None) -> Settings:
     """Build the effective settings. Order, later wins: packaged defaults, the packaged profile, the user
@@ -217,11 +224,9 @@ def load_settings(path: str | Path | None = None, *, profile: str | None = None,
     if user_path is None and USER_FILE.exists():
         user_path = USER_FILE
     user = _read_yaml(user_path) if user_path else {}
-    unknown = set(user) - set(defaults)
-    if unknown:
-        raise SettingsError(f"unknown settings in {user_path}: {', '.join(sorted(unknown))} "
-                            f"(known: {', '.join(sorted(defaults))})")
+    _refuse_unknown(user, defaults, str(user_path))
     env_over = _env_overrides(env)
+    _refuse_unknown(env_over, defaults, "the environment (BENCHSMITH__SECTION__...)")
     chosen = profile or env_over.get("profile") or user.get("profile") or defaults["profile"]
     known = set(defaults.get("profiles") or {}) | set(user.get("profiles") or {})
     if chosen not in known:

@@ -66,7 +66,7 @@ def _board_conversations(c, release, hub, candidates, as_json) -> None:
     from benchsmith.console import console
     from evaluation.conveval import board_markdown, scores
 
-    with c.store() as store:
+    with c.store(create=False) as store:
         label, _conversations_now = _conversations(c, store, release, hub, candidates)
         runs = [r for r in store.eval_runs(label) if r["protocol"] == "conveval"]
         boards = [(r["model"], scores(store.conversation_evals([r["id"]]))) for r in runs]
@@ -188,7 +188,7 @@ def register(app: typer.Typer, context) -> None:
 
         c = context(ctx)
         options = c.settings.section("evaluate", EvalSettings)
-        with c.store() as store:
+        with c.store(create=False) as store:
             source = _source(c, store, release, hub, candidates)
             board = leaderboard(collect(store, source), source, options.bootstrap)
         folder = out_folder(c.settings, source.label)
@@ -230,7 +230,7 @@ def register(app: typer.Typer, context) -> None:
         from evaluation.items import flagged, item_table
 
         c = context(ctx)
-        with c.store() as store:
+        with c.store(create=False) as store:
             source = _source(c, store, release, hub, candidates)
             items = item_table(collect(store, source))
             flags = flagged(items)

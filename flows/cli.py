@@ -101,7 +101,7 @@ def register(app: typer.Typer, context) -> None:
         from flows.report import write_report
 
         c = context(ctx)
-        with c.store() as store:
+        with c.store(create=False) as store:
             path = write_report(store, out or c.settings.workspace / "reports" / (run or "all"), run,
                                 c.settings.section("review", ReviewSettings))
         console.print(f"report: {path}")

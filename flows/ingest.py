@@ -36,7 +36,8 @@ def ingest_stage(settings: Settings, run_id: str, sources: list[str], options: d
             report = ingest(store, settings.media_dir, stage.candidates, settings.ingest, label=location,
                             workers=options.get("workers", 1))
             return {"seen": report.seen, "added": report.added, "unchanged": report.unchanged,
-                    "skipped": report.skipped, "refused": dict(report.rejected)}
+                    "skipped": report.skipped, "refused": dict(report.rejected),
+                    "boxes_dropped": dict(report.dropped)}
         results[f"ingest {location}"] = run_stage(settings, run_id, f"ingest:{Path(location).name}", ingest_source,
                                                   reads=(), sections=("ingest",), input_token=token)
     results["richness"] = richness_stage(settings, run_id)

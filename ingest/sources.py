@@ -306,11 +306,16 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes | Rejected:
     return data
 
 
-def _read_row_image(dataset, index: int, column: str, max_bytes: int) -> bytes | Rejected:
+def _read_row_image(dataset, root: Path, index: int, column: str, max_bytes: int) -> bytes | Rejected:
     cell = dataset[index][column] or {}
     data = cell.get("bytes") if isinstance(cell, dict) else None
     if data is None and isinstance(cell, dict) and cell.get("path"):
-        return read_regular_file(Path(cell["path"]), max_bytes)  # checked like any file: kind, size
+        # a cell that only names a file is a path like a manifest's: relative to the dataset's folder and
+        # never outside it (a downloaded dataset must not pull the user's own files into a benchmark)
+        path = root / cell["path"]
+        if not inside(root, path):
+            return Rejected("escapes_root", f"path leaves the dataset's folder {root}")
+        return read_regular_file(path, max_bytes)  # checked like any file: kind, size
     return _read_bytes(data or b"", max_bytes)
 
 
@@ -487,13 +492,16 @@ def hf_candidates(location: Path, *, image_column: str | None = None, source: st
         raise IngestError(f"no image column in {location}; columns: {', '.join(dataset.column_names)} "
                           "(name one with --image-column)")
     dataset = dataset.cast_column(image_column, datasets.Image(decode=False))
+    root = (location if location.is_dir() else location.parent).resolve()
     others = dataset.remove_columns([image_column])  # rows without their image bytes, for the metadata
     class_labels = {name: feature for name, feature in others.features.items()
                     if isinstance(feature, datasets.ClassLabel)}
-    for index, row in enumerate(others):
+    # a dataset of images alone leaves no columns, and a table without columns has no rows to iterate
+    rows = iter(others) if others.column_names else ({} for _ in range(len(dataset)))
+    for index, row in enumerate(rows):
         # the image is read from the memory-mapped table only when its batch is ingested, so listing a
         # source of any size holds no image bytes
-        read = partial(_read_row_image, dataset, index, image_column)
+        read = partial(_read_row_image, dataset, root, index, image_column)
         name = f"{location.name}[{index}]"
         if row.get("task") or task:
             row |= {k: feature.int2str(row[k]) for k, feature in class_labels.items()
@@ -536,6 +544,7 @@ class IngestReport:
     unchanged: int = 0   # read, and already in the store
     annotated: int = 0   # task annotations added to an image that came earlier (rows sharing one image)
     rejected: Counter = field(default_factory=Counter)
+    dropped: Counter = field(default_factory=Counter)  # supplied boxes outside their image, by kind (object, ocr)
 
     def summary(self) -> str:
         parts = [f"{self.seen} seen", f"{self.added} added"]
@@ -548,6 +557,10 @@ class IngestReport:
         if self.rejected:
             parts.append(f"{sum(self.rejected.values())} refused (" +
                          ", ".join(f"{n} {rule}" for rule, n in sorted(self.rejected.items())) + ")")
+        if self.dropped:
+            parts.append(f"{sum(self.dropped.values())} supplied boxes dropped with no area inside their image (" +
+                         ", ".join(f"{n} {kind}" for kind, n in sorted(self.dropped.items())) +
+                         "; each under its image's annotations.dropped)")
         return ", ".join(parts)
 
 
@@ -697,6 +710,7 @@ class IngestStage:
                                         details={"sha256": outcome.id} if outcome.id else {}))
                 outcomes.append(runner.Outcome(subject, "failed", outcome.rule, {"name": name}))
                 continue
+            report.dropped.update(d["kind"] for d in annotations.get("dropped", []))
             relative = f"{outcome.id[:2]}/{outcome.id}{outcome.extension}"
             _write_atomic(self.media_dir / relative, outcome.data)
             new_items[outcome.id] = Image(id=outcome.id, path=relative, width=outcome.width, height=outcome.height,

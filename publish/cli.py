@@ -82,7 +82,7 @@ def register(app: typer.Typer, context) -> None:
         if unknown:
             raise PublishError(f"unknown status {', '.join(sorted(unknown))}; choose from "
                                f"{', '.join(question_stats.STATUSES)}")
-        with context(ctx).store() as store:
+        with context(ctx).store(create=False) as store:
             frame = question_stats.question_frame(store)
         tables = question_stats.stats_tables(frame, status)
         for name, frame_ in tables.items():

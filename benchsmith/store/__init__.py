@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from benchsmith.errors import BenchsmithError
 
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 import sqlalchemy as sa
 
@@ -86,11 +88,7 @@ def migrate(engine: sa.Engine, revision: str = "head") -> None:
         current = MigrationContext.configure(conn).get_current_revision()
         tables = set(sa.inspect(conn).get_table_names()) - {"alembic_version"}
         if current is None and tables:
-            raise StoreError(
-                f"the database at {engine.url.render_as_string(hide_password=True)} has tables "
-                f"({', '.join(sorted(tables)[:5])}) but no benchsmith schema version; "
-                "point BENCHSMITH_DB_URL at an empty database or a benchsmith store"
-            )
+            raise StoreError(_foreign_message(engine.url, tables))
         if current is not None and current not in known:
             raise StoreError(
                 f"this store has schema version {current}, which is newer than this benchsmith "
@@ -100,6 +98,12 @@ def migrate(engine: sa.Engine, revision: str = "head") -> None:
             return
         config.attributes["connection"] = conn
         command.upgrade(config, revision)
+
+
+def _foreign_message(url: sa.URL, tables: set[str]) -> str:
+    return (f"the database at {url.render_as_string(hide_password=True)} has tables "
+            f"({', '.join(sorted(tables)[:5])}) but no benchsmith schema version; "
+            "point BENCHSMITH_DB_URL at an empty database or a benchsmith store")
 
 
 def _stored_revision(engine: sa.Engine) -> str | None:
@@ -133,9 +137,57 @@ def _check_url(url: str) -> None:
                                      "store, or at a new file to start one")
 
 
-def damaged_store_message(where: str, exc: sa.exc.DatabaseError) -> str:
-    return (f"the store{where} is damaged ({exc.orig}); restore it from your last backup or copy "
+def damaged_store_message(where: str, exc: sa.exc.DatabaseError | sqlite3.DatabaseError | str) -> str:
+    why = exc.orig if isinstance(exc, sa.exc.DatabaseError) else exc
+    return (f"the store{where} is damaged ({why}); restore it from your last backup or copy "
             "(for SQLite, the .db file together with its -wal file), or move it aside to start a new store")
+
+
+def _sqlite_path(url: str) -> Path | None:
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    return Path(parsed.database).expanduser().resolve()
+
+
+# Files this process found sound: a build opens its store once per stage, and pays the check once.
+_SOUND: set[Path] = set()
+
+
+def _inspect_sqlite(path: Path) -> bool:
+    """Whether the file holds a benchsmith schema, read through a read-only connection before any
+    writing pragma: a foreign or damaged file is refused untouched."""
+    if path in _SOUND:
+        return True
+    where = f" at {path}"
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=60)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the store{where}: {exc}") from None
+    try:
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "alembic_version" not in tables:
+            raise StoreError(_foreign_message(sa.make_url(f"sqlite:///{path}"), tables))
+        # quick_check reads every page once (O(N), no index cross-checks): damage is found on open, not
+        # half-way through a command that would otherwise go on over missing rows
+        found = [row for (row,) in conn.execute("PRAGMA quick_check(3)")]
+        if found != ["ok"]:
+            problems = [line for row in found for line in row.splitlines() if not line.startswith("***")]
+            raise StoreError(damaged_store_message(where, "; ".join(problems)))
+    except sqlite3.OperationalError as exc:
+        raise StoreError(f"cannot open the store{where}: {exc}") from None
+    except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
+        raise StoreError(damaged_store_message(where, exc)) from None
+    finally:
+        conn.close()
+    if "alembic_version" in tables:
+        _SOUND.add(path)
+    return "alembic_version" in tables
+
+
+def _missing_message(where: str) -> str:
+    return (f"there is no benchsmith store at {where}; run `benchsmith ingest` or `benchsmith build` to start "
+            "one, or point --workspace (or BENCHSMITH_DB_URL) at the store you mean")
 
 
 class Store(
@@ -144,14 +196,25 @@ class Store(
 ):
     """All persistent state. Methods are grouped by record in the mixins beside this file."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        """Open (migrating) the store at `url`; with create=False (read-only commands) a store that is not
+        there yet is an error naming where it was looked for, and nothing is created."""
         self.url = url
         _check_url(url)
-        if url.startswith("sqlite:///"):
-            Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        path = _sqlite_path(url)
+        if path is not None:
+            exists = path.is_file() and path.stat().st_size > 0 and _inspect_sqlite(path)
+            if not exists and not create:
+                raise StoreError(_missing_message(str(path)))
+            path.parent.mkdir(parents=True, exist_ok=True)
         self.engine = _make_engine(url)
         try:
+            if path is None and not create and _stored_revision(self.engine) is None:
+                raise StoreError(_missing_message(sa.make_url(url).render_as_string(hide_password=True)))
             migrate(self.engine)
+        except StoreError:
+            self.engine.dispose()
+            raise
         except sa.exc.OperationalError as exc:
             self.engine.dispose()
             raise StoreError(

@@ -46,6 +46,18 @@ def test_bad_files_are_summarised_and_the_run_still_succeeds(tmp_path):
     assert "readme.png" in listed and "not an image Pillow can read" in listed
 
 
+def test_supplied_boxes_outside_their_image_are_counted_with_their_reason_in_the_summary(tmp_path):
+    Image.new("RGB", (64, 48), (9, 9, 9)).save(tmp_path / "a.png")
+    row = {"path": "a.png",
+           "objects": [{"label": "cup", "box_px": [4, 4, 30, 30]}, {"label": "dog", "bbox": [200, 10, 20, 20]}],
+           "ocr": [{"text": "EXIT", "box_px": [70, 50, 90, 60]}]}
+    (tmp_path / "coco.jsonl").write_text(json.dumps(row) + "\n")
+    result = run("ingest", "coco.jsonl", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert ("1 added, 0 already in the store, 2 supplied boxes dropped with no area inside their image "
+            "(1 object, 1 ocr; each under its image's annotations.dropped)") in result.stdout
+
+
 def test_user_errors_are_one_clear_line_and_exit_code_2(tmp_path):
     missing = run("ingest", "nowhere", cwd=tmp_path)
     assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
@@ -54,6 +66,15 @@ def test_user_errors_are_one_clear_line_and_exit_code_2(tmp_path):
     assert secret.returncode == 2 and "secrets come only from the environment" in secret.stderr
     unreachable = run("status", cwd=tmp_path / "..", env={"BENCHSMITH_DB_URL": "postgresql+psycopg://x@127.0.0.1:1/x"})
     assert unreachable.returncode == 2 and "cannot open the store" in unreachable.stderr
+
+
+def test_an_unknown_section_is_refused_from_the_environment_as_from_a_settings_file(tmp_path):
+    from_env = run("config", "show", cwd=tmp_path, env={"BENCHSMITH__NOPE__X": "1"})
+    assert from_env.returncode == 2 and "unknown settings in the environment" in from_env.stderr
+    assert "nope" in from_env.stderr
+    (tmp_path / "benchsmith.yaml").write_text("nope:\n  x: 1\n")
+    from_file = run("config", "show", cwd=tmp_path)
+    assert from_file.returncode == 2 and "unknown settings in benchsmith.yaml: nope" in from_file.stderr
 
 
 def test_config_show_masks_secrets(tmp_path):

@@ -12,6 +12,7 @@ from PIL import Image
 
 from ingest.sources import candidates_for, ingest
 from benchsmith.settings import IngestSettings
+from tests.faults.conftest import run_cli
 from tests.ingest.test_sources import png
 
 SETTINGS = IngestSettings(min_side=16, max_pixels=10_000_000, batch_size=4, max_bytes=1_000_000)
@@ -52,6 +53,23 @@ def test_a_manifest_row_naming_a_symlink_loop_is_refused_and_the_good_rows_are_i
     assert refusals(store, "m") == {"loop_a.jpg": "unreadable"}
     [verdict] = store.get_verdicts(stage="ingest")
     assert "symlink loop" in verdict.reason
+
+
+def test_dataset_cells_naming_files_outside_the_dataset_folder_are_refused_like_manifest_paths(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "downloaded"
+    png(data / "img" / "in.png")
+    png(tmp_path / "private.png", (1, 2, 3))
+    cells = [{"bytes": None, "path": p}
+             for p in ("img/in.png", "../private.png", str(tmp_path / "private.png"), "/etc/passwd")]
+    pq.write_table(pa.table({"image": cells}), data / "rows.parquet")
+    result = run_cli("ingest", "rows.parquet", "--image-column", "image", cwd=data,
+                     env={"BENCHSMITH_WORKSPACE": str(tmp_path / "ws")})
+    assert result.returncode == 0, result.stderr
+    assert "1 added" in result.stdout and "3 refused (3 escapes_root)" in result.stdout
+    assert len([f for f in (tmp_path / "ws" / "media").rglob("*") if f.is_file()]) == 1
 
 
 def test_special_files_in_a_folder_are_refused_without_opening_them(store, tmp_path):

@@ -39,10 +39,48 @@ def test_a_store_url_that_names_no_store_is_a_one_line_error(tmp_path, make, exp
                          ids=["zero-bytes", "missing-path"])
 def test_an_empty_or_missing_store_file_becomes_a_new_store(tmp_path, make):
     path = make(tmp_path)
-    result = run_cli("status", cwd=tmp_path, env={"BENCHSMITH_WORKSPACE": str(tmp_path / "ws"),
-                                                  "BENCHSMITH_DB_URL": f"sqlite:///{path}"})
+    (tmp_path / "no_images").mkdir()
+    result = run_cli("ingest", "no_images", cwd=tmp_path, env={"BENCHSMITH_WORKSPACE": str(tmp_path / "ws"),
+                                                                "BENCHSMITH_DB_URL": f"sqlite:///{path}"})
     assert result.returncode == 0, result.stderr
     assert path.read_bytes().startswith(b"SQLite format 3")
+
+
+READ_ONLY_COMMANDS = [["status"], ["stats"], ["report"], ["review", "status"], ["review", "annotators", "list"],
+                      ["eval", "board"], ["eval", "items"]]
+
+
+@pytest.mark.parametrize("command", READ_ONLY_COMMANDS, ids=" ".join)
+def test_a_read_only_command_on_a_store_that_is_not_there_says_where_it_looked_and_creates_nothing(tmp_path, command):
+    line = one_line_error(run_cli("--workspace", "mistyped", *command, cwd=tmp_path))
+    assert f"there is no benchsmith store at {tmp_path / 'mistyped' / 'benchsmith.db'}" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["status"], ["ingest", "no_images"]], ids=" ".join)
+def test_another_applications_database_is_refused_without_being_touched(tmp_path, command):
+    path = other_app(tmp_path)
+    (tmp_path / "no_images").mkdir()
+    before = path.read_bytes()
+    line = one_line_error(run_cli(*command, cwd=tmp_path, env={"BENCHSMITH_DB_URL": f"sqlite:///{path}"}))
+    assert "no benchsmith schema version" in line
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["no_images", "other.sqlite"]
+
+
+def test_a_store_with_a_table_overwritten_is_refused_with_the_restore_advice(tmp_path):
+    path = tmp_path / "bench" / "benchsmith.db"
+    assert run_cli("scenes", "make", "--n", "3", "--out", "scenes", cwd=tmp_path).returncode == 0
+    assert run_cli("ingest", "scenes/manifest.jsonl", cwd=tmp_path).returncode == 0
+    assert run_cli("extract", cwd=tmp_path).returncode == 0
+    with sqlite3.connect(path) as conn:  # fold the log into the file, then write garbage over the facts' root page
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'facts'").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    with path.open("r+b") as handle:
+        handle.seek((root - 1) * size)
+        handle.write(b"\xab" * size)
+    line = one_line_error(run_cli("generate", cwd=tmp_path))
+    assert "is damaged" in line and "restore it from your last backup" in line
 
 
 def jpeg(folder):

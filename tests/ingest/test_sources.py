@@ -167,6 +167,19 @@ def test_a_saved_hugging_face_dataset_and_parquet_files_are_sources(store, tmp_p
     assert sorted(i.annotations["captions"][0] for i in store.get_items()) == ["x", "y", "z"]
 
 
+def test_a_dataset_of_images_alone_ingests_every_row(tmp_path):
+    import datasets
+
+    from tests.faults.conftest import run_cli
+
+    images = [Image.new("RGB", (32, 32), (i * 60, 0, 0)) for i in range(3)]
+    datasets.Dataset.from_dict({"image": images}, features=datasets.Features({"image": datasets.Image()})) \
+        .to_parquet(str(tmp_path / "only_images.parquet"))
+    result = run_cli("ingest", "only_images.parquet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "3 seen, 3 added" in result.stdout
+
+
 def test_a_missing_source_is_a_clear_error(tmp_path):
     with pytest.raises(IngestError, match="does not exist"):
         candidates_for(tmp_path / "nowhere")
