@@ -13,11 +13,12 @@ DEMO   ?= demo
 SCENES ?= 40
 IMAGES ?=
 VERSION ?= v1
-# The demo's local Label Studio admin: random credentials made once and kept in $(DEMO)/labelstudio.env.
+# The demo's local Label Studio: random admin credentials and a free port, made once and kept in
+# $(DEMO)/labelstudio.env, readable by you alone.
 DEMO_ENV := $(DEMO)/labelstudio.env
 WITH_LS := set -a && . ./labelstudio.env && set +a &&
 
-.PHONY: install install-dev system-deps demo finish test-deps test lock check-locks
+.PHONY: install install-dev system-deps demo demo-run finish test-deps test lock check-locks
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import platform, sys; sys.exit(0 if sys.version_info[:2] == (3, 11) and sys.platform == "linux" and platform.machine() == "x86_64" else "the locks in locks/ are for CPython 3.11 on Linux x86_64; this is Python " + platform.python_version() + " on " + sys.platform + " " + platform.machine() + ": point PYTHON= at a 3.11, or resolve locks for yours (README, Locked installs)")'
@@ -52,19 +53,30 @@ system-deps:                    ## Debian packages: PostgreSQL, a TrueType font,
 	fi
 
 demo: install                   ## oracle scenes (and IMAGES=...) through build, pushed to a local Label Studio
-	$(BIN)/benchsmith labelstudio install
+	@$(MAKE) --no-print-directory demo-run
+
+# The umask is set before the redirect opens the file: `{ umask 077; ...; } > f` would open f first.
+$(DEMO_ENV):
 	mkdir -p $(DEMO)
-	test -f $(DEMO_ENV) || { umask 077; \
+	umask 077 && { \
+	  echo "LABEL_STUDIO_URL=http://127.0.0.1:$$($(PYTHON) -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"; \
 	  echo "LABEL_STUDIO_USERNAME=admin@benchsmith.local"; \
 	  echo "LABEL_STUDIO_PASSWORD=$$($(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(12))')"; \
-	  echo "LABEL_STUDIO_API_KEY=$$($(PYTHON) -c 'import secrets; print(secrets.token_hex(20))')"; } > $(DEMO_ENV)
-	cd $(DEMO) && $(WITH_LS) { $(PYTHON) -c "import urllib.request as u; u.urlopen('http://127.0.0.1:8080/api/version', timeout=3)" \
-	  2>/dev/null || ../$(BIN)/benchsmith labelstudio up --detach; }
-	cd $(DEMO) && $(WITH_LS) ../$(BIN)/benchsmith build --scenes $(SCENES) $(abspath $(IMAGES))
-	cd $(DEMO) && ../$(BIN)/benchsmith status
+	  echo "LABEL_STUDIO_API_KEY=$$($(PYTHON) -c 'import secrets; print(secrets.token_hex(20))')"; } > $@.new && mv $@.new $@
+
+demo-run: $(DEMO_ENV)           ## make demo without installing: Label Studio up (once), build, status
+	$(BIN)/benchsmith labelstudio install
+	chmod 600 $(DEMO_ENV)  # made readable by all before the umask came first
+	test -f $(DEMO)/benchsmith.yaml || cp data/demo.yaml $(DEMO)/benchsmith.yaml
+	cd $(DEMO) && $(WITH_LS) $(abspath $(BIN))/benchsmith labelstudio up --detach
+	cd $(DEMO) && $(WITH_LS) $(abspath $(BIN))/benchsmith build --scenes $(SCENES) $(abspath $(IMAGES))
+	cd $(DEMO) && $(abspath $(BIN))/benchsmith status
+	@. $(DEMO_ENV) && echo "Review alone: log in at $$LABEL_STUDIO_URL as $$LABEL_STUDIO_USERNAME (password in $(DEMO_ENV));" \
+	  "each question needs one review here (review.overlap in $(DEMO)/benchsmith.yaml). Then: make finish." \
+	  "Stop the server with: cd $(DEMO) && $(abspath $(BIN))/benchsmith labelstudio down"
 
 finish:                         ## after review: pull, reconcile, publish VERSION, report
-	cd $(DEMO) && $(WITH_LS) ../$(BIN)/benchsmith finish --version $(VERSION)
+	cd $(DEMO) && $(WITH_LS) $(abspath $(BIN))/benchsmith finish --version $(VERSION)
 
 test-deps: install-dev system-deps   ## Label Studio's and lmms-eval's own venvs and the browser driver the tests use
 	$(BIN)/benchsmith labelstudio install

@@ -211,11 +211,14 @@ def register(app: typer.Typer, context) -> None:
         and LABEL_STUDIO_API_KEY (its API token, which the review commands use too). Data lives in
         <workspace>/labelstudio; images are served from the media folder. Installs the server first if needed.
         """
-        from annotation.server import annotator_guide, install, start, stop
+        from annotation.server import annotator_guide, healthy, install, running, start, stop
         from annotation.settings import ReviewSettings
 
         settings = context(ctx).settings
         review = settings.section("review", ReviewSettings)
+        if detach and running(settings) and healthy(settings.services.label_studio_url):
+            console.print(annotator_guide(settings, review))
+            return
         install(review)
         process = start(settings, review)
         console.print(annotator_guide(settings, review))
@@ -230,14 +233,17 @@ def register(app: typer.Typer, context) -> None:
     @server_app.command("down")
     def labelstudio_down(ctx: typer.Context) -> None:
         """Stop a server started with `benchsmith labelstudio up --detach`."""
-        from annotation.server import data_dir, stop
+        from annotation.server import data_dir, running, stop
 
-        pid_file = data_dir(context(ctx).settings) / "server.pid"
-        if not pid_file.exists():
-            console.print("no server started from this workspace is running")
+        settings = context(ctx).settings
+        pid = running(settings)
+        (data_dir(settings) / "server.pid").unlink(missing_ok=True)
+        if pid is None:
+            console.print(f"no server started from the workspace {settings.workspace} is running (`up` and `down` "
+                          "go by the workspace: run `down` where you ran `up`, or pass --workspace)",
+                          highlight=False, markup=False)
             return
-        stop(int(pid_file.read_text()))
-        pid_file.unlink()
+        stop(pid)
         console.print("stopped")
 
 

@@ -45,7 +45,7 @@ def label_config(settings: ReviewSettings, second_look: bool = False) -> str:
   <Choices name="answer" toName="image" choice="single-radio" value="$options" showInline="false"/>
   <View style="margin-top: 1em">
     <Header value="Evaluation dimension" size="5"/>
-    <Choices name="dimension" toName="image" choice="single" showInline="true" value="$dimensions"/>
+    <Choices name="dimension" toName="image" choice="single-radio" showInline="true" value="$dimensions"/>
   </View>
 {keep_or_discard("question", settings.discard_reasons, comment)}
 </View>

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from annotation.client import Server, submitted_annotations
 from annotation.labeling import to_review
-from annotation.reconcile import Agreement, Decision, agreement_by_dimension, decide
+from annotation.reconcile import ADJUDICATION, Agreement, Decision, agreement_by_dimension, decide
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import Registry
 from benchsmith.records import Question, Review, Verdict
@@ -43,11 +43,12 @@ class PullReport:
 
 def pull_line(counts: dict) -> str:
     """One line on a pull, from `PullReport.as_dict()` (which is also what the finish flow returns)."""
-    outcomes = ", ".join(f"{counts[k]} {k}" for k in ("accepted", "rejected", "flagged", "waiting"))
     unreadable = f"; {counts['unreadable']} annotations not understood" if counts["unreadable"] else ""
     looks = counts.get("second_looks") or {}
     second = ("; second looks: " + ", ".join(f"{n} {outcome}" for outcome, n in sorted(looks.items()))) if looks else ""
-    return f"{counts['new_reviews']} new reviews; in review before this pull: {outcomes}{unreadable}{second}"
+    return (f"{counts['new_reviews']} new reviews; decided now: {counts['accepted']} accepted, {counts['rejected']} "
+            f"rejected; still in review: {counts['flagged']} tied (waiting for a deciding annotation), "
+            f"{counts['waiting']} waiting for reviews{unreadable}{second}")
 
 
 def fetch_reviews(server: Server, project_ids: set[int], registry: Registry,
@@ -110,7 +111,7 @@ def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dic
     counts = {
         "tasks in Label Studio": sum(task is not None for _, task in tasks.values()),
         "push unconfirmed (rerun push)": sum(task is None for _, task in tasks.values()),
-        "in review, waiting for annotators": pending["waiting"],
+        f"in review, waiting for {review.overlap} review(s) each (review.overlap)": pending["waiting"],
         "in review, flagged for adjudication": pending["flagged"],
         "in review, decided at next pull": pending["accepted"] + pending["rejected"],
         "accepted": by_status["accepted"],
@@ -154,7 +155,7 @@ def _record(store: Store, decisions: list[Decision]) -> None:
         store.move_questions([d.question_id for d in group], "rejected", stage=STAGE, reason=reason, verdicts_to_add=[
             _verdict(d.question_id, False, reason, {"reasons": list(d.reasons), "comments": list(d.comments)})
             for d in group])
-    store.add_verdicts([_verdict(d.question_id, False, "needs adjudication: no majority on " + " and ".join(d.reasons),
+    store.add_verdicts([_verdict(d.question_id, False, f"{ADJUDICATION}: no majority on " + " and ".join(d.reasons),
                                  {"unsettled": list(d.reasons), "n_reviews": d.n_reviews})
                         for d in decisions if d.outcome == "flagged"])
 

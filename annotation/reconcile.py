@@ -18,6 +18,7 @@ from typing import Literal
 from benchsmith.records import Question, Review
 
 Outcome = Literal["accepted", "rejected", "flagged", "waiting"]
+ADJUDICATION = "needs adjudication"  # the reason of a tie's verdict: not a failure, it waits for one more review
 
 
 @dataclass(frozen=True)

@@ -114,27 +114,64 @@ def healthy(url: str) -> bool:
         return False
 
 
+def running(settings: Settings) -> int | None:
+    """The pid of the server started from this workspace (`up --detach`), if it is still alive."""
+    pid_file = data_dir(settings) / "server.pid"
+    try:
+        pid = int(pid_file.read_text())
+        os.killpg(pid, 0)
+    except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
+        return None
+    return pid
+
+
+def port_holder(port: int) -> str:
+    """What listens on a local TCP port, as "process PID (command)", from /proc; "" where that cannot be told
+    (not Linux, or another user's process)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: listening
+                inodes.add(f"socket:[{fields[9]}]")
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            if any(os.readlink(fd) in inodes for fd in fd_dir.iterdir()):
+                command = (fd_dir.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                return f"process {fd_dir.parent.name} ({command.strip()[:200]})"
+        except OSError:
+            continue
+    return ""
+
+
 def start(settings: Settings, review: ReviewSettings, env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start the server and wait until it answers. Label Studio takes another port without saying so
-    when the one asked for is busy, so a busy port is an error here."""
+    when the one asked for is busy, and another server on our port would take our pushes and refuse our
+    token, so a busy port is an error here, naming what holds it."""
     host, port = host_port(settings)
     url = settings.services.label_studio_url
-    if healthy(url):
-        raise LabelStudioError(f"a server already answers at {url}")
     with socket.socket() as sock:
         if sock.connect_ex((host, port)) == 0:
-            raise LabelStudioError(f"port {port} is in use by something else; choose another in LABEL_STUDIO_URL")
+            holder = port_holder(port)
+            what = "a Label Studio not started from this workspace" if healthy(url) else "something else"
+            raise LabelStudioError(f"port {port} is held by {holder or what}; stop it, or choose a free port in "
+                                   f"LABEL_STUDIO_URL (workspace {settings.workspace})")
     command = executable(review)
     if not command.exists():
         raise LabelStudioError(f"Label Studio is not installed at {command.parent.parent}; run "
                                "`benchsmith labelstudio install` first")
     folder = data_dir(settings)
     folder.mkdir(parents=True, exist_ok=True)
-    log = open(folder / "server.log", "ab")
+    folder.chmod(0o700)  # its database holds the admin's token in plain text
+    log = os.fdopen(os.open(folder / "server.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
     process = subprocess.Popen(
         [str(command), "start", "--no-browser", "--internal-host", host, "--port", str(port), "--data-dir",
          str(folder)], env=server_environment(settings, review, env), stdout=log, stderr=subprocess.STDOUT,
-        cwd=folder, start_new_session=True)
+        cwd=folder, start_new_session=True, umask=0o077)
     log.close()
     deadline = time.time() + START_TIMEOUT_S
     while not healthy(url):

@@ -126,8 +126,13 @@ def _fail(message: str) -> None:
 
 
 def main() -> None:
+    import os
+
     import sqlalchemy as sa
 
+    # The store, the media and Label Studio's data (which holds the admin's token) are the user's alone:
+    # everything this process and the servers it starts write is closed to other local users.
+    os.umask(os.umask(0o077) | 0o077)
     try:
         app()
     except BenchsmithError as exc:

@@ -15,14 +15,35 @@ console = Console(stderr=False, soft_wrap=True, width=None if sys.stdout.isatty(
 errors = Console(stderr=True, soft_wrap=True)
 
 
-@contextmanager
-def progress_bar(description: str, total: int | None) -> Iterator:
-    """Yields advance(n). Quiet when output is not a terminal, apart from the final line."""
+def _progress() -> Progress:
+    """Bars on stderr with counts, time taken and time left; nothing when stderr is not a terminal."""
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TimeRemainingColumn())
-    with Progress(*columns, console=errors, transient=False, disable=not errors.is_terminal) as progress:
+    return Progress(*columns, console=errors, transient=False, disable=not errors.is_terminal)
+
+
+@contextmanager
+def progress_bar(description: str, total: int | None) -> Iterator:
+    """Yields advance(n)."""
+    with _progress() as progress:
         task = progress.add_task(description, total=total)
         yield lambda n=1: progress.advance(task, n)
+
+
+@contextmanager
+def stage_progress() -> Iterator[None]:
+    """A bar for every runner stage run inside, however deep (the stages of a Prefect flow)."""
+    from benchsmith import runner
+
+    with _progress() as progress:
+        def start(name: str, total: int):
+            task = progress.add_task(name, total=total)
+            return lambda n=1: progress.advance(task, n)
+        runner.progress_for = start
+        try:
+            yield
+        finally:
+            runner.progress_for = None
 
 
 def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Table:

@@ -74,7 +74,7 @@ class StageReport:
 
 
 class Stage(Protocol):
-    name: str
+    name: str  # the work ledger's name; an optional `label` names the stage to people where they differ
 
     def config_key(self) -> str: ...
 
@@ -85,6 +85,11 @@ class Stage(Protocol):
     def process(self, units: Sequence[Any]) -> Iterator[tuple[Any, Any]]: ...
 
     def commit(self, store, pairs: list[tuple[Any, Any]], report: StageReport) -> list[Outcome]: ...
+
+
+# Set while a command shows progress for stages it does not call itself (`build` runs them inside Prefect
+# flows): given the stage's name and how many units it has to do, it returns advance(n).
+progress_for: Callable[[str, int], Callable[[int], None]] | None = None
 
 
 def config_key(*parts: Any) -> str:
@@ -140,6 +145,8 @@ def run(stage: Stage, store, *, window: int = 64, commit_every: int | None = Non
     if limit is not None:
         units = units[:limit]
     report.pending = len(units)
+    if progress is None and progress_for is not None and units:
+        progress = progress_for(getattr(stage, "label", stage.name), len(units))
     if workers > 1 and len(units) > window:
         _run_forked(stage, store, units, workers, window, commit_every or window, report, progress)
     else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import shutil
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,12 +35,18 @@ def _quad(points: Any, width: int, height: int) -> tuple:
                  for x, y in np.asarray(points, dtype=float).reshape(-1, 2)[:4])
 
 
+def is_text(text: str) -> bool:
+    """Whether a line read is writing: it holds a letter or a digit of some script. OCR models read drawn
+    shapes as symbols ("□", "■", "○"), which would become options of text questions."""
+    return any(unicodedata.category(char)[0] in "LN" for char in text)
+
+
 class _OCRBackend(Backend):
     def _lines(self, image: Image, pixels, lines) -> list[Fact]:
         width, height = pixels.size
         return [self.fact(image, "ocr", " ".join(str(text).split()), quad=_quad(points, width, height),
                           score=round(float(score), 4))
-                for points, text, score in lines if str(text).strip() and float(score) >= self.params.min_score]
+                for points, text, score in lines if is_text(str(text)) and float(score) >= self.params.min_score]
 
 
 class RapidOCRParams(OCRParams):

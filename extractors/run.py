@@ -71,6 +71,7 @@ class ExtractStage:
         self.settings = settings
         self.store: Store | None = None
         self.loaded = False
+        self.label = f"extract {extractor.name}"
 
     def config_key(self) -> str:
         return self.extractor.key

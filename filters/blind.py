@@ -142,6 +142,7 @@ class BlindStage:
     """The blind filter as a runner stage: subjects are candidate questions, results their verdicts."""
 
     name = STAGE
+    label = "blind filter"
 
     def __init__(self, config: BlindSettings, solvers: Sequence[Solver], pool: Sequence[str] | None = None) -> None:
         self.config = config

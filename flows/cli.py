@@ -34,19 +34,24 @@ def register(app: typer.Typer, context) -> None:
         again. Prefect runs in ephemeral mode unless PREFECT_API_URL points at a server. Review tasks are
         pushed when LABEL_STUDIO_API_KEY is set (see `benchsmith labelstudio up`). Ends with a run report.
         """
+        from benchsmith.console import stage_progress
         from flows.build import run_build
 
         c = context(ctx)
         check_task_kind(c.settings, task)
-        summary = run_build(c.settings, sources or [], scenes=scenes, scenes_seed=scenes_seed,
-                            ingest_options={"source": source, "license": license, "image_column": image_column,
-                                            "workers": workers, "task": task})
+        with stage_progress():
+            summary = run_build(c.settings, sources or [], scenes=scenes, scenes_seed=scenes_seed,
+                                ingest_options={"source": source, "license": license, "image_column": image_column,
+                                                "workers": workers, "task": task})
         _print_summary(summary)
         if "skipped" not in summary["review"]:
-            from annotation.server import annotator_guide
             from annotation.settings import ReviewSettings
 
-            console.print(annotator_guide(c.settings, c.settings.section("review", ReviewSettings)))
+            review = c.settings.section("review", ReviewSettings)
+            console.print(f"Questions wait for review in Label Studio at {c.settings.services.label_studio_url}, "
+                          f"project \"{review.project}\", {review.overlap} review(s) each (review.overlap). "
+                          "`benchsmith labelstudio up` prints the annotators' guide; `benchsmith review annotators "
+                          "invite` the signup link to send them.", highlight=False, markup=False)
 
 
     @app.command()
@@ -65,12 +70,14 @@ def register(app: typer.Typer, context) -> None:
         """
         from annotation.cli import print_round
         from annotation.pull import pull_line
+        from benchsmith.console import stage_progress
         from publish.cli import release_table
         from flows.build import finish_flow
         from flows.tasks import on_task_runner
 
         c = context(ctx)
-        summary = on_task_runner(finish_flow, c.settings)(c.settings, version, push)
+        with stage_progress():
+            summary = on_task_runner(finish_flow, c.settings)(c.settings, version, push)
         console.print(f"[bold]run[/]: {escape(summary['run'])}")
         console.print(f"[bold]review[/]: {escape(pull_line(summary['review']))}")
         with c.store() as store:
@@ -107,16 +114,42 @@ def register(app: typer.Typer, context) -> None:
         console.print(f"report: {path}")
 
 
-def _print_summary(summary: dict) -> None:
-    def show(name: str, result) -> None:
-        if isinstance(result, dict) and result.get("cached"):
-            result = "inputs unchanged since its last run: nothing to do" + (
-                f" (last report: {result['report']})" if "report" in result else "")
-        console.print(f"[bold]{escape(name)}[/]: {escape(str(result))}")
+# Keys of a stage's stats that are for machines (cache keys, the stage's internal name) or have a column.
+HIDDEN = {"key", "config_key", "stage", "seconds", "cached", "shards"}
 
-    for stage, result in summary.items():
-        if isinstance(result, dict) and result and all(isinstance(v, dict) for v in result.values()):
-            for name, value in result.items():
-                show(name, value)
+
+def _outcome(result) -> str:
+    """A stage's stats in words: its non-zero counts, nested counts after their name, the rest as text."""
+    if not isinstance(result, dict):
+        return str(result)
+    if result.get("cached"):
+        return "inputs unchanged since its last run: nothing to do" + (
+            f" (last report: {result['report']})" if "report" in result else "")
+    parts = []
+    for key, value in result.items():
+        name = key.replace("_", " ")
+        if key in HIDDEN or value in (0, 0.0, {}, [], "", None):
+            continue
+        if isinstance(value, dict):
+            parts.append(f"{name}: " + ", ".join(f"{k} {v}" for k, v in value.items()))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            parts.append(f"{value:,} {name}" if isinstance(value, int) else f"{value:g} {name}")
         else:
-            show(stage, result)
+            parts.append(f"{name}: {value}")
+    return ", ".join(parts) or "nothing to do"
+
+
+def _print_summary(summary: dict) -> None:
+    """One row per stage (an extractor, a generator: each its own) with what it did and how long it took."""
+    from benchsmith.console import table
+
+    rows = []
+    for stage, result in summary.items():
+        if stage == "run":
+            continue
+        nested = isinstance(result, dict) and result and all(isinstance(v, dict) for v in result.values())
+        for name, value in (result.items() if nested else [(stage, result)]):
+            seconds = value.get("seconds") if isinstance(value, dict) else None
+            rows.append((name, _outcome(value), f"{seconds:.1f} s" if seconds else ""))
+    console.print(f"[bold]run[/]: {escape(summary['run'])}")
+    console.print(table("build", ["stage", "result", "time"], rows))

@@ -13,31 +13,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from annotation.reconcile import ADJUDICATION
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import registry
-from publish.stats import answer_balance, plot_answer_balance, question_frame
+from publish.stats import FUNNEL_STEPS, answer_balance, plot_answer_balance, question_frame
 from benchsmith.store import Store
 
-ADJUDICATION = "needs adjudication"  # the reason review records on a tie (annotation/pull.py)
-FUNNEL_STEPS = ["generated", "passed quality", "passed blind filter", "accepted in review", "published"]
-
-
-def funnel_by_dimension(store: Store, frame: pd.DataFrame) -> pd.DataFrame:
+def funnel_by_dimension(frame: pd.DataFrame) -> pd.DataFrame:
     """Per dimension, how many questions got at least as far as each step."""
-    failed = {stage: {v.subject_id for v in store.get_verdicts(stage=stage, passed=False, subject_kind="question")}
-              for stage in ("quality", "blind")}
-    passed_blind = {v.subject_id for v in store.get_verdicts(stage="blind", passed=True, subject_kind="question")}
-    rows = []
-    for (dimension, category), group in frame.groupby(["dimension_id", "category"]):
-        ids = set(group["question_id"])
-        status = dict(zip(group["question_id"], group["status"]))
-        after_quality = ids - failed["quality"]
-        after_blind = {q for q in after_quality if q in passed_blind or status[q] not in ("candidate", "dropped")}
-        accepted = {q for q in ids if status[q] in ("accepted", "published")}
-        published = {q for q in ids if status[q] == "published"}
-        rows.append({"dimension_id": dimension, "category": category, "generated": len(ids),
-                     "passed quality": len(after_quality), "passed blind filter": len(after_blind),
-                     "accepted in review": len(accepted), "published": len(published)})
+    rows = [{"dimension_id": dimension, "category": category,
+             **{step: int((group["reached"] >= i).sum()) for i, step in enumerate(FUNNEL_STEPS)}}
+            for (dimension, category), group in frame.groupby(["dimension_id", "category"])]
     return pd.DataFrame(rows, columns=["dimension_id", "category", *FUNNEL_STEPS])
 
 
@@ -89,7 +75,8 @@ def review_section(store: Store, review: ReviewSettings) -> list[str]:
             "key, how often they moved the question to another dimension, and how often they discarded it and "
             "why. A high rate is the main sign of a broken generator or of careless annotators.\n",
             _markdown(signal),
-            f"Waiting in review: {pending['waiting']} for annotators, {pending['flagged']} for a deciding "
+            f"Waiting in review: {pending['waiting']} for annotators ({review.overlap} review(s) each, "
+            f"review.overlap), {pending['flagged']} for a deciding "
             "annotation (a tie; not a failure: `benchsmith review status --flagged` lists them).\n"]
 
 
@@ -127,7 +114,7 @@ def write_report(store: Store, out_dir: Path, run_id: str | None = None,
     section) says how many reviews decide a question."""
     out_dir.mkdir(parents=True, exist_ok=True)
     frame = question_frame(store)
-    funnel = funnel_by_dimension(store, frame)
+    funnel = funnel_by_dimension(frame)
     balance = answer_balance(frame[frame["status"].isin(["candidate", "in_review", "accepted", "published"])])
     costs = llm_costs(store)
     sections = [f"# benchsmith run report{f' — run {run_id}' if run_id else ''}\n",

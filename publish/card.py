@@ -129,11 +129,16 @@ def render_card(*, settings: PublishSettings, version: str, date: str, repo: str
     generators = sorted({f"{e.generator} ({e.model})" if e.model else e.generator for e in entries})
     meta = yaml.dump(metadata(settings, shards, counts, sizes, conversation_shards), Dumper=_PlainDumper, sort_keys=False,
                      allow_unicode=True).strip()
+    # A release not uploaded (yet) is loaded from its folder; the card never holds a local path.
+    where = repo or f"path/to/{version}"
     return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
         metadata=meta, pretty_name=settings.pretty_name, description=settings.description, version=version,
         date=date, n_questions=len(entries), n_dimensions=len(shards),
         n_image=sum(e.data_type == "image" for e in entries), n_video=sum(e.data_type == "video" for e in entries),
-        repo=repo, split=settings.split, example_config=next(iter(shards)), tsv=tsv, name=settings.name,
+        where=where, split=settings.split,
+        where_note="" if repo else "# the path of this release's folder (it is not on the Hub)",
+        download=f"hf download {repo} --repo-type dataset --local-dir {settings.name}" if repo else "",
+        local_folder=settings.name if repo else where, example_config=next(iter(shards)), tsv=tsv,
         lmms_task=lmms_task, lmms_hub=lmms_eval_hub_note(lmms_task, repo, version, hub_task),
         dimension_table=markdown_table(tables["dimension_counts"]), extractors=_listing(extractors),
         generators=_listing(generators), filter_summary=filter_summary(blind), checks_table=markdown_table(checks),
@@ -141,7 +146,7 @@ def render_card(*, settings: PublishSettings, version: str, date: str, repo: str
         review_summary=review_summary(entries), signal_table=markdown_table(signal),
         funnel_table=markdown_table(tables["funnel"]), answer_table=markdown_table(tables["answer_balance"]),
         changes=changes_text(changes),
-        conversations=conversation_config.card_section(conversations, repo, settings.split),
+        conversations=conversation_config.card_section(conversations, where, settings.split),
         conversation_count=f", and {len(conversations)} three-turn conversations" if conversations else "",
     )
 

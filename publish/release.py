@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from annotation import second_look
+from annotation.reconcile import ADJUDICATION
 from annotation.signal import COLUMNS as SIGNAL_COLUMNS, review_signal
 from benchsmith.dimensions import registry
 from benchsmith.errors import BenchsmithError
@@ -85,9 +86,22 @@ def _changes_of(release: Release) -> Changes:
                    log.get("changed", []), release.meta.get("change_notes", {}))
 
 
+def extractor_name(key: str) -> str:
+    """An extractor's work-ledger key (backend:model:settings hash) as people name it: its model (a local
+    path cut to its folder's name), or the annotations that came with the images."""
+    backend, _, rest = key.partition(":")
+    model = rest.rpartition(":")[0] or rest
+    return "annotations supplied with the images" if backend == "supplied" else public_name(model) or backend
+
+
 def _check_table(store: Store) -> pd.DataFrame:
-    rows = [(stage, rule, "passed" if passed else "failed", n)
-            for (stage, rule, passed, _reason), n in store.verdict_counts().items() if stage not in NOT_A_FILTER]
+    def outcome(passed: bool, reason: str) -> str:
+        if passed:
+            return "passed"
+        return "tied, sent for a deciding review" if reason.startswith(ADJUDICATION) else "failed"
+
+    rows = [(stage, rule, outcome(passed, reason), n)
+            for (stage, rule, passed, reason), n in store.verdict_counts().items() if stage not in NOT_A_FILTER]
     frame = pd.DataFrame(rows, columns=["stage", "rule", "outcome", "n"])
     return frame.groupby(["stage", "rule", "outcome"], as_index=False)["n"].sum()
 
@@ -101,7 +115,8 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
     options = settings.section("publish", PublishSettings)
     hashes = {e.question_id: e.content_hash for e in entries}
     frame = stats.question_frame(store)
-    frame.loc[frame["question_id"].isin(hashes), "status"] = "published"  # as it will be once recorded
+    # as they will be once recorded
+    frame.loc[frame["question_id"].isin(hashes), ["status", "reached"]] = ["published", stats.FUNNEL_STEPS.index("published")]
     released = frame[frame["question_id"].isin(hashes)]
     tables = stats.stats_tables(frame) | {"dimension_counts": stats.dimension_counts(released),
                                          "answer_balance": stats.answer_balance(released)}
@@ -114,9 +129,9 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
     sizes[ALL] = sum(sizes.values())
     if conversation_shards:
         sizes[conversation_config.CONFIG] = uncompressed_bytes(folder, conversation_shards)
-    extractors = sorted({public_name(name) for name, _status in store.extraction_counts()})
+    extractors = sorted({extractor_name(key) for key, _status in store.extraction_counts()})
     (folder / "README.md").write_text(render_card(
-        settings=options, version=release.version, date=date, repo=repo or f"<org>/{options.name}",
+        settings=options, version=release.version, date=date, repo=repo,
         tsv=tsv_name, lmms_task=lmms_task, hub_task=bool(repo), shards=shards, sizes=sizes, entries=entries,
         tables=tables, extractors=extractors,
         blind=(settings.raw.get("filter") or {}).get("blind") or {}, checks=_check_table(store),
@@ -133,6 +148,20 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
                 "n_conversations": len(conversations),
                 "conversations": {e.conversation_id: e.content_hash for e in conversations}}
     (folder / MARKER).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+
+
+def nothing_accepted(store: Store, settings: Settings) -> str:
+    """Why there is nothing to publish, and what review still needs."""
+    from annotation.settings import ReviewSettings
+
+    in_review = sum(n for (_dimension, status), n in store.question_counts().items() if status == "in_review")
+    if not in_review:
+        return ("there are no accepted questions to publish: none is in review; run `benchsmith build` (or "
+                "`benchsmith review push`) to send questions to Label Studio")
+    overlap = settings.section("review", ReviewSettings).overlap
+    return (f"there are no accepted questions to publish: {in_review} question(s) in review, each decided once it "
+            f"has {overlap} review(s) (review.overlap); review them in Label Studio (or lower review.overlap), then "
+            "pull again (`benchsmith review status` shows where they are)")
 
 
 def publish(store: Store, settings: Settings, version: str, *, out: Path | None = None, repo: str = "",
@@ -166,8 +195,7 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
                      if e.conversation_id not in withdrawn]
     conversation_hashes = {e.conversation_id: e.content_hash for e in conversations}
     if not entries:
-        raise PublishError("there are no accepted questions to publish; review some first "
-                           "(`benchsmith status` shows where questions are)")
+        raise PublishError(nothing_accepted(store, settings))
     hashes = {e.question_id: e.content_hash for e in entries}
     if existing is not None and (store.release_hashes(version) != hashes
                                  or store.release_conversation_hashes(version) != conversation_hashes):

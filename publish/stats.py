@@ -18,24 +18,33 @@ from benchsmith.dimensions import registry  # noqa: E402
 from benchsmith.records import LETTERS, TRANSITIONS  # noqa: E402
 
 STATUSES = list(TRANSITIONS)
-# Each funnel step counts the questions whose status shows they got at least that far.
-FUNNEL = {
-    "generated": set(STATUSES),
-    "passed blind filter": {"in_review", "accepted", "rejected", "published"},
-    "accepted in review": {"accepted", "published"},
-    "published": {"published"},
-}
-COLUMNS = ["question_id", "item_id", "dimension_id", "category", "status", "answer", "generator", "model"]
+FUNNEL_STEPS = ["generated", "passed quality", "passed blind filter", "accepted in review", "published"]
+COLUMNS = ["question_id", "item_id", "dimension_id", "category", "status", "answer", "generator", "model", "reached"]
+
+
+def reached(status: str, failed_quality: bool, passed_blind: bool) -> int:
+    """How far along FUNNEL_STEPS a question got (an index), from its status and its verdicts: the quality
+    gate and the blind filter both leave a question `dropped`, only their verdicts tell which one."""
+    if status == "published":
+        return 4
+    if status == "accepted":
+        return 3
+    if passed_blind or status in ("in_review", "rejected"):
+        return 2
+    return 0 if failed_quality else 1
 
 
 def question_frame(store) -> pd.DataFrame:
-    """One row per question with its reviewed dimension and answer letter."""
+    """One row per question with its reviewed dimension and answer letter, and how far it got."""
     names = {d.id: d.name for d in registry()}
+    failed_quality = {v.subject_id for v in store.get_verdicts(stage="quality", passed=False, subject_kind="question")}
+    passed_blind = {v.subject_id for v in store.get_verdicts(stage="blind", passed=True, subject_kind="question")}
     rows = []
     for q in store.get_questions():
         dimension, answer = q.final_dimension_id, q.final_answer
         rows.append((q.id, q.item_id, dimension, names.get(dimension, f"dimension {dimension}"), q.status,
-                     LETTERS[answer], q.provenance.backend, q.provenance.model or ""))
+                     LETTERS[answer], q.provenance.backend, q.provenance.model or "",
+                     reached(q.status, q.id in failed_quality, q.id in passed_blind)))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -62,8 +71,8 @@ def status_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 def funnel(frame: pd.DataFrame) -> pd.DataFrame:
     """How many questions reached each step, from generated to published."""
-    counts = [int(frame["status"].isin(statuses).sum()) for statuses in FUNNEL.values()]
-    return pd.DataFrame({"step": list(FUNNEL), "count": counts})
+    counts = [int((frame["reached"] >= i).sum()) for i in range(len(FUNNEL_STEPS))]
+    return pd.DataFrame({"step": FUNNEL_STEPS, "count": counts})
 
 
 def answer_balance(frame: pd.DataFrame) -> pd.DataFrame:

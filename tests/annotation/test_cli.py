@@ -74,8 +74,18 @@ def test_up_starts_a_server_with_the_admin_from_the_environment_and_down_stops_i
         assert token not in up.stdout + up.stderr
         me = LabelStudio(base_url=f"http://127.0.0.1:{port}", api_key=token).users.whoami()
         assert me.email == "boss@benchsmith.test"
-        settings = load_settings(env=env)
-        assert (settings.workspace / "labelstudio" / "label_studio.sqlite3").exists()
+        data = load_settings(env=env).workspace / "labelstudio"
+        # its database holds the admin's token in plain text: closed to other local users
+        assert data.stat().st_mode & 0o777 == 0o700
+        assert {p.name: p.stat().st_mode & 0o777 for p in data.glob("*.sqlite3")} == {"label_studio.sqlite3": 0o600}
+        assert (data / "server.log").stat().st_mode & 0o777 == 0o600
+
+        again = benchsmith(env, "labelstudio", "up", "--detach")  # what `make demo` does on its second run
+        assert again.returncode == 0 and f"Label Studio is running at http://127.0.0.1:{port}" in again.stdout
+        other = benchsmith(env | {"BENCHSMITH_WORKSPACE": str(tmp_path / "other")}, "labelstudio", "up", "--detach")
+        assert other.returncode == 2 and re.search(rf"port {port} is held by process \d+ \([^)]*label-studio", other.stderr)
+        assert "choose a free port in LABEL_STUDIO_URL" in other.stderr
+        assert "Traceback" not in other.stderr
     finally:
         down = benchsmith(env, "labelstudio", "down")
     assert down.returncode == 0 and "stopped" in down.stdout
@@ -100,7 +110,8 @@ def test_finish_prints_the_same_tables_as_review_pull_and_publish(prefect_api, l
     assert done.returncode == 0, done.stderr + done.stdout
     out = done.stdout
     assert "{'" not in out and "kappa': " not in out  # no Python dicts
-    assert "4 accepted, 2 rejected, 3 flagged, 2 waiting" in out
+    assert "decided now: 4 accepted, 2 rejected; still in review: 3 tied (waiting for a deciding annotation), " \
+           "2 waiting for reviews" in out
     assert "agreement (kappa)" in out and "3 Instance Attributes" in out and "5 Instances Counting" in out
     assert re.search(r"-?\d\.\d{3} cohen \(\d+ items\)", out) and not re.search(r"\d\.\d{4,}", out)
     assert "Release v1: 4 questions in" in out and re.search(r"config\s+\S\s+n\s+\S\n", out), out
@@ -114,6 +125,11 @@ def test_finish_prints_the_same_tables_as_review_pull_and_publish(prefect_api, l
     assert "| review | human_review | 2 |" in report  # the 2 discarded; the 3 ties are not failures
     card = (settings.workspace / "releases" / "v1" / "README.md").read_text()
     assert "| 5 Instances Counting | template | 3 | 2 (100%) | 0 (0%) | 1 (33%) | no_correct_option 1 |" in card
+    # the 2 discarded failed review; the 3 ties are not failures but wait for one more review
+    assert "| review | human_review | failed | 2 |" in card
+    assert "| review | human_review | tied, sent for a deciding review | 3 |" in card
+    assert 'load_dataset("path/to/v1", split="test")' in card and "<org>" not in card  # a release not on the Hub
+    assert "| passed quality |" in card and "| passed blind filter |" in card
 
     pulled = benchsmith(round_env(label_studio, settings), "review", "pull")
     assert pulled.returncode == 0, pulled.stderr

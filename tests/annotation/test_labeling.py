@@ -24,7 +24,7 @@ def test_the_config_has_the_image_question_options_dimension_and_conditional_dis
     controls = {el.get("name"): el for el in root.iter() if el.tag in ("Choices", "TextArea", "Image")}
     assert controls["image"].get("valueList") == "$images"
     assert controls["answer"].get("value") == "$options" and controls["answer"].get("choice") == "single-radio"
-    assert controls["dimension"].get("value") == "$dimensions" and controls["dimension"].get("choice") == "single"
+    assert controls["dimension"].get("value") == "$dimensions" and controls["dimension"].get("choice") == "single-radio"
     assert [c.get("value") for c in controls["keep"]] == ["Keep", "Discard"]
     assert any(h.get("value") == "$question" for h in root.iter("Header"))
 

@@ -66,6 +66,8 @@ def test_new_instructions_update_the_project_and_send_nothing_again(label_studio
     with Store(settings.db_url) as store:
         seed_questions(store, settings, [3, 4])
         first = run_push(settings, store)
+        shown = connect(settings).client.projects.get(id=first.project_id)
+        assert shown.show_instruction and "pick the one right option" in shown.expert_instruction  # the default
         edited = load_settings(env=dict(label_studio.env, BENCHSMITH_WORKSPACE=str(settings.workspace),
                                         BENCHSMITH__REVIEW__PROJECT=settings.raw["review"]["project"],
                                         BENCHSMITH__REVIEW__INSTRUCTIONS="Look at the picture twice."))

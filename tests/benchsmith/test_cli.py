@@ -10,6 +10,8 @@ from pathlib import Path
 
 from PIL import Image
 
+from ingest.scenes import make_scenes
+
 BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
 
 
@@ -31,6 +33,23 @@ def test_scenes_ingest_and_status_show_the_oracle_in_the_store(tmp_path):
     assert status["items"] == {"image/ok": 6}
     assert status["checks"]["richness"] == {"passed": 6}
     assert "image/ok" in run("status", cwd=tmp_path).stdout
+
+
+def mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_the_store_and_media_are_readable_by_their_owner_alone(tmp_path):
+    previous = os.umask(0o022)  # a usual login umask: files readable by everyone
+    try:
+        ingested = run("ingest", str(make_scenes(tmp_path / "scenes", 2, seed=3)), cwd=tmp_path)
+    finally:
+        os.umask(previous)
+    assert ingested.returncode == 0, ingested.stderr
+    bench = tmp_path / "bench"
+    media = list((bench / "media").rglob("*.*"))
+    assert media and {mode(p) for p in media} == {0o600}
+    assert mode(bench) == mode(bench / "media") == 0o700 and mode(bench / "benchsmith.db") == 0o600
 
 
 def test_bad_files_are_summarised_and_the_run_still_succeeds(tmp_path):

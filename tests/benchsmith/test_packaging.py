@@ -16,8 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_wheel_ships_every_data_file_under_share(tmp_path):
     leftover = not (ROOT / "build").exists()  # setuptools builds in the checkout's build/: tidy up after
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                    str(tmp_path), str(ROOT)], check=True, capture_output=True)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation", "-w",
+                            str(tmp_path), str(ROOT)], check=True, capture_output=True, text=True)
+    assert "License classifiers are deprecated" not in built.stdout + built.stderr
+    assert "`project.license` as a TOML table is deprecated" not in built.stdout + built.stderr
     if leftover:
         shutil.rmtree(ROOT / "build", ignore_errors=True)
     (wheel,) = tmp_path.glob("benchsmith-*.whl")

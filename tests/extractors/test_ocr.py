@@ -59,3 +59,23 @@ def test_paddleocr_refuses_a_model_folder_without_inference_yml(configure, tmp_p
     extractor, = build_extractors(settings, only=["paddle"])
     with pytest.raises(ExtractorError, match="no inference.yml"):
         extractor.load()
+
+
+def test_rapidocr_keeps_no_drawn_shape_as_text(configure, tmp_path):
+    """RapidOCR reads some of the oracle's squares as "■" or "□" (seed 0: scenes 9, 11 and 13, one with a
+    "￥" too); a line with no letter or digit of any script is not text, so never an option of a text question."""
+    import json
+
+    from benchsmith.records import Image
+    from ingest.scenes import make_scenes
+
+    manifest = make_scenes(tmp_path / "scenes", 14, seed=0)
+    rows = [json.loads(line) for line in manifest.read_text().splitlines()]
+    loaded = [Loaded(Image(id=f"scene{i}", path=rows[i]["path"], width=640, height=480),
+                     open_rgb(manifest.parent / rows[i]["path"])) for i in (9, 11, 13)]
+    extractor, = build_extractors(configure({}), only=["rapidocr"])
+    extractor.load()
+    read = [fact.text for facts in extractor.extract(loaded) for fact in facts]
+    assert read and not [text for text in read if not any(char.isalnum() for char in text)], read
+    words = {word for i in (9, 11, 13) for word in rows[i]["truth"]["words"]}
+    assert words <= set(read)  # the signs themselves are still read

@@ -85,3 +85,37 @@ def test_finish_pulls_the_reviews_publishes_the_accepted_questions_and_reports(p
     assert (settings.workspace / "releases" / "v1" / "README.md").is_file()
     report = (settings.workspace / "reports" / summary["run"] / "report.md").read_text()
     assert "| published" in report and "review:pull" in report
+
+
+def test_build_on_a_terminal_shows_each_long_stage_with_counts_and_ends_with_a_table(prefect_api, tmp_path):
+    """What a maintainer watching `benchsmith build` sees: a progress line per stage on the terminal (counts,
+    time taken and left), then one table, without Python dicts or work-ledger keys."""
+    import os
+    import pty
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    scenes = make_scenes(tmp_path / "scenes", 3, seed=21)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "LABEL_STUDIO"))}
+    primary, secondary = pty.openpty()
+    build = subprocess.Popen([str(Path(sys.executable).with_name("benchsmith")), "build", str(scenes)], cwd=tmp_path,
+                             env=env | {"COLUMNS": "150", "TERM": "xterm"}, stdin=secondary, stdout=secondary,
+                             stderr=secondary)
+    os.close(secondary)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert build.wait(timeout=600) == 0, seen.decode(errors="replace")[-3000:]
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", seen.decode(errors="replace"))  # colours and cursor moves
+    for stage in ("ingest", "extract rapidocr", "generate:programmatic", "blind filter"):
+        assert stage in shown, shown[-3000:]
+    assert "3/3" in shown  # three images through the OCR
+    assert "┃ stage" in shown and "extract rapidocr" in shown and "{'" not in shown and "rapidocr:rapidocr" not in shown

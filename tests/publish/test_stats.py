@@ -42,8 +42,8 @@ def test_the_frame_carries_the_reviewed_dimension_and_answer(staged):
 
 def test_the_funnel_counts_how_far_questions_got(staged):
     funnel = stats.funnel(stats.question_frame(staged))
-    assert funnel.to_dict("list") == {"step": ["generated", "passed blind filter", "accepted in review", "published"],
-                                      "count": [8, 5, 3, 1]}
+    assert funnel.to_dict("list") == {"step": ["generated", "passed quality", "passed blind filter",
+                                               "accepted in review", "published"], "count": [8, 8, 5, 3, 1]}
 
 
 def test_counts_and_answer_balance_follow_the_chosen_statuses(staged):
@@ -73,6 +73,6 @@ def test_write_stats_saves_every_table_and_the_three_plots(staged, tmp_path):
 
 def test_an_empty_store_gives_empty_tables_not_errors(store, tmp_path):
     tables = stats.stats_tables(stats.question_frame(store))
-    assert tables["funnel"]["count"].tolist() == [0, 0, 0, 0]
+    assert tables["funnel"]["count"].tolist() == [0, 0, 0, 0, 0]
     assert tables["answer_balance"]["share"].tolist() == [0.0] * 4
     assert len(stats.write_stats(tables, tmp_path)) == 7
