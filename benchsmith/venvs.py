@@ -29,10 +29,11 @@ def lock_stamp(lock: Path) -> str:
 
 
 def installed_versions(python: Path) -> dict[str, str]:
-    """{normalized name: version} of every distribution the interpreter's environment holds."""
+    """{normalized name: version} of every distribution the interpreter's environment holds (isolated: a
+    checkout in the working folder, with its egg-info, is not on the path)."""
     listing = ("import importlib.metadata as m\n"
                "for d in m.distributions(): print(d.metadata['Name'], d.version, sep='==')")
-    done = subprocess.run([str(python), "-c", listing], capture_output=True, text=True, check=True)
+    done = subprocess.run([str(python), "-I", "-c", listing], capture_output=True, text=True, check=True)
     return {normalize(name): version for name, _, version in
             (line.partition("==") for line in done.stdout.splitlines() if "==" in line)}
 

@@ -201,7 +201,7 @@ def load_pretrained(model_class: str, model: str, name: str, settings: Settings,
         import transformers
     except ImportError as exc:
         raise ExtractorError(f"extractor '{name}' needs transformers and torch ({exc}): "
-                             "pip install -e '.[gpu]' -c constraints.txt") from None
+                             "the CUDA lock (README, Production setup)") from None
     torch_dev, dtype = torch_device(device, model)
     processor = from_pretrained(getattr(transformers, processor_class), model, name, settings, field)
     loaded = from_pretrained(getattr(transformers, model_class), model, name, settings, field, dtype=dtype)

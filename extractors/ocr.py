@@ -75,7 +75,7 @@ class RapidOCRExtractor(_OCRBackend):
             from rapidocr import RapidOCR
         except ImportError as exc:
             raise ExtractorError(f"extractor '{self.name}' needs rapidocr ({exc}): "
-                                 "pip install -e '.[local]' -c constraints.txt") from None
+                                 "`make install` (locks/install.txt)") from None
         # RapidOCR logs every model file it opens and every image without text; our progress bar and
         # per-image records say what matters, so only its errors are shown (engine_params may override).
         self.engine = RapidOCR(params={"Global.log_level": "error", **self.params.engine_params})
@@ -121,7 +121,7 @@ class PaddleOCRExtractor(_OCRBackend):
             from paddleocr import PaddleOCR
         except ImportError as exc:
             raise ExtractorError(f"extractor '{self.name}' needs PaddleOCR 3 ({exc}): "
-                                 "pip install -e '.[gpu]' -c constraints.txt") from None
+                                 "the CUDA lock (README, Production setup)") from None
         params = self.params
         device = params.device if params.device != "auto" else _paddle_device()
         try:

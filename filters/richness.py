@@ -31,7 +31,7 @@ def _nlp(model: str):
         return spacy.load(model, disable=["parser", "ner", "lemmatizer"])
     except (ImportError, OSError) as exc:
         raise BenchsmithError(f"the richness filter needs spaCy with the '{model}' tagger: "
-                           "pip install -e '.[local]' -c constraints.txt "
+                           "`make install` (locks/install.txt) "
                            f"(or disable it with ingest.richness.enabled: false) [{exc}]") from None
 
 

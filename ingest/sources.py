@@ -475,7 +475,7 @@ def hf_candidates(location: Path, *, image_column: str | None = None, source: st
         import datasets
     except ImportError:
         raise IngestError("reading Hugging Face datasets needs the 'publish' extra: "
-                          "pip install -e '.[publish]' -c constraints.txt") from None
+                          "`make install` (locks/install.txt)") from None
     if _is_saved_dataset(location):
         dataset = datasets.load_from_disk(str(location))
     else:

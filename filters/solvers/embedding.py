@@ -34,7 +34,7 @@ def load_sentence_model(model: str, device: str):
             from filters.solvers.bert_sentence import BertSentenceEncoder, read_layout
         except ImportError as exc:
             raise BenchsmithError(f"the embedding solver needs torch, tokenizers and safetensors: "
-                                  f"pip install -e '.[local]' -c constraints.txt [{exc}]") from None
+                                  f"`make install` (locks/install.txt) [{exc}]") from None
         layout = read_layout(Path(model), model)
         if layout is not None:
             return BertSentenceEncoder(layout, device, model)
@@ -42,7 +42,7 @@ def load_sentence_model(model: str, device: str):
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise BenchsmithError(f"the embedding solver needs sentence-transformers for {model!r}: "
-                              f"pip install -e '.[local]' -c constraints.txt [{exc}]") from None
+                              f"`make install` (locks/install.txt) [{exc}]") from None
     try:
         return SentenceTransformer(model, device=device)
     except OSError as exc:

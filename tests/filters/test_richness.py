@@ -45,4 +45,4 @@ def test_a_missing_spacy_model_stops_ingest_with_one_line(tmp_path):
     result = run("ingest", "scenes/manifest.jsonl", cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
-    assert "en_core_web_nonexistent" in result.stderr and "pip install" in result.stderr
+    assert "en_core_web_nonexistent" in result.stderr and "make install" in result.stderr
