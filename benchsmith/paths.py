@@ -1,5 +1,5 @@
-"""Where benchsmith's data folder is: the checkout's data/ (an editable install), else the copy a wheel
-installs under <prefix>/share/benchsmith/data; BENCHSMITH_DATA_DIR overrides both."""
+"""Where benchsmith's shipped folders are (data/, locks/): the checkout's (an editable install), else the
+copy a wheel installs under <prefix>/share/benchsmith; BENCHSMITH_DATA_DIR / BENCHSMITH_LOCKS_DIR override."""
 
 from __future__ import annotations
 
@@ -10,15 +10,20 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def find_data_dir(env=os.environ, checkout: Path = REPO_ROOT, prefix: str = sys.prefix) -> Path:
-    if env.get("BENCHSMITH_DATA_DIR"):
-        return Path(env["BENCHSMITH_DATA_DIR"])
-    if (checkout / "data" / "dimensions.yaml").exists():
-        return checkout / "data"
-    return Path(prefix) / "share" / "benchsmith" / "data"
+def find_shipped_dir(name: str, marker: str, env=os.environ, checkout: Path = REPO_ROOT,
+                     prefix: str = sys.prefix) -> Path:
+    """A folder benchsmith ships beside its packages (data/, locks/): BENCHSMITH_<NAME>_DIR, else the
+    checkout's when it holds `marker` (an editable install), else the copy a wheel installs under
+    <prefix>/share/benchsmith."""
+    if env.get(f"BENCHSMITH_{name.upper()}_DIR"):
+        return Path(env[f"BENCHSMITH_{name.upper()}_DIR"])
+    if (checkout / name / marker).exists():
+        return checkout / name
+    return Path(prefix) / "share" / "benchsmith" / name
 
 
-DATA_DIR = find_data_dir()
+DATA_DIR = find_shipped_dir("data", "dimensions.yaml")
+LOCKS_DIR = find_shipped_dir("locks", "lock.py")
 FONT_CANDIDATES = (
     DATA_DIR / "fonts" / "DejaVuSans-Bold.ttf",
     Path("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"),
@@ -36,14 +41,3 @@ def truetype_font() -> Path:
     raise FileNotFoundError("no TrueType font found; install DejaVu (Debian: apt-get install fonts-dejavu-core) "
                             f"or copy DejaVuSans-Bold.ttf to {DATA_DIR / 'fonts'}")
 
-
-def find_locks_dir(env=os.environ, checkout: Path = REPO_ROOT, prefix: str = sys.prefix) -> Path:
-    """The lock files (locks/): the checkout's, else the copy a wheel installs under <prefix>/share."""
-    if env.get("BENCHSMITH_LOCKS_DIR"):
-        return Path(env["BENCHSMITH_LOCKS_DIR"])
-    if (checkout / "locks" / "lock.py").exists():
-        return checkout / "locks"
-    return Path(prefix) / "share" / "benchsmith" / "locks"
-
-
-LOCKS_DIR = find_locks_dir()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchsmith.paths import find_data_dir
+from benchsmith.paths import find_shipped_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,10 +30,12 @@ def test_wheel_ships_every_data_file_under_share(tmp_path):
     expected = {f"share/benchsmith/data/{p.relative_to(ROOT / 'data').as_posix()}"
                 for p in (ROOT / "data").rglob("*") if p.is_file()}
     assert expected <= shipped
+    assert {"share/benchsmith/locks/labelstudio.txt", "share/benchsmith/locks/lock.py"} <= shipped
 
 
 def test_data_dir_is_the_checkout_then_the_installed_copy(tmp_path):
-    assert find_data_dir(env={}, checkout=ROOT) == ROOT / "data"
-    installed = find_data_dir(env={}, checkout=tmp_path / "site-packages", prefix=str(tmp_path))
+    assert find_shipped_dir("data", "dimensions.yaml", env={}, checkout=ROOT) == ROOT / "data"
+    installed = find_shipped_dir("data", "dimensions.yaml", env={}, checkout=tmp_path / "site-packages", prefix=str(tmp_path))
     assert installed == tmp_path / "share" / "benchsmith" / "data"
-    assert find_data_dir(env={"BENCHSMITH_DATA_DIR": "/elsewhere"}) == Path("/elsewhere")
+    assert find_shipped_dir("data", "dimensions.yaml", env={"BENCHSMITH_DATA_DIR": "/elsewhere"}) == Path("/elsewhere")
+    assert find_shipped_dir("locks", "lock.py", env={}, checkout=ROOT) == ROOT / "locks"
