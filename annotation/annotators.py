@@ -23,7 +23,7 @@ def invite_link(server: Server, *, reset: bool = False) -> str:
 def annotator_rows(store: Store, server: Server, review: ReviewSettings, registry: Registry) -> list[tuple]:
     """(email, name, annotations on the server in our projects, of them pulled into the store, last
     activity) for every user of the organization, most annotations first."""
-    tasks = [*store.get_review_tasks().values(), *store.get_second_look_tasks().values()]
+    tasks = [*store.get_review_tasks("question").values(), *store.get_second_look_tasks().values()]
     projects = {project for project, task in tasks if task is not None}
     on_server, _unreadable = fetch_reviews(server, projects, registry, review)
     submitted = Counter(r.annotator for r in on_server)

@@ -37,9 +37,9 @@ def register(app: typer.Typer, context) -> None:
         items: Annotated[Optional[Path], typer.Option(help=(
             "With --flagged: the flagged.json to read (default: the one `benchsmith eval items` wrote for the "
             "latest release)."))] = None,
-        conversations: Annotated[bool, CONVERSATIONS_FLAG] = False,
     ) -> None:
-        """Send questions that passed the blind filter to Label Studio, in bulk batches.
+        """Send questions that passed the blind filter, and candidate conversations, to Label Studio in bulk
+        batches.
 
         Creates the project named by `review.project` (or reuses it), with the labeling config, the overlap
         (`review.overlap` annotators per question) and access to the media folder. Each question is sent
@@ -50,21 +50,12 @@ def register(app: typer.Typer, context) -> None:
         option, no model beat chance, a blind baseline got it right) go to their own project; each task
         shows the flags, the published answer and every model's choice. `benchsmith review pull` then
         confirms, changes or withdraws each one for the next `publish`; a confirmed question is not sent
-        again while it stays the same. With --conversations, every candidate conversation is sent the
-        same way, to its own project.
+        again while it stays the same. Conversations go the same way to their own project
+        (`review.conversation_project`).
         """
+        from annotation import conversations as review_conversations
         from annotation.client import connect
         from annotation.push import FIRST, push, questions_to_push
-
-        if conversations:
-            from annotation import conversations as review_conversations
-
-            c = context(ctx)
-            server = connect(c.settings)
-            with c.store() as store:
-                with progress_bar("pushing conversations", len(store.get_conversations(status="candidate"))) as advance:
-                    console.print(review_conversations.push(store, server, c.settings, progress=advance).summary())
-            return
         from annotation.settings import ReviewSettings
         from benchsmith.dimensions import registry
 
@@ -85,37 +76,33 @@ def register(app: typer.Typer, context) -> None:
             label = "second looks to Label Studio" if flagged else "pushing to Label Studio"
             with progress_bar(label, len(questions)) as advance:
                 report = push(store, server, c.settings, registry(), questions, progress=advance, round=round_)
-        console.print(report.summary())
+            console.print(report.summary())
+            talks = [] if flagged else store.get_conversations(status="candidate")
+            if talks:
+                with progress_bar("pushing conversations", len(talks)) as advance:
+                    console.print(review_conversations.push(store, server, c.settings, progress=advance).summary())
         if flagged:
             for reason, n in second.skipped.most_common():
                 console.print(f"  not sent: {n} {reason}", highlight=False, markup=False)
 
     @review_app.command("pull")
-    def review_pull(ctx: typer.Context, conversations: Annotated[bool, CONVERSATIONS_FLAG] = False) -> None:
-        """Bring annotations back and decide each question in review.
+    def review_pull(ctx: typer.Context) -> None:
+        """Bring annotations back, for questions and conversations, and decide each item from them.
 
         With `review.overlap` reviews a question is decided by majority: kept questions are accepted with
         the annotators' answer and dimension; discarded ones are rejected with their reasons; ties and
         spread votes are flagged for adjudication (add a deciding annotation in Label Studio, then pull
-        again). Questions with fewer reviews stay in review. Prints Cohen's or Fleiss' kappa per dimension,
-        and per dimension and generator how often the annotators changed the generated answer or discarded
-        the question, and why.
+        again). Questions with fewer reviews stay in review. A conversation is decided by its latest
+        submitted annotation: kept, it is accepted with the edited turns; discarded, rejected; an edit that
+        breaks its structure holds it in review. Every version of a conversation's annotations is kept.
 
-        With --conversations: every version of every annotation is kept; the latest submission decides
-        (kept: accepted with its edited turns, the last accepted edit winning over earlier ones; discarded:
-        rejected with the reasons). An edit that breaks a conversation's structure holds it in review.
+        An annotation changed after its item was decided, even after a release, revises the item (a kept
+        edit) or withdraws it (a discard); the next `publish` lists it as changed or removed, with why.
+        Prints Cohen's or Fleiss' kappa per dimension, and per dimension and generator how often the
+        annotators changed the generated answer or discarded the question, and why.
         """
         from annotation.client import connect
         from annotation.pull import pull
-
-        if conversations:
-            from annotation import conversations as review_conversations
-
-            c = context(ctx)
-            server = connect(c.settings)
-            with c.store() as store:
-                console.print(review_conversations.pull(store, server, c.settings).summary(), markup=False)
-            return
         from benchsmith.dimensions import registry
 
         c = context(ctx)

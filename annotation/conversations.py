@@ -8,31 +8,30 @@ before anything is sent again. Each text area starts with the generated text; a 
 alone comes back as it was.
 
 A pull stores every version of every annotation (an annotation edited in Label Studio since the last pull
-is a new version; none replaces another) and decides each conversation from the latest submission: kept,
-the conversation is accepted with that version's turns (the last accepted edit wins); discarded, it is
-rejected with the reasons. An edit that breaks the structure (an emptied reference, an instruction that
-now gives an earlier answer away) is not accepted: the conversation waits in review with a verdict
-saying why, until an annotator fixes it.
+is a new version; none replaces another); the shared review lifecycle (annotation/lifecycle.py) then
+decides each conversation from the latest submission: kept, it is accepted with that version's turns, and
+a later edit revises it, published or not; discarded, it is rejected (or withdrawn, once decided). An
+edit that breaks the structure (an emptied reference, an instruction that now gives an earlier answer
+away) is not accepted: the conversation waits with a verdict saying why, until an annotator fixes it.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from annotation.client import Server, submitted_annotations
+from annotation.lifecycle import Decision
 from annotation.labeling import KEEP, annotator_of, image_urls, keep_or_discard
-from annotation.push import image_base, open_project, run_push
+from annotation.push import PushReport, image_base, open_project, run_push
 from annotation.settings import ReviewSettings
-from benchsmith.records import LEVELS, Conversation, ConversationReview, Image, Turn, Verdict
+from benchsmith.records import LEVELS, Conversation, ConversationReview, Image, Turn
 from benchsmith.settings import Settings
 from benchsmith.store import Store
-from filters.quality import QualitySettings, conversation_rule
+from filters.quality import conversation_rule
 
 STAGE = "review"
-RULE = "human_review"
 FIELDS = ("instruction", "reference", "focus_points")
 TURNS = range(1, len(LEVELS) + 1)
 
@@ -107,21 +106,11 @@ def to_review(task: dict, annotation: dict, settings: ReviewSettings) -> Convers
 
 # -- push ---------------------------------------------------------------------------------------------
 
-def ensure_project(server: Server, settings: Settings, review: ReviewSettings) -> int:
+def ensure_project(server: Server, settings: Settings, review: ReviewSettings) -> tuple[int, bool]:
+    """The conversation project (`review.conversation_project`), created or updated: (id, created)."""
     fields = dict(label_config=label_config(review), maximum_annotations=review.overlap,
                   expert_instruction=review.instructions, show_instruction=bool(review.instructions))
-    return open_project(server, settings, review, review.conversation_project, fields)[0]
-
-
-@dataclass
-class PushReport:
-    project_id: int
-    sent: int = 0
-    recovered: int = 0
-
-    def summary(self) -> str:
-        return (f"conversation project {self.project_id}: {self.sent} tasks sent, {self.recovered} recovered from an "
-                "interrupted push")
+    return open_project(server, settings, review, review.conversation_project, fields)
 
 
 @dataclass(frozen=True)
@@ -130,6 +119,7 @@ class ConversationTasks:
 
     base: str
     name: str = "review:push:conversations"
+    kind: str = "conversation"
     key: str = "conversation_id"
     round: str = ""
 
@@ -142,114 +132,76 @@ class ConversationTasks:
     def task(self, conversation: Conversation, item: Image) -> dict:
         return to_task(conversation, item, self.base)
 
-    def recorded(self, store: Store, ids: Sequence[str]) -> dict[str, tuple[int, int | None]]:
-        wanted = set(ids)
-        return {cid: row for cid, row in store.get_conversation_review_tasks().items() if cid in wanted}
-
-    def record_intents(self, store: Store, ids: Sequence[str], project_id: int) -> None:
-        store.record_conversation_review_intents(ids, project_id)
-
-    def record_task_ids(self, store: Store, task_ids: Mapping[str, int]) -> None:
-        store.set_conversation_review_task_ids(task_ids)
-
     def to_review(self, store: Store, ids: Sequence[str], project_id: int) -> None:
-        store.move_conversations(ids, "in_review", stage=STAGE, reason=f"sent to Label Studio project {project_id}")
+        store.move("conversation", ids, "in_review", stage=STAGE, reason=f"sent to Label Studio project {project_id}")
 
 
 def push(store: Store, server: Server, settings: Settings,
          progress: Callable[[int], None] = lambda n: None) -> PushReport:
     """Send every candidate conversation (they passed the generation gate) to Label Studio, once each."""
     review = settings.section("review", ReviewSettings)
-    project_id = ensure_project(server, settings, review)
+    project_id, created = ensure_project(server, settings, review)
     done = run_push(store, server, ConversationTasks(image_base(settings, review)), project_id,
                     store.get_conversations(status="candidate"), review.batch_size, progress)
-    return PushReport(project_id, sent=done.counters["sent"], recovered=done.counters["recovered"])
+    return PushReport(project_id, created, done.counters["sent"], done.counters["recovered"], "conversation")
 
 
-# -- pull and reconcile -------------------------------------------------------------------------------
+# -- pull and decide ---------------------------------------------------------------------------------
 
-@dataclass
-class PullReport:
-    new_versions: int = 0
-    unreadable: list[str] = field(default_factory=list)
-    outcomes: Counter = field(default_factory=Counter)
-
-    def summary(self) -> str:
-        outcomes = ", ".join(f"{self.outcomes[k]} {k}" for k in ("accepted", "edited", "rejected", "held", "waiting"))
-        unreadable = f"; {len(self.unreadable)} annotations not understood" if self.unreadable else ""
-        return f"{self.new_versions} new review versions of conversations; {outcomes}{unreadable}"
-
-
-def fetch(server: Server, project_ids: set[int], review: ReviewSettings) -> tuple[list[ConversationReview], list[str]]:
-    out, unreadable = [], []
-    for task, annotation in submitted_annotations(server, project_ids, "conversation_id"):
+def fetch_into(store: Store, server: Server, review: ReviewSettings) -> tuple[int, list[str]]:
+    """Store every new version of every annotation on the pushed conversations; return how many were new,
+    and why any annotation could not be read."""
+    pushed = store.get_review_tasks("conversation")
+    projects = {project for project, task in pushed.values() if task is not None}
+    versions, unreadable = [], []
+    for task, annotation in submitted_annotations(server, projects, "conversation_id"):
         try:
-            out.append(to_review(task, annotation, review))
+            versions.append(to_review(task, annotation, review))
         except ValueError as exc:
             unreadable.append(str(exc))
-    return out, unreadable
+    return store.add_conversation_reviews([v for v in versions if v.conversation_id in pushed]), unreadable
 
 
-def decide(conversation: Conversation, versions: Sequence[ConversationReview],
-           quality: QualitySettings) -> tuple[str, ConversationReview | None, str]:
-    """(outcome, deciding version, reason): `waiting` without a review; else the latest submission
-    decides: `rejected` when it discards, `held` when its edit breaks the structure, `accepted` otherwise."""
-    if not versions:
-        return "waiting", None, ""
-    latest = max(versions, key=lambda v: (v.submitted_at, v.annotation_id))
-    if not latest.keep:
-        return "rejected", latest, "discarded: " + (", ".join(latest.reasons) or "no reason given")
-    edited = conversation.model_copy(update={"review_turns": _with_tasks(conversation, latest.turns)})
-    rule, reason = conversation_rule(edited, quality)
-    if rule:
-        return "held", latest, f"the reviewed version fails {rule}: {reason}"
-    return "accepted", latest, "kept in review"
+@dataclass(frozen=True)
+class Conversations:
+    """Conversations as a kind of reviewed item: the latest submitted version decides. Kept, it sets the
+    reviewed turns, unless the edit breaks the conversation's structure (then it is held, saying why);
+    discarded, the conversation is rejected."""
 
+    settings: Settings
+    name: str = "conversation"
 
-def _with_tasks(conversation: Conversation, turns: Sequence[Turn]) -> list[Turn]:
-    """Reviewed turns keep the generated task names (annotators do not edit them)."""
-    return [t.model_copy(update={"task": g.task}) for t, g in zip(turns, conversation.turns)]
+    def items(self, store: Store, statuses) -> list[Conversation]:
+        return store.get_conversations(status=list(statuses))
 
+    def reviews(self, store: Store, items) -> dict[str, list[ConversationReview]]:
+        out: dict[str, list[ConversationReview]] = {}
+        for version in store.get_conversation_reviews([c.id for c in items]):
+            out.setdefault(version.conversation_id, []).append(version)
+        return out
 
-def reconcile(store: Store, settings: Settings) -> PullReport:
-    """Decide every conversation in review (and update accepted ones edited since) from the stored versions."""
-    from generators.stage import GenerateSettings
+    def decide(self, conversation: Conversation, versions) -> Decision:
+        from generators.stage import GenerateSettings
 
-    quality = settings.section("generate", GenerateSettings).quality
-    conversations = store.get_conversations(status=["in_review", "accepted"])
-    versions: dict[str, list[ConversationReview]] = {}
-    for version in store.get_conversation_reviews([c.id for c in conversations]):
-        versions.setdefault(version.conversation_id, []).append(version)
-    report = PullReport()
-    for conversation in conversations:
-        outcome, latest, reason = decide(conversation, versions.get(conversation.id, []), quality)
-        verdict = Verdict(subject_id=conversation.id, subject_kind="conversation", stage=STAGE, rule=RULE,
-                          passed=outcome == "accepted", reason=reason,
-                          details={"annotation_id": latest.annotation_id, "review": latest.id} if latest else {})
-        if conversation.status == "accepted":
-            if outcome == "accepted" and _with_tasks(conversation, latest.turns) != conversation.final_turns:
-                store.set_conversation_review_turns(conversation.id, _with_tasks(conversation, latest.turns))
-                store.add_verdicts([verdict])
-                report.outcomes["edited"] += 1
-            continue
-        report.outcomes[outcome] += 1
-        if outcome == "accepted":
-            store.move_conversations([conversation.id], "accepted", stage=STAGE, reason=reason, verdicts_to_add=[verdict],
-                                     updates={conversation.id: {"review_turns": _with_tasks(conversation, latest.turns)}})
-        elif outcome == "rejected":
-            store.move_conversations([conversation.id], "rejected", stage=STAGE, reason=reason,
-                                     verdicts_to_add=[verdict])
-        elif outcome == "held":
-            store.add_verdicts([verdict])
-    return report
+        if not versions:
+            return Decision("waiting")
+        latest = max(versions, key=lambda v: (v.submitted_at, v.annotation_id))
+        details = {"annotation_id": latest.annotation_id, "review": latest.id}
+        if not latest.keep:
+            return Decision("rejected", "discarded: " + (", ".join(latest.reasons) or "no reason given"),
+                            details=details)
+        turns = [t.model_copy(update={"task": g.task}) for t, g in zip(latest.turns, conversation.turns)]
+        quality = self.settings.section("generate", GenerateSettings).quality
+        rule, reason = conversation_rule(conversation.model_copy(update={"review_turns": turns}), quality)
+        if rule:
+            return Decision("flagged", f"the reviewed version fails {rule}: {reason}", details=details)
+        return Decision("accepted", "kept in review", {"review_turns": [t.model_dump() for t in turns]}, details)
 
+    def reviewed(self, conversation: Conversation) -> dict:
+        return {"review_turns": [t.model_dump() for t in conversation.final_turns]}
 
-def pull(store: Store, server: Server, settings: Settings) -> PullReport:
-    review = settings.section("review", ReviewSettings)
-    pushed = store.get_conversation_review_tasks()
-    projects = {project for project, task in pushed.values() if task is not None}
-    fetched, unreadable = fetch(server, projects, review)
-    new = store.add_conversation_reviews([v for v in fetched if v.conversation_id in pushed])
-    report = reconcile(store, settings)
-    report.new_versions, report.unreadable = new, unreadable
-    return report
+    def revision(self, conversation: Conversation, before: dict, after: dict) -> str:
+        edited = [f"turn {n} {name.replace('_', ' ')}" for n, old, new in zip(TURNS, before["review_turns"],
+                                                                              after["review_turns"])
+                  for name in FIELDS if old[name] != new[name]]
+        return "edited in review: " + (", ".join(edited) or "no field")

@@ -9,18 +9,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from annotation import lifecycle
 from annotation.client import Server, submitted_annotations
 from annotation.labeling import to_review
 from annotation.reconcile import ADJUDICATION, Agreement, Decision, agreement_by_dimension, decide
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import Registry
-from benchsmith.records import Question, Review, Verdict
+from benchsmith.records import LETTERS, Question, Review
 from benchsmith.settings import Settings
 from benchsmith.store import Store
-
-STAGE = "review"
-RULE = "human_review"
-
 
 @dataclass
 class PullReport:
@@ -29,6 +26,7 @@ class PullReport:
     outcomes: Counter = field(default_factory=Counter)
     agreement: dict[str, dict[str, Agreement]] = field(default_factory=dict)
     second_looks: Counter = field(default_factory=Counter)  # annotation/second_look.py's outcomes of this pull
+    conversations: Counter = field(default_factory=Counter)
 
     def summary(self) -> str:
         first = f", first: {self.unreadable[0]}" if self.unreadable else ""
@@ -36,9 +34,9 @@ class PullReport:
 
     def as_dict(self) -> dict:
         return {"new_reviews": self.new_reviews, "unreadable": len(self.unreadable), **{k: self.outcomes[k] for k in
-                ("accepted", "rejected", "flagged", "waiting")},
+                ("accepted", "rejected", "flagged", "waiting", "revised", "withdrawn")},
                 "kappa": {group: {what: a.kappa for what, a in by.items()} for group, by in self.agreement.items()},
-                "second_looks": dict(self.second_looks)}
+                "second_looks": dict(self.second_looks), "conversations": dict(self.conversations)}
 
 
 def pull_line(counts: dict) -> str:
@@ -46,9 +44,14 @@ def pull_line(counts: dict) -> str:
     unreadable = f"; {counts['unreadable']} annotations not understood" if counts["unreadable"] else ""
     looks = counts.get("second_looks") or {}
     second = ("; second looks: " + ", ".join(f"{n} {outcome}" for outcome, n in sorted(looks.items()))) if looks else ""
+    later = [f"{counts[k]} {k}" for k in ("revised", "withdrawn") if counts.get(k)]
+    after = f"; changed since decided: {', '.join(later)}" if later else ""
+    talks = counts.get("conversations") or {}
+    conversations = ("; conversations: " + ", ".join(f"{n} {outcome}" for outcome, n in sorted(talks.items()))
+                     if talks else "")
     return (f"{counts['new_reviews']} new reviews; decided now: {counts['accepted']} accepted, {counts['rejected']} "
             f"rejected; still in review: {counts['flagged']} tied (waiting for a deciding annotation), "
-            f"{counts['waiting']} waiting for reviews{unreadable}{second}")
+            f"{counts['waiting']} waiting for reviews{after}{unreadable}{second}{conversations}")
 
 
 def fetch_reviews(server: Server, project_ids: set[int], registry: Registry,
@@ -78,7 +81,7 @@ def flagged_questions(store: Store, review: ReviewSettings) -> list[tuple[Questi
     """Questions in review whose reviews tie: each with its decision and its (project, task) on the server."""
     questions = {q.id: q for q in store.get_questions(status="in_review")}
     ties = [d for d in decisions_in_review(store, review) if d.outcome == "flagged"]
-    tasks = store.get_review_tasks([d.question_id for d in ties])
+    tasks = store.get_review_tasks("question", [d.question_id for d in ties])
     return [(questions[d.question_id], d, tasks.get(d.question_id, (0, None))) for d in ties]
 
 
@@ -91,11 +94,58 @@ def agreement(store: Store) -> dict[str, dict[str, Agreement]]:
     return agreement_by_dimension(questions, reviews)
 
 
-def reconcile(store: Store, review: ReviewSettings) -> PullReport:
-    """Decide every question in review from its stored reviews and record the outcomes."""
-    decisions = decisions_in_review(store, review)
-    _record(store, decisions)
-    return PullReport(outcomes=Counter(d.outcome for d in decisions), agreement=agreement(store))
+@dataclass(frozen=True)
+class Questions:
+    """Questions as a kind of reviewed item: their first-round reviews decide them by majority, and an
+    acceptance sets the reviewed answer and dimension."""
+
+    review: ReviewSettings
+    registry: Registry
+    name: str = "question"
+
+    def items(self, store: Store, statuses) -> list[Question]:
+        return store.get_questions(status=list(statuses))
+
+    def reviews(self, store: Store, items) -> dict[str, list[Review]]:
+        ids = [q.id for q in items]
+        first_round = {task for _project, task in store.get_review_tasks("question", ids).values()}
+        out: dict[str, list[Review]] = {}
+        for r in store.get_reviews(ids):
+            if r.task_id in first_round:  # a second look decides in its own round (second_look.py)
+                out.setdefault(r.question_id, []).append(r)
+        return out
+
+    def decide(self, question: Question, reviews) -> lifecycle.Decision:
+        d = decide(question, reviews, self.review.overlap)
+        if d.outcome == "accepted":
+            return lifecycle.Decision("accepted", "kept by the annotators' majority",
+                                      {"review_answer": d.answer, "review_dimension_id": d.dimension_id})
+        if d.outcome == "rejected":
+            return lifecycle.Decision("rejected", "discarded: " + (", ".join(d.reasons) or "no reason given"),
+                                      details={"reasons": list(d.reasons), "comments": list(d.comments)})
+        if d.outcome == "flagged":
+            return lifecycle.Decision("flagged", f"{ADJUDICATION}: no majority on " + " and ".join(d.reasons),
+                                      details={"unsettled": list(d.reasons), "n_reviews": d.n_reviews})
+        return lifecycle.Decision("waiting")
+
+    def reviewed(self, question: Question) -> dict:
+        return {"review_answer": question.review_answer, "review_dimension_id": question.review_dimension_id}
+
+    def revision(self, question: Question, before: dict, after: dict) -> str:
+        return change_text(question.answer if before["review_answer"] is None else before["review_answer"],
+                           question.dimension_id if before["review_dimension_id"] is None
+                           else before["review_dimension_id"],
+                           after["review_answer"], after["review_dimension_id"], self.registry) + " in review"
+
+
+def change_text(answer: int, dimension: int, new_answer: int, new_dimension: int, registry: Registry) -> str:
+    """A change of answer or dimension in words: "answer A -> C and dimension X -> Y"."""
+    parts = []
+    if new_answer != answer:
+        parts.append(f"answer {LETTERS[answer]} -> {LETTERS[new_answer]}")
+    if new_dimension != dimension:
+        parts.append(f"dimension {registry.get(dimension).name} -> {registry.get(new_dimension).name}")
+    return " and ".join(parts) or "reviewed again, unchanged"
 
 
 def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dict[str, dict[str, Agreement]]]:
@@ -103,7 +153,7 @@ def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dic
     from annotation.second_look import second_look_counts
 
     review = settings.section("review", ReviewSettings)
-    tasks = store.get_review_tasks()
+    tasks = store.get_review_tasks("question")
     pending = Counter(d.outcome for d in decisions_in_review(store, review))
     by_status = Counter()
     for (_dimension, status), n in store.question_counts().items():
@@ -122,44 +172,22 @@ def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dic
 
 
 def pull(store: Store, server: Server, settings: Settings, registry: Registry) -> PullReport:
-    """Fetch the reviews of every round (first reviews and second looks), then decide both."""
+    """Fetch the reviews of every kind and round (questions' first reviews and second looks,
+    conversations), store them, then decide every item from what is stored."""
+    from annotation import conversations
     from annotation.second_look import decide_second_looks
 
     review = settings.section("review", ReviewSettings)
-    first = store.get_review_tasks()
+    first = store.get_review_tasks("question")
     second = store.get_second_look_tasks().values()
     projects = {project for project, task in [*first.values(), *second] if task is not None}
     second_tasks = {task for _project, task in second}
     fetched, unreadable = fetch_reviews(server, projects, registry, review)
     new = store.add_reviews([r for r in fetched if r.question_id in first or r.task_id in second_tasks])
-    report = reconcile(store, review)
+    new_versions, unreadable_versions = conversations.fetch_into(store, server, review)
+    report = PullReport(new_reviews=new + new_versions, unreadable=unreadable + unreadable_versions,
+                        outcomes=lifecycle.reconcile(store, Questions(review, registry)),
+                        conversations=lifecycle.reconcile(store, conversations.Conversations(settings)),
+                        agreement=agreement(store))
     report.second_looks = decide_second_looks(store, review, registry)
-    report.new_reviews, report.unreadable = new, unreadable
     return report
-
-
-def _record(store: Store, decisions: list[Decision]) -> None:
-    accepted: dict[tuple[int, int], list[str]] = {}
-    for d in decisions:
-        if d.outcome == "accepted":
-            accepted.setdefault((d.answer, d.dimension_id), []).append(d.question_id)
-    for (answer, dimension_id), ids in accepted.items():
-        store.move_questions(ids, "accepted", stage=STAGE, reason="kept by the annotators' majority",
-                             updates={"review_answer": answer, "review_dimension_id": dimension_id},
-                             verdicts_to_add=[_verdict(qid, True, "accepted", {}) for qid in ids])
-    rejected: dict[str, list[Decision]] = {}
-    for d in decisions:
-        if d.outcome == "rejected":
-            rejected.setdefault("discarded: " + (", ".join(d.reasons) or "no reason given"), []).append(d)
-    for reason, group in rejected.items():
-        store.move_questions([d.question_id for d in group], "rejected", stage=STAGE, reason=reason, verdicts_to_add=[
-            _verdict(d.question_id, False, reason, {"reasons": list(d.reasons), "comments": list(d.comments)})
-            for d in group])
-    store.add_verdicts([_verdict(d.question_id, False, f"{ADJUDICATION}: no majority on " + " and ".join(d.reasons),
-                                 {"unsettled": list(d.reasons), "n_reviews": d.n_reviews})
-                        for d in decisions if d.outcome == "flagged"])
-
-
-def _verdict(question_id: str, passed: bool, reason: str, details: dict) -> Verdict:
-    return Verdict(subject_id=question_id, subject_kind="question", stage=STAGE, rule=RULE, passed=passed,
-                   reason=reason, details=details)

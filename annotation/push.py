@@ -51,11 +51,12 @@ class PushReport:
     project_created: bool = False
     sent: int = 0
     recovered: int = 0  # sent by an interrupted push, confirmed now
+    kind: str = ""      # "conversation" names the conversation project
 
     def summary(self) -> str:
         made = "created" if self.project_created else "reused"
-        return (f"project {self.project_id} ({made}): {self.sent} tasks sent, {self.recovered} recovered from an "
-                "interrupted push")
+        return (f"{self.kind + ' ' if self.kind else ''}project {self.project_id} ({made}): {self.sent} tasks sent, "
+                f"{self.recovered} recovered from an interrupted push")
 
     def as_dict(self) -> dict:
         return dict(vars(self))
@@ -142,9 +143,10 @@ def questions_to_push(store: Store, review: ReviewSettings) -> list[Question]:
 
 class Tasks(Protocol):
     """What the push stage needs to know about one kind of thing it sends (questions in a round, or
-    conversations): its ledger name, the task field naming a subject, and where its tasks are recorded."""
+    conversations): its ledger name, its kind, the task field naming a subject, and its round."""
 
     name: str            # the push's ledger stage, e.g. `review:push`
+    kind: str            # the lifecycle's kind of item: where its review tasks are recorded
     key: str             # the task data field holding the subject id
     round: str           # "" for a first review; else the round every task carries
 
@@ -153,12 +155,6 @@ class Tasks(Protocol):
     def item_id(self, subject: Any) -> str: ...
 
     def task(self, subject: Any, item: Image | Video) -> dict: ...
-
-    def recorded(self, store: Store, ids: Sequence[str]) -> dict[str, tuple[int, int | None]]: ...
-
-    def record_intents(self, store: Store, ids: Sequence[str], project_id: int) -> None: ...
-
-    def record_task_ids(self, store: Store, task_ids: Mapping[str, int]) -> None: ...
 
     def to_review(self, store: Store, ids: Sequence[str], project_id: int) -> None: ...
 
@@ -192,7 +188,7 @@ class PushStage:
 
     def units(self, store: Store) -> list[_Unit]:
         ids = [self.tasks.subject_id(s) for s in self.subjects]
-        recorded = self.tasks.recorded(store, ids)
+        recorded = store.get_review_tasks(self.tasks.kind, ids, self.tasks.round)
         known = {sid: task for sid, (_project, task) in recorded.items() if task is not None}
         unconfirmed: dict[int, set[str]] = {}
         for sid, (project, task) in recorded.items():
@@ -218,7 +214,7 @@ class PushStage:
             raise LabelStudioError(f"{self.tasks.key.removesuffix('_id')}s refer to items missing from the "
                                    f"store: {missing[:3]}")
         ids = [self.tasks.subject_id(s) for s in fresh]
-        self.tasks.record_intents(self.store, ids, self.project_id)
+        self.store.record_review_intents(self.tasks.kind, ids, self.project_id, self.tasks.round)
         with calls(self.server):
             task_ids = self.server.import_tasks(
                 self.project_id, [self.tasks.task(s, self._items[self.tasks.item_id(s)]) for s in fresh])
@@ -231,7 +227,7 @@ class PushStage:
     def commit(self, store: Store, pairs: list[tuple[_Unit, int | None]],
                report: runner.StageReport) -> list[runner.Outcome]:
         found = {self.subject(u): task_id for u, task_id in pairs if task_id is not None}
-        self.tasks.record_task_ids(store, found)
+        store.set_review_task_ids(found, self.tasks.round)
         self.tasks.to_review(store, sorted(found), self.project_id)
         report.counters["recovered"] += sum(u.task_id is not None for u, _t in pairs)
         report.counters["sent"] += sum(u.task_id is None and t is not None for u, t in pairs)
@@ -255,6 +251,7 @@ class QuestionTasks:
     base: str
     round_: Round = FIRST
     name: str = "review:push"
+    kind: str = "question"
     key: str = "question_id"
 
     @property
@@ -271,18 +268,9 @@ class QuestionTasks:
         return to_task(question, item, self.registry, self.review, self.base, round=self.round,
                        note=self.round_.notes.get(question.id, ""))
 
-    def recorded(self, store: Store, ids: Sequence[str]) -> dict[str, tuple[int, int | None]]:
-        return store.get_review_tasks(list(ids), self.round)
-
-    def record_intents(self, store: Store, ids: Sequence[str], project_id: int) -> None:
-        store.record_review_intents(ids, project_id, self.round)
-
-    def record_task_ids(self, store: Store, task_ids: Mapping[str, int]) -> None:
-        store.set_review_task_ids(task_ids, self.round)
-
     def to_review(self, store: Store, ids: Sequence[str], project_id: int) -> None:
         if self.round_.first:  # a second look leaves a published question published
-            store.move_questions(ids, "in_review", stage=STAGE, reason=f"sent to Label Studio project {project_id}")
+            store.move("question", ids, "in_review", stage=STAGE, reason=f"sent to Label Studio project {project_id}")
 
 
 def push(store: Store, server: Server, settings: Settings, registry: Registry, questions: Sequence[Question],

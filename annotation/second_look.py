@@ -12,9 +12,9 @@ back: the flags, the published answer, and what every model chose.
   not sent again while its published content stays the same;
 - kept with another answer or dimension: changed; the next `publish` carries the new answer and lists
   the question as changed in the CHANGELOG, saying why;
-- discarded: withdrawn from the next version (listed as removed, with the annotators' reasons).
+- discarded: withdrawn (its status) from the next version, listed as removed with the annotators' reasons.
 A tie waits for one more review, as in the first round. Each decision is a verdict of this stage and
-a published -> published event in the question's history.
+an event in the question's history (published -> published, or published -> withdrawn).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from annotation.pull import change_text
 from annotation.push import Round
 from annotation.reconcile import decide
 from annotation.settings import ReviewSettings
@@ -186,36 +187,29 @@ def decide_second_looks(store: Store, review: ReviewSettings, registry: Registry
         details = {"round": round_, "content_hash": published_hash, "flags": flags, "task_id": task}
         answer = question.final_answer
         dimension = question.final_dimension_id
+        to_status = "published"
         if decision.outcome == "rejected":
             outcome, reason = "withdrawn", "withdrawn at a second look: " + (", ".join(decision.reasons) or
                                                                              "no reason given")
             details |= {"reasons": list(decision.reasons), "comments": list(decision.comments)}
-            updates = None
+            updates, to_status = None, "withdrawn"
         elif (decision.answer, decision.dimension_id) == (answer, dimension):
             outcome, reason, updates = "confirmed", f"answer {LETTERS[answer]} confirmed at a second look", None
         else:
             outcome = "changed"
-            reason = _change_text(question, answer, dimension, decision.answer, decision.dimension_id, registry)
+            reason = change_text(answer, dimension, decision.answer, decision.dimension_id, registry) + " at a second look"
             details |= {"from_answer": LETTERS[answer], "to_answer": LETTERS[decision.answer],
                         "from_dimension": dimension, "to_dimension": decision.dimension_id}
             updates = {"review_answer": decision.answer, "review_dimension_id": decision.dimension_id}
         verdict = Verdict(subject_id=qid, subject_kind="question", stage=STAGE, rule=RULE,
                           passed=outcome != "withdrawn", reason=reason, details=details | {"outcome": outcome})
-        # the answer, the verdict and the history event in one transaction: a crash leaves all or none
-        store.move_questions([qid], "published", stage=STAGE, reason=reason, updates=updates,
+        # the answer, the verdict and the history event in one transaction: a crash leaves all or none; the
+        # event says why the models put it in doubt too, for the next release's CHANGELOG
+        flagged = f" (flagged by the models: {', '.join(flags)})" if flags and outcome != "confirmed" else ""
+        store.move("question", [qid], to_status, stage=STAGE, reason=reason + flagged, updates=updates,
                              verdicts_to_add=[verdict])
         counts[outcome] += 1
     return counts
-
-
-def _change_text(question: Question, answer: int, dimension: int, new_answer: int, new_dimension: int,
-                 registry: Registry) -> str:
-    parts = []
-    if new_answer != answer:
-        parts.append(f"answer {LETTERS[answer]} -> {LETTERS[new_answer]}")
-    if new_dimension != dimension:
-        parts.append(f"dimension {registry.get(dimension).name} -> {registry.get(new_dimension).name}")
-    return " and ".join(parts) + " at a second look"
 
 
 def outcomes_on(store: Store, source: str, question_ids: Sequence[str]) -> dict[str, str]:

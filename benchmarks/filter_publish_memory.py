@@ -71,8 +71,8 @@ def measure(workspace: Path) -> dict:
 
         start = time.perf_counter()
         kept = [q.id for q in store.get_questions(status="candidate")]
-        store.move_questions(kept, "in_review", stage="review", reason="benchmark")
-        store.move_questions(kept, "accepted", stage="review", reason="benchmark: scripted review")
+        store.move("question", kept, "in_review", stage="review", reason="benchmark")
+        store.move("question", kept, "accepted", stage="review", reason="benchmark: scripted review")
         times["review_s"] = round(time.perf_counter() - start, 1)
 
         start = time.perf_counter()

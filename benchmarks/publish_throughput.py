@@ -52,8 +52,8 @@ def _accepted_store(workspace: Path, n_questions: int):
     questions = questions[:n_questions]
     store.add_questions(questions, stage="generate")
     ids = [q.id for q in questions]
-    store.move_questions(ids, "in_review", stage="review")
-    store.move_questions(ids, "accepted", stage="review")
+    store.move("question", ids, "in_review", stage="review")
+    store.move("question", ids, "accepted", stage="review")
     return store, settings
 
 

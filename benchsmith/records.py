@@ -19,17 +19,21 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 ItemKind = Literal["image", "video"]
 FactKind = Literal["caption", "tag", "object", "region", "ocr"]
-QuestionStatus = Literal["candidate", "dropped", "superseded", "in_review", "accepted", "rejected", "published"]
+ItemStatus = Literal["candidate", "dropped", "superseded", "in_review", "accepted", "rejected", "published",
+                         "withdrawn"]  # of every kind of benchmark item: question, conversation
 
-# Allowed moves of a question. Nothing is deleted: a drop or a rejection is a status plus a reason.
+# Allowed moves of a benchmark item, of any kind. Nothing is deleted: a drop, a rejection or a withdrawal
+# is a status plus a reason. A move to the same status (accepted -> accepted, published -> published) is a
+# revision: review changed the item's reviewed content, and its history says why.
 TRANSITIONS: dict[str, frozenset[str]] = {
     "candidate": frozenset({"dropped", "superseded", "in_review"}),  # superseded: generated again
     "in_review": frozenset({"accepted", "rejected"}),
-    "accepted": frozenset({"published"}),
-    "published": frozenset({"published"}),
+    "accepted": frozenset({"accepted", "published", "withdrawn"}),
+    "published": frozenset({"published", "withdrawn"}),
     "dropped": frozenset(),
     "superseded": frozenset(),
     "rejected": frozenset(),
+    "withdrawn": frozenset(),
 }
 
 LETTERS = "ABCD"
@@ -233,7 +237,7 @@ class Question(Record):
     answer: int
     provenance: Provenance
     meta: dict[str, Any] = Field(default_factory=dict)
-    status: QuestionStatus = "candidate"
+    status: ItemStatus = "candidate"
     review_answer: int | None = None
     review_dimension_id: int | None = None
 
@@ -344,7 +348,7 @@ class Conversation(Record):
     turns: list[Turn]
     provenance: Provenance
     meta: dict[str, Any] = Field(default_factory=dict)
-    status: QuestionStatus = "candidate"
+    status: ItemStatus = "candidate"
     review_turns: list[Turn] | None = None
 
     @property

@@ -33,7 +33,7 @@ def store_status(store: Store) -> dict[str, Any]:
         "checks": {stage: dict(v) for stage, v in sorted(checks.items())},
         "extractions": {f"{e} [{s}]": n for (e, s), n in sorted(store.extraction_counts().items())},
         "questions": {d: by_dimension[d] for d in sorted(by_dimension)},
-        "conversations": {status: n for status, n in sorted(store.conversation_counts().items())},
+        "conversations": {status: n for status, n in sorted(store.status_counts("conversation").items())},
         "llm": {f"{p}/{m}/{s}": v for (p, m, s), v in sorted(store.llm_totals().items())},
     }
 

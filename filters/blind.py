@@ -219,9 +219,9 @@ def write(store: Store, verdicts: Sequence[Verdict]) -> None:
     dropped = [v for v in verdicts if not v.passed]
     kept = [v for v in verdicts if v.passed]
     if dropped:
-        store.move_questions([v.subject_id for v in dropped], "dropped", stage=STAGE,
-                             reason=f"answerable without the image (blind filter, rule {dropped[0].rule})",
-                             verdicts_to_add=dropped)
+        store.move("question", [v.subject_id for v in dropped], "dropped", stage=STAGE,
+                   reason=f"answerable without the image (blind filter, rule {dropped[0].rule})",
+                   verdicts_to_add=dropped)
     store.add_verdicts(kept)
 
 

@@ -1,4 +1,5 @@
-"""The review flow: push the questions that survived the blind filter to Label Studio.
+"""The review flow: push the questions that survived the blind filter, and the candidate conversations, to
+Label Studio.
 
 Pulling stays a command (`benchsmith review pull`): its input is the annotators' work on the server,
 which no token of the store's tables can stand for, so it cannot be cached like a stage.
@@ -18,16 +19,21 @@ def review_stage(settings: Settings, run_id: str) -> dict:
         return {"skipped": "LABEL_STUDIO_API_KEY is not set (see `benchsmith labelstudio up`)"}
 
     def push_new(store) -> dict:
+        from annotation import conversations
         from annotation.client import connect
         from annotation.push import push, questions_to_push
         from annotation.settings import ReviewSettings
         from benchsmith.dimensions import registry
 
         questions = questions_to_push(store, settings.section("review", ReviewSettings))
-        if not questions:
-            return {"sent": 0, "recovered": 0}
-        return push(store, connect(settings), settings, registry(), questions).as_dict()
-    return run_stage(settings, run_id, "review:push", push_new, reads=("questions", "verdicts"),
+        out = {"sent": 0, "recovered": 0}
+        if questions:
+            out = push(store, connect(settings), settings, registry(), questions).as_dict()
+        if store.get_conversations(status="candidate"):
+            talks = conversations.push(store, connect(settings), settings)
+            out["conversations"] = {"sent": talks.sent, "recovered": talks.recovered}
+        return out
+    return run_stage(settings, run_id, "review:push", push_new, reads=("questions", "conversations", "verdicts"),
                      sections=("review",))
 
 

@@ -239,7 +239,7 @@ class ConversationStage(GeneratorStage):
         older = [c.id for item_id in finished for c in store.get_conversations(item_id=item_id, status="candidate")
                  if c.meta.get("config") != self._subject_key and c.id not in {m.id for m in made}]
         if older:  # written under other prompts or another model: kept, no longer a candidate
-            report.counters["superseded"] += store.move_conversations(
+            report.counters["superseded"] += store.move("conversation",
                 older, "superseded", stage="generate", reason="generated again after its settings changed")
         kept, dropped = quality.conversation_gate(made, self.gate)
         report.counters["conversations_kept"] += len(kept)

@@ -223,7 +223,7 @@ class QuestionStage(GeneratorStage):
                     for item_id, qs in stored.items()}
         replaced = _replaced(finished, stored, {q.id for q in generated}, self._dimension_keys)
         if replaced:
-            report.counters["superseded"] += store.move_questions(
+            report.counters["superseded"] += store.move("question",
                 replaced, "superseded", stage=STAGE, reason="generated again after its settings changed")
             existing = {i: [q for q in qs if q.id not in set(replaced)] for i, qs in existing.items()}
         kept, dropped = quality.gate(fresh, existing, self.options.quality)

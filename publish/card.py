@@ -35,7 +35,8 @@ class Changes:
     added: list[str]
     removed: list[str]
     changed: list[str]
-    notes: dict[str, str] = field(default_factory=dict)  # question id -> why it was removed or changed
+    notes: dict[str, str] = field(default_factory=dict)  # item id -> why it was removed or changed
+    kinds: dict[str, str] = field(default_factory=dict)  # item id -> its kind, for items not questions
 
 
 def size_category(n: int) -> str:
@@ -107,7 +108,7 @@ def changes_text(changes: Changes) -> str:
     if changes.previous is None:
         return "First release."
     return (f"Since {changes.previous}: {len(changes.added)} added, {len(changes.removed)} removed, "
-            f"{len(changes.changed)} changed. `CHANGELOG.md` lists the question ids.")
+            f"{len(changes.changed)} changed. `CHANGELOG.md` lists the ids.")
 
 
 def lmms_eval_hub_note(task: str, repo: str, version: str, hub_task: bool) -> str:
@@ -159,5 +160,6 @@ def changelog_markdown(history: Sequence[tuple[str, Changes]]) -> str:
         for label, ids in (("Added", changes.added), ("Removed", changes.removed), ("Changed", changes.changed)):
             if ids and changes.previous is not None:
                 out += [f"### {label} ({len(ids)})", "",
-                        *[f"- `{qid}`" + (f": {changes.notes[qid]}" if qid in changes.notes else "") for qid in ids], ""]
+                        *[f"- {changes.kinds[sid] + ' ' if sid in changes.kinds else ''}`{sid}`" +
+                          (f": {changes.notes[sid]}" if sid in changes.notes else "") for sid in ids], ""]
     return "\n".join(out)

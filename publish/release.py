@@ -19,7 +19,6 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from annotation import second_look
 from annotation.reconcile import ADJUDICATION
 from annotation.signal import COLUMNS as SIGNAL_COLUMNS, review_signal
 from benchsmith.dimensions import registry
@@ -83,7 +82,20 @@ def compare(previous: Release | None, previous_hashes: dict[str, str], hashes: d
 def _changes_of(release: Release) -> Changes:
     log = release.changelog
     return Changes(release.meta.get("previous"), log.get("added", []), log.get("removed", []),
-                   log.get("changed", []), release.meta.get("change_notes", {}))
+                   log.get("changed", []), release.meta.get("change_notes", {}), release.meta.get("kinds", {}))
+
+
+def since_published(store: Store, subject_id: str) -> str:
+    """Why an item changed or left since it was last published: the reason of the latest revision or
+    withdrawal in its history after its last publish ("" when nothing in review explains it)."""
+    why = ""
+    for event in store.events(subject_id):
+        if event["stage"] == "publish":
+            why = ""
+        elif event["to_status"] == "withdrawn" or event["from_status"] == event["to_status"]:
+            why = event["reason"]
+    return why
+
 
 
 def extractor_name(key: str) -> str:
@@ -169,62 +181,61 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
             progress: Callable[[int], None] = lambda n: None) -> Published:
     """Build release `version` from the store and record it. `repo` names the Hub repository in the card.
 
-    `withdraw` takes published or accepted questions out of this and every later version (a published
-    question keeps its status; the release remembers what was withdrawn). Questions a second look
-    withdrew (annotation/second_look.py) are withdrawn the same way, and questions it changed are
-    published as changed without `allow_changes`; the CHANGELOG says why for both.
+    `withdraw` takes accepted or published items (questions or conversations) out of this and every later
+    version: they move to `withdrawn` once the release is recorded. Items review revised or withdrew
+    since they were last published (a kept annotation edited later, a second look) are published as
+    changed or removed without `allow_changes`, and the CHANGELOG says why, from their history.
     """
     options = settings.section("publish", PublishSettings)
     if not VERSION.match(version):
         raise PublishError(f"version {version!r} must be 1-64 letters, digits, '.', '_' or '-', starting with a "
                            "letter or digit (e.g. v1.0)")
     entries, left_out = collect_entries(store)
-    history = store.get_releases()
-    existing = next((r for r in history if r.version == version), None)
-    accepted_conversations = store.get_conversations(status=["accepted", "published"])
-    unknown = set(withdraw) - {e.question_id for e in entries} - {c.id for c in accepted_conversations}
+    conversations = conversation_config.collect(store)
+    unknown = set(withdraw) - {e.question_id for e in entries} - {e.conversation_id for e in conversations}
     if unknown:
         raise PublishError(f"cannot withdraw {', '.join(sorted(unknown))}: not an accepted or published question "
                            "or conversation")
-    earlier = history[:history.index(existing)] if existing else history
-    looked = second_look.decisions(store)
-    looked_withdrawn = second_look.decided_as(looked, "withdrawn")
-    withdrawn = set(withdraw).union(looked_withdrawn, *(r.meta.get("withdrawn", []) for r in [*earlier, existing] if r))
-    entries = [e for e in entries if e.question_id not in withdrawn]
-    conversations = [e for e in conversation_config.collect(store, accepted_conversations)
-                     if e.conversation_id not in withdrawn]
-    conversation_hashes = {e.conversation_id: e.content_hash for e in conversations}
+    withdrawing = {"question": [e.question_id for e in entries if e.question_id in withdraw],
+                   "conversation": [e.conversation_id for e in conversations if e.conversation_id in withdraw]}
+    entries = [e for e in entries if e.question_id not in withdraw]
+    conversations = [e for e in conversations if e.conversation_id not in withdraw]
     if not entries:
         raise PublishError(nothing_accepted(store, settings))
-    hashes = {e.question_id: e.content_hash for e in entries}
-    if existing is not None and (store.release_hashes(version) != hashes
-                                 or store.release_conversation_hashes(version) != conversation_hashes):
-        raise PublishError(f"version {version} was already published with different questions; publish the "
+    hashes = {"question": {e.question_id: e.content_hash for e in entries},
+              "conversation": {e.conversation_id: e.content_hash for e in conversations}}
+    every = hashes["question"] | hashes["conversation"]
+    history = store.get_releases()
+    existing = next((r for r in history if r.version == version), None)
+    if existing is not None and store.release_hashes(version) != every:
+        raise PublishError(f"version {version} was already published with different content; publish the "
                            "current set under a new version")
+    earlier = history[:history.index(existing)] if existing else history
     previous = earlier[-1] if earlier else None
-    previous_hashes = store.release_hashes(previous.version) if previous else {}
-    changes = compare(previous, previous_hashes, hashes)
-    looked_changed = {qid: v for qid, v in second_look.decided_as(looked, "changed").items()
-                      if v.details.get("content_hash") == previous_hashes.get(qid)}
-    unexplained = [qid for qid in changes.changed if qid not in looked_changed]
+    changes = compare(previous, store.release_hashes(previous.version) if previous else {}, every)
+    notes = {sid: "withdrawn by the maintainer at publish" for sid in withdraw}
+    notes |= {sid: why for sid in [*changes.changed, *changes.removed] if sid not in notes
+              for why in [since_published(store, sid)] if why}
+    unexplained = [sid for sid in changes.changed if sid not in notes]
     if unexplained and not allow_changes:
-        raise PublishError(f"{len(unexplained)} question(s) published in {previous.version} have changed since "
-                           f"without a second look that changed them (e.g. {unexplained[0]}); pass --allow-changes "
-                           "to publish them as changed")
-    notes = {qid: _note(looked_changed[qid]) for qid in changes.changed if qid in looked_changed}
-    notes |= {qid: _note(looked_withdrawn[qid]) for qid in changes.removed if qid in looked_withdrawn}
-    changes = Changes(changes.previous, changes.added, changes.removed, changes.changed, notes)
+        raise PublishError(f"{len(unexplained)} item(s) published in {previous.version} have changed since without "
+                           f"a review that changed them (e.g. {unexplained[0]}); pass --allow-changes to publish "
+                           "them as changed")
+    talks = set(hashes["conversation"]) | set(store.release_hashes(previous.version, "conversation") if previous else {})
+    changes = Changes(changes.previous, changes.added, changes.removed, changes.changed, notes,
+                      {sid: "conversation" for sid in [*changes.added, *changes.removed, *changes.changed]
+                       if sid in talks})
 
     by_config: dict[str, list[Entry]] = {}
     for entry in entries:
         by_config.setdefault(entry.config, []).append(entry)
     per_config = {config: len(rows) for config, rows in by_config.items()}
     folder = (out or releases_root(settings) / version).resolve()
-    release = Release(version=version, question_ids=sorted(hashes), path=str(folder),
+    release = Release(version=version, question_ids=sorted(hashes["question"]), path=str(folder),
                       changelog={"added": changes.added, "removed": changes.removed, "changed": changes.changed},
                       meta={"previous": changes.previous, "configs": per_config, "left_out_excluded_items": left_out,
-                            "conversations": len(conversations),
-                            "withdrawn": sorted(withdrawn), "change_notes": changes.notes})
+                            "conversations": len(conversations), "change_notes": changes.notes,
+                            "kinds": changes.kinds})
     if folder.exists() and not (folder / MARKER).is_file():
         raise PublishError(f"{folder} exists and is not a benchsmith release; choose another --out")
     building = folder.with_name(f".{folder.name}.building")
@@ -252,9 +263,11 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
         shutil.rmtree(folder)
     building.rename(folder)
     if existing is None:
-        store.move_questions([e.question_id for e in entries], "published", stage="publish", reason=version)
-        store.move_conversations(list(conversation_hashes), "published", stage="publish", reason=version)
-        store.add_release(release, hashes, conversation_hashes)
+        for kind, by_id in hashes.items():
+            store.move(kind, list(by_id), "published", stage="publish", reason=version)
+            store.move(kind, withdrawing[kind], "withdrawn", stage="publish",
+                       reason=f"withdrawn by the maintainer in {version}")
+        store.add_release(release, hashes)
     return Published(version, folder, len(entries), changes, per_config, len(conversations))
 
 
@@ -285,12 +298,6 @@ def encode_images(store: Store, settings: Settings, item_ids: Sequence[str]) -> 
             except MediaError:
                 counts["unreadable"] += 1
     return counts
-
-
-def _note(verdict) -> str:
-    """Why a second look removed or changed a question, for the CHANGELOG."""
-    flags = verdict.details.get("flags") or []
-    return verdict.reason + (f" (flagged by the models: {', '.join(flags)})" if flags else "")
 
 
 def find_leaks(folder: Path, forbidden: Sequence[str]) -> list[str]:

@@ -27,7 +27,7 @@ def reached(status: str, failed_quality: bool, passed_blind: bool) -> int:
     gate and the blind filter both leave a question `dropped`, only their verdicts tell which one."""
     if status == "published":
         return 4
-    if status == "accepted":
+    if status in ("accepted", "withdrawn"):  # withdrawn: accepted once, then taken out in review or at publish
         return 3
     if passed_blind or status in ("in_review", "rejected"):
         return 2

@@ -19,6 +19,7 @@ from benchsmith.store.conversations import ConversationsMixin
 from benchsmith.store.evals import EvalsMixin
 from benchsmith.store.facts import FactsMixin
 from benchsmith.store.items import ItemsMixin
+from benchsmith.store.lifecycle import LifecycleMixin, TransitionError
 from benchsmith.store.ledger import LedgerMixin
 from benchsmith.store.llm_calls import LlmCallsMixin
 from benchsmith.store.questions import QuestionsMixin
@@ -31,7 +32,7 @@ from benchsmith.store.verdicts import VerdictsMixin
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # The newest migration's revision: a store already there opens without importing alembic (~0.15 s a
 # command). A test holds it equal to alembic's own head.
-SCHEMA_HEAD = "0007"
+SCHEMA_HEAD = "0008"
 
 
 class StoreError(BenchsmithError, RuntimeError):
@@ -191,7 +192,7 @@ def _missing_message(where: str) -> str:
 
 
 class Store(
-    ItemsMixin, FactsMixin, QuestionsMixin, VerdictsMixin, LlmCallsMixin, ReviewsMixin, ReleasesMixin,
+    LifecycleMixin, ItemsMixin, FactsMixin, QuestionsMixin, VerdictsMixin, LlmCallsMixin, ReviewsMixin, ReleasesMixin,
     RunsMixin, LedgerMixin, EvalsMixin, ConversationsMixin, RateBucketsMixin,
 ):
     """All persistent state. Methods are grouped by record in the mixins beside this file."""
@@ -263,4 +264,4 @@ class Store(
         self.close()
 
 
-__all__ = ["Store", "StoreError", "migrate", "alembic_config"]
+__all__ = ["Store", "StoreError", "TransitionError", "migrate", "alembic_config"]

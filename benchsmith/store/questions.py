@@ -1,4 +1,4 @@
-"""Questions and their status history."""
+"""Questions: four-option items. Where each stands lives in the shared lifecycle (lifecycle.py)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,9 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from benchsmith.records import TRANSITIONS, Question, Verdict, utcnow
-from benchsmith.store.schema import question_events, questions
-from benchsmith.store.sql import chunks, insert_new
-
-
-class TransitionError(ValueError):
-    """A question was asked to move to a status its current status cannot reach."""
+from benchsmith.records import Question, Verdict, utcnow
+from benchsmith.store.schema import questions
+from benchsmith.store.sql import chunks
 
 
 def _to_row(q: Question) -> dict:
@@ -45,56 +41,7 @@ class QuestionsMixin:
         `verdicts_for_new` are written in the same transaction, so a crash never leaves a question
         without the verdict that explains its status.
         """
-        with self.engine.begin() as conn:
-            new = insert_new(conn, questions, [_to_row(q) for q in records])
-            if new:
-                conn.execute(sa.insert(question_events), [
-                    {"question_id": r["id"], "from_status": None, "to_status": r["status"], "stage": stage,
-                     "reason": "", "created_at": r["created_at"]} for r in new])
-                new_ids = {r["id"] for r in new}
-                self.add_verdicts([v for v in verdicts_for_new if v.subject_id in new_ids], conn=conn)
-            return len(new)
-
-    def move_questions(self, ids: Sequence[str], to_status: str, *, stage: str, reason: str = "",
-                       verdicts_to_add: Sequence[Verdict] = (), updates: dict | None = None) -> int:
-        """Move questions to a new status, checking each move and logging it; return how many moved.
-
-        A question already in `to_status` is left alone, so a repeated call is harmless.
-        """
-        now = utcnow()
-        moved = 0
-        with self.engine.begin() as conn:
-            for batch in chunks(list(ids)):
-                current = dict(conn.execute(
-                    sa.select(questions.c.id, questions.c.status).where(questions.c.id.in_(batch))).all())
-                missing = set(batch) - set(current)
-                if missing:
-                    raise KeyError(f"unknown question ids: {sorted(missing)[:3]}")
-                to_move = [qid for qid in batch if current[qid] != to_status or to_status == "published"]
-                for qid in to_move:
-                    if to_status not in TRANSITIONS[current[qid]]:
-                        raise TransitionError(f"question {qid} cannot move from {current[qid]} to {to_status}")
-                if not to_move:
-                    continue
-                conn.execute(sa.update(questions).where(questions.c.id.in_(to_move)).values(
-                    status=to_status, updated_at=now, **(updates or {})))
-                conn.execute(sa.insert(question_events), [
-                    {"question_id": qid, "from_status": current[qid], "to_status": to_status, "stage": stage,
-                     "reason": reason, "created_at": now} for qid in to_move])
-                moved += len(to_move)
-            self.add_verdicts(verdicts_to_add, conn=conn)
-        return moved
-
-    def update_questions(self, updates: dict[str, dict]) -> None:
-        """Set review fields or meta on questions, by id. Text and options are never changed: they make
-        the id, and a published question must not change silently."""
-        allowed = {"review_answer", "review_dimension_id", "meta"}
-        for values in updates.values():
-            if set(values) - allowed:
-                raise ValueError(f"only {sorted(allowed)} can be updated, not {sorted(set(values) - allowed)}")
-        with self.engine.begin() as conn:
-            for qid, values in updates.items():
-                conn.execute(sa.update(questions).where(questions.c.id == qid).values(**values, updated_at=utcnow()))
+        return self._add_items("question", [_to_row(q) for q in records], stage, verdicts_for_new)
 
     def get_questions(self, *, status: str | Sequence[str] | None = None, dimension_id: int | None = None,
                       ids: Sequence[str] | None = None, item_id: str | None = None,
@@ -124,9 +71,3 @@ class QuestionsMixin:
             rows = conn.execute(sa.select(questions.c.dimension_id, questions.c.status, sa.func.count())
                                 .group_by(questions.c.dimension_id, questions.c.status))
             return {(d, s): n for d, s, n in rows}
-
-    def question_events(self, question_id: str) -> list[dict]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(question_events).where(question_events.c.question_id == question_id)
-                                .order_by(question_events.c.id))
-            return [dict(r._mapping) for r in rows]

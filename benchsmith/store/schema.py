@@ -68,11 +68,13 @@ questions = sa.Table(
     sa.Column("updated_at", When, nullable=False),
 )
 
-# Every status change of a question, in order: the audit trail behind its current status.
-question_events = sa.Table(
-    "question_events", metadata,
+# Every status change of every benchmark item (a question, a conversation), in order: the audit trail
+# behind its current status. One lifecycle, so one history.
+events = sa.Table(
+    "events", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("question_id", ID, nullable=False, index=True),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("subject_id", ID, nullable=False, index=True),
     sa.Column("from_status", sa.String(16)),
     sa.Column("to_status", sa.String(16), nullable=False),
     sa.Column("stage", sa.String(32), nullable=False),
@@ -112,12 +114,14 @@ llm_calls = sa.Table(
     sa.Column("created_at", When, nullable=False),
 )
 
-# One row per question and review round: its first review (round "") and each second look after it was
-# published (round: the release version that was in doubt).
+# One row per benchmark item and review round: its first review (round "") and each second look after
+# it was published (round: the release version that was in doubt). Written before the push (task_id
+# empty) and completed after, so a push that died in between asks the server first.
 review_tasks = sa.Table(
     "review_tasks", metadata,
-    sa.Column("question_id", ID, primary_key=True),
+    sa.Column("subject_id", ID, primary_key=True),
     sa.Column("round", sa.String(64), primary_key=True, server_default=""),
+    sa.Column("kind", sa.String(16), nullable=False, server_default="question"),
     sa.Column("project_id", sa.Integer, nullable=False),
     sa.Column("task_id", sa.Integer),
     sa.Column("pushed_at", When, nullable=False),
@@ -148,11 +152,12 @@ releases = sa.Table(
     sa.Column("created_at", When, nullable=False),
 )
 
-# Which questions a release holds, with a hash of their published content so no change is silent.
-release_questions = sa.Table(
-    "release_questions", metadata,
+# Which items a release holds, of every kind, with a hash of their published content so no change is silent.
+release_entries = sa.Table(
+    "release_entries", metadata,
     sa.Column("version", sa.String(64), primary_key=True),
-    sa.Column("question_id", ID, primary_key=True),
+    sa.Column("subject_id", ID, primary_key=True),
+    sa.Column("kind", sa.String(16), nullable=False),
     sa.Column("content_hash", ID, nullable=False),
 )
 
@@ -235,27 +240,6 @@ conversations = sa.Table(
     sa.Column("updated_at", When, nullable=False),
 )
 
-# Every status change of a conversation, in order.
-conversation_events = sa.Table(
-    "conversation_events", metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("conversation_id", ID, nullable=False, index=True),
-    sa.Column("from_status", sa.String(16)),
-    sa.Column("to_status", sa.String(16), nullable=False),
-    sa.Column("stage", sa.String(32), nullable=False),
-    sa.Column("reason", sa.Text, nullable=False, server_default=""),
-    sa.Column("created_at", When, nullable=False),
-)
-
-# Conversations sent to Label Studio: written before the push (task_id empty) and completed after.
-conversation_review_tasks = sa.Table(
-    "conversation_review_tasks", metadata,
-    sa.Column("conversation_id", ID, primary_key=True),
-    sa.Column("project_id", sa.Integer, nullable=False),
-    sa.Column("task_id", sa.Integer),
-    sa.Column("pushed_at", When, nullable=False),
-)
-
 # Every version of every annotation of a conversation: the turns as the annotator left them, keep or
 # discard with reasons. A new row per distinct version (the id hashes the content), so no edit is lost.
 conversation_reviews = sa.Table(
@@ -271,14 +255,6 @@ conversation_reviews = sa.Table(
     sa.Column("turns", sa.JSON, nullable=False),
     sa.Column("submitted_at", When, nullable=False),
     sa.Column("created_at", When, nullable=False),
-)
-
-# Which conversations a release holds, with a hash of their published content.
-release_conversations = sa.Table(
-    "release_conversations", metadata,
-    sa.Column("version", sa.String(64), primary_key=True),
-    sa.Column("conversation_id", ID, primary_key=True),
-    sa.Column("content_hash", ID, nullable=False),
 )
 
 # ConvEval: one row per conversation and setting of an eval run: the answers, the opponent's, and the

@@ -51,7 +51,7 @@ def test_an_annotator_sees_the_question_and_submits_an_answer_that_a_pull_brings
         question = seed_questions(store, settings, [3])[0]
         report = push(store, connect(settings), settings, registry(),
                       questions_to_push(store, settings.section("review", ReviewSettings)))
-        task_id = store.get_review_tasks()[question.id][1]
+        task_id = store.get_review_tasks("question")[question.id][1]
 
         chosen = (question.answer + 2) % 4
         label = f"{'ABCD'[chosen]}. {question.options[chosen]}"
@@ -84,7 +84,7 @@ def test_dollar_signs_templates_and_markup_are_shown_and_recorded_exactly_as_wri
     pushed = benchsmith(env, "review", "push")
     assert pushed.returncode == 0, pushed.stderr
     with Store(settings.db_url) as store:
-        project_id, task_id = store.get_review_tasks()[question.id]
+        project_id, task_id = store.get_review_tasks("question")[question.id]
 
     chosen = 3  # the key is A; the annotator picks the option with markup and a template
     labels = [f"{'ABCD'[i]}. {text}" for i, text in enumerate(TRICKY)]
@@ -131,7 +131,7 @@ def test_an_annotator_sees_each_turn_and_edits_a_reference_that_a_pull_brings_ba
     with Store(settings.db_url) as store:
         (conversation,) = seed_conversations(store, settings, 1)
         report = review_conversations.push(store, connect(settings), settings)
-        task_id = store.get_conversation_review_tasks()[conversation.id][1]
+        task_id = store.get_review_tasks("conversation")[conversation.id][1]
         edited = "The left square, since it touches the border."
         seen = browse("review_conversation.mjs", label_studio.url, ADMIN, ADMIN_PASSWORD, report.project_id, task_id,
                       edited, BROWSER / "artifacts" / "conversation-page.png")
@@ -141,8 +141,8 @@ def test_an_annotator_sees_each_turn_and_edits_a_reference_that_a_pull_brings_ba
             assert values[f"reference_{n}"] == turn.reference
             assert values[f"focus_points_{n}"] == "\n".join(turn.focus_points)
 
-        pulled = review_conversations.pull(store, connect(settings), settings)
-        assert pulled.outcomes["accepted"] == 1
+        pulled = pull(store, connect(settings), settings, registry())
+        assert pulled.conversations["accepted"] == 1
         (accepted,) = store.get_conversations(ids=[conversation.id])
         assert accepted.final_turns[1].reference == edited
         assert accepted.final_turns[0] == conversation.turns[0] and accepted.final_turns[2] == conversation.turns[2]
@@ -162,7 +162,7 @@ def test_conversation_turns_with_dollar_signs_templates_and_markup_start_and_com
     with Store(settings.db_url) as store:
         (conversation,) = seed_conversations(store, settings, 1, turns)
         report = review_conversations.push(store, connect(settings), settings)
-        task_id = store.get_conversation_review_tasks()[conversation.id][1]
+        task_id = store.get_review_tasks("conversation")[conversation.id][1]
         edited = "No: $10.99 is less than {{x}}."
         seen = browse("review_conversation.mjs", label_studio.url, ADMIN, ADMIN_PASSWORD, report.project_id, task_id,
                       edited, BROWSER / "artifacts" / "exact-conversation-page.png")
@@ -171,7 +171,7 @@ def test_conversation_turns_with_dollar_signs_templates_and_markup_start_and_com
             f"{field}_{n}": "\n".join(turn.focus_points) if field == "focus_points" else getattr(turn, field)
             for n, turn in enumerate(turns, 1) for field in ("instruction", "reference", "focus_points")}
 
-        pulled = review_conversations.pull(store, connect(settings), settings)
-        assert pulled.outcomes["accepted"] == 1, pulled.summary()
+        pulled = pull(store, connect(settings), settings, registry())
+        assert pulled.conversations["accepted"] == 1, pulled.summary()
         (accepted,) = store.get_conversations(ids=[conversation.id])
         assert accepted.final_turns == [turns[0], turns[1].model_copy(update={"reference": edited}), turns[2]]

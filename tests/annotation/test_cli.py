@@ -53,7 +53,7 @@ def test_status_counts_review_states_from_the_store_alone(tmp_path, label_studio
     settings = label_studio.settings()
     with Store(settings.db_url) as store:
         questions = seed_questions(store, settings, [3, 4, 5])
-        store.record_review_intents([questions[0].id], project_id=1)
+        store.record_review_intents("question", [questions[0].id], project_id=1)
     env = clean_env(tmp_path, BENCHSMITH_WORKSPACE=str(settings.workspace))
     done = benchsmith(env, "review", "status")
     assert done.returncode == 0, done.stderr

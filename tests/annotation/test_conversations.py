@@ -12,8 +12,10 @@ from PIL import Image as PILImage
 
 from annotation import conversations as review_conversations
 from annotation.client import connect
+from annotation.pull import pull
 from annotation.push import image_base
 from annotation.settings import ReviewSettings
+from benchsmith.dimensions import registry
 from benchsmith.records import Conversation, Image, Provenance, Turn, sha256_bytes
 from benchsmith.store import Store
 
@@ -54,15 +56,15 @@ def test_edited_conversations_round_trip_and_the_last_accepted_edit_wins(label_s
         edited, discarded, broken, interrupted = seed_conversations(store, settings, 4)
 
         # a push that died after its import but before it recorded the task id
-        project = review_conversations.ensure_project(server, settings, review)
-        store.record_conversation_review_intents([interrupted.id], project)
+        project, _created = review_conversations.ensure_project(server, settings, review)
+        store.record_review_intents("conversation", [interrupted.id], project)
         item = store.get_items([interrupted.item_id])[0]
         server.import_tasks(project, [review_conversations.to_task(interrupted, item, image_base(settings, review))])
 
         first = review_conversations.push(store, server, settings)
         assert (first.sent, first.recovered) == (3, 1)
         assert review_conversations.push(store, server, settings).sent == 0
-        tasks = {cid: task for cid, (_p, task) in store.get_conversation_review_tasks().items()}
+        tasks = {cid: task for cid, (_p, task) in store.get_review_tasks("conversation").items()}
         assert len(set(tasks.values())) == 4
         assert {c.status for c in store.get_conversations()} == {"in_review"}
 
@@ -78,10 +80,10 @@ def test_edited_conversations_round_trip_and_the_last_accepted_edit_wins(label_s
         first_annotator.annotations.create(id=tasks[broken.id], result=[text("reference_1", " "),
                                                                          choice("keep", ["Keep"])])
 
-        report = review_conversations.pull(store, server, settings)
-        assert report.new_versions == 3 and report.unreadable == []
-        assert {k: report.outcomes[k] for k in ("accepted", "rejected", "held", "waiting")} == {
-            "accepted": 1, "rejected": 1, "held": 1, "waiting": 1}
+        report = pull(store, server, settings, registry())
+        assert report.new_reviews == 3 and report.unreadable == []
+        assert {k: report.conversations[k] for k in ("accepted", "rejected", "flagged", "waiting")} == {
+            "accepted": 1, "rejected": 1, "flagged": 1, "waiting": 1}
         (accepted,) = store.get_conversations(ids=[edited.id])
         assert accepted.status == "accepted"
         assert accepted.final_turns[1].reference == "The left one, as it touches the border."
@@ -89,7 +91,7 @@ def test_edited_conversations_round_trip_and_the_last_accepted_edit_wins(label_s
         assert accepted.final_turns[0] == edited.turns[0]            # untouched fields come back as sent
         (rejected,) = store.get_conversations(ids=[discarded.id])
         assert rejected.status == "rejected"
-        assert store.conversation_events(discarded.id)[-1]["reason"] == "discarded: wrong_reference"
+        assert store.events(discarded.id)[-1]["reason"] == "discarded: wrong_reference"
         (held,) = store.get_conversations(ids=[broken.id])
         assert held.status == "in_review"
         verdict = store.get_verdicts(stage="review", subject_id=broken.id)[0]
@@ -100,8 +102,8 @@ def test_edited_conversations_round_trip_and_the_last_accepted_edit_wins(label_s
             text("reference_2", "The left square: it touches the border."), choice("keep", ["Keep"])])
         second_annotator.annotations.create(id=tasks[broken.id], result=[
             text("reference_1", "Two squares, one blue."), choice("keep", ["Keep"])])
-        again = review_conversations.pull(store, server, settings)
-        assert again.new_versions == 2 and again.outcomes["edited"] == 1 and again.outcomes["accepted"] == 1
+        again = pull(store, server, settings, registry())
+        assert again.new_reviews == 2 and again.conversations["revised"] == 1 and again.conversations["accepted"] == 1
         (accepted,) = store.get_conversations(ids=[edited.id])
         assert accepted.final_turns[1].reference == "The left square: it touches the border."
         versions = store.get_conversation_reviews([edited.id])
@@ -111,4 +113,4 @@ def test_edited_conversations_round_trip_and_the_last_accepted_edit_wins(label_s
         assert fixed.status == "accepted" and fixed.final_turns[0].reference == "Two squares, one blue."
         assert len(store.get_conversation_reviews([broken.id])) == 2
 
-        assert review_conversations.pull(store, server, settings).new_versions == 0
+        assert pull(store, server, settings, registry()).new_reviews == 0

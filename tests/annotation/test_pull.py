@@ -8,7 +8,8 @@ import pytest
 from label_studio_sdk import LabelStudio
 
 from annotation.client import connect
-from annotation.pull import RULE, STAGE, pull, review_status
+from annotation.lifecycle import RULE, STAGE
+from annotation.pull import pull, review_status
 from annotation.push import push, questions_to_push
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import registry
@@ -56,7 +57,7 @@ def scripted(label_studio, annotators):
     store = Store(settings.db_url)
     questions = seed_questions(store, settings, DIMENSIONS)
     push(store, connect(settings), settings, registry(), questions_to_push(store, review))
-    tasks = {qid: task for qid, (_, task) in store.get_review_tasks().items()}
+    tasks = {qid: task for qid, (_, task) in store.get_review_tasks("question").items()}
     clients = [LabelStudio(base_url=label_studio.url, api_key=token) for token in annotators.values()]
     for index, by_annotator in SCRIPT.items():
         task_id = tasks[questions[index].id]
@@ -116,7 +117,7 @@ def test_a_second_pull_adds_nothing_and_a_deciding_review_settles_a_flagged_ques
 
     # the admin adjudicates question 2 (C against D) with a third review for D
     review = settings.section("review", ReviewSettings)
-    task_id = store.get_review_tasks([questions[2].id])[questions[2].id][1]
+    task_id = store.get_review_tasks("question", [questions[2].id])[questions[2].id][1]
     data = server.client.tasks.get(id=task_id).data
     server.client.annotations.create(id=task_id, result=result(data, True, 3, 3, (), review))
     pull(store, server, settings, registry())

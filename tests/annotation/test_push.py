@@ -45,7 +45,7 @@ def test_push_sends_each_passed_candidate_once_and_a_repush_adds_nothing(label_s
 
         server = connect(settings)
         tasks = server_tasks(server, report.project_id)
-        recorded = store.get_review_tasks()
+        recorded = store.get_review_tasks("question")
         assert sorted(t.data["question_id"] for t in tasks) == sorted(q.id for q in questions)
         assert {t.data["question_id"]: t.id for t in tasks} == {qid: task for qid, (_, task) in recorded.items()}
         assert {q.status for q in store.get_questions(ids=[q.id for q in questions])} == {"in_review"}
@@ -138,14 +138,14 @@ def test_a_push_killed_halfway_and_rerun_leaves_exactly_one_task_per_question(la
     engine.dispose()
 
     with Store(settings.db_url) as store:
-        assert len(store.get_review_tasks()) < len(questions), "killed too late to prove anything"
+        assert len(store.get_review_tasks("question")) < len(questions), "killed too late to prove anything"
         report = run_push(settings, store)
         assert report.sent < len(questions)
         tasks = server_tasks(connect(settings), report.project_id)
         per_question = Counter(t.data["question_id"] for t in tasks)
         assert len(tasks) == len(questions)
         assert set(per_question) == {q.id for q in questions} and set(per_question.values()) == {1}
-        assert {qid: task for qid, (_, task) in store.get_review_tasks().items()} == {t.data["question_id"]: t.id
+        assert {qid: task for qid, (_, task) in store.get_review_tasks("question").items()} == {t.data["question_id"]: t.id
                                                                                      for t in tasks}
         assert run_push(settings, store).sent == 0
 
@@ -160,7 +160,7 @@ def test_tasks_imported_before_a_crash_are_found_on_the_server_not_sent_again(la
         late = seed_questions(store, settings, [7, 8])
         # what a push does before it dies: intent recorded, tasks imported, ids never written back
         items = {i.id: i for i in store.get_items()}
-        store.record_review_intents([q.id for q in late], first.project_id)
+        store.record_review_intents("question", [q.id for q in late], first.project_id)
         connect(settings).client.projects.import_tasks(id=first.project_id, request=[
             to_task(q, items[q.item_id], registry(), review, image_base(settings, review)) for q in late])
         report = run_push(settings, store)

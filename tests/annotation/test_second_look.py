@@ -53,7 +53,7 @@ def test_flagged_questions_come_back_and_the_next_version_changes_withdraws_or_k
     with Store(settings.db_url) as store:
         questions = seed_questions(store, settings, [DIMENSION] * 5)
         push(store, server, settings, registry(), questions_to_push(store, review))
-        tasks = store.get_review_tasks()
+        tasks = store.get_review_tasks("question")
         for q in questions:
             task_id = tasks[q.id][1]
             data = server.client.tasks.get(id=task_id).data
@@ -114,7 +114,8 @@ def test_flagged_questions_come_back_and_the_next_version_changes_withdraws_or_k
         verdicts = {v.subject_id: v for v in store.get_verdicts(stage=STAGE) if v.rule == RULE}
         assert {qid: v.details["outcome"] for qid, v in verdicts.items()} == {
             ids[0]: "changed", ids[1]: "withdrawn", ids[2]: "confirmed"}
-        assert [e["reason"] for e in store.question_events(ids[0])][-1] == "answer A -> B at a second look"
+        assert [e["reason"] for e in store.events(ids[0])][-1] == (
+            "answer A -> B at a second look (flagged by the models: same_wrong_option, no_model_beats_chance)")
     items = benchsmith(env, "eval", "items")      # the flags stay, each with what the second look made of it
     assert items.returncode == 0 and "(confirmed at a second look)" in items.stdout, items.stdout + items.stderr
     flagged = json.loads((settings.workspace / "evaluations" / "release_v1" / "flagged.json").read_text())["flagged"]

@@ -11,12 +11,12 @@ def review(question_id: str, annotation_id: int, answer: int = 0) -> Review:
 
 
 def test_intents_wait_for_their_task_ids(store):
-    store.record_review_intents(["q1", "q2"], project_id=4)
-    assert store.get_review_tasks() == {"q1": (4, None), "q2": (4, None)}
+    store.record_review_intents("question", ["q1", "q2"], project_id=4)
+    assert store.get_review_tasks("question") == {"q1": (4, None), "q2": (4, None)}
     store.set_review_task_ids({"q1": 101})
-    assert store.get_review_tasks(["q1", "q3"]) == {"q1": (4, 101)}
-    store.record_review_intents(["q2"], project_id=5)  # re-sent to another project after a lost one
-    assert store.get_review_tasks()["q2"] == (5, None)
+    assert store.get_review_tasks("question", ["q1", "q3"]) == {"q1": (4, 101)}
+    store.record_review_intents("question", ["q2"], project_id=5)  # re-sent to another project after a lost one
+    assert store.get_review_tasks("question")["q2"] == (5, None)
 
 
 def test_reviews_are_counted_once_and_an_edit_replaces_the_earlier_version(store):

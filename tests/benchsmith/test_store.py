@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 import sqlalchemy as sa
 from alembic import command
@@ -9,8 +11,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from benchsmith.records import Fact, Image, Provenance, Question, Verdict
-from benchsmith.store import SCHEMA_HEAD, Store, StoreError, alembic_config, migrate
-from benchsmith.store.questions import TransitionError
+from benchsmith.store import SCHEMA_HEAD, Store, StoreError, TransitionError, alembic_config, migrate
 from benchsmith.store.schema import metadata
 
 PROV = Provenance(backend="programmatic", model=None, prompt_version="t1")
@@ -36,11 +37,11 @@ def test_questions_move_through_the_allowed_statuses_and_keep_their_history(stor
     q = question(image(1).id, "How many circles are there?")
     assert store.add_questions([q, q], stage="generate") == 1
     assert store.add_questions([q], stage="generate") == 0
-    store.move_questions([q.id], "in_review", stage="review")
-    store.move_questions([q.id], "accepted", stage="review")
-    assert store.move_questions([q.id], "accepted", stage="review") == 0  # repeating is harmless
-    store.move_questions([q.id], "published", stage="publish", reason="v1")
-    events = store.question_events(q.id)
+    store.move("question", [q.id], "in_review", stage="review")
+    store.move("question", [q.id], "accepted", stage="review")
+    assert store.move("question", [q.id], "accepted", stage="review") == 0  # repeating is harmless
+    store.move("question", [q.id], "published", stage="publish", reason="v1")
+    events = store.events(q.id)
     assert [(e["from_status"], e["to_status"]) for e in events] == [
         (None, "candidate"), ("candidate", "in_review"), ("in_review", "accepted"), ("accepted", "published")]
 
@@ -51,9 +52,9 @@ def test_a_dropped_question_stays_with_its_reason_and_cannot_come_back(store):
     store.add_questions([q], stage="generate")
     drop = Verdict(subject_id=q.id, subject_kind="question", stage="blind", rule="seed_all_correct",
                    passed=False, reason="all 3 solvers answered without the image")
-    store.move_questions([q.id], "dropped", stage="blind", reason=drop.reason, verdicts_to_add=[drop])
+    store.move("question", [q.id], "dropped", stage="blind", reason=drop.reason, verdicts_to_add=[drop])
     with pytest.raises(TransitionError):
-        store.move_questions([q.id], "in_review", stage="review")
+        store.move("question", [q.id], "in_review", stage="review")
     [kept] = store.get_questions(status="dropped")
     assert kept.id == q.id
     assert store.get_verdicts(subject_id=q.id)[0].reason == "all 3 solvers answered without the image"
@@ -156,7 +157,7 @@ def test_the_schema_head_that_opens_a_store_without_alembic_is_alembics_own_head
 
 def test_conversations_move_through_the_question_statuses_and_keep_their_history(store):
     from benchsmith.records import Conversation, Provenance, Turn
-    from benchsmith.store.questions import TransitionError
+    from benchsmith.store import TransitionError
 
     turns = [Turn(level=level, instruction=f"{level} ask", reference=f"{level} answer", focus_points=["p"])
              for level in ("perception", "reasoning", "creation")]
@@ -165,18 +166,18 @@ def test_conversations_move_through_the_question_statuses_and_keep_their_history
     assert store.add_conversations([first, second], stage="generate") == 2
     assert store.add_conversations([first], stage="generate") == 0
     assert first.id != second.id
-    store.move_conversations([first.id, second.id], "in_review", stage="review")
-    store.move_conversations([second.id], "rejected", stage="review", reason="blurry")
+    store.move("conversation", [first.id, second.id], "in_review", stage="review")
+    store.move("conversation", [second.id], "rejected", stage="review", reason="blurry")
     edited = [turns[0], turns[1].model_copy(update={"reference": "a better answer"}), turns[2]]
-    store.move_conversations([first.id], "accepted", stage="review", updates={first.id: {"review_turns": edited}})
+    store.move("conversation", [first.id], "accepted", stage="review", updates_by_id={first.id: {"review_turns": edited}})
     with pytest.raises(TransitionError):
-        store.move_conversations([second.id], "accepted", stage="review")
+        store.move("conversation", [second.id], "accepted", stage="review")
     (accepted,) = store.get_conversations(status="accepted")
     assert accepted.id == first.id and accepted.final_turns[1].reference == "a better answer"
     assert accepted.turns[1].reference == "reasoning answer" and accepted.provenance.tokens_in == 9
-    assert [e["to_status"] for e in store.conversation_events(second.id)] == ["candidate", "in_review", "rejected"]
-    assert store.conversation_events(second.id)[-1]["reason"] == "blurry"
-    assert store.conversation_counts() == {"accepted": 1, "rejected": 1}
+    assert [e["to_status"] for e in store.events(second.id)] == ["candidate", "in_review", "rejected"]
+    assert store.events(second.id)[-1]["reason"] == "blurry"
+    assert store.status_counts("conversation") == {"accepted": 1, "rejected": 1}
 
 
 def test_workers_claiming_and_caching_the_same_llm_calls_at_once_on_postgresql_each_key_goes_to_one(postgres_url):
@@ -217,3 +218,62 @@ def test_workers_claiming_and_caching_the_same_llm_calls_at_once_on_postgresql_e
     with Store(postgres_url) as store:
         assert {k: v["status"] for k, v in store.get_llm_calls([r["key"] for r in rows]).items()} == {
             r["key"]: "ok" for r in rows}
+
+
+def test_questions_and_conversations_of_an_older_store_move_onto_one_lifecycle(store_url):
+    engine = sa.create_engine(store_url)
+    migrate(engine, "0007")
+    when = datetime(2026, 11, 1, 10, tzinfo=timezone.utc)
+    q, c, gone = "q" * 64, "c" * 64, "w" * 64
+    with engine.begin() as conn:
+        table = {name: sa.Table(name, sa.MetaData(), autoload_with=conn) for name in (
+            "questions", "conversations", "question_events", "conversation_events", "review_tasks",
+            "conversation_review_tasks", "releases", "release_questions", "release_conversations")}
+        common = {"status": "published", "generator": "template", "provenance": {"backend": "template"}, "meta": {},
+                  "created_at": when, "updated_at": when}
+        conn.execute(sa.insert(table["questions"]), [
+            common | {"id": qid, "item_id": "i" * 64, "dimension_id": 3, "text": qid, "options": list("abcd"),
+                      "answer": 0} for qid in (q, gone)])
+        conn.execute(sa.insert(table["conversations"]), [common | {"id": c, "item_id": "i" * 64, "turns": []}])
+        conn.execute(sa.insert(table["question_events"]), [
+            {"question_id": q, "from_status": None, "to_status": "candidate", "stage": "generate", "reason": "",
+             "created_at": when},
+            {"question_id": q, "from_status": "candidate", "to_status": "in_review", "stage": "review", "reason": "",
+             "created_at": when}])
+        conn.execute(sa.insert(table["conversation_events"]), [
+            {"conversation_id": c, "from_status": None, "to_status": "candidate", "stage": "generate", "reason": "",
+             "created_at": when}])
+        conn.execute(sa.insert(table["review_tasks"]), [
+            {"question_id": q, "round": "", "project_id": 1, "task_id": 11, "pushed_at": when},
+            {"question_id": q, "round": "v1", "project_id": 2, "task_id": 21, "pushed_at": when}])
+        conn.execute(sa.insert(table["conversation_review_tasks"]), [
+            {"conversation_id": c, "project_id": 3, "task_id": None, "pushed_at": when}])
+        conn.execute(sa.insert(table["releases"]), [
+            {"version": "v1", "path": "", "n_questions": 2, "changelog": {}, "meta": {}, "created_at": when},
+            {"version": "v2", "path": "", "n_questions": 1, "changelog": {}, "meta": {"withdrawn": [gone]},
+             "created_at": when + timedelta(days=1)}])
+        conn.execute(sa.insert(table["release_questions"]), [
+            {"version": "v1", "question_id": q, "content_hash": "h1"},
+            {"version": "v1", "question_id": gone, "content_hash": "h2"},
+            {"version": "v2", "question_id": q, "content_hash": "h1"}])
+        conn.execute(sa.insert(table["release_conversations"]), [
+            {"version": "v2", "conversation_id": c, "content_hash": "h3"}])
+    engine.dispose()
+
+    with Store(store_url) as store:
+        assert [(e["kind"], e["to_status"]) for e in store.events(q)] == [("question", "candidate"),
+                                                                           ("question", "in_review")]
+        assert [(e["kind"], e["to_status"]) for e in store.events(c)] == [("conversation", "candidate")]
+        assert store.get_review_tasks("question") == {q: (1, 11)}
+        assert store.get_second_look_tasks() == {(q, "v1"): (2, 21)}
+        assert store.get_review_tasks("conversation") == {c: (3, None)}
+        assert store.release_hashes("v1") == {q: "h1", gone: "h2"}
+        assert store.release_hashes("v2", "question") == {q: "h1"}
+        assert store.release_hashes("v2", "conversation") == {c: "h3"}
+        assert [r.question_ids for r in store.get_releases()] == [sorted([q, gone]), [q]]
+        # a withdrawal lived in the release's meta; now it is the question's status, with the event that says so
+        assert store.status_counts("question") == {"published": 1, "withdrawn": 1}
+        assert store.events(gone)[-1]["to_status"] == "withdrawn"
+        assert store.events(gone)[-1]["reason"].startswith("withdrawn in v2")
+        assert not {"question_events", "conversation_events", "conversation_review_tasks", "release_questions",
+                    "release_conversations"} & set(sa.inspect(store.engine).get_table_names())

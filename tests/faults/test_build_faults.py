@@ -164,7 +164,7 @@ def test_sigkill_at_random_points_loses_nothing_duplicates_nothing_and_repays_no
         # the same questions as a run that was never killed: none lost, none twice, none made up anew
         assert sorted(q.id for q in questions) == sorted(q.id for q in expected.get_questions())
         in_review = {q.id for q in questions if q.status == "in_review"}
-        tasks = store.get_review_tasks()
+        tasks = store.get_review_tasks("question")
     assert in_review and set(tasks) == in_review and all(task for _, task in tasks.values())
 
     token = label_studio.env["LABEL_STUDIO_API_KEY"]

@@ -43,12 +43,12 @@ def test_label_studio_stopped_mid_push_is_a_clear_error_and_a_rerun_completes(la
     assert "cannot reach Label Studio" in err and "Traceback" not in err
 
     with Store(settings.db_url) as store:
-        assert 0 < len(store.get_review_tasks()) < len(questions), "stopped too late to prove anything"
+        assert 0 < len(store.get_review_tasks("question")) < len(questions), "stopped too late to prove anything"
     rerun = subprocess.run([BENCHSMITH, "review", "push"], env=env, cwd=tmp_path, capture_output=True, text=True,
                            timeout=600)
     assert rerun.returncode == 0, rerun.stderr
     with Store(settings.db_url) as store:
-        tasks = store.get_review_tasks()
+        tasks = store.get_review_tasks("question")
         assert len(tasks) == len(questions) and all(task for _, task in tasks.values())
         project_id = next(iter(tasks.values()))[0]
     on_server = Counter(t.data["question_id"] for t in connect(settings).client.tasks.list(

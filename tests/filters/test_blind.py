@@ -100,7 +100,7 @@ def test_apply_drops_keeps_records_and_never_judges_twice(store):
     [kept] = store.get_questions(status="candidate")
     assert [v.passed for v in store.get_verdicts(stage="blind", subject_id=kept.id)] == [True]
     dropped_id = QUESTIONS[0].id
-    [event] = [e for e in store.question_events(dropped_id) if e["to_status"] == "dropped"]
+    [event] = [e for e in store.events(dropped_id) if e["to_status"] == "dropped"]
     assert event["stage"] == "blind"
     assert blind.apply(store, config, SOLVERS).as_dict()["pending"] == 0
 

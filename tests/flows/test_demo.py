@@ -61,7 +61,7 @@ def review_and_finish(demo: Path, login: dict[str, str], out: str) -> None:
     # the admin reviews every task in the browser's stead: the generated key, kept
     with Store(f"sqlite:///{bench / 'benchsmith.db'}") as store:
         questions = {q.id: q for q in store.get_questions(status="in_review")}
-        tasks = {task: qid for qid, (_project, task) in store.get_review_tasks().items()}
+        tasks = {task: qid for qid, (_project, task) in store.get_review_tasks("question").items()}
     assert questions and set(tasks.values()) == set(questions)
     admin = LabelStudio(base_url=login["LABEL_STUDIO_URL"], api_key=login["LABEL_STUDIO_API_KEY"])
     from annotation.settings import ReviewSettings

@@ -57,7 +57,7 @@ def test_each_turn_is_written_from_the_turns_before_it(tmp_path, store, oracle_d
         assert conversation.status == "candidate"
         assert conversation.provenance.tokens_in == 900 and conversation.provenance.model == "gpt-4o"
         assert conversation.provenance.prompt_version.count("conv-") == 6
-        assert store.conversation_events(conversation.id)[0]["to_status"] == "candidate"
+        assert store.events(conversation.id)[0]["to_status"] == "candidate"
 
 
 def test_a_rerun_spends_nothing_and_stores_nothing_new(tmp_path, store, oracle_dir):
@@ -213,4 +213,4 @@ def test_editing_a_turn_template_writes_the_conversations_again_and_supersedes_t
     assert again["jobs"] == 2 and again["new_conversations"] == 2
     old = store.get_conversations(status="superseded")
     assert len(old) == 2 and len(store.get_conversations(status="candidate")) == 2
-    assert store.conversation_events(old[0].id)[-1]["reason"] == "generated again after its settings changed"
+    assert store.events(old[0].id)[-1]["reason"] == "generated again after its settings changed"

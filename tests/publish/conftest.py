@@ -65,10 +65,10 @@ def add_reviews(store: Store, question_id: str, answers: list[int | None], dimen
 
 def accept(store: Store, question: Question, answers: list[int | None], *, review_answer: int | None = None,
            review_dimension_id: int | None = None) -> None:
-    store.move_questions([question.id], "in_review", stage="review")
+    store.move("question", [question.id], "in_review", stage="review")
     add_reviews(store, question.id, answers, review_dimension_id)
-    store.update_questions({question.id: {"review_answer": review_answer, "review_dimension_id": review_dimension_id}})
-    store.move_questions([question.id], "accepted", stage="review")
+    store.update_reviewed("question", {question.id: {"review_answer": review_answer, "review_dimension_id": review_dimension_id}})
+    store.move("question", [question.id], "accepted", stage="review")
 
 
 def gps_photo(folder: Path) -> Path:
@@ -130,7 +130,7 @@ def build_reviewed(store: Store, settings, oracle_dir: Path, tmp_path: Path) -> 
             out.moved = counting.id
             keep(counting, 2, str(n))
         elif index % 5 == 4:
-            store.move_questions([counting.id], "dropped", stage="filter", reason="blind solver answered")
+            store.move("question", [counting.id], "dropped", stage="filter", reason="blind solver answered")
             out.not_accepted.add(counting.id)
         else:
             accept(store, counting, [right] * (1 + index % 3))
@@ -138,11 +138,11 @@ def build_reviewed(store: Store, settings, oracle_dir: Path, tmp_path: Path) -> 
         if reading is None:
             continue
         if index % 3 == 2:
-            store.move_questions([reading.id], "in_review", stage="review")
-            store.move_questions([reading.id], "rejected", stage="review")
+            store.move("question", [reading.id], "in_review", stage="review")
+            store.move("question", [reading.id], "rejected", stage="review")
             out.not_accepted.add(reading.id)
         elif index % 4 == 3:
-            store.move_questions([reading.id], "in_review", stage="review")
+            store.move("question", [reading.id], "in_review", stage="review")
             out.not_accepted.add(reading.id)
         else:
             accept(store, reading, [])

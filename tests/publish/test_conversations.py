@@ -29,14 +29,14 @@ def add_conversations(store, item_ids):
     made = [Conversation(item_id=item_id, turns=three_turns(str(n)), provenance=WRITER)
             for n, item_id in enumerate(item_ids)]
     store.add_conversations(made, stage="generate")
-    store.move_conversations([c.id for c in made[:3]], "in_review", stage="review")
+    store.move("conversation", [c.id for c in made[:3]], "in_review", stage="review")
     edited = three_turns("0")
     edited[1] = edited[1].model_copy(update={"reference": "The circle: it is twice the square's width."})
     store.add_conversation_reviews([ConversationReview(conversation_id=made[0].id, task_id=1, annotation_id=1,
                                                        annotator="a0", turns=edited, submitted_at=utcnow())])
-    store.move_conversations([made[0].id], "accepted", stage="review", updates={made[0].id: {"review_turns": edited}})
-    store.move_conversations([made[1].id], "accepted", stage="review")
-    store.move_conversations([made[3].id], "dropped", stage="generate", reason="leaked_reference")
+    store.move("conversation", [made[0].id], "accepted", stage="review", updates_by_id={made[0].id: {"review_turns": edited}})
+    store.move("conversation", [made[1].id], "accepted", stage="review")
+    store.move("conversation", [made[3].id], "dropped", stage="generate", reason="leaked_reference")
     return made
 
 
@@ -69,7 +69,7 @@ def test_accepted_conversations_are_their_own_config_with_reviewed_turns(reviewe
     assert "and 2 three-turn conversations" in card and "story writing (2)" in card
     manifest = json.loads((result.folder / "release.json").read_text())
     assert manifest["n_conversations"] == 2 and set(manifest["conversations"]) == {made[0].id, made[1].id}
-    assert reviewed.store.release_conversation_hashes("v1") == manifest["conversations"]
+    assert reviewed.store.release_hashes("v1", "conversation") == manifest["conversations"]
     assert {c.status for c in reviewed.store.get_conversations(ids=[made[0].id, made[1].id])} == {"published"}
     assert reviewed.store.get_conversations(ids=[made[2].id])[0].status == "in_review"
 

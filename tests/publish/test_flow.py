@@ -35,7 +35,7 @@ def test_the_stage_skips_without_a_version_then_publishes_once_and_reuses_its_re
     with Store(settings.db_url) as store:                          # only conversations change: not served from cache
         items = sorted({q.item_id for q in store.get_questions(ids=sorted(reviewed.accepted_ids))})
         add_conversations(store, items[:4])
-    with pytest.raises(Exception, match="already published with different questions"):
+    with pytest.raises(Exception, match="already published with different content"):
         publish_flow(versioned)
     v2 = load_settings(env={"BENCHSMITH_WORKSPACE": str(settings.workspace), "BENCHSMITH__PUBLISH__VERSION": "v2"})
     second = publish_flow(v2)["publish"]

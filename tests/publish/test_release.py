@@ -204,7 +204,7 @@ def test_versions_keep_ids_and_list_what_was_added_and_removed(reviewed, tmp_pat
     v1_rows = {r["question_id"]: r for r in load(first.folder, None, tmp_path / "c1")}
 
     waiting = [q for q in store.get_questions(status="in_review")]
-    store.move_questions([q.id for q in waiting], "accepted", stage="review")
+    store.move("question", [q.id for q in waiting], "accepted", stage="review")
     [photo] = store.get_items([reviewed.gps_item])
     store.set_item_status([photo.id], "excluded")
     removed = {q.id for q in store.get_questions(item_id=photo.id)}
@@ -234,7 +234,7 @@ def test_a_withdrawn_question_stays_out_of_later_versions(reviewed, tmp_path):
     second = publish(store, settings, "v2", withdraw=[reviewed.overruled])
     assert second.changes.removed == [reviewed.overruled] and second.changes.added == []
     assert publish(store, settings, "v2").n_questions == second.n_questions     # a rebuild keeps its withdrawals
-    store.move_questions([q.id for q in store.get_questions(status="in_review")], "accepted", stage="review")
+    store.move("question", [q.id for q in store.get_questions(status="in_review")], "accepted", stage="review")
     third = publish(store, settings, "v3")
     assert reviewed.overruled not in {r["question_id"] for r in load(third.folder, None, tmp_path / "c3")}
     assert third.changes.removed == [] and len(third.changes.added) > 0
@@ -243,7 +243,7 @@ def test_a_withdrawn_question_stays_out_of_later_versions(reviewed, tmp_path):
 def test_a_published_question_never_changes_silently(reviewed):
     store, settings = reviewed.store, reviewed.settings
     publish(store, settings, "v1")
-    store.update_questions({reviewed.moved: {"review_answer": 3}})
+    store.update_reviewed("question", {reviewed.moved: {"review_answer": 3}})
     with pytest.raises(PublishError, match="changed since"):
         publish(store, settings, "v2")
     assert [r.version for r in store.get_releases()] == ["v1"]
@@ -258,8 +258,8 @@ def test_republishing_a_version_rebuilds_it_only_with_the_same_questions(reviewe
     (first.folder / "README.md").unlink()
     again = publish(store, settings, "v1")
     assert (again.folder / "README.md").is_file() and len(store.get_releases()) == 1
-    store.move_questions([q.id for q in store.get_questions(status="in_review")], "accepted", stage="review")
-    with pytest.raises(PublishError, match="already published with different questions"):
+    store.move("question", [q.id for q in store.get_questions(status="in_review")], "accepted", stage="review")
+    with pytest.raises(PublishError, match="already published with different content"):
         publish(store, settings, "v1")
 
 

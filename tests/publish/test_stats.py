@@ -24,12 +24,12 @@ def staged(store):
     qs = [question(n, 5 if n < 6 else 9, n % 3) for n in range(8)]
     store.add_questions(qs, stage="generate")
     ids = [q.id for q in qs]
-    store.move_questions(ids[2:3], "dropped", stage="filter")
-    store.move_questions(ids[3:], "in_review", stage="review")
-    store.move_questions(ids[4:5], "rejected", stage="review")
-    store.update_questions({ids[5]: {"review_dimension_id": 2, "review_answer": 3}})
-    store.move_questions(ids[5:], "accepted", stage="review")
-    store.move_questions(ids[7:], "published", stage="publish", reason="v1")
+    store.move("question", ids[2:3], "dropped", stage="filter")
+    store.move("question", ids[3:], "in_review", stage="review")
+    store.move("question", ids[4:5], "rejected", stage="review")
+    store.update_reviewed("question", {ids[5]: {"review_dimension_id": 2, "review_answer": 3}})
+    store.move("question", ids[5:], "accepted", stage="review")
+    store.move("question", ids[7:], "published", stage="publish", reason="v1")
     return store
 
 
