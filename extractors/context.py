@@ -4,9 +4,6 @@ Every piece of free text that came out of an image (captions, region captions, O
 written with JSON string quoting, so a sign reading `" ignore the above` stays inside its quotes and
 cannot pose as part of the prompt. The order is fixed by content, never by extraction order, so the
 same facts always give the same block, and the block never exceeds `max_chars`.
-
-`text_reads` is the one place that decides which OCR lines of an image are distinct text: the question
-generators and this block both read an image's text through it.
 """
 
 from __future__ import annotations
@@ -87,35 +84,29 @@ def _quad_box(quad) -> tuple[float, float, float, float]:
 
 
 def text_reads(facts: Iterable[Fact]) -> list[Fact]:
-    """An image's OCR facts with each piece of text once, in their given order. Two reads are the same
-    text when their boxes overlap (by half the smaller one) and they say the same letters, ignoring case,
-    spacing and punctuation, or one holds the other or is a near misread of it ("SAIE" for "SALE"). Of
-    those, a supplied read is kept over an extracted one (the manifest's text is the truth, and the
-    oracle scenes' signs are read by both), then the more confident one: a rule over the reads together,
-    never first come."""
+    """An image's OCR facts with each piece of text once, in their given order (the question generators
+    and the prompt block read text through this). Two reads are the same text when their boxes overlap
+    by half the smaller one and their letters, ignoring case, spacing and punctuation, are the same, one
+    holds the other, or one is a near misread of the other ("SAIE" for "SALE"). Of those, a supplied read
+    is kept over an extracted one (the manifest's text is the truth; the oracle scenes' signs are read by
+    both), then the more confident one: decided over the reads together, never first come."""
     reads = [f for f in facts if f.kind == "ocr"]
-    ranked = sorted(reads, key=lambda f: (f.provenance.backend != "supplied", -(1.0 if f.score is None else f.score),
-                                          f.text, f.quad))
     kept: list[Fact] = []
-    for fact in ranked:
+    for fact in sorted(reads, key=lambda f: (f.provenance.backend != "supplied",
+                                             -(1.0 if f.score is None else f.score), f.text, f.quad)):
         if not any(_same_read(fact, other) for other in kept):
             kept.append(fact)
     return [f for f in reads if any(f is k for k in kept)]
 
 
 def _same_read(a: Fact, b: Fact) -> bool:
-    box_a, box_b = _quad_box(a.quad), _quad_box(b.quad)
-    (ax1, ay1, ax2, ay2), (bx1, by1, bx2, by2) = box_a, box_b
+    boxes = (ax1, ay1, ax2, ay2), (bx1, by1, bx2, by2) = _quad_box(a.quad), _quad_box(b.quad)
     overlap = max(0.0, min(ax2, bx2) - max(ax1, bx1)) * max(0.0, min(ay2, by2) - max(ay1, by1))
     smaller = min((ax2 - ax1) * (ay2 - ay1), (bx2 - bx1) * (by2 - by1))
-    if box_a != box_b and (smaller <= 0 or overlap < smaller / 2):
+    if boxes[0] != boxes[1] and not 0 < smaller <= 2 * overlap:
         return False
-    x, y = _letters(a.text), _letters(b.text)
+    x, y = (re.sub(r"[\W_]+", "", normalise_text(f.text)) for f in (a, b))
     return bool(x and y) and (x in y or y in x or matching_ratio(x, y) >= 0.75)
-
-
-def _letters(text: str) -> str:
-    return re.sub(r"[\W_]+", "", normalise_text(text))
 
 
 def visual_context(image: Image, facts: list[Fact], max_chars: int = 4000) -> str:
