@@ -168,8 +168,11 @@ class Thing:
 
 
 def things_in(facts: list[Fact]) -> list[Thing]:
-    return [Thing(" ".join(f.text.split()).lower(), f.box, {k: v.lower() for k, v in f.attributes.items()})
-            for f in facts if f.kind == "object" and f.box is not None and f.text.strip()]
+    """The objects, each once: an extractor's facts stay when its parameters change (the supplied
+    annotations once more, say), and the same label, box and attributes twice are one object."""
+    things = [Thing(" ".join(f.text.split()).lower(), f.box, {k: v.lower() for k, v in f.attributes.items()})
+              for f in facts if f.kind == "object" and f.box is not None and f.text.strip()]
+    return list({(t.label, t.box, tuple(sorted(t.attributes.items()))): t for t in things}.values())
 
 
 def _matches(thing: Thing, target: dict[str, str]) -> bool:

@@ -16,7 +16,7 @@ from benchsmith.records import Fact, Image, Provenance, normalise_text
 from ingest.scenes import region_of
 from filters.quality import QualitySettings, balance_answers, gate
 from generators.programmatic import (RELATIONS, ProgrammaticSettings, Thing, count_options, generate,
-                                     load_vocabulary, referent, relation)
+                                     load_vocabulary, referent, relation, things_in)
 
 SUPPLIED = Provenance(backend="supplied")
 DIMENSIONS = ["instances_counting", "instance_location", "spatial_relation", "instance_attributes",
@@ -422,3 +422,15 @@ def test_a_word_read_both_from_the_manifest_and_by_ocr_is_asked_about_once_as_su
     made = generate(image, facts, dimension, load_vocabulary(), ProgrammaticSettings())
     assert sorted(q.options[q.answer] for q in made) == ["OPEN", "SALE"]
     assert all("SAIE" not in q.options for q in made)
+
+
+def test_an_object_supplied_under_two_settings_of_the_extractor_is_counted_once():
+    """Changing `extract.extractors.supplied.kinds` restates the annotations under a new key; the old facts
+    stay in the store."""
+    def circle(provenance, box=(0.1, 0.1, 0.2, 0.2)):
+        return Fact(item_id="img", kind="object", text="circle", box=box, attributes={"colour": "red"},
+                    provenance=provenance)
+
+    before, after = Provenance(backend="supplied", params={"kinds": ["objects"]}), SUPPLIED
+    things = things_in([circle(before), circle(after), circle(after, box=(0.5, 0.5, 0.6, 0.6))])
+    assert [t.box for t in things] == [(0.1, 0.1, 0.2, 0.2), (0.5, 0.5, 0.6, 0.6)]
