@@ -8,12 +8,18 @@ Label Studio 1.23 fills `$name` in a choice's `value` from the task's data ("SAL
 stored as "SALE undefined"), but never in its `html`. So each option's `value` is only its letter, and
 each dimension's only its key, and the text the annotator reads goes in `html`, escaped: shown exactly
 as written, markup included.
+
+Label Studio gives every choice without a hotkey the next free one of 5-9, 0, q, w, e, ..., keys that
+mean nothing beside a dimension or a discard reason. So every choice has its own: 1-4 the options, k
+keep, x discard, a letter of each dimension's name, shift and a letter of each reason's.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+import re
+import string
+from collections.abc import Iterable, Mapping
 from urllib.parse import quote
 from xml.sax.saxutils import quoteattr
 
@@ -23,6 +29,8 @@ from benchsmith.records import LETTERS, Image, Question, Review, Video
 
 KEEP, DISCARD = "Keep", "Discard"
 OPTION_HOTKEYS = "1234"
+# the options' and keep/discard's keys, and u and h, which Label Studio binds itself (unselect, pan)
+RESERVED_KEYS = frozenset(OPTION_HOTKEYS + "kxuh")
 
 
 def label_config(settings: ReviewSettings, second_look: bool = False) -> str:
@@ -55,7 +63,8 @@ def label_config(settings: ReviewSettings, second_look: bool = False) -> str:
 def keep_or_discard(subject: str, reasons: Mapping[str, str], comment: str) -> str:
     """The labeling block where an annotator keeps the `subject` or discards it with reasons (and the
     `comment` markup that goes with them)."""
-    choices = "\n".join(f"        <Choice value={quoteattr(label)}/>" for label in reasons.values())
+    choices = "\n".join(f"        <Choice value={quoteattr(label)} hotkey={quoteattr(key)}/>"
+                        for label, key in zip(reasons.values(), name_hotkeys(reasons.values(), "shift+")))
     return f"""  <View style="margin-top: 1em">
     <Header value="Keep this {subject}?" size="5"/>
     <Choices name="keep" toName="image" choice="single-radio" showInline="true" required="true">
@@ -69,6 +78,19 @@ def keep_or_discard(subject: str, reasons: Mapping[str, str], comment: str) -> s
       </Choices>{comment}
     </View>
   </View>"""
+
+
+def name_hotkeys(names: Iterable[str], modifier: str = "") -> list[str]:
+    """A key for each name that recalls it: the first letter of one of its words, else another of its
+    letters, else any letter; never a reserved one or one an earlier name has ("" when none is left)."""
+    used, keys = set(RESERVED_KEYS), []
+    for name in names:
+        words = re.findall(r"[a-z]+", name.lower())
+        key = next((c for c in [w[0] for w in words] + list("".join(words)) + list(string.ascii_lowercase)
+                    if c not in used), "")
+        used.add(key)
+        keys.append(modifier + key if key else "")
+    return keys
 
 
 def image_urls(item: Image | Video, base: str) -> list[str]:
@@ -94,6 +116,7 @@ def to_task(question: Question, item: Image | Video, registry: Registry, setting
     as a prediction, and only when `show_predictions` is set. A second look (`round`, the release
     version in doubt) carries its `note`."""
     generated = registry.get(question.final_dimension_id)
+    dimensions = registry.for_modality(generated.modality)
     answer = question.final_answer
     task = {"data": {
         "question_id": question.id,
@@ -102,8 +125,8 @@ def to_task(question: Question, item: Image | Video, registry: Registry, setting
         "question": question.text,
         "options": [shown(LETTERS[i], option_label(i, text), hotkey=OPTION_HOTKEYS[i])
                     for i, text in enumerate(question.options)],
-        "dimensions": [shown(d.key, d.name, hint=d.definition, selected=d.id == generated.id)
-                       for d in registry.for_modality(generated.modality)],
+        "dimensions": [shown(d.key, d.name, hint=d.definition, selected=d.id == generated.id, hotkey=key)
+                       for d, key in zip(dimensions, name_hotkeys(d.name for d in dimensions))],
     }}
     if round:
         task["data"] |= {"round": round, "note": note}

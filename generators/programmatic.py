@@ -40,9 +40,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchsmith.dimensions import Dimension
 from benchsmith.records import Fact, Image, Provenance, Question, normalise_text, stable_hash
 from benchsmith.settings import parse_yaml
+from extractors.context import text_reads
 
 BACKEND = "programmatic"
-VERSION = "programmatic-v4"  # v4: no diagonal relations; the count of everything names what it counts
+VERSION = "programmatic-v5"  # v5: a line read twice (supplied and by OCR) is one text question
 VOCABULARY_FILE = Path(__file__).with_name("vocabulary.yaml")
 DESCRIBING = ("size", "colour")  # attributes that may qualify a label, in the order they are spoken
 
@@ -167,8 +168,11 @@ class Thing:
 
 
 def things_in(facts: list[Fact]) -> list[Thing]:
-    return [Thing(" ".join(f.text.split()).lower(), f.box, {k: v.lower() for k, v in f.attributes.items()})
-            for f in facts if f.kind == "object" and f.box is not None and f.text.strip()]
+    """The objects, each once: an extractor's facts stay when its parameters change (the supplied
+    annotations once more, say), and the same label, box and attributes twice are one object."""
+    things = [Thing(" ".join(f.text.split()).lower(), f.box, {k: v.lower() for k, v in f.attributes.items()})
+              for f in facts if f.kind == "object" and f.box is not None and f.text.strip()]
+    return list({(t.label, t.box, tuple(sorted(t.attributes.items()))): t for t in things}.values())
 
 
 def _matches(thing: Thing, target: dict[str, str]) -> bool:
@@ -474,9 +478,10 @@ def identity(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
 
 def text(_things, facts, vocabulary, settings, rng) -> list[Draft]:
     """Which text is in the image; the distractors are other real words and strings from the collection
-    (the vocabulary's words and the OCR text of other images) of the same case and a similar length."""
-    lines = [" ".join(f.text.split()) for f in facts if f.kind == "ocr"
-             and (f.score is None or f.score >= settings.min_ocr_score)]
+    (the vocabulary's words and the OCR text of other images) of the same case and a similar length.
+    A line read twice (supplied and by an OCR model) is asked about once, as supplied (`text_reads`)."""
+    confident = [f for f in facts if f.kind == "ocr" and (f.score is None or f.score >= settings.min_ocr_score)]
+    lines = [" ".join(f.text.split()) for f in text_reads(confident)]
     lines = [line for line in dict.fromkeys(lines) if len(line) >= settings.min_word_length]
     present = {normalise_text(line) for line in lines}
     if not lines:

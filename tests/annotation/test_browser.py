@@ -15,6 +15,7 @@ import uuid
 import pytest
 
 from annotation.client import connect
+from annotation.labeling import to_task
 from annotation.pull import pull
 from annotation.push import Round, push, questions_to_push
 from annotation.settings import ReviewSettings
@@ -57,7 +58,7 @@ def test_an_annotator_sees_the_question_and_submits_an_answer_that_a_pull_brings
         label = f"{'ABCD'[chosen]}. {question.options[chosen]}"
         screenshot = BROWSER / "artifacts" / "labeling-page.png"
         seen = browse("label_task.mjs", label_studio.url, ADMIN, ADMIN_PASSWORD, report.project_id, task_id, label,
-                      screenshot)
+                      screenshot, "1 r")
 
         assert question.text in seen["question"]
         options = [text for text in seen["labels"] if text[:3] in ("A. ", "B. ", "C. ", "D. ")]
@@ -66,10 +67,22 @@ def test_an_annotator_sees_the_question_and_submits_an_answer_that_a_pull_brings
         assert seen["reasonsShownOnDiscard"] and not seen["reasonsShownOnKeep"]
         assert screenshot.stat().st_size > 10_000
 
+        # the dimensions are one radio list, each with a letter of its name, the generator's checked
+        dimensions = [f"{d['html']}[{d['hotkey']}]" for d in to_task(question, store.get_items([question.item_id])[0],
+                                                                     registry(), ReviewSettings(), "")["data"]["dimensions"]]
+        assert "Spatial Relation[r]" in dimensions and "Instance Attributes[a]" in dimensions
+        assert [text for text in seen["radios"] if text in dimensions] == dimensions
+        assert not set(dimensions) & set(seen["checkboxes"])
+        assert [text for text in seen["checkedAtStart"] if text in dimensions] == ["Instance Attributes[a]"]
+        assert [text for text in seen["checkedByHotkey"] if text in dimensions] == ["Spatial Relation[r]"]
+        assert seen["checkedByHotkey"][0] == f"A. {question.options[0]}[1]"
+        assert seen["reasonsOnDiscard"] == [f"{label}[shift+{key}]" for label, key in zip(
+            ReviewSettings().discard_reasons.values(), "answdbo")]
+
         pulled = pull(store, connect(settings), settings, registry())
         assert pulled.outcomes["accepted"] == 1
         accepted = store.get_questions(ids=[question.id])[0]
-        assert (accepted.status, accepted.review_answer, accepted.review_dimension_id) == ("accepted", chosen, 3)
+        assert (accepted.status, accepted.review_answer, accepted.review_dimension_id) == ("accepted", chosen, 6)
         assert [r.annotator for r in store.get_reviews()] == [ADMIN]
 
 

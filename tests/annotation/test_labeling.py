@@ -69,6 +69,25 @@ def test_label_studio_stores_only_letters_and_keys_and_shows_the_text_escaped():
     assert all(d["value"].isidentifier() for d in data["dimensions"])
 
 
+def test_every_choice_has_its_own_key_and_a_dimensions_recalls_its_name():
+    """Label Studio would give a choice without a key the next free one of 5-9, 0, q, w, e: noise."""
+    root = ET.fromstring(label_config(ReviewSettings()))
+    fixed = [c.get("hotkey") for name in ("keep", "reasons") for c in next(
+        el for el in root.iter("Choices") if el.get("name") == name)]
+    assert fixed == ["k", "x", "shift+a", "shift+n", "shift+s", "shift+w", "shift+d", "shift+b", "shift+o"]
+    item = Image(id="img1", path="p.png", width=1, height=1)
+    for dimension_id in (5, 10):  # an image and a video question
+        data = to_task(question(dimension_id), item, registry(), ReviewSettings(), BASE)["data"]
+        keys = [o["hotkey"] for o in data["options"]] + [d["hotkey"] for d in data["dimensions"]] + fixed
+        assert all(keys) and len(set(keys)) == len(keys)
+    image = to_task(question(5), item, registry(), ReviewSettings(), BASE)["data"]["dimensions"]
+    assert {d["html"]: d["hotkey"] for d in image} == {
+        "Scene Understanding": "s", "Instance Identity": "i", "Instance Attributes": "a", "Instance Location": "l",
+        "Instances Counting": "c", "Spatial Relation": "r", "Instance Interaction": "n", "Visual Reasoning": "v",
+        "Text Understanding": "t", "Visual Question Answering": "q", "Image-Text Matching": "m",
+        "Visual Grounding": "g"}
+
+
 def test_a_video_question_shows_the_sampled_frames_and_video_dimensions():
     video = Video(id="vid1", path="v.mp4", frames=["v/0.jpg", "v/1.jpg", "v/2.jpg"])
     data = to_task(question(10, "vid1"), video, registry(), ReviewSettings(), BASE)["data"]

@@ -1,11 +1,12 @@
-// Log in to Label Studio, open one task, check what an annotator sees, press an option's hotkey, pick
-// an option, keep, submit.
-// Usage: node label_task.mjs <url> <email> <password> <projectId> <taskId> <optionText> <screenshot.png> [hotkey]
-// Prints one JSON line: what was seen on the labeling page, and the radio labels checked after the
-// hotkey and after the click.
+// Log in to Label Studio, open one task, check what an annotator sees, press hotkeys, pick an option,
+// keep, submit.
+// Usage: node label_task.mjs <url> <email> <password> <projectId> <taskId> <optionText> <screenshot.png> [hotkeys]
+// `hotkeys` is one or more keys separated by spaces ("2 r"), pressed in turn. Prints one JSON line: what
+// was seen on the labeling page (which labels are radio buttons and which checkboxes), and the radio
+// labels checked at the start, after the hotkeys and after the click.
 import { chromium } from 'playwright-core';
 
-const [url, email, password, projectId, taskId, optionText, screenshot, hotkey = '1'] = process.argv.slice(2);
+const [url, email, password, projectId, taskId, optionText, screenshot, hotkeys = '1'] = process.argv.slice(2);
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
@@ -15,8 +16,9 @@ const page = await browser.newPage({ viewport: { width: 1400, height: 1700 } });
 const dialogs = [];  // markup from task data that ran as script would open one
 page.on('dialog', async (dialog) => { dialogs.push(dialog.message()); await dialog.dismiss(); });
 // the radio options checked on the labeling page (the data manager's view switch is a radio, without text)
-const checked = async () => (await page.locator('label:has(input[type="radio"]:checked)').allInnerTexts())
+const labelled = async (input) => (await page.locator(`label:visible:has(${input})`).allInnerTexts())
   .filter((text) => text.trim());
+const checked = () => labelled('input[type="radio"]:checked');
 try {
   page.setDefaultTimeout(60000);
   await page.goto(`${url}/user/login/`);
@@ -37,14 +39,18 @@ try {
     labels: await page.locator('label:visible').allInnerTexts(),
     text: await page.locator('body').innerText(),
     imageSize,
+    radios: await labelled('input[type="radio"]'),
+    checkboxes: await labelled('input[type="checkbox"]'),
+    checkedAtStart: await checked(),
   };
   const reasons = page.getByText('Why discard it?');
-  await page.keyboard.press(hotkey);
+  for (const key of hotkeys.split(' ')) await page.keyboard.press(key);
   seen.checkedByHotkey = await checked();
   await option.click();
   seen.checkedByClick = await checked();
   await page.locator('label').filter({ hasText: /^Discard/ }).click();
   seen.reasonsShownOnDiscard = await reasons.isVisible();
+  seen.reasonsOnDiscard = await labelled('input[type="checkbox"]');
   await page.locator('label').filter({ hasText: /^Keep/ }).click();
   seen.reasonsShownOnKeep = await reasons.isVisible();
   await page.screenshot({ path: screenshot, fullPage: true });

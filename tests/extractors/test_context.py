@@ -2,7 +2,7 @@ import json
 import random
 
 from benchsmith.records import Fact, Image, Provenance
-from extractors.context import visual_context
+from extractors.context import text_reads, visual_context
 
 IMAGE = Image(id="img1", path="a.png", width=640, height=480)
 SUPPLIED = Provenance(backend="supplied")
@@ -69,3 +69,28 @@ def test_length_is_capped_and_the_cut_is_counted():
     assert len(text) <= 1000
     assert text.splitlines()[-1].startswith("(… ") and text.endswith("more lines left out)")
     assert "Captions:" in text and '"circle"' in text
+
+
+RAPIDOCR = Provenance(backend="rapidocr", model="rapidocr-3")
+
+
+def read(text, x1, y1, x2, y2, provenance=RAPIDOCR, score=0.97):
+    return fact("ocr", text, quad=((x1, y1), (x2, y1), (x2, y2), (x1, y2)), provenance=provenance,
+                score=None if provenance is SUPPLIED else score)
+
+
+def test_a_sign_read_by_the_manifest_and_by_ocr_is_one_text_the_supplied_one():
+    supplied = read("SALE $5", 0.10, 0.10, 0.30, 0.20, SUPPLIED)
+    again = [read("SALE $5", 0.11, 0.10, 0.31, 0.21), read("sale  5", 0.10, 0.11, 0.30, 0.20),
+             read("SALE", 0.10, 0.10, 0.20, 0.20), read("SAIE $5", 0.09, 0.10, 0.29, 0.20, score=0.99)]
+    elsewhere = [read("SALE $5", 0.60, 0.60, 0.80, 0.70),   # a second sign saying the same
+                 read("OPEN", 0.12, 0.11, 0.28, 0.19)]      # another word on the same sign
+    for order in (again + [supplied] + elsewhere, [supplied, *elsewhere, *again]):
+        assert text_reads(order) == [f for f in order if f is supplied or f in elsewhere]
+    block = visual_context(IMAGE, [supplied, *again])
+    assert block.count('"SALE $5"') == 1 and "SAIE" not in block
+
+
+def test_of_two_extracted_reads_of_one_line_the_more_confident_stays():
+    low, high = read("EXIT", 0.1, 0.1, 0.3, 0.2, score=0.6), read("EXIT", 0.1, 0.1, 0.3, 0.2, score=0.9)
+    assert text_reads([low, high]) == text_reads([high, low]) == [high]

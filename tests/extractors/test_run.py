@@ -17,9 +17,47 @@ def test_local_extractors_write_supplied_facts_and_real_ocr(store, configure, in
         objects = [f for f in mine if f.kind == "object"]
         assert [(o.text, o.attributes["colour"]) for o in objects] == [
             (o["label"], o["attributes"]["colour"]) for o in image.annotations["objects"]]
-        read = sorted(f.text for f in mine if f.kind == "ocr" and f.provenance.backend == "rapidocr")
-        assert read == sorted(image.annotations["truth"]["words"])
+        for backend in ("rapidocr", "supplied"):
+            read = sorted(f.text for f in mine if f.kind == "ocr" and f.provenance.backend == backend)
+            assert read == sorted(image.annotations["truth"]["words"]), backend
         assert all(f.provenance.model.startswith("rapidocr-") for f in mine if f.provenance.backend == "rapidocr")
+
+
+def test_supplied_text_becomes_text_questions_once_though_rapidocr_reads_it_too(store, configure, ingested):
+    from generators.stage import run_generate
+
+    settings = configure(LOCAL)
+    extract(store, settings)
+    run_generate(store, settings, generators=["programmatic"])
+    asked = [q for q in store.get_questions() if q.meta["template"] == "text" and "dropped" not in q.meta]
+    assert asked
+    for image in ingested:
+        keys = [q.options[q.answer] for q in asked if q.item_id == image.id]
+        assert len(keys) == len(set(keys)) and set(keys) <= set(image.annotations["truth"]["words"])
+
+
+def test_on_the_default_settings_a_manifests_ocr_becomes_text_questions(store, settings, tmp_path):
+    """Blank images: RapidOCR reads nothing, so every text question comes from the manifest's `ocr`."""
+    import json
+
+    from PIL import Image as PILImage
+
+    from generators.stage import run_generate
+    from ingest.sources import ingest_location
+
+    words = ["BAKERY", "GARDEN", "MUSEUM", "STATION"]
+    rows = []
+    for index, word in enumerate(words):
+        PILImage.new("RGB", (96, 64), (255, 255, 250 - index)).save(tmp_path / f"{word}.png")
+        rows.append({"path": f"{word}.png", "ocr": [{"text": word, "box": [0.2, 0.3, 0.8, 0.5]}]})
+    (tmp_path / "manifest.jsonl").write_text("\n".join(json.dumps(row) for row in rows), encoding="utf-8")
+    ingest_location(store, settings, tmp_path / "manifest.jsonl")
+    extract(store, settings)
+    run_generate(store, settings, generators=["programmatic"])
+    supplied = {item.id: item.annotations["ocr"][0]["text"] for item in store.get_items(kind="image")}
+    asked = sorted((supplied[q.item_id], q.options[q.answer]) for q in store.get_questions()
+                   if q.meta["template"] == "text")
+    assert asked == [(word, word) for word in words]
 
 
 def test_a_second_run_finds_nothing_pending_and_loads_no_model(store, configure, ingested):
@@ -132,7 +170,8 @@ def test_the_gpu_profile_builds_its_extractors_without_loading_anything(settings
     from benchsmith.settings import load_settings
 
     gpu = load_settings(profile="gpu", env={"BENCHSMITH_WORKSPACE": str(settings.workspace)})
-    built = build_extractors(gpu)
+    supplied, *built = build_extractors(gpu)
     assert [e.name for e in built] == ["blip2", "florence2", "clip_tags", "sam", "paddleocr"]
     assert all(e.uses_gpu for e in built)
     assert len({e.key for e in built}) == 5
+    assert supplied.params.kinds == ["captions", "tags", "ocr"]  # boxes come from the detectors, text from both

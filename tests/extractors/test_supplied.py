@@ -33,11 +33,11 @@ def test_supplied_annotations_become_facts_in_unit_coordinates(configure):
     assert {f.provenance.backend for f in facts} == {"supplied"}
 
 
-def test_the_local_profile_takes_captions_tags_and_boxes_but_reads_text_itself(settings):
+def test_the_local_profile_takes_every_supplied_annotation_and_reads_text_too(settings):
     supplied, rapidocr = build_extractors(settings)
     assert (supplied.name, rapidocr.name) == ("supplied", "rapidocr")
     facts, = supplied.extract([Loaded(image_with(COCO_STYLE), None)])
-    assert sorted({f.kind for f in facts}) == ["caption", "object", "tag"]
+    assert sorted({f.kind for f in facts}) == ["caption", "object", "ocr", "tag"]
 
 
 def test_boxes_wholly_outside_the_image_are_dropped_with_a_reason_and_never_become_facts(configure):

@@ -16,7 +16,7 @@ from benchsmith.records import Fact, Image, Provenance, normalise_text
 from ingest.scenes import region_of
 from filters.quality import QualitySettings, balance_answers, gate
 from generators.programmatic import (RELATIONS, ProgrammaticSettings, Thing, count_options, generate,
-                                     load_vocabulary, referent, relation)
+                                     load_vocabulary, referent, relation, things_in)
 
 SUPPLIED = Provenance(backend="supplied")
 DIMENSIONS = ["instances_counting", "instance_location", "spatial_relation", "instance_attributes",
@@ -406,3 +406,31 @@ def test_the_count_of_everything_says_what_it_counts_beside_a_sign(tmp_path):
         f"shapes{n}": "How many shapes are there in the image?" for n in range(1, 5)}  # the street: not asked
     assert all(q.options[q.answer] == q.item_id[-1] for q in everything.values() if q.status == "candidate")
     assert not [q.text for q in made if "objects" in q.text and q.item_id.startswith("shapes")]
+
+
+def test_a_word_read_both_from_the_manifest_and_by_ocr_is_asked_about_once_as_supplied():
+    def read(text, box, backend="rapidocr", score=0.95):
+        x1, y1, x2, y2 = box
+        return Fact(item_id="sign", kind="ocr", text=text, quad=((x1, y1), (x2, y1), (x2, y2), (x1, y2)),
+                    provenance=SUPPLIED if backend == "supplied" else Provenance(backend=backend),
+                    score=None if backend == "supplied" else score)
+
+    facts = [read("SALE", (0.1, 0.1, 0.3, 0.2), "supplied"), read("SALE", (0.11, 0.1, 0.3, 0.21)),
+             read("SAIE", (0.1, 0.1, 0.29, 0.2), score=0.99), read("OPEN", (0.6, 0.6, 0.8, 0.7))]
+    image = Image(id="sign", path="sign.png", width=640, height=480)
+    dimension = next(d for d in registry() if d.key == "text_understanding")
+    made = generate(image, facts, dimension, load_vocabulary(), ProgrammaticSettings())
+    assert sorted(q.options[q.answer] for q in made) == ["OPEN", "SALE"]
+    assert all("SAIE" not in q.options for q in made)
+
+
+def test_an_object_supplied_under_two_settings_of_the_extractor_is_counted_once():
+    """Changing `extract.extractors.supplied.kinds` restates the annotations under a new key; the old facts
+    stay in the store."""
+    def circle(provenance, box=(0.1, 0.1, 0.2, 0.2)):
+        return Fact(item_id="img", kind="object", text="circle", box=box, attributes={"colour": "red"},
+                    provenance=provenance)
+
+    before, after = Provenance(backend="supplied", params={"kinds": ["objects"]}), SUPPLIED
+    things = things_in([circle(before), circle(after), circle(after, box=(0.5, 0.5, 0.6, 0.6))])
+    assert [t.box for t in things] == [(0.1, 0.1, 0.2, 0.2), (0.5, 0.5, 0.6, 0.6)]
