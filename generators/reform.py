@@ -53,8 +53,10 @@ from benchsmith.dimensions import Dimension, registry
 from benchsmith.errors import BenchsmithError
 from benchsmith.llm import LlmRequest, LlmResult
 from benchsmith.paths import DATA_DIR
-from benchsmith.records import Image, Provenance, Question, levenshtein, normalise_text, stable_hash
+from benchsmith.geometry import Box, iou, unit_box
+from benchsmith.records import Image, Provenance, Question, normalise_text, stable_hash
 from benchsmith.settings import parse_yaml
+from benchsmith.similarity import edit_similarity, jaccard, word_overlap, word_set
 from generators.temporal import DISTRACTOR_SCHEMA
 
 if TYPE_CHECKING:  # numpy is imported where it is used: every command imports this module for its settings
@@ -283,44 +285,22 @@ def parse_texts(record: dict, kind: TaskKind, dataset: str, settings: ReformSett
                    question=kind.question) for i, text in enumerate(readable[:settings.per_annotation])]
 
 
-Box = tuple[float, float, float, float]
-
-
-def unit_box(value: dict, item: Image) -> Box | None:
-    """A region's box in unit xyxy from `box` (unit xyxy), `box_px` (pixel xyxy) or `bbox` (COCO xywh)."""
-    w, h = item.width, item.height
+def region_box(value: dict, item: Image) -> Box | None:
+    """A region's box in unit xyxy (`geometry.unit_box`), or None where it gives none that is usable."""
     try:
-        if value.get("box") is not None:
-            x1, y1, x2, y2 = map(float, value["box"])
-        elif value.get("box_px") is not None:
-            x1, y1, x2, y2 = (float(v) / s for v, s in zip(value["box_px"], (w, h, w, h)))
-        elif value.get("bbox") is not None:
-            x, y, bw, bh = map(float, value["bbox"])
-            x1, y1, x2, y2 = x / w, y / h, (x + bw) / w, (y + bh) / h
-        else:
-            return None
+        return unit_box(item.width, item.height, box=value.get("box"), box_px=value.get("box_px"),
+                        bbox=value.get("bbox"))
     except (TypeError, ValueError):
         return None
-    x1, y1, x2, y2 = (min(max(v, 0.0), 1.0) for v in (x1, y1, x2, y2))
-    return (x1, y1, x2, y2) if x2 > x1 and y2 > y1 else None
 
 
 def box_text(box: Box) -> str:
     return "({:.2f}, {:.2f}) to ({:.2f}, {:.2f})".format(*box)
 
 
-def iou(a: Box, b: Box) -> float:
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    if w <= 0 or h <= 0:
-        return 0.0
-    inter = w * h
-    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
-
-
 def _record_box(record: dict, kind: TaskKind, item: Image) -> Box | None:
     found = {name: field_value(record, kind, name, required=False) for name in ("box", "box_px", "bbox")}
-    return unit_box(found, item)
+    return region_box(found, item)
 
 
 def _category(value: Any) -> str:
@@ -339,7 +319,7 @@ def regions_of(item: Image, kinds: dict[str, TaskKind]) -> list[tuple[Box, str]]
         if box is not None:
             found.append((box, _category(field_value(record, kind, "category", required=False))))
         for region in field_value(record, kind, "regions", required=False) or []:
-            if isinstance(region, dict) and (box := unit_box(region, item)) is not None:
+            if isinstance(region, dict) and (box := region_box(region, item)) is not None:
                 found.append((box, _category(region.get("label", region.get("category", region.get("category_id"))))))
     for obj in item.annotations.get("objects", []):
         found.append((tuple(obj["box"]), _category(obj.get("label"))))
@@ -562,37 +542,12 @@ def _encode_texts(settings: ReformSettings, connection) -> None:
             connection.send(("error", f"embedding {len(texts)} texts failed: {type(exc).__name__}: {exc}"))
 
 
-def edit_similarity(a: str, b: str) -> float:
-    a, b = a.casefold(), b.casefold()
-    return _edit_similarity(a, b) if a <= b else _edit_similarity(b, a)
-
-
-@lru_cache(maxsize=1 << 15)
-def _edit_similarity(a: str, b: str) -> float:
-    # symmetric, so one entry per pair: a key's neighbours are scored again as options, and keys recur
-    return 1 - levenshtein(a, b) / max(len(a), len(b), 1)
-
-
 _WORD = re.compile(r"\w+")
-
-
-@lru_cache(maxsize=16_384)
-def _word_set(text: str) -> frozenset[str]:
-    return frozenset(_WORD.findall(text.casefold()))
 
 
 @lru_cache(maxsize=4096)
 def _folded(texts: tuple[str, ...]) -> frozenset[str]:
     return frozenset(t.casefold() for t in texts)
-
-
-def word_overlap(a: str, b: str) -> float:
-    return _overlap(_word_set(a), _word_set(b))
-
-
-def _overlap(wa: frozenset[str], wb: frozenset[str]) -> float:
-    shared = len(wa & wb)
-    return shared / max(1, len(wa) + len(wb) - shared)  # the union's size, without building it
 
 
 @lru_cache(maxsize=16)
@@ -856,7 +811,7 @@ class Pools:
 
     def caption_candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
         own = {normalise_text(c) for c in p.accepted}
-        own_words = [_word_set(a) for a in p.accepted]
+        own_words = [word_set(a) for a in p.accepted]
         paraphrase = self.settings.paraphrase_overlap
         out, seen = [], set()
         columns, scores = self._near[("captions", p.key)]
@@ -868,8 +823,8 @@ class Pools:
             if key in own or key in seen:
                 continue
             seen.add(key)
-            words = _word_set(caption)
-            if any(_overlap(words, a) >= paraphrase for a in own_words):
+            words = word_set(caption)
+            if any(jaccard(words, a) >= paraphrase for a in own_words):
                 continue  # says what the image's own captions say
             if p.extra["objects"] and self._describes(caption, p.extra["objects"]):
                 continue  # every object it names, as it describes it, is in this image too

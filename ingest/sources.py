@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from benchsmith.geometry import OutsideImage, unit_box
 from benchsmith.images import Accepted, Rejected, inspect_image
 from benchsmith import runner
 from benchsmith.records import Image, Verdict, stable_hash
@@ -165,33 +166,10 @@ class SuppliedAnnotations(_Strict):
         return records
 
 
-def _unit(value: float, size: int) -> float:
-    return round(min(max(value / size, 0.0), 1.0), 6)
-
-
-class OutsideImage(ValueError):
-    """A supplied box that covers no part of the image once clipped to it: it cannot describe what is seen."""
-
-
-def _unit_box(box, box_px, bbox, width: int, height: int) -> list[float] | None:
-    if box is not None:
-        x1, y1, x2, y2 = box
-        if not all(-1e-6 <= v <= 1 + 1e-6 for v in box):
-            raise ValueError(f"box {list(box)} is not normalised to [0, 1]; use box_px for pixels")
-    elif box_px is not None:
-        x1, y1, x2, y2 = (_unit(box_px[0], width), _unit(box_px[1], height), _unit(box_px[2], width),
-                          _unit(box_px[3], height))
-    elif bbox is not None:
-        x, y, w, h = bbox
-        x1, y1, x2, y2 = _unit(x, width), _unit(y, height), _unit(x + w, width), _unit(y + h, height)
-    else:
-        return None
-    if x2 < x1 or y2 < y1:
-        raise ValueError(f"box has x2<x1 or y2<y1: {[x1, y1, x2, y2]}")
-    if x2 <= x1 or y2 <= y1:
-        given = list(box if box is not None else box_px if box_px is not None else bbox)
-        raise OutsideImage(f"box {given} has no area inside the {width}x{height} image")
-    return [round(v, 6) for v in (x1, y1, x2, y2)]
+def _stored_box(width: int, height: int, **given) -> list[float] | None:
+    """`geometry.unit_box`, rounded as the store keeps boxes."""
+    box = unit_box(width, height, **given)
+    return None if box is None else [round(v, 6) for v in box]
 
 
 def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[str, Any]:
@@ -209,7 +187,7 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
     objects, dropped = [], []
     for o in parsed.objects:
         try:
-            box = _unit_box(o.box, o.box_px, o.bbox, width, height)
+            box = _stored_box(width, height, box=o.box, box_px=o.box_px, bbox=o.bbox)
         except OutsideImage as exc:
             dropped.append({"kind": "object", "label": o.label, "reason": str(exc)})
             continue
@@ -221,7 +199,7 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
             quad = [list(p) for p in line.quad]
         else:
             try:
-                box = _unit_box(line.box, line.box_px, None, width, height)
+                box = _stored_box(width, height, box=line.box, box_px=line.box_px)
             except OutsideImage as exc:
                 dropped.append({"kind": "ocr", "text": line.text, "reason": str(exc)})
                 continue

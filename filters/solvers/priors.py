@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from benchsmith.records import matching_ratio
+from benchsmith.similarity import matching_ratio
 from filters.solvers import PriorConfig, Prediction, Query, choose
 
 _WORD = re.compile(r"\w+")

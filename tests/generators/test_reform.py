@@ -242,22 +242,6 @@ def test_answers_that_say_the_same_in_other_letters_share_one_key():
         assert reform.answer_key(a) != reform.answer_key(b), (a, b)   # words that only look plural stay
 
 
-def test_edit_distance_matches_the_textbook_table():
-    def table(a: str, b: str) -> int:
-        row = list(range(len(b) + 1))
-        for i, ca in enumerate(a, 1):
-            previous, row[0] = row[0], i
-            for j, cb in enumerate(b, 1):
-                previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (ca != cb))
-        return row[-1]
-
-    rng = random.Random(0)
-    for _ in range(2000):
-        a = "".join(rng.choice("abc ") for _ in range(rng.randrange(14)))
-        b = "".join(rng.choice("abc ") for _ in range(rng.randrange(14)))
-        assert reform.levenshtein(a, b) == table(a, b), (a, b)
-
-
 def test_the_key_is_not_always_the_option_most_like_the_others():
     """Hard negatives are all near the key; some are also near each other. Picking the three nearest
     would put the key in the middle every time; the chosen triples spread the key's rank."""
