@@ -1,9 +1,4 @@
-"""Boxes in unit coordinates: reading a supplied box, and how much two boxes overlap.
-
-A box is (x1, y1, x2, y2). Supplied boxes come in three forms (unit xyxy, pixel xyxy, COCO pixel xywh);
-`unit_box` reads any of them with one rule: pixel boxes are clipped to the image, a unit box must
-already lie in it, and a box with nothing left inside the image is an error, never silently kept.
-"""
+"""Boxes (x1, y1, x2, y2): reading a supplied box into unit coordinates, and how much two boxes overlap."""
 
 from __future__ import annotations
 

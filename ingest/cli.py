@@ -98,7 +98,7 @@ def register(app: typer.Typer, context) -> None:
         c = context(ctx)
         # `generate.temporal.frames`, as loaded (every section is validated at load): ingest samples the
         # frames the temporal generator's questions show, without importing that generator
-        frames = c.settings.raw["generate"]["temporal"]["frames"]
+        frames = int(c.settings.raw["generate"]["temporal"]["frames"])
         with c.store() as store:
             report = ingest_videos(store, c.settings.media_dir, manifest, frames=frames)
         console.print(f"{manifest}: {report.summary()}")

@@ -229,23 +229,14 @@ def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], setti
     return stage.report
 
 
-def ingest_location(store: Store, settings, location: Path, *, source: str = "", license: str = "",
-                    image_column: str | None = None, workers: int = 1, task: str = "",
-                    show_progress: bool = False) -> IngestReport:
-    """Ingest one folder, manifest or dataset: the one way both `benchsmith ingest` and the build flow do it."""
-    found = candidates_for(Path(location), source=source, license=license, image_column=image_column, task=task)
-    return ingest(store, settings.media_dir, found, settings.ingest, label=str(location), workers=workers,
-                  show_progress=show_progress)
-
-
-def ingest_sources(store: Store, settings, locations: list[Path], *, source: str = "", license: str = "",
-                   image_column: str | None = None, workers: int = 1, task: str = "") -> list[tuple[Path, IngestReport]]:
-    """Ingest each location with a progress bar, then judge caption richness of what came in."""
+def ingest_sources(store: Store, settings, locations: list[Path], *, workers: int = 1,
+                   **listing) -> list[tuple[Path, IngestReport]]:
+    """Ingest each folder, manifest or dataset (`listing`: `candidates_for`'s source, license, image_column,
+    task) with a progress bar, then judge caption richness of what came in."""
     from ingest import richness
 
-    reports = [(Path(location), ingest_location(store, settings, Path(location), source=source, license=license,
-                                                image_column=image_column, workers=workers, task=task,
-                                                show_progress=True))
+    reports = [(Path(location), ingest(store, settings.media_dir, candidates_for(Path(location), **listing),
+                                       settings.ingest, label=str(location), workers=workers, show_progress=True))
                for location in locations]
     richness.apply(store, settings.ingest.richness)
     return reports

@@ -1,10 +1,6 @@
-"""Task kinds: how a row of an annotated dataset (VQA answers, class labels, captions, referring
-expressions, OCR ground truth) is read as an annotation for the reform generator.
-
-The kinds live in data/reform_tasks.yaml: which dimension each feeds, its question, which column gives
-which field, and its method. Ingest checks a source's declared kind against them and keeps each row under
-the image's `annotations.reform`; the generator reads them back from there.
-"""
+"""Task kinds (data/reform_tasks.yaml): how a row of an annotated dataset is read as an annotation for the
+reform generator. Ingest checks a source's kind against them and keeps each row under the image's
+`annotations.reform`; the generator reads them back from there."""
 
 from __future__ import annotations
 
@@ -36,7 +32,7 @@ class TaskKind(BaseModel):
 def tasks_file(settings) -> Path | None:
     """The task kinds file that `generate.reform.tasks` names; None: data/reform_tasks.yaml. Read from the
     settings as loaded (every section is validated at load), so ingest needs no generator's settings model."""
-    path = settings.raw.get("generate", {}).get("reform", {}).get("tasks")
+    path = settings.raw["generate"]["reform"]["tasks"]
     return Path(path) if path else None
 
 

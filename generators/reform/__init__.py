@@ -31,11 +31,7 @@ column the kind needs is missing, no answers, fewer than three usable distractor
 reason; with `llm_distractors: true` a short pool is topped up by the LLM instead
 (prompts/reform_distractors.yaml).
 
-Modules, one job each: `settings` (ReformSettings), `answers` (when two answers are one), `parsing` (an
-annotation record read into what its method needs), `embeddings` (the MiniLM process), `pools` (the
-distractor candidates other annotations offer), `ranks` (choosing three by the key's rank), `questions`
-(assembling a question, topped up by the LLM where a pool is short). The task kinds are ingest's
-(`ingest.tasks`): ingest checks them, this generator reads them.
+The task kinds are ingest's (`ingest.tasks`); each module here does one job, named in its docstring.
 """
 
 from __future__ import annotations
