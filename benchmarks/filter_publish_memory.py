@@ -27,7 +27,8 @@ TARGET_MB = 2048
 
 
 def setup(workspace: Path, n_questions: int) -> None:
-    from ingest.sources import candidates_for, ingest
+    from ingest.candidates import candidates_for
+    from ingest.stage import ingest
     from benchsmith.records import Provenance, Question
     from ingest.scenes import COLOURS, SHAPES, make_scenes
     from benchsmith.settings import load_settings

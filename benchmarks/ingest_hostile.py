@@ -63,7 +63,8 @@ def make_bad_files(folder: Path, copies: int) -> dict[str, str]:
 
 def measure(folder: Path, n: int, workers: int, expected: dict[str, str]) -> dict:
     """Ingest the folder into a new store (in a child process, so its peak RSS is its own)."""
-    from ingest.sources import folder_candidates, ingest
+    from ingest.candidates import folder_candidates
+    from ingest.stage import ingest
     from benchsmith.settings import IngestSettings
     from benchsmith.store import Store
 

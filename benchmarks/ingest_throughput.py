@@ -40,7 +40,8 @@ def make_images(folder: Path, n: int) -> None:
 
 def measure(folder: Path, n: int, workers: int) -> dict:
     """Ingest the first n files of folder into a new store (run in a child process)."""
-    from ingest.sources import folder_candidates, ingest
+    from ingest.candidates import folder_candidates
+    from ingest.stage import ingest
     from benchsmith.settings import IngestSettings
     from benchsmith.store import Store
 

@@ -147,12 +147,12 @@ FLOOR = """
 import sys, time
 from benchsmith.settings import load_settings
 from benchsmith.store import Store
-from generators import reform
+from generators.reform.pools import Pools
 from generators.stage import GenerateSettings
 
 options = load_settings().section("generate", GenerateSettings).reform
 with Store(sys.argv[1]) as store:
-    pools = reform.Pools(store.iter_items(kind="image"), options)
+    pools = Pools(store.iter_items(kind="image"), options)
 texts = sorted({text for pool in pools.pools.values() for text in pool})
 started = time.perf_counter()
 pools.embeddings.add(texts)

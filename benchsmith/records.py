@@ -12,7 +12,6 @@ import re
 import unicodedata
 from functools import lru_cache
 from datetime import datetime, timezone
-from difflib import SequenceMatcher
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -53,67 +52,9 @@ def stable_hash(*parts: Any, length: int = 32) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
 
 
-def levenshtein(a: str, b: str) -> int:
-    """Edit distance by Hyyro's bit-parallel algorithm: one pass over `b` with `a` held as bit masks."""
-    if len(a) < len(b):
-        a, b = b, a
-    if not b:
-        return len(a)
-    masks: dict[str, int] = {}
-    for i, char in enumerate(b):
-        masks[char] = masks.get(char, 0) | (1 << i)
-    full, last = (1 << len(b)) - 1, 1 << (len(b) - 1)
-    plus, minus, score = full, 0, len(b)
-    for char in a:
-        eq = masks.get(char, 0)
-        xv = eq | minus
-        xh = (((eq & plus) + plus) ^ plus) | eq
-        hp = minus | (~(xh | plus) & full)
-        hm = plus & xh
-        if hp & last:
-            score += 1
-        elif hm & last:
-            score -= 1
-        hp = ((hp << 1) | 1) & full
-        hm = (hm << 1) & full
-        plus = hm | (~(xv | hp) & full)
-        minus = hp & xv
-    return score
-
-
-def matching_ratio(a: str, b: str) -> float:
-    """difflib's `SequenceMatcher(None, a, b).ratio()`, the same number, computed without its general
-    machinery (junk, match objects): twice the characters in the matching blocks (longest common
-    substring first, earliest in `a` on ties, then earliest in `b`; then recursively either side) over
-    both lengths. Strings of 200 characters or more go to difflib itself, whose popular-character
-    heuristic starts there."""
-    la, lb = len(a), len(b)
-    if lb >= 200:
-        return SequenceMatcher(None, a, b).ratio()
-    if not la + lb:
-        return 1.0
-    matched = 0
-    pending = [(0, la, 0, lb)]
-    while pending:
-        alo, ahi, blo, bhi = pending.pop()
-        window = b[blo:bhi]
-        best = besti = 0
-        i = alo
-        while i + best < ahi:
-            # a match longer than the best so far starting at i (the string search runs in C)
-            if a[i:i + best + 1] in window:
-                best += 1
-                besti = i
-            else:
-                i += 1
-        if best:
-            bestj = blo + window.find(a[besti:besti + best])
-            matched += best
-            if alo < besti and blo < bestj:
-                pending.append((alo, besti, blo, bestj))
-            if besti + best < ahi and bestj + best < bhi:
-                pending.append((besti + best, ahi, bestj + best, bhi))
-    return 2.0 * matched / (la + lb)
+def rotation(n: int, shift: int) -> tuple[int, ...]:
+    """The order of `n` options shifted left by `shift`: shown option i is original option (i + shift) mod n."""
+    return tuple((i + shift) % n for i in range(n))
 
 
 _SPACE = re.compile(r"\s+")

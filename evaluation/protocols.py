@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchsmith.records import stable_hash
+from benchsmith.records import rotation, stable_hash
 from evaluation.records import EvalQuestion, Pass
 
 ProtocolName = Literal["single", "circular", "instability"]
@@ -42,7 +42,7 @@ def passes(questions: Iterable[EvalQuestion], protocol: ProtocolName, settings: 
         if protocol == "single":
             out.append(Pass(q))
         elif protocol == "circular":
-            out += [Pass(q, f"rot{r}", tuple((i + r) % n for i in range(n))) for r in range(n)]
+            out += [Pass(q, f"rot{r}", rotation(n, r)) for r in range(n)]
         else:
             for t in range(settings.templates):
                 for s in range(settings.shuffles):

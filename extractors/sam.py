@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from benchsmith.geometry import iou
 from benchsmith.records import Fact, stable_hash
 from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, load_pretrained, require_model,
                              torch_device, unit_box)
@@ -61,16 +62,6 @@ def mask_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:
     return int(x1), int(y1), int(x2) + 1, int(y2) + 1
 
 
-def _iou(a: tuple[int, ...], b: tuple[int, ...]) -> float:
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    if w <= 0 or h <= 0:
-        return 0.0
-    inter = w * h
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union
-
-
 def select_instances(instances: Sequence[Instance], width: int, height: int, params: SamParams) -> list[Instance]:
     """Area and score filter, then greedy NMS by score, then the per-image cap."""
     area = float(width * height)
@@ -79,7 +70,7 @@ def select_instances(instances: Sequence[Instance], width: int, height: int, par
         share = (candidate.box[2] - candidate.box[0]) * (candidate.box[3] - candidate.box[1]) / area
         if candidate.score < params.pred_iou_thresh or not params.min_area <= share <= params.max_area:
             continue
-        if all(_iou(candidate.box, other.box) <= params.nms_iou for other in kept):
+        if all(iou(candidate.box, other.box) <= params.nms_iou for other in kept):
             kept.append(candidate)
         if len(kept) == params.max_boxes:
             break

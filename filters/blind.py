@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith import runner
-from benchsmith.records import Question, Verdict
+from benchsmith.records import Question, Verdict, rotation
 from benchsmith.store import Store
 from filters.solvers import AnySolverConfig, Prediction, Query, Solver, build_solver
 
@@ -56,16 +56,12 @@ def blind_settings(settings) -> BlindSettings:
 
 # -- rotations ---------------------------------------------------------------------------------------
 
-def rotate(query: Query, shift: int) -> Query:
-    """The options shifted left by `shift`: shown option i is original option (i + shift) mod n."""
-    return Query(query.text, query.options[shift:] + query.options[:shift])
-
-
 def answer_rotated(solver: Solver, queries: Sequence[Query], rotations: int) -> list[dict[str, Any] | None]:
     """Each query's choices under each rotation, mapped back to original option indices, and the
     per-option scores averaged over rotations, in original order; None if any rotation went unanswered."""
-    per_shift: list[list[Prediction | None]] = [solver.answer([rotate(q, shift) for q in queries])
-                                                for shift in range(rotations)]
+    per_shift: list[list[Prediction | None]] = [
+        solver.answer([Query(q.text, tuple(q.options[i] for i in rotation(len(q.options), shift))) for q in queries])
+        for shift in range(rotations)]
     out: list[dict[str, Any] | None] = []
     for index, query in enumerate(queries):
         n = len(query.options)
@@ -75,9 +71,10 @@ def answer_rotated(solver: Solver, queries: Sequence[Query], rotations: int) -> 
             continue
         choices, totals = [], [0.0] * n
         for shift, prediction in enumerate(predictions):
-            choices.append((prediction.choice + shift) % n)
+            order = rotation(n, shift)
+            choices.append(order[prediction.choice])
             for shown, score in enumerate(prediction.scores):
-                totals[(shown + shift) % n] += score
+                totals[order[shown]] += score
         out.append({"choices": choices, "scores": [round(t / rotations, 5) for t in totals]})
     return out
 

@@ -39,7 +39,8 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchsmith.records import LEVELS, Conversation, Question, Verdict, levenshtein, normalise_text, stable_hash
+from benchsmith.records import LEVELS, Conversation, Question, Verdict, normalise_text, stable_hash
+from benchsmith.similarity import jaccard, levenshtein
 
 STAGE = "quality"
 
@@ -149,8 +150,7 @@ def same_question(a: Question, b: Question, settings: QualitySettings) -> bool:
         return False
     function_words = set(settings.function_words)
     words_a, words_b = content_words(a.text, function_words), content_words(b.text, function_words)
-    union = words_a | words_b
-    return not union or len(words_a & words_b) / len(union) >= settings.near_duplicate_overlap
+    return not (words_a or words_b) or jaccard(words_a, words_b) >= settings.near_duplicate_overlap
 
 
 def gate(questions: Sequence[Question], existing: dict[str, list[Question]],

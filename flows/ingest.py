@@ -17,7 +17,8 @@ def ingest_stage(settings: Settings, run_id: str, sources: list[str], options: d
     its cache key is the set of its candidates that wait under the ingest ledger's key."""
     from benchsmith import runner
     from benchsmith.store import Store
-    from ingest.sources import IngestStage, candidates_for, ingest
+    from ingest.candidates import candidates_for
+    from ingest.stage import IngestStage, ingest
 
     options = options or {}
     listing = {k: v for k, v in options.items() if k != "workers"}
@@ -45,7 +46,7 @@ def ingest_stage(settings: Settings, run_id: str, sources: list[str], options: d
 
 
 def richness_stage(settings: Settings, run_id: str) -> dict:
-    from filters import richness
+    from ingest import richness
 
     def judge(store) -> dict:
         return richness.apply(store, settings.ingest.richness)._asdict()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import random
-from difflib import SequenceMatcher
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -27,6 +26,7 @@ from benchsmith.dimensions import Dimension
 from benchsmith.llm import LlmRequest, LlmResult
 from benchsmith.records import Provenance, Question, Video, normalise_text, stable_hash
 from benchsmith.settings import parse_yaml
+from benchsmith.similarity import matching_ratio, word_overlap
 
 BACKEND = "temporal"
 VERSION = "temporal-v1"
@@ -49,9 +49,7 @@ def supports(dimension: Dimension) -> bool:
 
 
 def similarity(a: str, b: str) -> float:
-    words_a, words_b = set(normalise_text(a).split()), set(normalise_text(b).split())
-    overlap = len(words_a & words_b) / max(1, len(words_a | words_b))
-    return overlap + 0.5 * SequenceMatcher(None, normalise_text(a), normalise_text(b)).ratio()
+    return word_overlap(a, b) + 0.5 * matching_ratio(normalise_text(a), normalise_text(b))
 
 
 def hard_negatives(answer: str, labels: list[str], exclude: set[str], pool: int, rng: random.Random,

@@ -23,10 +23,9 @@ def check_task_kind(settings, task: str) -> None:
     """A `--task` that names no known reform task kind is a usage error listing the known ones."""
     if not task:
         return
-    from generators.reform import load_tasks
-    from generators.stage import STAGE, GenerateSettings
+    from ingest.tasks import load_tasks, tasks_file
 
-    known = load_tasks(settings.section(STAGE, GenerateSettings).reform.tasks)
+    known = load_tasks(tasks_file(settings))
     if task not in known:
         raise typer.BadParameter(f"unknown task kind {task!r}; known: {', '.join(sorted(known))}", param_hint="--task")
 
@@ -58,7 +57,7 @@ def register(app: typer.Typer, context) -> None:
         with a reason and the run goes on; `benchsmith status` lists them. Re-ingesting adds nothing new.
         """
         from benchsmith.console import console
-        from ingest.sources import ingest_sources
+        from ingest.stage import ingest_sources
 
         c = context(ctx)
         check_task_kind(c.settings, task)
@@ -95,10 +94,11 @@ def register(app: typer.Typer, context) -> None:
         """Ingest annotated videos: copy them into the workspace and keep uniformly sampled frames."""
         from benchsmith.console import console
         from ingest.videos import ingest_videos
-        from generators.stage import STAGE, GenerateSettings
 
         c = context(ctx)
-        frames = c.settings.section(STAGE, GenerateSettings).temporal.frames
+        # `generate.temporal.frames`, as loaded (every section is validated at load): ingest samples the
+        # frames the temporal generator's questions show, without importing that generator
+        frames = int(c.settings.raw["generate"]["temporal"]["frames"])
         with c.store() as store:
             report = ingest_videos(store, c.settings.media_dir, manifest, frames=frames)
         console.print(f"{manifest}: {report.summary()}")

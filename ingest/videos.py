@@ -29,7 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from benchsmith import runner
 from benchsmith.errors import BenchsmithError
 from benchsmith.records import Verdict, Video, stable_hash
-from ingest.sources import IngestReport, file_problem, file_version, inside
+from ingest.candidates import file_problem, file_version, inside
+from ingest.stage import IngestReport
 
 STAGE = "ingest"
 

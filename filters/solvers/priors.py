@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from benchsmith.records import matching_ratio
+from benchsmith.similarity import jaccard, matching_ratio, word_set
 from filters.solvers import PriorConfig, Prediction, Query, choose
 
-_WORD = re.compile(r"\w+")
-
-
-def words(text: str, ignore: frozenset[str]) -> set[str]:
-    return {w for w in _WORD.findall(text.casefold()) if w not in ignore}
+def words(text: str, ignore: frozenset[str]) -> frozenset[str]:
+    return word_set(text) - ignore
 
 
 def longest(query: Query, ignore: frozenset[str]) -> list[float]:
@@ -39,8 +35,7 @@ def odd_one_out(query: Query, ignore: frozenset[str]) -> list[float]:
     lengths = [math.log(1 + len(o.strip())) for o in query.options]
 
     def distance(i: int, j: int) -> float:
-        union = sets[i] | sets[j]
-        shared = len(sets[i] & sets[j]) / len(union) if union else 1.0
+        shared = jaccard(sets[i], sets[j]) if sets[i] or sets[j] else 1.0
         return 1 - shared + abs(lengths[i] - lengths[j])
 
     n = len(sets)
@@ -55,7 +50,7 @@ def centroid(query: Query, ignore: frozenset[str]) -> list[float]:
     n = len(texts)
     shared = [[0.0] * n for _ in range(n)]  # word overlap is symmetric: each pair once
     for i, j in itertools.combinations(range(n), 2):
-        shared[i][j] = shared[j][i] = len(sets[i] & sets[j]) / max(1, len(sets[i] | sets[j]))
+        shared[i][j] = shared[j][i] = jaccard(sets[i], sets[j])
     return [sum(shared[i][j] + _char_agreement(texts[i], texts[j]) for j in range(n) if j != i) / (n - 1)
             for i in range(n)]
 

@@ -1,4 +1,4 @@
-from ingest.sources import normalise_annotations
+from ingest.annotations import normalise_annotations
 from benchsmith.records import Image
 from extractors.base import Loaded, build_extractors
 

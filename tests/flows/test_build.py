@@ -65,7 +65,8 @@ def test_build_ingests_with_the_same_options_as_the_ingest_command(prefect_api, 
 
 
 def test_the_stage_logic_runs_without_prefect(settings, tmp_path):
-    from ingest.sources import candidates_for, ingest
+    from ingest.candidates import candidates_for
+    from ingest.stage import ingest
 
     source = make_scenes(tmp_path / "scenes", 2, seed=13)
     with Store(settings.db_url) as store:

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ingest.sources import IngestError, candidates_for, ingest
+from ingest.candidates import IngestError, candidates_for
+from ingest.stage import ingest
 from benchsmith.settings import IngestSettings
 
 SETTINGS = IngestSettings(min_side=16, max_pixels=10_000_000, batch_size=4)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from PIL import Image as PILImage
 
-from ingest.sources import candidates_for, ingest
+from ingest.candidates import candidates_for
+from ingest.stage import ingest
 from benchsmith.records import Provenance, Question, Review, Video, stable_hash
 from benchsmith.store import Store
 

@@ -1,0 +1,350 @@
+"""The distractor candidates other annotations offer each one, hardest first, under each method's measure."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from benchsmith.geometry import Box, iou
+from benchsmith.records import Image, normalise_text
+from benchsmith.similarity import edit_similarity, jaccard, word_overlap, word_set
+from generators.reform.answers import answer_key, is_number
+from generators.reform.embeddings import Embeddings
+from generators.reform.parsing import Parsed, Reading, box_text, mentions, objects_of, read
+from generators.reform.ranks import key_ranks
+from generators.reform.settings import ReformSettings
+from ingest.tasks import load_tasks
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@lru_cache(maxsize=4096)
+def _folded(texts: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(t.casefold() for t in texts)
+
+
+def _nearest_first(scores: np.ndarray, head: int):
+    """Indices by descending score (ties by index): the first `head` found by partition, the rest only
+    if the caller reads on."""
+    import numpy as np
+    if head >= len(scores):
+        yield from sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        return
+    top = np.argpartition(-scores, head)[:head]
+    yield from sorted(top.tolist(), key=lambda i: (-scores[i], i))
+    rest = np.setdiff1d(np.arange(len(scores)), top)
+    yield from sorted(rest.tolist(), key=lambda i: (-scores[i], i))
+
+
+EMBED_AS_FOUND = 256      # new answers and class names sent to MiniLM together while the annotations are read
+EMBEDDED_CACHE = 16_384  # keys whose MiniLM candidates, and option sets whose key ranks, are kept (a few MB)
+
+
+class Pools:
+    """Everything other annotations offer as distractors, built once per run from the store's items."""
+
+    def __init__(self, items: Iterable[Image], settings: ReformSettings) -> None:
+        import numpy as np
+        self.settings = settings
+        self.kinds = load_tasks(settings.tasks)
+        self.embeddings = Embeddings(settings)
+        self.embeddings.start()  # the model loads in its own process while the annotations are read
+        answers: dict[tuple, Counter] = defaultdict(Counter)     # (kind, dataset, group) -> answer keys
+        surfaces: dict[str, Counter] = defaultdict(Counter)      # answer key -> its surface forms
+        classes: dict[tuple, set[str]] = defaultdict(set)        # (kind, dataset) -> class names
+        captions: list[tuple[str, str]] = []                     # (caption, item id)
+        labels, attributes = set(), set()                        # of every object supplied with an image
+        texts: set[str] = set()                                  # casefolded strings asked about
+        self.text_surface: dict[str, str] = {}
+        self.readings: dict[str, Reading] = {}   # item id -> its annotations, read in this one pass
+        found: set[str] = set()   # answers and class names MiniLM will compare, sent as they turn up
+        for item in items:
+            reading = self.readings[item.id] = read(item, self.kinds, settings)
+            for label, values in objects_of(item):
+                labels.add(label)
+                attributes.update(values)
+            for parsed in reading.parsed.values():
+                for p in parsed:
+                    method = p.kind.method
+                    if method in ("answers", "classes"):
+                        found.update((p.key, *p.accepted))
+                    if method == "answers":
+                        for group in self.answer_groups(p):
+                            answers[group][answer_key(p.key)] += 1
+                        surfaces[answer_key(p.key)][p.key] += 1
+                    elif method == "classes":
+                        classes[(p.kind.key, p.dataset)].add(p.key)
+                    elif method == "captions":
+                        captions.extend((c, item.id) for c in p.accepted)
+                    elif method == "texts":
+                        texts.add(p.key.casefold())
+                        self.text_surface.setdefault(p.key.casefold(), p.key)
+            if len(found) >= EMBED_AS_FOUND:  # MiniLM works on them while the reading goes on
+                self.embeddings.prefetch(found)
+                found = set()
+        surface = {key: c.most_common(1)[0][0] for key, c in surfaces.items()}
+        self.pools: dict[tuple, list[str]] = {g: [surface[k] for k in sorted(c)] for g, c in answers.items()}
+        self.pools |= {g: sorted(c) for g, c in classes.items()}
+        self.captions = captions
+        self.texts = sorted(texts)
+        self.object_words = frozenset(labels - {""}), frozenset(attributes - {""})
+        self._mentions: dict[str, tuple] = {}   # caption -> the objects it names (`mentions`)
+        self._matrices: dict[tuple, tuple[np.ndarray, list[str], list[frozenset[str]], list[bool]]] = {}
+        self._near: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}   # this window's keys only
+        self._indexes: dict[str, tuple] = {}
+        self._embedded: dict[tuple, list[tuple[str, float, str]]] = {}
+        self._ranked: dict[tuple[str, tuple[str, ...]], bytes] = {}   # (method, options) -> key_ranks
+        # the rest of what MiniLM compares is embedded while the word and character indexes are built
+        self.embeddings.prefetch(found | {text for group in self.pools.values() for text in group})
+        for method in ("captions", "texts"):
+            self._index(method)
+
+    def read_also(self, items: Iterable[Image]) -> None:
+        """Read items the pools' pass did not meet (ingested since): their annotations give questions,
+        though not distractors to others. What MiniLM will compare of them is asked for now, as the
+        pass does."""
+        found: set[str] = set()
+        for item in items:
+            reading = self.readings[item.id] = read(item, self.kinds, self.settings)
+            found.update(t for parsed in reading.parsed.values() for p in parsed
+                         if p.kind.method in ("answers", "classes") for t in (p.key, *p.accepted))
+        self.embeddings.prefetch(found)
+
+    @staticmethod
+    def answer_groups(p: Parsed) -> list[tuple]:
+        """The pools a VQA answer joins: its question type's and, as a fallback, its answer type's."""
+        groups = [(p.kind.key, p.dataset, p.group)]
+        if p.extra["answer_type"]:
+            groups.append((p.kind.key, p.dataset, "type:" + p.extra["answer_type"]))
+        return groups
+
+    def group_of(self, p: Parsed) -> tuple[tuple, str]:
+        if p.kind.method == "classes":
+            return (p.kind.key, p.dataset), f"the class names of {p.dataset}"
+        first, *fallback = self.answer_groups(p)
+        if len(self.pools.get(first, ())) < 4 and fallback:  # too few of this question type: the answer type's
+            return fallback[0], f"majority answers of type {p.extra['answer_type']!r} in {p.dataset}"
+        return first, f"majority answers to {p.group!r} questions in {p.dataset}"
+
+    def prepare(self, parsed: Sequence[Parsed]) -> None:
+        """Work shared by a window of annotations, done together: MiniLM vectors of the keys, accepted
+        answers and pools they need; the nearest captions and strings of each key."""
+        self.embed(parsed)
+        self._near = {}
+        for method in ("captions", "texts"):
+            keys = sorted({p.key for p in parsed if p.kind.method == method})
+            if keys:
+                self._nearest(method, keys)
+
+    def embed(self, parsed: Sequence[Parsed]) -> None:
+        """MiniLM vectors of what `parsed` will compare: keys, accepted answers and their pools."""
+        wanted: set[str] = set()
+        for p in parsed:
+            if p.kind.method in ("answers", "classes"):
+                group, _where = self.group_of(p)
+                wanted.update([p.key, *p.accepted])
+                if group not in self._matrices:
+                    wanted.update(self.pools.get(group, ()))
+        self.embeddings.add(wanted)
+
+    def _index(self, method: str):
+        import numpy as np
+        if method not in self._indexes:
+            from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+
+            if method == "captions":
+                vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True, dtype=np.float32)
+                corpus = [c for c, _i in self.captions]
+            else:
+                vectorizer = CountVectorizer(analyzer="char_wb", ngram_range=(2, 2), binary=True, dtype=np.float32)
+                corpus = self.texts
+            self._indexes[method] = (vectorizer, vectorizer.fit_transform(corpus).T.tocsr()) if corpus else None
+        return self._indexes[method]
+
+    def _nearest(self, method: str, keys: list[str], keep: int = 64) -> None:
+        """For each key, the `keep` pool entries sharing the most (weighted) words or character pairs."""
+        import numpy as np
+        index = self._index(method)
+        if index is None:
+            self._near.update({(method, key): (np.zeros(0, np.int64), np.zeros(0, np.float32)) for key in keys})
+            return
+        vectorizer, matrix = index
+        for start in range(0, len(keys), 64):  # some keys at a time: common words touch most of the pool
+            chunk = keys[start:start + 64]
+            scores = (vectorizer.transform(chunk) @ matrix).tocsr()
+            for row, key in enumerate(chunk):
+                begin, end = scores.indptr[row], scores.indptr[row + 1]
+                columns, values = scores.indices[begin:end], scores.data[begin:end]
+                if len(values) > keep:
+                    top = np.argpartition(-values, keep)[:keep]
+                    columns, values = columns[top], values[top]
+                order = np.lexsort((columns, -values))
+                self._near[(method, key)] = (columns[order], values[order])
+
+    # each method: the usable candidates, hardest first, as (text, similarity to the key, how chosen)
+    def _group_matrix(self, group: tuple):
+        if group not in self._matrices:
+            texts = self.pools.get(group, [])
+            synonyms = [frozenset(answer_key(s) for s in [t, *t.split(",")] if s.strip()) for t in texts]
+            self._matrices[group] = (self.embeddings.matrix(texts), texts, synonyms, [is_number(t) for t in texts])
+        return self._matrices[group]
+
+    def embedded_candidates(self, p: Parsed) -> list[tuple[str, float, str]]:
+        group, where = self.group_of(p)
+        # a function of the pool, the key and the accepted answers: class labels and common VQA answers recur
+        found = self._embedded.get((group, p.key, p.accepted))
+        if found is None:
+            if len(self._embedded) >= EMBEDDED_CACHE:
+                self._embedded.clear()
+            found = self._embedded[(group, p.key, p.accepted)] = self._embedded_candidates(p, group, where)
+        return list(found)
+
+    def _embedded_candidates(self, p: Parsed, group: tuple, where: str) -> list[tuple[str, float, str]]:
+        matrix, texts, synonyms, numbers = self._group_matrix(group)
+        if not texts:
+            return []
+        banned = {answer_key(a) for a in (p.key, *p.accepted)}
+        accepted, worded = self._accepted_matrices(p)
+        to_key = matrix @ self.embeddings.vectors[p.key]
+        out = []
+        for i in _nearest_first(to_key, 4 * self.settings.hard_negative_pool + len(p.accepted)):
+            # string-equal variants (and, for a class, a shared comma-separated synonym) name an accepted answer
+            if synonyms[i] & banned:
+                continue
+            against = worded if numbers[i] else accepted  # a number is compared with numbers as numbers only
+            if len(against) and float((against @ matrix[i]).max()) >= self.settings.synonym_similarity:
+                continue  # a synonym of an accepted answer
+            out.append((texts[i], float(to_key[i]), f"MiniLM nearest to the key among {where}"))
+            if len(out) == self.settings.hard_negative_pool:
+                break
+        return out
+
+    def _accepted_matrices(self, p: Parsed) -> tuple[np.ndarray, np.ndarray]:
+        """MiniLM vectors of every accepted answer, and of those that are not numbers."""
+        import numpy as np
+        accepted = list(dict.fromkeys([p.key, *p.accepted]))
+        worded = [a for a in accepted if not is_number(a)]
+        return (self.embeddings.matrix(accepted),
+                self.embeddings.matrix(worded) if worded else np.zeros((0, 0), np.float32))
+
+    def caption_candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
+        own = {normalise_text(c) for c in p.accepted}
+        own_words = [word_set(a) for a in p.accepted]
+        paraphrase = self.settings.paraphrase_overlap
+        out, seen = [], set()
+        columns, scores = self._near[("captions", p.key)]
+        for i, score in zip(columns.tolist(), scores.tolist()):
+            caption, other = self.captions[i]
+            if other == item_id:
+                continue
+            key = normalise_text(caption)
+            if key in own or key in seen:
+                continue
+            seen.add(key)
+            words = word_set(caption)
+            if any(jaccard(words, a) >= paraphrase for a in own_words):
+                continue  # says what the image's own captions say
+            if p.extra["objects"] and self._describes(caption, p.extra["objects"]):
+                continue  # every object it names, as it describes it, is in this image too
+            out.append((caption, score, "TF-IDF word overlap with the key, a caption of another image"))
+            if len(out) == self.settings.hard_negative_pool:
+                break
+        return out
+
+    def _describes(self, caption: str, objects: tuple[tuple[str, frozenset[str]], ...]) -> bool:
+        """Whether `caption` names objects, and each of them, with the attributes it gives, is one of `objects`."""
+        named = self._mentions.get(caption)
+        if named is None:
+            if len(self._mentions) >= EMBEDDED_CACHE:
+                self._mentions.clear()
+            named = self._mentions[caption] = mentions(caption, *self.object_words)
+        return bool(named) and all(any(label == have and wanted <= values for have, values in objects)
+                                   for label, wanted in named)
+
+    def text_candidates(self, p: Parsed) -> list[tuple[str, float, str]]:
+        own = _folded(p.accepted)  # every string of the image (`read`), the key among them
+        scored = []
+        for i in self._near[("texts", p.key)][0][:24].tolist():
+            text = self.texts[i]
+            if text in own:
+                continue
+            scored.append((self.text_surface[text], edit_similarity(p.key, text)))
+        scored.sort(key=lambda pair: (-pair[1], pair[0]))
+        return [(text, sim, "edit-distance neighbour of the key among other images' texts")
+                for text, sim in scored[:self.settings.hard_negative_pool]]
+
+    def region_candidates(self, p: Parsed) -> list[tuple[str, float, str]]:
+        import numpy as np
+        target: Box = p.extra["box"]
+        target_area = (target[2] - target[0]) * (target[3] - target[1])
+        out = []
+        for box, category in p.extra["regions"]:
+            if iou(box, target) >= self.settings.max_box_overlap:
+                continue  # could be the referent itself
+            same = bool(p.extra["category"]) and category == p.extra["category"]
+            ratio = (box[2] - box[0]) * (box[3] - box[1]) / target_area
+            closeness = float(same) + 1 / (1 + abs(float(np.log(ratio))))
+            out.append((box_text(box), closeness, "another region of the image" + (
+                f" of the referent's category ({category})" if same else "")))
+        out.sort(key=lambda c: (-c[1], c[0]))
+        return out[:self.settings.hard_negative_pool]
+
+    def candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
+        method = p.kind.method
+        if method in ("answers", "classes"):
+            return self.embedded_candidates(p)
+        if method == "captions":
+            return self.caption_candidates(p, item_id)
+        if method == "texts":
+            return self.text_candidates(p)
+        return self.region_candidates(p)
+
+    def is_synonym(self, p: Parsed, text: str) -> bool:
+        """Whether `text` (an LLM's distractor) says what an accepted answer says."""
+        if answer_key(text) in {answer_key(a) for a in (p.key, *p.accepted)}:
+            return True
+        if p.kind.method in ("answers", "classes"):
+            self.embeddings.add([text, p.key, *p.accepted])
+            accepted, worded = self._accepted_matrices(p)
+            against = worded if is_number(text) else accepted
+            return bool(len(against)) and float((against @ self.embeddings.vectors[text]).max()) >= self.settings.synonym_similarity
+        if p.kind.method == "captions":
+            return (max(word_overlap(text, a) for a in p.accepted) >= self.settings.paraphrase_overlap
+                    or bool(p.extra["objects"]) and self._describes(text, p.extra["objects"]))
+        return text.casefold() in {a.casefold() for a in p.accepted}
+
+    def similarity(self, p: Parsed, options: Sequence[str]) -> list[list[float]]:
+        """Pairwise similarity of the key and candidates under the method's own measure."""
+        method = p.kind.method
+        if method in ("answers", "classes"):
+            vectors = self.embeddings.matrix(options)
+            return (vectors @ vectors.T).tolist()
+        if method == "regions":
+            centres = [[float(v) for v in re.findall(r"[\d.]+", o)] for o in options]
+            return [[-abs(a[0] + a[2] - b[0] - b[2]) - abs(a[1] + a[3] - b[1] - b[3]) for b in centres]
+                    for a in centres]
+        measure = word_overlap if method == "captions" else edit_similarity
+        n = len(options)
+        out = [[0.0] * n for _ in range(n)]
+        for i, j in itertools.combinations(range(n), 2):
+            out[i][j] = out[j][i] = measure(options[i], options[j])
+        return out
+
+    def key_ranks(self, p: Parsed, options: Sequence[str]) -> bytes:
+        """`key_ranks` of the options' similarity; kept per option set where options recur, a few bytes
+        each: class labels, common VQA answers and strings that several images show meet the same
+        candidates again."""
+        if p.kind.method not in ("answers", "classes", "texts"):
+            return key_ranks(self.similarity(p, options))
+        key = (p.kind.method, tuple(options))
+        found = self._ranked.get(key)
+        if found is None:
+            if len(self._ranked) >= EMBEDDED_CACHE:
+                self._ranked.clear()
+            found = self._ranked[key] = key_ranks(self.similarity(p, options))
+        return found

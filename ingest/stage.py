@@ -1,0 +1,242 @@
+"""The ingest stage: read each candidate, check it, store accepted images, and record a reason for every
+one refused. Then judge caption richness of what came in."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchsmith import runner
+from benchsmith.images import Accepted, Rejected, inspect_image
+from benchsmith.records import Image, Verdict, stable_hash
+from benchsmith.settings import IngestSettings
+from benchsmith.store import Store
+from ingest.annotations import normalise_annotations
+from ingest.candidates import Candidate, candidates_for, printable_name
+
+
+@dataclass
+class IngestReport:
+    seen: int = 0
+    skipped: int = 0     # examined by an earlier run under the same settings and not changed since: not read
+    added: int = 0
+    unchanged: int = 0   # read, and already in the store
+    annotated: int = 0   # task annotations added to an image that came earlier (rows sharing one image)
+    rejected: Counter = field(default_factory=Counter)
+    dropped: Counter = field(default_factory=Counter)  # supplied boxes outside their image, by kind (object, ocr)
+
+    def summary(self) -> str:
+        parts = [f"{self.seen} seen", f"{self.added} added"]
+        if self.unchanged or not self.skipped:
+            parts.append(f"{self.unchanged} already in the store")
+        if self.skipped:
+            parts.append(f"{self.skipped} unchanged since the last ingest (not read again)")
+        if self.annotated:
+            parts.append(f"{self.annotated} task annotations added to images seen before")
+        if self.rejected:
+            parts.append(f"{sum(self.rejected.values())} refused (" +
+                         ", ".join(f"{n} {rule}" for rule, n in sorted(self.rejected.items())) + ")")
+        if self.dropped:
+            parts.append(f"{sum(self.dropped.values())} supplied boxes dropped with no area inside their image (" +
+                         ", ".join(f"{n} {kind}" for kind, n in sorted(self.dropped.items())) +
+                         "; each under its image's annotations.dropped)")
+        return ", ".join(parts)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: end this worker when the ingest process dies, even by SIGKILL (Linux), instead of
+    living on as an orphan holding memory."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the pool's own broken-pipe handling is all there is
+        pass
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+
+def _inspect(args: tuple[bytes, int, int]) -> Accepted | Rejected:
+    data, min_side, max_pixels = args
+    return inspect_image(data, min_side=min_side, max_pixels=max_pixels)
+
+
+def _read(candidate: Candidate, max_bytes: int) -> bytes | Rejected:
+    try:
+        return candidate.read(max_bytes)
+    except IsADirectoryError:
+        return Rejected("not_a_file", "is a directory")
+    except PermissionError:
+        return Rejected("unreadable", "permission denied")
+    except OSError as exc:
+        return Rejected("unreadable", f"cannot be read: {exc.strerror or exc}")
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    if path.exists() and path.stat().st_size == len(data):
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+class IngestStage:
+    """The candidates of one source as a runner stage: ledger stage `ingest`, config key = the checks'
+    limits, subject = the source label, the candidate's name and its version. A file examined once is not
+    read again until it changes (or the limits do); an accepted image's id is the sha256 of its bytes, so
+    re-reading adds nothing twice."""
+
+    name = "ingest"
+
+    def __init__(self, media_dir: Path, candidates: Iterable[Candidate], settings: IngestSettings, *, label: str,
+                 workers: int = 1) -> None:
+        self.media_dir = media_dir
+        self.candidates = list(candidates)
+        self.settings = settings
+        self.label = printable_name(label)
+        self.workers = workers
+        self.pool: ProcessPoolExecutor | None = None
+        self.report = IngestReport(seen=len(self.candidates))
+
+    def __enter__(self) -> "IngestStage":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool:
+            self.pool.shutdown()
+            self.pool = None
+
+    def config_key(self) -> str:
+        s = self.settings
+        return runner.config_key(s.min_side, s.max_pixels, s.max_bytes)
+
+    def units(self, store) -> list[Candidate]:
+        return self.candidates
+
+    def subject(self, candidate: Candidate) -> str:
+        return stable_hash(self.label, printable_name(candidate.name), candidate.version, length=32)
+
+    def process(self, batch: Sequence[Candidate]) -> Iterator[tuple[Candidate, Accepted | Rejected]]:
+        """Read and check each candidate (in worker processes with `workers` > 1)."""
+        if self.workers > 1 and self.pool is None:
+            self.pool = ProcessPoolExecutor(self.workers, initializer=_die_with_parent, initargs=(os.getpid(),))
+        to_inspect: list[tuple[Candidate, bytes]] = []
+        for candidate in batch:
+            if printable_name(candidate.name) != candidate.name:  # the store keeps names as UTF-8 text
+                yield candidate, Rejected("bad_name", f"the file name {printable_name(candidate.name)} is not valid "
+                                                      "UTF-8; rename it (e.g. convmv -f latin1 -t utf8)")
+                continue
+            if candidate.refused:
+                yield candidate, candidate.refused
+                continue
+            data = _read(candidate, self.settings.max_bytes)
+            if isinstance(data, Rejected):
+                yield candidate, data
+            else:
+                to_inspect.append((candidate, data))
+        s = self.settings
+        args = [(data, s.min_side, s.max_pixels) for _, data in to_inspect]
+        results = self.pool.map(_inspect, args, chunksize=16) if self.pool else map(_inspect, args)
+        for (candidate, _), result in zip(to_inspect, results):
+            yield candidate, result
+
+    def commit(self, store, pairs: list[tuple[Candidate, Accepted | Rejected]],
+               stage_report: runner.StageReport) -> list[runner.Outcome]:
+        """Store the accepted images (media file, item) and a verdict for each refused candidate."""
+        report = self.report
+        accepted_ids = sorted({o.id for _, o in pairs if isinstance(o, Accepted)})
+        stored_names = ({i.id: i.original_name for i in store.get_items(accepted_ids, status=None)}
+                        if accepted_ids else {})
+        new_items: dict[str, Image] = {}  # duplicates within this group; earlier groups are in the store
+        verdicts: list[Verdict] = []
+        outcomes: list[runner.Outcome] = []
+        more_records: dict[str, list[dict]] = {}   # stored image id -> task annotations of later rows
+        for candidate, outcome in pairs:
+            subject, name = self.subject(candidate), printable_name(candidate.name)
+            records = candidate.annotations.get("reform") or []
+            if isinstance(outcome, Accepted) and records and (outcome.id in new_items or outcome.id in stored_names):
+                # another annotation of an image already here (VQA: several questions per image): add it there
+                earlier = new_items.get(outcome.id)
+                target = earlier.annotations.setdefault("reform", []) if earlier else more_records.setdefault(outcome.id, [])
+                fresh = [r for r in records if r not in target]
+                target.extend(fresh)
+                if earlier:  # the store counts what it adds to stored images
+                    report.annotated += len(fresh)
+                else:
+                    report.unchanged += 1
+                outcomes.append(runner.Outcome(subject, "done", details={"name": name, "item": outcome.id}))
+                continue
+            if isinstance(outcome, Accepted):
+                first = new_items.get(outcome.id)
+                first_name = first.original_name if first else stored_names.get(outcome.id)
+                if first_name is not None and first_name != name:
+                    outcome = Rejected("duplicate", f"same bytes as {first_name}", outcome.id)
+                elif first_name is not None:
+                    report.unchanged += 1
+                    outcomes.append(runner.Outcome(subject, "done", details={"name": name, "item": outcome.id}))
+                    continue
+            if isinstance(outcome, Accepted):
+                try:
+                    annotations = normalise_annotations(candidate.annotations, outcome.width, outcome.height)
+                except ValueError as exc:
+                    outcome = Rejected("bad_annotations", str(exc))
+            if isinstance(outcome, Rejected):
+                report.rejected[outcome.rule] += 1
+                verdicts.append(Verdict(subject_id=f"{self.label}:{name}", subject_kind="input", stage="ingest",
+                                        rule=outcome.rule, passed=False, reason=outcome.reason,
+                                        details={"sha256": outcome.id} if outcome.id else {}))
+                outcomes.append(runner.Outcome(subject, "failed", outcome.rule, {"name": name}))
+                continue
+            report.dropped.update(d["kind"] for d in annotations.get("dropped", []))
+            relative = f"{outcome.id[:2]}/{outcome.id}{outcome.extension}"
+            _write_atomic(self.media_dir / relative, outcome.data)
+            new_items[outcome.id] = Image(id=outcome.id, path=relative, width=outcome.width, height=outcome.height,
+                                          source=candidate.source, license=candidate.license, original_name=name,
+                                          annotations=annotations)
+            outcomes.append(runner.Outcome(subject, "done", details={"name": name, "item": outcome.id}))
+        report.added += store.add_items(list(new_items.values()))
+        if more_records:
+            report.annotated += store.add_item_annotations("reform", more_records)
+        if verdicts:
+            store.add_verdicts(verdicts)
+        return outcomes
+
+
+def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], settings: IngestSettings, *,
+           label: str, workers: int = 1, show_progress: bool = False) -> IngestReport:
+    """Check, normalise and store every candidate not examined before; refuse bad ones with a verdict each.
+
+    `label` names the source: it prefixes the names in refusal verdicts, so they can be traced back to it,
+    and keeps its ledger subjects apart from other sources'. Work is committed in batches of
+    `settings.batch_size`: a crash loses at most the batch in flight, and a rerun reads only what is new
+    or changed.
+    """
+    from benchsmith.console import progress_bar
+
+    with IngestStage(media_dir, candidates, settings, label=label, workers=workers) as stage:
+        todo = runner.pending(stage, store)
+        stage.report.skipped = stage.report.seen - len(todo)
+        if todo:
+            with progress_bar(f"ingesting {Path(label).name}", len(todo)) if show_progress else nullcontext() as advance:
+                runner.run(stage, store, window=settings.batch_size, units=todo, progress=advance)
+    return stage.report
+
+
+def ingest_sources(store: Store, settings, locations: list[Path], *, workers: int = 1,
+                   **listing) -> list[tuple[Path, IngestReport]]:
+    """Ingest each folder, manifest or dataset (`listing`: `candidates_for`'s source, license, image_column,
+    task) with a progress bar, then judge caption richness of what came in."""
+    from ingest import richness
+
+    reports = [(Path(location), ingest(store, settings.media_dir, candidates_for(Path(location), **listing),
+                                       settings.ingest, label=str(location), workers=workers, show_progress=True))
+               for location in locations]
+    richness.apply(store, settings.ingest.richness)
+    return reports
