@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, Protocol, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith import plugins
+from generators.quality import PRIOR_IGNORE_WORDS
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,7 @@ class PriorConfig(SolverConfig):
     - centroid: the option most like the other three, in shared words and characters."""
 
     kind: Literal["longest", "overlap", "odd_one_out", "centroid"]
-    ignore_words: list[str] = ["a", "an", "the", "of", "in", "on", "at", "to", "is", "are", "and", "or", "it",
-                               "its", "this", "that", "there", "what", "which", "who", "where", "how", "image",
-                               "picture", "photo", "shown"]
+    ignore_words: list[str] = list(PRIOR_IGNORE_WORDS)
 
     def build(self, **context: Any) -> Solver:
         from filters.solvers.priors import PriorSolver
