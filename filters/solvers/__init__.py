@@ -163,23 +163,3 @@ AnySolverConfig = Annotated[Union[plugins.load_all("solvers")], Field(discrimina
 def build_solver(config: SolverConfig, **context: Any) -> Solver:
     """The solver a settings entry describes. Models load lazily, on the first `answer`."""
     return config.build(**context)
-
-
-def pick_device(device: str) -> str:
-    """'auto' means the best accelerator present."""
-    if device != "auto":
-        return device
-    import torch
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
-
-
-def pick_dtype(dtype: str, device: str):
-    """'auto' means bfloat16 on a GPU that has it, else float32."""
-    import torch
-    if dtype != "auto":
-        return getattr(torch, dtype)
-    return torch.bfloat16 if device == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
