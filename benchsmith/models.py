@@ -47,6 +47,7 @@ def from_pretrained(loader, model: str, *, owner: str, setting: str, **kwargs):
     try:
         return loader.from_pretrained(model, **kwargs)
     except (OSError, ValueError, KeyError, ImportError) as exc:  # ImportError: a part needs a missing library
+        require_model(model, owner=owner, setting=setting)  # a missing folder, or offline a hub model not cached
         if Path(model).expanduser().is_dir() or not _looks_missing(exc):
             raise ModelError(f"{owner} cannot load model {model}: {_first_line(exc)}") from None
         raise ModelError(_missing_weights(model, owner, setting)) from None

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from benchsmith.models import ModelError
-from evaluation.adapters import EvalError, VlmLikelihoodConfig
+from evaluation.adapters import VlmLikelihoodConfig
 from evaluation.adapters.likelihood import LikelihoodAdapter
 from evaluation.protocols import ProtocolSettings, passes
 from evaluation.records import EvalQuestion
@@ -195,8 +195,8 @@ def test_a_model_that_cannot_load_is_one_line(tmp_path):
     with pytest.raises(ModelError, match="evaluation model 'tiny'.*nothing-here.*evaluate.models.tiny.model"):
         list(adapter(str(tmp_path / "nothing-here")).predict(passes(QUESTIONS[:1], "single", ProtocolSettings())))
     text_only = str(save_tiny_causal(tmp_path / "text-only"))
-    with pytest.raises(EvalError, match="evaluation model 'tiny' cannot load model .*text-only: its processor takes no "
-                                        "images") as error:
+    with pytest.raises(ModelError, match="evaluation model 'tiny' cannot load model .*text-only: ValueError: "
+                                         "Unrecognized configuration class") as error:
         list(adapter(text_only).predict(passes(QUESTIONS[:1], "single", ProtocolSettings())))
     assert "\n" not in str(error.value)
 
