@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -34,9 +33,6 @@ def register(app: typer.Typer, context) -> None:
         flagged: Annotated[bool, typer.Option("--flagged", help=(
             "Instead of new candidates, send the published questions that `benchsmith eval items` flagged "
             "back for a second look (to review.second_look_project)."))] = False,
-        items: Annotated[Optional[Path], typer.Option(help=(
-            "With --flagged: the flagged.json to read (default: the one `benchsmith eval items` wrote for the "
-            "latest release)."))] = None,
         conversations: Annotated[bool, CONVERSATIONS_FLAG] = False,
     ) -> None:
         """Send questions that passed the blind filter to Label Studio, in bulk batches.
@@ -69,15 +65,10 @@ def register(app: typer.Typer, context) -> None:
         from benchsmith.dimensions import registry
 
         c = context(ctx)
-        if items is not None and not flagged:
-            raise typer.BadParameter("--items goes with --flagged", param_hint="--items")
         server = connect(c.settings)
         with c.store() as store:
             if flagged:
-                from annotation.second_look import plan, read_flagged
-
-                source, doubts = read_flagged(items or default_flagged(c.settings, store))
-                second = plan(store, source, doubts)
+                second = flagged_plan(store)
                 questions, round_ = second.questions, second.as_round()
             else:
                 questions = questions_to_push(store, c.settings.section("review", ReviewSettings))
@@ -247,15 +238,28 @@ def register(app: typer.Typer, context) -> None:
         console.print("stopped")
 
 
-def default_flagged(settings, store) -> Path:
-    """The flagged.json `benchsmith eval items` writes for the latest release."""
-    from evaluation.cli import out_folder
+def flagged_plan(store):
+    """The second looks to send: each question a flag of `benchsmith eval items` stands on (the verdicts of
+    its stage, item_analysis), planned against the source the flag was raised on."""
+    from collections import Counter
 
-    releases = store.get_releases()
-    if not releases:
-        from annotation.second_look import SecondLookError
-        raise SecondLookError("nothing is published yet: a second look is for published questions")
-    return out_folder(settings, f"release:{releases[-1].version}") / "flagged.json"
+    from annotation.second_look import FLAG_TEXT, Doubt, Plan, SecondLookError, plan
+
+    flags: dict[str, list] = {}
+    for verdict in store.get_verdicts(stage="item_analysis", passed=False, subject_kind="question"):
+        flags.setdefault(verdict.subject_id, []).append(verdict)
+    doubts: dict[str, list[Doubt]] = {}
+    for qid, found in flags.items():
+        entry = found[-1].details
+        doubts.setdefault(entry["source"], []).append(Doubt(
+            qid, tuple(sorted((v.rule for v in found), key=list(FLAG_TEXT).index)), entry["key"], entry["choices"],
+            tuple(entry["blind_right"])))
+    if not doubts:
+        plan(store, "", [])  # says so when nothing is published yet
+        raise SecondLookError("no question is flagged: run `benchsmith eval items` on the latest release first")
+    plans = [plan(store, source, found) for source, found in sorted(doubts.items())]
+    return Plan(plans[0].round, [q for p in plans for q in p.questions],
+                {qid: note for p in plans for qid, note in p.notes.items()}, sum((p.skipped for p in plans), Counter()))
 
 
 def signal_table(rows) -> object:
