@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -34,9 +33,6 @@ def register(app: typer.Typer, context) -> None:
         flagged: Annotated[bool, typer.Option("--flagged", help=(
             "Instead of new candidates, send the published questions that `benchsmith eval items` flagged "
             "back for a second look (to review.second_look_project)."))] = False,
-        items: Annotated[Optional[Path], typer.Option(help=(
-            "With --flagged: the flagged.json to read (default: the one `benchsmith eval items` wrote for the "
-            "latest release)."))] = None,
     ) -> None:
         """Send questions that passed the blind filter, and candidate conversations, to Label Studio in bulk
         batches.
@@ -60,15 +56,12 @@ def register(app: typer.Typer, context) -> None:
         from benchsmith.dimensions import registry
 
         c = context(ctx)
-        if items is not None and not flagged:
-            raise typer.BadParameter("--items goes with --flagged", param_hint="--items")
         server = connect(c.settings)
         with c.store() as store:
             if flagged:
-                from annotation.second_look import plan, read_flagged
+                from annotation.second_look import flagged_plan
 
-                source, doubts = read_flagged(items or default_flagged(c.settings, store))
-                second = plan(store, source, doubts)
+                second = flagged_plan(store)
                 questions, round_ = second.questions, second.as_round()
             else:
                 questions = questions_to_push(store, c.settings.section("review", ReviewSettings))
@@ -232,17 +225,6 @@ def register(app: typer.Typer, context) -> None:
             return
         stop(pid)
         console.print("stopped")
-
-
-def default_flagged(settings, store) -> Path:
-    """The flagged.json `benchsmith eval items` writes for the latest release."""
-    from evaluation.cli import out_folder
-
-    releases = store.get_releases()
-    if not releases:
-        from annotation.second_look import SecondLookError
-        raise SecondLookError("nothing is published yet: a second look is for published questions")
-    return out_folder(settings, f"release:{releases[-1].version}") / "flagged.json"
 
 
 def signal_table(rows) -> object:

@@ -29,7 +29,7 @@ from annotation.settings import ReviewSettings
 from benchsmith.records import LEVELS, Conversation, ConversationReview, Image, Turn
 from benchsmith.settings import Settings
 from benchsmith.store import Store
-from filters.quality import conversation_rule
+from generators.quality import conversation_rule
 
 STAGE = "review"
 FIELDS = ("instruction", "reference", "focus_points")

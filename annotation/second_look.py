@@ -1,6 +1,6 @@
 """Second looks at published questions that the models' answers put in doubt.
 
-`benchsmith eval items` flags questions and writes them to flagged.json: every model chose the same
+`benchsmith eval items` flags questions in the store (verdicts of its stage): every model chose the same
 wrong option (the key is likely wrong), no model beat chance, or a text-only baseline answered without
 the image. `benchsmith review push --flagged` sends the flagged questions that are in the latest
 release to their own Label Studio project (`review.second_look_project`), through the same crash-safe
@@ -71,19 +71,24 @@ class Plan:
         return Round(self.round, self.notes)
 
 
-def read_flagged(path: Path) -> tuple[str, list[Doubt]]:
-    """The source label and the flagged questions of a flagged.json."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        doubts = [Doubt(qid, tuple(entry["flags"]), entry["key"], dict(entry.get("choices", {})),
-                        tuple(entry.get("blind_right", ()))) for qid, entry in data["flagged"].items()]
-        return str(data["source"]), doubts
-    except FileNotFoundError:
-        raise SecondLookError(f"no flagged questions at {path}: run `benchsmith eval items` on the release first, "
-                              "or name the file with --items") from None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise SecondLookError(f"{path} is not a flagged.json written by `benchsmith eval items` "
-                              f"({type(exc).__name__}: {exc})".splitlines()[0]) from None
+def flagged_plan(store: Store) -> Plan:
+    """The second looks to send: each question a flag of `benchsmith eval items` stands on (the verdicts of
+    its stage, item_analysis), planned against the source the flag was raised on."""
+    flags: dict[str, list[Verdict]] = {}
+    for verdict in store.get_verdicts(stage="item_analysis", passed=False, subject_kind="question"):
+        flags.setdefault(verdict.subject_id, []).append(verdict)
+    doubts: dict[str, list[Doubt]] = {}
+    for qid, found in flags.items():
+        entry = found[-1].details
+        doubts.setdefault(entry["source"], []).append(Doubt(
+            qid, tuple(sorted((v.rule for v in found), key=list(FLAG_TEXT).index)), entry["key"], entry["choices"],
+            tuple(entry["blind_right"])))
+    if not doubts:
+        plan(store, "", [])  # says so when nothing is published yet
+        raise SecondLookError("no question is flagged: run `benchsmith eval items` on the latest release first")
+    plans = [plan(store, source, found) for source, found in sorted(doubts.items())]
+    return Plan(plans[0].round, [q for p in plans for q in p.questions],
+                {qid: note for p in plans for qid, note in p.notes.items()}, sum((p.skipped for p in plans), Counter()))
 
 
 def note_for(doubt: Doubt) -> str:

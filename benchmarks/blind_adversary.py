@@ -152,7 +152,7 @@ def run(scenes: int = 200, seed: int = 5) -> dict:
     from benchsmith.dimensions import registry
     from benchsmith.settings import load_settings
     from filters.blind import blind_settings, fit_learners, judge_questions, solvers_from, wilson
-    from filters.quality import QualitySettings, balance_answers, gate
+    from generators.quality import QualitySettings, balance_answers, gate
     from filters.solvers import LearnedConfig, Query
     from filters.solvers.learned import Labelled, PoolModel
     from filters.solvers.priors import centroid

@@ -44,7 +44,7 @@ ABSURD = [
 def oracle_questions(n_scenes: int, seed: int):
     """Programmatic questions about oracle scenes that pass the quality gate, with the options in
     balanced random order."""
-    from filters.quality import QualitySettings, balance_answers, gate
+    from generators.quality import QualitySettings, balance_answers, gate
 
     kept, _dropped = gate(oracle_drafts(n_scenes, seed), {}, QualitySettings())
     return balance_answers(kept, seed=seed)

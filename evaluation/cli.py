@@ -219,36 +219,32 @@ def register(app: typer.Typer, context) -> None:
 
         Per question: difficulty (mean score of the models), discrimination (point-biserial against the
         models' scores on the rest), and flags: every model picks the same wrong option (the key is
-        likely wrong), no model beats chance, a blind baseline answers it. Writes items.csv and
-        flagged.json under <workspace>/evaluations/<source>/; `benchsmith review push --flagged` sends the
-        flagged questions back to Label Studio, and once a second look has decided one (confirmed,
+        likely wrong), no model beats chance, a blind baseline answers it. Writes items.csv under
+        <workspace>/evaluations/<source>/ and keeps the flags in the store; `benchsmith review push --flagged`
+        sends the flagged questions back to Label Studio, and once a second look has decided one (confirmed,
         changed, withdrawn), this says so beside its flags.
         """
         from annotation.second_look import outcomes_on
         from benchsmith.console import console, table
         from evaluation.board import collect
-        from evaluation.items import flagged, item_table
+        from evaluation.items import STAGE, flag_verdicts, item_table
 
         c = context(ctx)
         with c.store(create=False) as store:
             source = _source(c, store, release, hub, candidates)
             items = item_table(collect(store, source))
-            flags = flagged(items)
-            looked = outcomes_on(store, source.label, list(flags))
-        for qid, outcome in looked.items():
-            flags[qid]["second_look"] = outcome
+            store.add_verdicts(flag_verdicts(items, source.label, store.get_verdicts(stage=STAGE, passed=False)))
+            shown = items[items["flags"] != ""]
+            looked = outcomes_on(store, source.label, list(shown["question_id"]))
         folder = out_folder(c.settings, source.label)
         folder.mkdir(parents=True, exist_ok=True)
         items.to_csv(folder / "items.csv", index=False)
-        (folder / "flagged.json").write_text(json.dumps({"source": source.label, "flagged": flags}, indent=1),
-                                             encoding="utf-8")
-        shown = items[items["flags"] != ""].head(show)
-        console.print(table(f"Flagged questions: {len(flags)} of {len(items)}",
+        console.print(table(f"Flagged questions: {len(shown)} of {len(items)}",
                             ["question", "dimension", "difficulty", "discrimination", "flags"],
                             [(r.question_id, r.dimension, _fmt(r.difficulty), _fmt(r.discrimination),
                               r.flags + (f" ({looked[r.question_id]} at a second look)"
                                          if r.question_id in looked else ""))
-                             for r in shown.itertuples()]))
+                             for r in shown.head(show).itertuples()]))
         console.print(f"written to {folder}")
 
 

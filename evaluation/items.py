@@ -15,6 +15,10 @@ Flags, each a reason to look at the question again:
   the key is likely wrong;
 - `no_model_beats_chance`: no model scores above chance on it;
 - `blind_right`: a text-only baseline answers it without the image.
+
+The flags are kept in the store as verdicts of the `item_analysis` stage, one per flag raised on a question,
+where `benchsmith review push --flagged` finds them; a flag that a later analysis of the question no longer
+raises is kept as passed.
 """
 
 from __future__ import annotations
@@ -25,11 +29,12 @@ from typing import Any, get_args
 import numpy as np
 import pandas as pd
 
-from benchsmith.records import LETTERS
+from annotation.second_look import FLAG_TEXT
+from benchsmith.records import LETTERS, Verdict
 from evaluation.board import CHANCE, RunScores
 from evaluation.protocols import ProtocolName
 
-FLAGS = ("same_wrong_option", "no_model_beats_chance", "blind_right")
+STAGE = "item_analysis"
 PROTOCOL_ORDER = get_args(ProtocolName)
 
 
@@ -99,11 +104,22 @@ def _point_biserial(item: pd.Series, totals: pd.Series, counts: pd.Series) -> fl
     return float(np.corrcoef(values, rest)[0, 1])
 
 
-def flagged(items: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """question id -> its flags, the key the models were scored against, each model's choice ("-": no
-    option matched) and the blind baselines that got it right; for the questions with any flag. This is
-    what `benchsmith review push --flagged` reads and shows the annotators."""
-    return {row.question_id: {"flags": row.flags.split(";"), "key": _letter(row.key),
-                              "choices": dict(pair.rsplit("=", 1) for pair in row.choices.split(";") if pair),
-                              "blind_right": [m for m in row.blind_right.split(";") if m]}
-            for row in items.itertuples() if row.flags}
+def flag_verdicts(items: pd.DataFrame, source: str, standing: Sequence[Verdict]) -> list[Verdict]:
+    """A failed verdict for each flag raised on an item of the analysis of `source`, with the key the models
+    were scored against, each model's choice ("-": no option matched) and the blind baselines that got it
+    right (what `benchsmith review push --flagged` shows the annotators); and a passed one for each
+    `standing` flag (a failed verdict of this stage) that the analysis no longer raises on its question."""
+    earlier: dict[str, list[Verdict]] = {}
+    for verdict in standing:
+        earlier.setdefault(verdict.subject_id, []).append(verdict)
+    out = []
+    for row in items.itertuples():
+        flags = row.flags.split(";") if row.flags else []
+        details = {"source": source, "key": _letter(row.key),
+                   "choices": dict(pair.rsplit("=", 1) for pair in row.choices.split(";") if pair),
+                   "blind_right": [m for m in row.blind_right.split(";") if m]}
+        out += [Verdict(subject_id=row.question_id, subject_kind="question", stage=STAGE, rule=flag, passed=False,
+                        reason=FLAG_TEXT[flag], details=details) for flag in flags]
+        out += [v.model_copy(update={"passed": True, "reason": "no longer flagged", "details": {"source": source}})
+                for v in earlier.get(row.question_id, []) if v.rule not in flags]
+    return out

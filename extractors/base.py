@@ -12,16 +12,14 @@ work, while batch size and device, which change speed rather than what is found,
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from PIL.Image import Image as Pixels
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from benchsmith import plugins
+from benchsmith import models, plugins
 from benchsmith.errors import BenchsmithError
 from benchsmith.records import Fact, Image, Provenance, stable_hash
 from benchsmith.settings import Settings, SettingsError
@@ -166,85 +164,22 @@ def build_extractors(settings: Settings, only: Sequence[str] | None = None) -> l
 # ---------------------------------------------------------------------------------------------------
 # Helpers the model backends share.
 
-def torch_device(name: str, model: str) -> tuple[Any, Any]:
-    """(device, dtype): CUDA in half precision when present (or asked for), else CPU in float32."""
-    import torch
-
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ExtractorError(f"model {model} is configured for device '{name}', but torch sees no CUDA device "
-                             "here; set its `device: auto` (or cpu), or run on a machine with a GPU")
-    device = torch.device(name)
-    return device, torch.float16 if device.type == "cuda" else torch.float32
-
-
-def from_pretrained(loader, model: str, name: str, settings: Settings, field: str = "model", **kwargs):
-    """`loader.from_pretrained(model)`, turning a missing model into one clear line.
-
-    `field` is the setting that names the model (`model`, `labeller`, ...), so the message can say what to change.
-    """
-    token = settings.secrets.hf_token.get_secret_value() if settings.secrets.hf_token else None
-    try:
-        return loader.from_pretrained(model, token=token, **kwargs)
-    except (OSError, ValueError) as exc:
-        if Path(model).expanduser().is_dir() or not _looks_missing(exc):
-            raise ExtractorError(f"extractor '{name}' cannot load model {model}: {_first_line(exc)}") from None
-        raise ExtractorError(_missing_weights(model, name, field)) from None
-
-
 def load_pretrained(model_class: str, model: str, name: str, settings: Settings, *, device: str = "auto",
                     field: str = "model", processor_class: str = "AutoProcessor") -> tuple[Any, Any, Any, Any]:
-    """(processor, model, device, dtype) for a transformers model class named by `model_class`, loaded on
-    the chosen device in eval mode; a missing library or model is one clear line."""
-    try:
-        import transformers
-    except ImportError as exc:
-        raise ExtractorError(f"extractor '{name}' needs transformers and torch ({exc}): "
-                             "the CUDA lock (README, Production setup)") from None
-    torch_dev, dtype = torch_device(device, model)
-    processor = from_pretrained(getattr(transformers, processor_class), model, name, settings, field)
-    loaded = from_pretrained(getattr(transformers, model_class), model, name, settings, field, dtype=dtype)
-    return processor, loaded.to(torch_dev).eval(), torch_dev, dtype
+    """(processor, model, device, dtype) for extractor `name`, loaded through benchsmith.models; `field` is the
+    setting that names the model (`model`, `labeller`, ...), so a message can say what to change."""
+    token = settings.secrets.hf_token.get_secret_value() if settings.secrets.hf_token else None
+    processor, loaded = models.load_pretrained(model_class, model, device=device, processor_class=processor_class,
+                                               token=token, **_where(name, field))
+    return processor, loaded, loaded.device, loaded.dtype
 
 
 def require_model(model: str, name: str, field: str = "model") -> None:
-    """Fail early, before any extractor runs, when a model folder is missing or, offline, a hub model
-    is not in the local cache. Online, the hub decides at load time."""
-    local = Path(model).expanduser()
-    if local.is_dir():
-        return
-    if model.startswith((".", "/", "~")) or local.exists():
-        raise ExtractorError(f"extractor '{name}': model folder {model} does not exist "
-                             f"(extract.extractors.{name}.{field})")
-    if _offline():
-        from huggingface_hub import try_to_load_from_cache
-
-        if not isinstance(try_to_load_from_cache(model, "config.json"), str):
-            raise ExtractorError(_missing_weights(model, name, field))
+    models.require_model(model, **_where(name, field))
 
 
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").lower() not in ("", "0", "false", "no")
-
-
-def _missing_weights(model: str, name: str, field: str) -> str:
-    return (f"extractor '{name}': model weights for {model} are not available here; set "
-            f"extract.extractors.{name}.{field} to a local folder holding them (save_pretrained, or "
-            f"`hf download {model} --local-dir DIR`), or allow access to the Hugging Face Hub"
-            + (" (unset HF_HUB_OFFLINE)" if _offline() else "") + " with HF_TOKEN set for gated models")
-
-
-def _looks_missing(exc: Exception) -> bool:
-    text = str(exc).lower()
-    return any(s in text for s in ("does not appear to have", "is not a local folder", "offline",
-                                    "couldn't connect", "cannot find the requested files", "not found",
-                                    "repository not found", "gated", "we couldn't connect", "is not a valid model"))
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"
+def _where(name: str, field: str) -> dict[str, str]:
+    return {"owner": f"extractor '{name}'", "setting": f"extract.extractors.{name}.{field}"}
 
 
 def unit_box(x1: float, y1: float, x2: float, y2: float, width: int, height: int) -> tuple[float, ...]:

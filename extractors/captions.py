@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from PIL.Image import Image as Pixels
 from pydantic import Field
 
+from benchsmith.models import pick_device
 from benchsmith.records import Fact
 from benchsmith.settings import Settings
-from extractors.base import (Backend, BackendParams, Loaded, load_pretrained, require_model,
-                             torch_device)
+from extractors.base import Backend, BackendParams, Loaded, load_pretrained, require_model
 
 
 class Captioner:
@@ -58,7 +58,7 @@ class CaptionExtractor(Backend):
     uses_gpu = True
 
     def check(self) -> None:
-        torch_device(self.params.device, self.params.model)
+        pick_device(self.params.device)
         require_model(self.params.model, self.name)
 
     def load(self) -> None:

@@ -14,9 +14,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from benchsmith.models import pick_device
 from benchsmith.records import Fact, Image
 from extractors.base import (Backend, BackendParams, Loaded, load_pretrained, require_model,
-                             torch_device, unit_box)
+                             unit_box)
 
 Task = Literal["<CAPTION>", "<DETAILED_CAPTION>", "<MORE_DETAILED_CAPTION>", "<OD>", "<DENSE_REGION_CAPTION>",
                "<OCR_WITH_REGION>"]
@@ -35,7 +36,7 @@ class Florence2Extractor(Backend):
     uses_gpu = True
 
     def check(self) -> None:
-        torch_device(self.params.device, self.params.model)
+        pick_device(self.params.device)
         require_model(self.params.model, self.name)
 
     def load(self) -> None:

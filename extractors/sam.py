@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from benchsmith.geometry import iou
+from benchsmith.models import pick_device
 from benchsmith.records import Fact, stable_hash
 from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, load_pretrained, require_model,
-                             torch_device, unit_box)
+                             unit_box)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -107,7 +108,7 @@ class _SamBackend(Backend):
         p = self.params
         load_vocabulary(p.vocabulary)
         load_attributes(p.attributes)
-        torch_device(p.device, self.model_name)
+        pick_device(p.device)
         require_model(p.labeller, self.name, "labeller")
         if p.region_captioner:
             require_model(p.region_captioner, self.name, "region_captioner")
@@ -183,7 +184,7 @@ class SegmentAnythingExtractor(_SamBackend):
     def load(self) -> None:
         segment_anything, checkpoint = self._segment_anything()
         p = self.params
-        device, _dtype = torch_device(p.device, self.model_name)
+        device = pick_device(p.device)
         sam = segment_anything.sam_model_registry[p.model_type](checkpoint=str(checkpoint)).to(device).eval()
         self.generator = segment_anything.SamAutomaticMaskGenerator(
             sam, points_per_side=p.points_per_side, points_per_batch=p.points_per_batch,

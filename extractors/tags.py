@@ -17,10 +17,10 @@ from PIL.Image import Image as Pixels
 from pydantic import Field
 
 from benchsmith.paths import DATA_DIR
+from benchsmith.models import pick_device
 from benchsmith.records import Fact, stable_hash
 from benchsmith.settings import Settings, parse_yaml
-from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, load_pretrained, require_model,
-                             torch_device)
+from extractors.base import Backend, BackendParams, ExtractorError, Loaded, load_pretrained, require_model
 
 VOCABULARY_DIR = DATA_DIR / "vocabularies"
 
@@ -137,7 +137,7 @@ class ClipTagExtractor(Backend):
 
     def check(self) -> None:
         load_vocabulary(self.params.vocabulary)
-        torch_device(self.params.device, self.params.model)
+        pick_device(self.params.device)
         require_model(self.params.model, self.name)
 
     def load(self) -> None:

@@ -9,5 +9,5 @@
 - `conversation`: three-turn conversations (perception, reasoning, creation) written turn by turn from
   an image's facts, with the templates in `prompts/conversation/`;
 - `stage`: finds the (generator, item, dimension) jobs not done yet, runs them in batches, passes the
-  results through `filters.quality`, balances answer letters and stores them.
+  results through `generators.quality`, balances answer letters and stores them.
 """

@@ -28,8 +28,8 @@ from benchsmith import runner
 from benchsmith.llm import LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LEVELS, Conversation, Fact, Image, Provenance, Turn, stable_hash
 from benchsmith.settings import Settings, parse_yaml
-from filters import quality
-from filters.quality import QualitySettings
+from generators import quality
+from generators.quality import QualitySettings
 from generators.base import WAITING_FOR_FACTS, GeneratorStage, ledger_entry
 from generators.llm import fenced
 

@@ -43,8 +43,8 @@ from benchsmith.errors import BenchsmithError
 from benchsmith.llm import LlmRequest, LlmResult, stream
 from benchsmith.records import Image, Question, Video, stable_hash
 from benchsmith.settings import Settings
-from filters import quality
-from filters.quality import QualitySettings
+from generators import quality
+from generators.quality import QualitySettings
 from generators import llm as llm_generator
 from generators import programmatic, reform, temporal
 from generators.base import WAITING_FOR_FACTS, GeneratorStage, ledger_entry

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import groupby
 
+from benchsmith.models import load_pretrained
 from evaluation.adapters import EvalError, TransformersVlmConfig
 from evaluation.records import Pass
-from filters.solvers import pick_device, pick_dtype
 
 
 class TransformersVlm:
@@ -26,21 +26,12 @@ class TransformersVlm:
         self.processor = None
 
     def load(self) -> None:
-        from transformers import AutoModelForImageTextToText, AutoProcessor
-
-        device = pick_device(self.config.device)
-        dtype = pick_dtype(self.config.dtype, device)
-        remote = self.config.trust_remote_code
-        try:
-            self.processor = AutoProcessor.from_pretrained(self.config.model, trust_remote_code=remote)
-            self.model = AutoModelForImageTextToText.from_pretrained(self.config.model, dtype=dtype,
-                                                                     trust_remote_code=remote)
-        except (OSError, ValueError, KeyError, ImportError) as exc:  # ImportError: a part needs a missing library
-            raise EvalError(f"cannot load evaluation model {self.config.model!r}: "
-                            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
+        owner = f"evaluation model '{self.name}'"
+        self.processor, self.model = load_pretrained(
+            "AutoModelForImageTextToText", self.config.model, owner=owner, setting=f"evaluate.models.{self.name}.model",
+            device=self.config.device, dtype=self.config.dtype, trust_remote_code=self.config.trust_remote_code)
         if getattr(self.processor, "image_processor", None) is None:
-            raise EvalError(f"cannot load evaluation model {self.config.model!r}: its processor takes no images")
-        self.model.to(device).eval()
+            raise EvalError(f"{owner} cannot load model {self.config.model}: its processor takes no images")
         tokenizer = self.processor.tokenizer
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token

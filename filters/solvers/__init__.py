@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, Protocol, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith import plugins
+from generators.quality import PRIOR_IGNORE_WORDS
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,7 @@ class PriorConfig(SolverConfig):
     - centroid: the option most like the other three, in shared words and characters."""
 
     kind: Literal["longest", "overlap", "odd_one_out", "centroid"]
-    ignore_words: list[str] = ["a", "an", "the", "of", "in", "on", "at", "to", "is", "are", "and", "or", "it",
-                               "its", "this", "that", "there", "what", "which", "who", "where", "how", "image",
-                               "picture", "photo", "shown"]
+    ignore_words: list[str] = list(PRIOR_IGNORE_WORDS)
 
     def build(self, **context: Any) -> Solver:
         from filters.solvers.priors import PriorSolver
@@ -164,23 +163,3 @@ AnySolverConfig = Annotated[Union[plugins.load_all("solvers")], Field(discrimina
 def build_solver(config: SolverConfig, **context: Any) -> Solver:
     """The solver a settings entry describes. Models load lazily, on the first `answer`."""
     return config.build(**context)
-
-
-def pick_device(device: str) -> str:
-    """'auto' means the best accelerator present."""
-    if device != "auto":
-        return device
-    import torch
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
-
-
-def pick_dtype(dtype: str, device: str):
-    """'auto' means bfloat16 on a GPU that has it, else float32."""
-    import torch
-    if dtype != "auto":
-        return getattr(torch, dtype)
-    return torch.bfloat16 if device == "cuda" and torch.cuda.is_bf16_supported() else torch.float32

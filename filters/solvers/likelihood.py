@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from benchsmith.errors import BenchsmithError
-from filters.solvers import LikelihoodConfig, Prediction, Query, choose, pick_device, pick_dtype
+from benchsmith.models import from_pretrained, load_pretrained
+from filters.solvers import LikelihoodConfig, Prediction, Query, choose
 from filters.solvers.option_scoring import after_shared_prefix, option_ids, options_in_rows, pad, reduce
 
 
@@ -25,19 +25,15 @@ class LikelihoodSolver:
 
     # -- loading -----------------------------------------------------------------------------------
     def load(self) -> None:
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+        from transformers import AutoConfig
 
-        device = pick_device(self.config.device)
-        dtype = pick_dtype(self.config.dtype, device)
+        where = {"owner": f"blind solver '{self.name}'", "setting": "the solver's `model`"}
         remote = self.config.trust_remote_code
-        try:
-            model_config = AutoConfig.from_pretrained(self.config.model, trust_remote_code=remote)
-            self.tokenizer = AutoTokenizer.from_pretrained(self.config.model, trust_remote_code=remote)
-            loader = AutoModelForSeq2SeqLM if model_config.is_encoder_decoder else AutoModelForCausalLM
-            self.model = loader.from_pretrained(self.config.model, dtype=dtype, trust_remote_code=remote)
-        except (OSError, ValueError) as exc:
-            raise BenchsmithError(f"cannot load blind solver model {self.config.model!r}: {exc}") from None
-        self.model.to(device).eval()
+        seq2seq = from_pretrained(AutoConfig, self.config.model, trust_remote_code=remote, **where).is_encoder_decoder
+        self.tokenizer, self.model = load_pretrained(
+            "AutoModelForSeq2SeqLM" if seq2seq else "AutoModelForCausalLM", self.config.model,
+            device=self.config.device, dtype=self.config.dtype, processor_class="AutoTokenizer",
+            trust_remote_code=remote, **where)
         if self.tokenizer.pad_token_id is None:  # GPT-2 style tokenizers have none; padding is masked anyway
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
 

@@ -7,16 +7,12 @@ stands apart from three distractors made alike, or one that the three distractor
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
-from functools import lru_cache
 
-from benchsmith.similarity import jaccard, matching_ratio, word_set
+from benchsmith.similarity import jaccard
 from filters.solvers import PriorConfig, Prediction, Query, choose
-
-def words(text: str, ignore: frozenset[str]) -> frozenset[str]:
-    return word_set(text) - ignore
+from generators.quality import centroid, words
 
 
 def longest(query: Query, ignore: frozenset[str]) -> list[float]:
@@ -42,26 +38,8 @@ def odd_one_out(query: Query, ignore: frozenset[str]) -> list[float]:
     return [sum(distance(i, j) for j in range(n) if j != i) / (n - 1) for i in range(n)]
 
 
-def centroid(query: Query, ignore: frozenset[str]) -> list[float]:
-    """Shared words plus character agreement with the other options: when every distractor is the key
-    with one thing changed ("blue star / blue circle / white circle"), the key is the most like the rest."""
-    sets = [words(o, ignore) for o in query.options]
-    texts = [o.casefold().strip() for o in query.options]
-    n = len(texts)
-    shared = [[0.0] * n for _ in range(n)]  # word overlap is symmetric: each pair once
-    for i, j in itertools.combinations(range(n), 2):
-        shared[i][j] = shared[j][i] = jaccard(sets[i], sets[j])
-    return [sum(shared[i][j] + _char_agreement(texts[i], texts[j]) for j in range(n) if j != i) / (n - 1)
-            for i in range(n)]
-
-
-@lru_cache(maxsize=1 << 15)
-def _char_agreement(a: str, b: str) -> float:
-    # the quality gate scores every generated question: options drawn from one pool meet again and again
-    return matching_ratio(a, b)
-
-
-SCORERS = {"longest": longest, "overlap": overlap, "odd_one_out": odd_one_out, "centroid": centroid}
+SCORERS = {"longest": longest, "overlap": overlap, "odd_one_out": odd_one_out,
+           "centroid": lambda query, ignore: centroid(query.options, ignore)}
 
 
 class PriorSolver:

@@ -106,7 +106,7 @@ def _encode_texts(settings: ReformSettings, connection) -> None:
         import numpy as np
         import torch
 
-        from filters.solvers.embedding import load_sentence_model
+        from benchsmith.models import load_sentence_model
 
         # the same vectors with any thread count (not with another batch size); a second thread that
         # shares its core with other work waits for it at every layer, one core alone does not

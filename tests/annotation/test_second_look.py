@@ -61,17 +61,22 @@ def test_flagged_questions_come_back_and_the_next_version_changes_withdraws_or_k
         assert pull(store, server, settings, registry()).outcomes["accepted"] == 5
         v1 = publish(store, settings, "v1")
 
+    unflagged = benchsmith(env, "review", "push", "--flagged")
+    assert unflagged.returncode == 2 and "no question is flagged: run `benchsmith eval items`" in unflagged.stderr
+
     # both models pick the same wrong option on questions 0, 1 and 2
     with ScriptedOpenAI(reply) as openai:
         scored = benchsmith(env | {"OPENAI_BASE_URL": openai.base_url}, "eval", "run", "-m", "m1", "-m", "m2")
     assert scored.returncode == 0, scored.stderr
     items = benchsmith(env, "eval", "items")
     assert items.returncode == 0, items.stderr
-    flagged = json.loads((settings.workspace / "evaluations" / "release_v1" / "flagged.json").read_text())["flagged"]
     ids = [q.id for q in questions]
-    assert sorted(flagged) == sorted(ids[:3])
-    assert flagged[ids[0]] == {"flags": ["same_wrong_option", "no_model_beats_chance"], "key": "A",
-                               "choices": {"m1": "B", "m2": "B"}, "blind_right": []}
+    with Store(settings.db_url) as store:
+        flags = store.get_verdicts(stage="item_analysis")
+    assert {v.subject_id for v in flags} == set(ids[:3]) and not any(v.passed for v in flags)
+    assert {v.rule for v in flags if v.subject_id == ids[0]} == {"same_wrong_option", "no_model_beats_chance"}
+    assert next(v for v in flags if v.subject_id == ids[0]).details == {
+        "source": "release:v1", "key": "A", "choices": {"m1": "B", "m2": "B"}, "blind_right": []}
 
     sent = benchsmith(env, "review", "push", "--flagged")
     assert sent.returncode == 0, sent.stderr
@@ -118,9 +123,8 @@ def test_flagged_questions_come_back_and_the_next_version_changes_withdraws_or_k
             "answer A -> B at a second look (flagged by the models: same_wrong_option, no_model_beats_chance)")
     items = benchsmith(env, "eval", "items")      # the flags stay, each with what the second look made of it
     assert items.returncode == 0 and "(confirmed at a second look)" in items.stdout, items.stdout + items.stderr
-    flagged = json.loads((settings.workspace / "evaluations" / "release_v1" / "flagged.json").read_text())["flagged"]
-    assert {qid: entry["second_look"] for qid, entry in flagged.items()} == {
-        ids[0]: "changed", ids[1]: "withdrawn", ids[2]: "confirmed"}
+    for outcome in ("changed", "withdrawn"):
+        assert f"({outcome} at a second look)" in items.stdout, items.stdout
     status = benchsmith(env, "review", "status")
     assert re.search(r"second looks changed\s*│\s*1", status.stdout), status.stdout
 
@@ -141,8 +145,7 @@ def test_flagged_questions_come_back_and_the_next_version_changes_withdraws_or_k
     assert answers[ids[0]] == 1 and answers[ids[2]] == 2
 
     # the v1 flags again: the changed one is stale, the withdrawn one is gone, the confirmed one is cleared
-    after = benchsmith(env, "review", "push", "--flagged", "--items",
-                       str(settings.workspace / "evaluations" / "release_v1" / "flagged.json"))
+    after = benchsmith(env, "review", "push", "--flagged")
     assert after.returncode == 0, after.stderr
     assert "0 tasks sent" in after.stdout
     for line in ("1 changed since v1 was evaluated", "1 not in the latest release v2",
@@ -150,13 +153,10 @@ def test_flagged_questions_come_back_and_the_next_version_changes_withdraws_or_k
         assert line in after.stdout, after.stdout
 
 
-def test_push_flagged_before_anything_is_evaluated_says_what_to_do(label_studio, tmp_path):
+def test_push_flagged_before_anything_is_published_says_what_to_do(label_studio):
     settings = label_studio.settings(overlap=1)
     env = label_studio.env | {"BENCHSMITH_WORKSPACE": str(settings.workspace), "COLUMNS": "200"}
     with Store(settings.db_url) as store:
         seed_questions(store, settings, [3])
     nothing = benchsmith(env, "review", "push", "--flagged")
     assert nothing.returncode == 2 and "nothing is published yet" in nothing.stderr, nothing.stderr
-    (tmp_path / "flagged.json").write_text("{\"flagged\": [1, 2]}")
-    bad = benchsmith(env, "review", "push", "--flagged", "--items", str(tmp_path / "flagged.json"))
-    assert bad.returncode == 2 and "is not a flagged.json" in bad.stderr and "Traceback" not in bad.stderr

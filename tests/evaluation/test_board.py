@@ -5,7 +5,7 @@ import math
 import pytest
 
 from evaluation.board import bootstrap_interval, collect, leaderboard
-from evaluation.items import flagged, item_table
+from evaluation.items import STAGE, flag_verdicts, item_table
 from evaluation.records import EvalQuestion
 from evaluation.sources import Source
 
@@ -82,11 +82,25 @@ def test_item_analysis_flags_and_discrimination(evaluated):
     assert items.loc["q2", "discrimination"] == pytest.approx(1.0)   # only the best model gets it
     assert items.loc["q1", "discrimination"] == pytest.approx(0.0)
     assert items.loc["q3", "choices"] == "m1=B;m2=-;m3=B"   # m2's reply matched no option
-    assert flagged(items.reset_index()) == {
-        "q1": {"flags": ["blind_right"], "key": "A", "choices": {"m1": "A", "m2": "A", "m3": "B"},
+    flags = flag_verdicts(items.reset_index(), SOURCE.label, [])
+    assert {(v.subject_id, v.rule, v.passed) for v in flags} == {
+        ("q1", "blind_right", False), ("q4", "same_wrong_option", False), ("q4", "no_model_beats_chance", False)}
+    assert {v.subject_id: v.details for v in flags} == {
+        "q1": {"source": SOURCE.label, "key": "A", "choices": {"m1": "A", "m2": "A", "m3": "B"},
                "blind_right": ["blind"]},
-        "q4": {"flags": ["same_wrong_option", "no_model_beats_chance"], "key": "D",
-               "choices": {"m1": "B", "m2": "B", "m3": "B"}, "blind_right": []}}
+        "q4": {"source": SOURCE.label, "key": "D", "choices": {"m1": "B", "m2": "B", "m3": "B"},
+               "blind_right": []}}
+
+
+def test_a_later_analysis_clears_the_flags_it_no_longer_raises_and_keeps_them_on_record(evaluated):
+    first = flag_verdicts(item_table(collect(evaluated, SOURCE)), SOURCE.label, [])
+    evaluated.add_verdicts(first)
+    record(evaluated, "m4", {"q1": 0, "q2": 2, "q3": 1, "q4": 3})     # a fourth model gets q4 right
+    standing = evaluated.get_verdicts(stage=STAGE, passed=False)
+    evaluated.add_verdicts(flag_verdicts(item_table(collect(evaluated, SOURCE)), SOURCE.label, standing))
+    after = {(v.subject_id, v.rule): v.passed for v in evaluated.get_verdicts(stage=STAGE)}
+    assert after == {("q1", "blind_right"): False, ("q4", "same_wrong_option"): True,
+                     ("q4", "no_model_beats_chance"): True}
 
 
 def test_one_model_under_two_protocols_counts_once(store):

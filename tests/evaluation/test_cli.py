@@ -36,8 +36,10 @@ def test_run_board_and_items_on_the_latest_release(published: Published, tmp_pat
 
     items = benchsmith(workspace, "eval", "items")
     assert items.returncode == 0, items.stderr
-    flagged = json.loads((folder / "flagged.json").read_text())
-    assert flagged["source"] == "release:v1" and set(flagged["flagged"]) <= published.reviewed.accepted_ids
+    assert (folder / "items.csv").read_text().startswith("question_id,")
+    flags = published.store.get_verdicts(stage="item_analysis")
+    assert flags and {v.details["source"] for v in flags} == {"release:v1"}
+    assert {v.subject_id for v in flags} <= published.reviewed.accepted_ids
 
 
 def test_bad_sources_and_models_are_one_line_errors(published: Published, tmp_path):

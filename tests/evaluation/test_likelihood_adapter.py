@@ -8,7 +8,8 @@ import io
 import pytest
 from PIL import Image
 
-from evaluation.adapters import EvalError, VlmLikelihoodConfig
+from benchsmith.models import ModelError
+from evaluation.adapters import VlmLikelihoodConfig
 from evaluation.adapters.likelihood import LikelihoodAdapter
 from evaluation.protocols import ProtocolSettings, passes
 from evaluation.records import EvalQuestion
@@ -191,10 +192,11 @@ def test_a_model_that_refuses_several_images_skips_the_video(llava):
 
 
 def test_a_model_that_cannot_load_is_one_line(tmp_path):
-    with pytest.raises(EvalError, match="cannot load evaluation model '.*nothing-here'"):
+    with pytest.raises(ModelError, match="evaluation model 'tiny'.*nothing-here.*evaluate.models.tiny.model"):
         list(adapter(str(tmp_path / "nothing-here")).predict(passes(QUESTIONS[:1], "single", ProtocolSettings())))
     text_only = str(save_tiny_causal(tmp_path / "text-only"))
-    with pytest.raises(EvalError, match="cannot load evaluation model '.*text-only'") as error:
+    with pytest.raises(ModelError, match="evaluation model 'tiny' cannot load model .*text-only: ValueError: "
+                                         "Unrecognized configuration class") as error:
         list(adapter(text_only).predict(passes(QUESTIONS[:1], "single", ProtocolSettings())))
     assert "\n" not in str(error.value)
 
@@ -222,8 +224,8 @@ def test_qwen2_vl_scores_joined_rows_as_the_reference_loop_and_its_own_loss(tmp_
     from transformers import AutoModelForImageTextToText
 
     folder = save_tiny_qwen2_vl(tmp_path / "qwen2-vl")
-    with pytest.raises(EvalError, match="cannot load evaluation model .*: Qwen2VLVideoProcessor requires the "
-                                        "Torchvision library") as error:
+    with pytest.raises(ModelError, match="evaluation model 'tiny' cannot load model .*: ImportError: "
+                                         "Qwen2VLVideoProcessor requires the Torchvision library") as error:
         list(adapter(str(folder)).predict(passes(QUESTIONS[:1], "single", ProtocolSettings())))
     assert "\n" not in str(error.value)
 

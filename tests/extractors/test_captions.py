@@ -45,11 +45,12 @@ def test_a_prompted_captioner_returns_only_the_new_words(configure, blip_folder)
 
 
 def test_a_missing_model_folder_is_a_clear_error(configure, tmp_path):
-    from extractors.base import ExtractorError, build_extractors
+    from benchsmith.models import ModelError
+    from extractors.base import build_extractors
 
     empty = tmp_path / "no-model-here"
     empty.mkdir()
     extractor, = build_extractors(configure({"extractors": {"cap": {"backend": "caption", "model": str(empty)}}}),
                                   only=["cap"])
-    with pytest.raises(ExtractorError, match=f"extractor 'cap' cannot load model {empty}"):
+    with pytest.raises(ModelError, match=f"extractor 'cap' cannot load model {empty}"):
         extractor.load()

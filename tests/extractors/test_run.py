@@ -1,5 +1,6 @@
 import pytest
 
+from benchsmith.models import ModelError
 from extractors.base import ExtractorError, build_extractors
 from extractors.run import extract
 
@@ -112,7 +113,7 @@ def test_unknown_extractor_names_and_backends_are_clear_settings_errors(configur
 
 def test_missing_weights_name_the_model_and_leave_the_store_untouched(store, configure, ingested):
     settings = configure({"extractors": {"blip2": {"backend": "caption", "model": "Salesforce/blip2-opt-2.7b"}}})
-    with pytest.raises(ExtractorError) as raised:
+    with pytest.raises(ModelError) as raised:
         extract(store, settings, only=["blip2"])
     message = str(raised.value)
     assert "Salesforce/blip2-opt-2.7b" in message and "extract.extractors.blip2.model" in message
@@ -136,7 +137,7 @@ def test_a_backend_failing_on_one_image_fails_that_image_only(store, configure, 
 def test_a_missing_model_stops_the_run_before_any_extractor_writes(store, configure, ingested, tmp_path):
     # supplied would run first and could work, but the captioner's folder is missing: nothing may run
     settings = configure({"extractors": {"cap": {"backend": "caption", "model": str(tmp_path / "blip-large")}}})
-    with pytest.raises(ExtractorError, match=r"model folder .*blip-large does not exist \(extract.extractors.cap"):
+    with pytest.raises(ModelError, match=r"model folder .*blip-large does not exist \(extract.extractors.cap"):
         extract(store, settings, only=["supplied", "cap"])
     assert store.extraction_counts() == {}
 
@@ -150,7 +151,7 @@ def test_offline_an_uncached_hub_model_is_named_with_the_setting_to_change(confi
     settings = configure({"extractors": {"sam_test": {"backend": "sam_transformers", "model": "facebook/sam-vit-huge",
                                                       "labeller": "openai/clip-vit-large-patch14"}}})
     extractor, = build_extractors(settings, only=["sam_test"])
-    with pytest.raises(ExtractorError, match=r"facebook/sam-vit-huge .*extract.extractors.sam_test.model "
+    with pytest.raises(ModelError, match=r"facebook/sam-vit-huge .*extract.extractors.sam_test.model "
                                              r".*unset HF_HUB_OFFLINE"):
         extractor.check()
 

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from benchsmith.records import Conversation, Fact, Image, Provenance, Turn
 from benchsmith.store import Store
 from benchsmith.store.schema import llm_calls
-from filters.quality import QualitySettings, conversation_rule
+from generators.quality import QualitySettings, conversation_rule
 from generators.stage import run_generate
 from tests.generators.conversation_server import shown, write_turn
 from tests.generators.test_resume import BENCHSMITH, generate_env, key_of

@@ -14,7 +14,7 @@ from scipy.stats import chi2, chisquare
 from benchsmith.dimensions import registry
 from benchsmith.records import Fact, Image, Provenance, normalise_text
 from ingest.scenes import region_of
-from filters.quality import QualitySettings, balance_answers, gate
+from generators.quality import QualitySettings, balance_answers, gate
 from generators.programmatic import (RELATIONS, ProgrammaticSettings, Thing, count_options, generate,
                                      load_vocabulary, referent, relation, things_in)
 

@@ -58,7 +58,7 @@ def test_mean_normalisation_divides_by_the_option_token_count(tiny_model):
 def test_an_unknown_model_is_a_clear_error(tmp_path):
     from benchsmith.errors import BenchsmithError
 
-    with pytest.raises(BenchsmithError, match="cannot load blind solver model"):
+    with pytest.raises(BenchsmithError, match="blind solver '.*': model folder .*no-such-model does not exist"):
         solver(tmp_path / "no-such-model").answer(QUERIES[:1])
 
 

@@ -5,7 +5,7 @@ vector; this reads the model directory itself: `tokenizers` for the tokenizer, `
 weights, torch for the math. It does the same float operations in the same order as the installed
 sentence-transformers 6 over transformers 5 `BertModel` (sdpa attention, exact GELU, the boolean padding
 mask, mean pooling summed in float32, Normalize, then `normalize_embeddings`), so its vectors equal
-theirs bit for bit at the same batch size; tests/filters/solvers/test_bert_sentence.py checks that
+theirs bit for bit at the same batch size; tests/benchsmith/test_bert_sentence.py checks that
 against the installed libraries. A directory of any other shape is left to sentence-transformers.
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from benchsmith.records import Provenance, Question
-from filters.quality import QualitySettings, balance_answers, gate
+from generators.quality import QualitySettings, balance_answers, gate
 
 PROV = Provenance(backend="test")
 

