@@ -168,6 +168,8 @@ class ConversationStage(GeneratorStage):
     """One three-turn conversation per image, as a runner stage."""
 
     generator = BACKEND
+    settings_model = ConversationSettings
+    counts = ("conversations", "conversations_kept", "new_conversations", "superseded")
 
     def __init__(self, settings: Settings, options: ConversationSettings, gate: QualitySettings) -> None:
         super().__init__(settings, options.options)
@@ -177,9 +179,8 @@ class ConversationStage(GeneratorStage):
 
     @classmethod
     def stages(cls, settings: Settings, options) -> list[ConversationStage]:
-        """The conversation generator's stage, from the `generate` settings (its `conversation` and
-        `quality` parts)."""
-        return [cls(settings, options.conversation, options.quality)]
+        """The conversation generator's stage, from the `generate` settings (its own key and `quality`)."""
+        return [cls(settings, options.part(cls.generator), options.quality)]
 
     def windows(self) -> tuple[int, int | None]:
         return self.options.batch_size, 16  # an image is stored after its third turn

@@ -92,7 +92,8 @@ def test_a_solver_from_another_package_takes_part_in_the_blind_filter(tmp_path):
 
 def test_a_generator_from_another_package_writes_gated_questions_through_the_runner(tmp_path):
     """A package `size_questions` registers the generator `size`: a QuestionStage subclass that names only
-    what it supports, what shapes a dimension's questions and how a window of jobs is done. Its questions
+    its settings model, what it supports, what shapes a dimension's questions and how a window of jobs is
+    done. Its questions
     are gated, stored and recorded in the ledger like ours, and a second run does nothing."""
     module = '''
         from pydantic import BaseModel
@@ -104,6 +105,7 @@ def test_a_generator_from_another_package_writes_gated_questions_through_the_run
 
         class SizeStage(QuestionStage):
             generator = "size"
+            settings_model = SizeSettings
 
             def supports(self, dimension):
                 return dimension.key == "instance_attributes"
@@ -111,15 +113,12 @@ def test_a_generator_from_another_package_writes_gated_questions_through_the_run
             def dimension_key(self, dimension):
                 return "v1"
 
-            def own_settings(self):
-                return SizeSettings()
-
             def process(self, jobs):
                 for job in jobs:
                     width = job.item.width
                     options = [str(width), str(width * 2), str(width + 7), str(width // 3)]
                     yield job, Outcome([Question(item_id=job.item.id, dimension_id=job.dimension.id,
-                                                 text=SizeSettings().wording, options=options, answer=0,
+                                                 text=self.own.wording, options=options, answer=0,
                                                  provenance=Provenance(backend="size"),
                                                  meta={"generator": "size"})])
     '''
