@@ -46,7 +46,7 @@ def score_run(run: dict[str, Any], predictions: Sequence[dict[str, Any]], curren
         if row["subject"].rsplit(":", 1)[0] in current:
             by_question[row["question_id"]].append(row)
     rows = []
-    shown = protocol(run["protocol"])
+    shown = protocol(run["protocol"], run["config"].get("protocol"))  # under the settings it ran with
     for question_id, passes in by_question.items():
         scored = [p for p in passes if p["status"] != "skipped"]
         choices = [p["choice"] for p in scored]

@@ -20,14 +20,14 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith import plugins
 from benchsmith.records import stable_hash
-from benchsmith.settings import NoSettings, WithParts
+from benchsmith.settings import NoSettings
 from evaluation.records import EvalQuestion, Pass
 
 
@@ -57,10 +57,11 @@ class Protocol:
         return self.settings.model_dump(mode="json")
 
 
-def protocol(name: str, section: WithParts | None = None) -> Protocol:
-    """The installed protocol `name`, with its settings from the `evaluate` section (else its defaults)."""
+def protocol(name: str, settings: Mapping[str, Any] | None = None) -> Protocol:
+    """The installed protocol `name` under `settings` (validated by its model; None: its defaults). A run
+    records them (`Protocol.identity`), so its scores are folded under the settings it ran with."""
     made = plugins.load("protocols", name, where="evaluate.protocol")
-    return made(section.part(name) if section is not None else made.settings_model())
+    return made(made.settings_model.model_validate(settings or {}))
 
 
 def passes(questions: Iterable[EvalQuestion], shown: Protocol) -> list[Pass]:

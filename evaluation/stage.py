@@ -113,7 +113,7 @@ def prepare(store, settings, source: Source, model: str, protocol_name: str | No
     options = settings.section(STAGE, EvalSettings)
     templates = load_templates(options.prompts or None)
     name = protocol_name or options.protocol
-    shown = protocol(name, options)
+    shown = protocol(name, options.part(name).model_dump())
     run = plan_run(options, templates, model, source.label, name, shown)
     store.add_eval_run(run.row())
 

@@ -63,7 +63,8 @@ def test_a_protocol_reads_its_own_settings_under_its_name_in_the_evaluate_sectio
     path = tmp_path / "s.yaml"
     path.write_text("evaluate:\n  protocol: instability\n  instability: {templates: 2, shuffles: 3}\n")
     options = load_settings(path, env={}).section("evaluate", EvalSettings)
-    assert [p.key for p in passes([Q], protocol(options.protocol, options))] == [
+    shown = protocol(options.protocol, options.part(options.protocol).model_dump())
+    assert [p.key for p in passes([Q], shown)] == [
         f"t{t}s{s}" for t in range(2) for s in range(3)]
 
 
