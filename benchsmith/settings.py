@@ -85,6 +85,17 @@ class WithParts(BaseModel):
         return found if found is not None else plugins.load(self.parts, name).settings_model()
 
 
+# Marks a field (`Field(..., json_schema_extra=UNKEYED)`) that changes how fast or in what batches a stage
+# works, or that each job's own ledger subject already carries, but not what the stage makes as a whole.
+UNKEYED = {"unkeyed": True}
+
+
+def keyed(model: BaseModel) -> dict[str, Any]:
+    """The model's settings as JSON without its `UNKEYED` fields: what goes into a stage's config key."""
+    unkeyed = {name for name, f in type(model).model_fields.items() if (f.json_schema_extra or {}).get("unkeyed")}
+    return model.model_dump(mode="json", exclude=unkeyed)
+
+
 class NoSettings(Strict):
     """The settings model of a part that has none: any key under its name is refused."""
 

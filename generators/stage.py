@@ -43,7 +43,7 @@ from benchsmith import plugins, runner
 from benchsmith.errors import BenchsmithError
 from benchsmith.llm import LlmRequest, LlmResult, stream
 from benchsmith.records import Image, Question, Video, stable_hash
-from benchsmith.settings import Settings, WithParts
+from benchsmith.settings import Settings, WithParts, keyed
 from filters import quality
 from filters.quality import QualitySettings
 from generators import llm as llm_generator
@@ -118,11 +118,6 @@ class Outcome:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-# Settings that only shape some dimensions' questions (they go into those jobs' subjects), or none at all.
-PER_DIMENSION = {"batch_size", "options", "models", "prompts", "vocabulary", "tasks", "device",
-                 "embedding_batch_size", "embedding_threads", "workers"}
-
-
 class QuestionStage(GeneratorStage):
     """A question generator over every (item, dimension) job it supports. A subclass says which
     dimensions it supports, what shapes one dimension's questions, and how a window of jobs is done;
@@ -169,8 +164,7 @@ class QuestionStage(GeneratorStage):
 
     def config_key(self) -> str:
         o = self.options
-        # per-dimension parts (models, prompt files, vocabulary, task kinds) go into each job's subject instead
-        parts = self.own.model_dump(mode="json", exclude=PER_DIMENSION)
+        parts = keyed(self.own)  # per-dimension parts (models, prompt files, vocabulary) are in each job's subject
         if (prompt := self.distractor_prompt()) is not None:
             parts["distractor_llm"] = self.llm.model_dump(mode="json", include={"model", "temperature", "seed",
                                                                              "max_tokens"})
