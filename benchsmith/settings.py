@@ -60,12 +60,11 @@ class WithParts(BaseModel):
         errors: list[InitErrorDetails] = []
         for name, value in (self.__pydantic_extra__ or {}).items():
             if name not in plugins.names(self.parts):
-                own = ", ".join(type(self).model_fields)
-                errors.append(InitErrorDetails(type=PydanticCustomError(
-                    "unknown_part", "'{name}' is neither a setting here ({own}) nor one of the installed "
-                    "{kind} ({known})", {"name": name, "own": own, "kind": self.parts,
-                                                      "known": ", ".join(plugins.names(self.parts)) or "none"}),
-                    loc=(name,), input=value))
+                unknown = PydanticCustomError(
+                    "unknown_part", "'{name}' is neither a setting here ({own}) nor one of the installed {kind} "
+                    "({known})", {"name": name, "own": ", ".join(type(self).model_fields), "kind": self.parts,
+                                  "known": ", ".join(plugins.names(self.parts)) or "none"})
+                errors.append(InitErrorDetails(type=unknown, loc=(name,), input=value))
                 continue
             try:
                 self.__pydantic_extra__[name] = plugins.load(self.parts, name).settings_model.model_validate(
