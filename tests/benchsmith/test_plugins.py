@@ -283,3 +283,11 @@ def test_a_plugin_generator_and_protocol_configured_in_benchsmith_yaml_run_throu
     [row] = board["rows"]
     assert (row["protocol"], row["questions"]) == ("mirror", 3)
     assert row["overall"] == pytest.approx(sum(expected) / 3)
+
+    # the plugin's own models validate its sections: a typo is refused before anything runs
+    for typo, message in {"generate:\n  orientation: {wordng: x}\n": "generate.orientation.wordng: Extra inputs",
+                          "evaluate:\n  mirror: {strict: maybe}\n": "evaluate.mirror.strict: Input should be a valid "
+                                                                    "boolean"}.items():
+        (tmp_path / "benchsmith.yaml").write_text(typo)
+        done = subprocess.run([cli, "status"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2 and done.stderr.startswith(f"error: invalid settings: {message}"), done.stderr
