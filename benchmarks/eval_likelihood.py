@@ -104,14 +104,14 @@ def timed(fn, repeats: int) -> tuple[float, object]:
 def run(n_questions: int = 300, repeats: int = 3, batch_size: int = 16, device: str = "auto") -> dict:
     from evaluation.adapters import VlmLikelihoodConfig
     from evaluation.adapters.likelihood import LikelihoodAdapter
-    from evaluation.protocols import ProtocolSettings, passes
+    from evaluation.protocols import passes, protocol
     from evaluation.templates import load_templates
 
     class JoinedRows(LikelihoodAdapter):
         shares_cache = False
 
     questions = eval_questions(n_questions)
-    shown = passes(questions, "single", ProtocolSettings())
+    shown = passes(questions, protocol("single"))
     templates = load_templates()
     with tempfile.TemporaryDirectory() as tmp:
         texts = [q.text + " " + " ".join(q.options) for q in questions]

@@ -6,7 +6,11 @@ Each kind of part is an entry-point group named `benchsmith.<kind>`:
 - `generators`: a generator (`generate.generators`) -> its stage class (`generators.base.GeneratorStage`);
 - `solvers`: a blind solver kind (`filter.blind.solvers[].kind`) -> its settings model, which builds it;
 - `adapters`: an evaluation model kind (`evaluate.models.<name>.kind`) -> its settings model, which
-  builds it.
+  builds it;
+- `protocols`: an evaluation protocol (`evaluate.protocol`) -> its class (`evaluation.protocols.Protocol`).
+
+A generator's or a protocol's class names its own settings model (`settings_model`), which validates the
+key under its name (`generate.<name>`, `evaluate.<name>`: `benchsmith.settings.WithParts`).
 
 benchsmith's own parts are declared in its pyproject.toml; another installed package adds parts of
 its own the same way, without touching benchsmith. A part is imported only when it is asked for by
@@ -22,7 +26,7 @@ from typing import Any
 
 from benchsmith.errors import BenchsmithError
 
-KINDS = ("sections", "extractors", "generators", "solvers", "adapters")
+KINDS = ("sections", "extractors", "generators", "solvers", "adapters", "protocols")
 
 
 class UnknownPart(BenchsmithError, KeyError):

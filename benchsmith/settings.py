@@ -11,10 +11,11 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 DEFAULTS_FILE = Path(__file__).with_name("settings.yaml")
 USER_FILE = Path("benchsmith.yaml")
@@ -41,6 +42,61 @@ class SettingsError(BenchsmithError, ValueError):
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class WithParts(BaseModel):
+    """A section whose declared fields are its own and whose every other key configures one installed
+    part of the kind `parts` (`generate.<generator>`, `evaluate.<protocol>`): that key is validated by the
+    part's own `settings_model`, so a plugin's part is configured like ours. A key that names no installed
+    part is refused with the list of those that are."""
+
+    model_config = ConfigDict(extra="allow")
+    parts: ClassVar[str]
+
+    @model_validator(mode="after")
+    def _validate_parts(self) -> WithParts:
+        from benchsmith import plugins
+
+        errors: list[InitErrorDetails] = []
+        for name, value in (self.__pydantic_extra__ or {}).items():
+            if name not in plugins.names(self.parts):
+                unknown = PydanticCustomError(
+                    "unknown_part", "'{name}' is neither a setting here ({own}) nor one of the installed {kind} "
+                    "({known})", {"name": name, "own": ", ".join(type(self).model_fields), "kind": self.parts,
+                                  "known": ", ".join(plugins.names(self.parts)) or "none"})
+                errors.append(InitErrorDetails(type=unknown, loc=(name,), input=value))
+                continue
+            try:
+                self.__pydantic_extra__[name] = plugins.load(self.parts, name).settings_model.model_validate(
+                    value or {})
+            except ValidationError as exc:  # reported at its place under this section
+                errors += [InitErrorDetails(type=e["type"], loc=(name, *e["loc"]), input=e["input"],
+                                            ctx=e.get("ctx", {})) for e in exc.errors()]
+        if errors:
+            raise ValidationError.from_exception_data(type(self).__name__, errors)
+        return self
+
+    def part(self, name: str) -> BaseModel:
+        """Part `name`'s settings: its key in this section, else its settings model's defaults."""
+        from benchsmith import plugins
+
+        found = (self.__pydantic_extra__ or {}).get(name)
+        return found if found is not None else plugins.load(self.parts, name).settings_model()
+
+
+# Marks a field (`Field(..., json_schema_extra=UNKEYED)`) that changes how fast or in what batches a stage
+# works, or that each job's own ledger subject already carries, but not what the stage makes as a whole.
+UNKEYED = {"unkeyed": True}
+
+
+def keyed(model: BaseModel) -> dict[str, Any]:
+    """The model's settings as JSON without its `UNKEYED` fields: what goes into a stage's config key."""
+    unkeyed = {name for name, f in type(model).model_fields.items() if (f.json_schema_extra or {}).get("unkeyed")}
+    return model.model_dump(mode="json", exclude=unkeyed)
+
+
+class NoSettings(Strict):
+    """The settings model of a part that has none: any key under its name is refused."""
 
 
 class Services(Strict):

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evaluation.protocols import entropy, question_score
+from evaluation.protocols import entropy, protocol, question_score
 from evaluation.sources import Source
 
 CHANCE = 0.25
@@ -27,6 +27,7 @@ class RunScores:
 
     run: dict[str, Any]
     questions: pd.DataFrame          # question_id, dimension, score, entropy, choice, passes, matched, skipped
+    instability: bool = False        # its protocol reports the spread of choices over a question's passes
 
     @property
     def label(self) -> str:
@@ -45,13 +46,14 @@ def score_run(run: dict[str, Any], predictions: Sequence[dict[str, Any]], curren
         if row["subject"].rsplit(":", 1)[0] in current:
             by_question[row["question_id"]].append(row)
     rows = []
+    shown = protocol(run["protocol"], run["config"].get("protocol"))  # under the settings it ran with
     for question_id, passes in by_question.items():
         scored = [p for p in passes if p["status"] != "skipped"]
         choices = [p["choice"] for p in scored]
         modal = Counter(choices).most_common(1)[0][0] if choices else None
         rows.append({"question_id": question_id, "dimension": passes[0]["dimension"],
                      "answer": passes[0]["answer"],
-                     "score": question_score(run["protocol"], [bool(p["correct"]) for p in scored]),
+                     "score": question_score(shown, [bool(p["correct"]) for p in scored]),
                      "entropy": entropy(choices) if scored else None, "choice": modal, "passes": len(scored),
                      "matched": sum(p["status"] == "ok" for p in scored),
                      "votes": sum(len(p["votes"]) for p in scored),
@@ -59,7 +61,7 @@ def score_run(run: dict[str, Any], predictions: Sequence[dict[str, Any]], curren
                      "skipped": len(passes) - len(scored)})
     columns = ["question_id", "dimension", "answer", "score", "entropy", "choice", "passes", "matched", "votes",
                "unparseable", "skipped"]
-    return RunScores(run, pd.DataFrame(rows, columns=columns))
+    return RunScores(run, pd.DataFrame(rows, columns=columns), shown.instability)
 
 
 def bootstrap_interval(values: np.ndarray, resamples: int, seed: int = 0) -> tuple[float, float]:
@@ -104,8 +106,7 @@ def leaderboard(runs: Sequence[RunScores], source: Source, resamples: int) -> Bo
             "blind": scores.blind, "questions": int(len(frame)), "of": len(source.questions),
             "overall": float(overall.mean()) if len(overall) else None, "overall_ci": [low, high],
             "format_hit": float(scores.questions["matched"].sum() / max(1, scores.questions["passes"].sum())),
-            "instability": float(frame["entropy"].mean()) if scores.run["protocol"] == "instability" and len(frame)
-            else None,
+            "instability": float(frame["entropy"].mean()) if scores.instability and len(frame) else None,
             "judge_unparseable": float(scores.questions["unparseable"].sum() / scores.questions["votes"].sum())
             if scores.questions["votes"].sum() else None,
             "skipped": int(scores.questions["skipped"].sum()), "dimensions": {}}

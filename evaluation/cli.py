@@ -108,8 +108,9 @@ def register(app: typer.Typer, context) -> None:
         hub: Annotated[Optional[str], typer.Option(help=SOURCE_HELP["hub"])] = None,
         candidates: Annotated[bool, typer.Option("--candidates", help=SOURCE_HELP["candidates"])] = False,
         protocol: Annotated[Optional[str], typer.Option(
-            help="single (SEED-Bench), circular (every rotation of the options must be right) or instability "
-                 "(several prompt wordings x option shuffles); default: evaluate.protocol.")] = None,
+            help="An installed protocol: single (SEED-Bench), circular (every rotation of the options must be "
+                 "right), instability (several prompt wordings x option shuffles), or a plugin's; default: "
+                 "evaluate.protocol.")] = None,
         limit: Annotated[Optional[int], typer.Option(min=1, help="At most this many passes now.")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
         conversations: Annotated[bool, typer.Option("--conversations", help=CONVERSATIONS_HELP)] = False,
@@ -134,11 +135,8 @@ def register(app: typer.Typer, context) -> None:
             return
         from benchsmith import runner
         from benchsmith.console import console, progress_bar
-        from evaluation.protocols import ProtocolName
         from evaluation.stage import evaluate, prepare
 
-        if protocol is not None and protocol not in ProtocolName.__args__:
-            raise typer.BadParameter(f"choose from {', '.join(ProtocolName.__args__)}", param_hint="--protocol")
         c = context(ctx)
         results = []
         with c.store() as store:

@@ -1,7 +1,8 @@
 """ConvEval: a model holds each three-turn conversation, and a judge LLM grades it (ConvBench).
 
 The model answers turn 1, then turn 2 with its own first answer in context, then turn 3 with both, the
-image in the first message (the `openai` adapter's path: any OpenAI-compatible chat endpoint). Then a
+image in the first message, through its adapter's `converse` (the `openai` adapter: any OpenAI-compatible
+chat endpoint). Then a
 judge LLM grades each answered turn, and the conversation as a whole, two ways:
 
 - direct: a score from 1 to 10 with a short rationale, against the reference answer and the turn's
@@ -45,10 +46,9 @@ from benchsmith import runner
 from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LEVELS, Turn, stable_hash
 from benchsmith.settings import SettingsError, parse_yaml
-from evaluation.adapters import EvalError, VlmChatConfig
-from evaluation.adapters.chat import REFUSED, data_url
-from evaluation.records import spread
+from evaluation.adapters import Adapter, EvalError, build_adapter
 from evaluation.settings import ConvEvalSettings
+from evaluation.templates import load_templates
 
 STAGE = "evaluate:conversations"
 PROMPTS = Path(__file__).with_name("conveval.yaml")
@@ -186,21 +186,6 @@ def reference_block(turns: Sequence[Turn]) -> str:
                      for n, t in enumerate(turns, 1))
 
 
-def answer_request(config: VlmChatConfig, conversation: EvalConversation, earlier: Sequence[str],
-                   max_tokens: int, tag: str) -> LlmRequest:
-    """The call for the model's answer to the next turn after `earlier` answers: the image with the first
-    instruction, then each earlier answer as the assistant's and each next instruction as the user's."""
-    images = [{"type": "image_url", "image_url": {"url": data_url(frame), "detail": config.image_detail}}
-              for frame in spread(conversation.frames, config.max_frames)]
-    turns = conversation.turns
-    messages: list[dict[str, Any]] = [{"role": "user", "content": [*images, {"type": "text",
-                                                                              "text": turns[0].instruction}]}]
-    for n, answer in enumerate(earlier, 1):
-        messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": turns[n].instruction}]
-    return LlmRequest(purpose="evaluate", model=config.model, temperature=0.0, max_tokens=max_tokens, tag=tag,
-                      messages=messages)
-
-
 def direct_requests(model: str, prompts: JudgePrompts, unit: Unit, answers: Sequence[str],
                     max_tokens: int) -> list[tuple[tuple[str, int, int], LlmRequest]]:
     turns = unit.conversation.turns
@@ -255,14 +240,6 @@ class ConvRun:
 
 def plan_run(models: dict[str, Any], options: ConvEvalSettings, prompts: JudgePrompts, model: str,
              source: str) -> ConvRun:
-    for name in [model, options.reference_model] if options.reference_model else [model]:
-        config = models.get(name)
-        if config is None:
-            raise EvalError(f"no model {name!r} under evaluate.models in the settings "
-                            f"(configured: {', '.join(sorted(models)) or 'none'})")
-        if config.kind != "openai":
-            raise EvalError(f"model {name!r} is of kind {config.kind}; conversations need a chat model "
-                            "(kind: openai)")
     opponent = models[options.reference_model].identity() if options.reference_model else "references"
     config = {"model": models[model].identity(), "opponent": opponent, "judge_model": options.judge_model,
               "prompts": prompts.model_dump(), "answer_max_tokens": options.answer_max_tokens,
@@ -273,16 +250,14 @@ def plan_run(models: dict[str, Any], options: ConvEvalSettings, prompts: JudgePr
 class ConvEvalStage:
     name = STAGE
 
-    def __init__(self, run: ConvRun, conversations: Sequence[EvalConversation], settings, models: dict[str, Any],
+    def __init__(self, run: ConvRun, conversations: Sequence[EvalConversation], settings, adapters: dict[str, Adapter],
                  options: ConvEvalSettings, prompts: JudgePrompts, store=None) -> None:
         self.run = run
         self.units_ = [Unit(c, s) for c in conversations for s in options.settings]
-        self.settings = settings
-        self.models = models
+        self.adapters = adapters    # the model's and the reference model's: each has `converse`
         self.options = options
         self.prompts = prompts
-        self.store = store
-        self._clients: dict[str, LlmClient] = {}
+        self.judge = LlmClient(settings, LlmOptions.model_validate(options.llm), store=store)
         self.calls: Counter = Counter()
 
     def config_key(self) -> str:
@@ -294,16 +269,9 @@ class ConvEvalStage:
     def subject(self, unit: Unit) -> str:
         return unit.subject
 
-    def _client(self, name: str) -> LlmClient:
-        """One client per model answering, and one for the judge, each with its own limits."""
-        if name not in self._clients:
-            llm = self.options.llm if name == "judge" else self.models[name].llm
-            self._clients[name] = LlmClient(self.settings, LlmOptions.model_validate(llm), store=self.store)
-        return self._clients[name]
-
     @property
     def http_calls(self) -> int:
-        return sum(client.http_calls for client in self._clients.values())
+        return self.judge.http_calls + sum(adapter.client.http_calls for adapter in self.adapters.values())
 
     def process(self, units: Sequence[Unit]) -> Iterator[tuple[Unit, Graded]]:
         graded = {u.subject: Graded(answers=[t.reference for t in u.conversation.turns[:GIVEN[u.setting]]])
@@ -322,23 +290,17 @@ class ConvEvalStage:
     def _answer_turn(self, name: str, turn: int, units: Sequence[Unit], graded: dict[str, Graded]) -> None:
         mine = name == self.run.model
         wanted = [u for u in units if turn >= GIVEN[u.setting]]
-        config = self.models[name]
-        requests = [answer_request(config, u.conversation,
-                                   (graded[u.subject].answers if mine else graded[u.subject].opponent)[:turn],
-                                   self.options.answer_max_tokens, u.subject) for u in wanted]
-        refusals = []
-        for index, result in stream(self._client(name), requests):
+        adapter = self.adapters[name]
+        requests = [adapter.turn_request(u.conversation.frames, [t.instruction for t in u.conversation.turns],
+                                         (graded[u.subject].answers if mine else graded[u.subject].opponent)[:turn],
+                                         self.options.answer_max_tokens, u.subject) for u in wanted]
+        for index, result in adapter.converse(requests):
             state = graded[wanted[index].subject]
             self._count(result, "answer")
             if not result.ok:
-                if REFUSED.match(result.reason):
-                    refusals.append(result.reason)
                 state.retry = state.retry or f"{name}: {result.reason}"
                 continue
             (state.answers if mine else state.opponent).append(result.content)
-        if refusals:
-            raise EvalError(f"the endpoint refused model {config.model!r} ({len(refusals)} of {len(requests)} "
-                            f"requests): {refusals[0]}")
 
     def _judge(self, units: Sequence[Unit], graded: dict[str, Graded]) -> Iterator[tuple[Unit, Graded]]:
         calls: list[tuple[Unit, tuple[str, int, int], LlmRequest]] = []
@@ -351,7 +313,7 @@ class ConvEvalStage:
                                                                   self.options.judge_max_tokens)]
         left = Counter(u.subject for u, _key, _r in calls)
         votes: dict[str, dict[tuple[str, int, int], str | None]] = {u.subject: {} for u in units}
-        for index, result in stream(self._client("judge"), [r for _u, _key, r in calls]):
+        for index, result in stream(self.judge, [r for _u, _key, r in calls]):
             unit, key, _request = calls[index]
             self._count(result, "judge")
             state = graded[unit.subject]
@@ -403,14 +365,29 @@ def prepare(store, settings, conversations: Sequence[EvalConversation], source: 
     options = settings.section("evaluate", EvalSettings)
     conv = options.conversations
     prompts = load_prompts(conv.prompts or None)
+    templates = load_templates(options.prompts or None)
+    adapters = {}
+    for name in dict.fromkeys([model, conv.reference_model or model]):
+        if name not in options.models:
+            raise EvalError(f"no model {name!r} under evaluate.models in the settings "
+                            f"(configured: {', '.join(sorted(options.models)) or 'none'})")
+        adapters[name] = build_adapter(name, options.models[name], templates=templates, settings=settings, store=store)
+        if not hasattr(adapters[name], "converse"):  # an adapter that can hold a conversation has `converse`
+            adapters[name].release()
+            raise EvalError(f"model {name!r} is of kind {options.models[name].kind}; conversations need a chat "
+                            "model (kind: openai)")
     run = plan_run(options.models, conv, prompts, model, source)
     store.add_eval_run(run.row())
-    return ConvEvalStage(run, conversations, settings, options.models, conv, prompts, store)
+    return ConvEvalStage(run, conversations, settings, adapters, conv, prompts, store)
 
 
 def evaluate(store, stage: ConvEvalStage, *, window: int = WINDOW, limit: int | None = None,
              progress: Callable[[int], None] | None = None) -> runner.StageReport:
-    report = runner.run(stage, store, window=window, limit=limit, progress=progress)
+    try:
+        report = runner.run(stage, store, window=window, limit=limit, progress=progress)
+    finally:
+        for adapter in stage.adapters.values():
+            adapter.release()
     report.counters.update(stage.calls)
     report.counters["http_calls"] = stage.http_calls
     return report

@@ -1,7 +1,8 @@
 """Item analysis: what the models' answers say about each question.
 
 Each model counts once. A model evaluated under several protocols is read from one of its runs: the
-first of its protocols in the order single, circular, instability (`PROTOCOL_ORDER`); `items.csv` names
+first of its protocols in the order single, circular, instability, then any other by name
+(`PROTOCOL_ORDER`); `items.csv` names
 the run each model was read from in its `runs` column. Pooling a model's runs would count its one mistake
 as the agreement of several models.
 
@@ -24,7 +25,7 @@ raises is kept as passed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, get_args
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,16 +33,20 @@ import pandas as pd
 from annotation.second_look import FLAG_TEXT
 from benchsmith.records import LETTERS, Verdict
 from evaluation.board import CHANCE, RunScores
-from evaluation.protocols import ProtocolName
 
 STAGE = "item_analysis"
-PROTOCOL_ORDER = get_args(ProtocolName)
+FLAGS = ("same_wrong_option", "no_model_beats_chance", "blind_right")
+PROTOCOL_ORDER = ("single", "circular", "instability")
 
 
 def one_run_per_model(runs: Sequence[RunScores]) -> list[RunScores]:
     """Each model's run under the first of its protocols in PROTOCOL_ORDER."""
     chosen: dict[str, RunScores] = {}
-    for run in sorted(runs, key=lambda r: PROTOCOL_ORDER.index(r.run["protocol"])):
+    def rank(run: RunScores) -> tuple[int, str]:
+        name = run.run["protocol"]
+        return (PROTOCOL_ORDER.index(name) if name in PROTOCOL_ORDER else len(PROTOCOL_ORDER), name)
+
+    for run in sorted(runs, key=rank):
         chosen.setdefault(run.run["model"], run)
     return list(chosen.values())
 

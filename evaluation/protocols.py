@@ -1,5 +1,9 @@
 """Evaluation protocols: which passes each question gets, and how a question's passes score.
 
+A protocol is a `Protocol` subclass registered in the entry-point group `benchsmith.protocols`
+(benchsmith/plugins.py); ours below are registered there as another package's would be. `evaluate.protocol`
+(or `eval run --protocol`) names it, and its own settings, if it has any, live under `evaluate.<name>`.
+
 - `single` (SEED-Bench): one pass, options in their published order, the first prompt template.
 - `circular` (MMBench's CircularEval): one pass per rotation of the options; a question counts as
   right only if every rotation is answered right.
@@ -16,53 +20,96 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchsmith import plugins
 from benchsmith.records import rotation, stable_hash
+from benchsmith.settings import NoSettings
 from evaluation.records import EvalQuestion, Pass
 
-ProtocolName = Literal["single", "circular", "instability"]
+
+class Protocol:
+    """How each question is shown to a model (`passes`) and how its scored passes fold into the question's
+    score (`score`: the share right, unless overridden). `settings_model` validates `evaluate.<name>`;
+    `templates` says how many prompt wordings its passes use; `instability` whether the board reports the
+    spread of a model's choices over a question's passes."""
+
+    settings_model: type[BaseModel] = NoSettings
+    instability: bool = False
+
+    def __init__(self, settings: BaseModel) -> None:
+        self.settings = settings
+
+    def passes(self, question: EvalQuestion) -> list[Pass]:
+        raise NotImplementedError
+
+    def templates(self) -> int:
+        return 1
+
+    def score(self, correct: Sequence[bool]) -> float:
+        return sum(correct) / len(correct)
+
+    def identity(self) -> dict[str, Any]:
+        """What changes its passes or scores, for the run's id."""
+        return self.settings.model_dump(mode="json")
 
 
-class ProtocolSettings(BaseModel):
+def protocol(name: str, settings: Mapping[str, Any] | None = None) -> Protocol:
+    """The installed protocol `name` under `settings` (validated by its model; None: its defaults). A run
+    records them (`Protocol.identity`), so its scores are folded under the settings it ran with."""
+    made = plugins.load("protocols", name, where="evaluate.protocol")
+    return made(made.settings_model.model_validate(settings or {}))
+
+
+def passes(questions: Iterable[EvalQuestion], shown: Protocol) -> list[Pass]:
+    return [p for q in questions for p in shown.passes(q)]
+
+
+def question_score(shown: Protocol, correct: Sequence[bool]) -> float | None:
+    """A question's score from its scored passes: None when every pass was skipped."""
+    return shown.score(correct) if correct else None
+
+
+class Single(Protocol):
+    def passes(self, question: EvalQuestion) -> list[Pass]:
+        return [Pass(question)]
+
+
+class Circular(Protocol):
+    def passes(self, question: EvalQuestion) -> list[Pass]:
+        n = len(question.options)
+        return [Pass(question, f"rot{r}", rotation(n, r)) for r in range(n)]
+
+    def score(self, correct: Sequence[bool]) -> float:
+        return float(all(correct))
+
+
+class InstabilitySettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    templates: int = Field(3, ge=1)     # instability: prompt wordings per question
-    shuffles: int = Field(2, ge=1)      # instability: option orders per wording
-    seed: int = 0                       # instability: the option shuffles
+    templates: int = Field(3, ge=1)     # prompt wordings per question
+    shuffles: int = Field(2, ge=1)      # option orders per wording
+    seed: int = 0                       # the option shuffles
 
 
-def passes(questions: Iterable[EvalQuestion], protocol: ProtocolName, settings: ProtocolSettings) -> list[Pass]:
-    out: list[Pass] = []
-    for q in questions:
-        n = len(q.options)
-        if protocol == "single":
-            out.append(Pass(q))
-        elif protocol == "circular":
-            out += [Pass(q, f"rot{r}", rotation(n, r)) for r in range(n)]
-        else:
-            for t in range(settings.templates):
-                for s in range(settings.shuffles):
-                    order = list(range(n))
-                    random.Random(stable_hash(settings.seed, q.question_id, t, s)).shuffle(order)
-                    out.append(Pass(q, f"t{t}s{s}", tuple(order), t))
-    return out
+class Instability(Protocol):
+    settings_model = InstabilitySettings
+    instability = True
 
+    def passes(self, question: EvalQuestion) -> list[Pass]:
+        out = []
+        for t in range(self.settings.templates):
+            for s in range(self.settings.shuffles):
+                order = list(range(len(question.options)))
+                random.Random(stable_hash(self.settings.seed, question.question_id, t, s)).shuffle(order)
+                out.append(Pass(question, f"t{t}s{s}", tuple(order), t))
+        return out
 
-def templates_used(protocol: ProtocolName, settings: ProtocolSettings) -> int:
-    return settings.templates if protocol == "instability" else 1
-
-
-def question_score(protocol: ProtocolName, correct: Sequence[bool]) -> float | None:
-    """A question's score from its scored passes: None when every pass was skipped."""
-    if not correct:
-        return None
-    if protocol == "circular":
-        return float(all(correct))
-    return sum(correct) / len(correct)
+    def templates(self) -> int:
+        return self.settings.templates
 
 
 def entropy(choices: Sequence[int | None]) -> float:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from benchsmith import plugins
+from benchsmith.settings import WithParts
 from evaluation.adapters import AnyAdapterConfig
-from evaluation.protocols import ProtocolName, ProtocolSettings
 
 Setting = Literal["model", "perception_given", "perception_reasoning_given"]  # ConvEval: which turns are given
 
@@ -24,14 +25,23 @@ class ConvEvalSettings(BaseModel):
     llm: dict[str, Any] = Field(default_factory=dict)   # the judge's LlmOptions: concurrency, limits, retries
 
 
-class EvalSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class EvalSettings(WithParts):
+    """The `evaluate` section: the keys below, and one key per protocol that has settings
+    (`evaluate.<protocol>`), validated by that protocol's settings model."""
 
-    protocol: ProtocolName = "single"
-    instability: ProtocolSettings = Field(default_factory=ProtocolSettings)
+    parts: ClassVar[str] = "protocols"
+
+    protocol: str = "single"            # an installed protocol (plugin group protocols)
     prompts: str = ""                   # a prompt file like evaluation/prompts.yaml; "" for that one
     window: int = Field(64, ge=1)       # passes handed to a model at a time; answers are stored as they come
     bootstrap: int = Field(1000, ge=100)  # resamples behind each 95% interval on the board
     out_dir: str = "evaluations"        # under the workspace: boards and item analyses
     models: dict[str, AnyAdapterConfig] = Field(default_factory=dict)
     conversations: ConvEvalSettings = Field(default_factory=ConvEvalSettings)  # ConvEval (eval run --conversations)
+
+    @field_validator("protocol")
+    @classmethod
+    def _installed_protocol(cls, name: str) -> str:
+        if name not in plugins.names("protocols"):
+            raise ValueError(f"{name}: not an installed protocol (installed: {', '.join(plugins.names('protocols'))})")
+        return name

@@ -16,7 +16,7 @@ from benchsmith import runner
 from benchsmith.records import stable_hash
 from evaluation.adapters import Adapter, EvalError, build_adapter
 from evaluation.judge import decide
-from evaluation.protocols import ProtocolName, passes, templates_used
+from evaluation.protocols import Protocol, passes, protocol
 from evaluation.records import ModelAnswer, Pass
 from evaluation.settings import EvalSettings
 from evaluation.sources import Source
@@ -31,7 +31,7 @@ class EvalRun:
     model: str
     adapter: str
     source: str
-    protocol: ProtocolName
+    protocol: str
     config: dict[str, Any]
 
     def row(self) -> dict[str, Any]:
@@ -39,24 +39,25 @@ class EvalRun:
                 "protocol": self.protocol, "config": self.config}
 
 
-def plan_run(options: EvalSettings, templates: Templates, model: str, source: str,
-             protocol: ProtocolName) -> EvalRun:
+def plan_run(options: EvalSettings, templates: Templates, model: str, source: str, name: str,
+             shown: Protocol) -> EvalRun:
+    """The run of `model` on `source` under protocol `name`; its id hashes everything that shapes its answers."""
     if model not in options.models:
         known = ", ".join(sorted(options.models)) or "none"
         raise EvalError(f"no model {model!r} under evaluate.models in the settings (configured: {known})")
     adapter = options.models[model]
     kind = "likelihood" if adapter.kind == "likelihood" else "choice"   # answering in words: choice wordings
     wordings = getattr(templates, kind)
-    used = templates_used(protocol, options.instability)
+    used = shown.templates()
     if used > len(wordings):
-        raise EvalError(f"evaluate.instability.templates is {used} but the prompt file has only "
+        raise EvalError(f"protocol {name} asks for {used} prompt wordings but the prompt file has only "
                         f"{len(wordings)} {kind} templates")
     config = {"adapter": adapter.identity(), "templates": wordings[:used] if adapter.kind != "blind" else [],
-              "instability": options.instability.model_dump() if protocol == "instability" else {},
+              "protocol": shown.identity(),
               "matcher": templates.matcher if getattr(adapter, "matcher_model", "") else "",
               "judge": [p.model_dump() for p in templates.judge] if getattr(adapter, "judge_model", "") else []}
-    run_id = stable_hash(model, source, protocol, config)
-    return EvalRun(run_id, model, adapter.kind, source, protocol, config)
+    run_id = stable_hash(model, source, name, config)
+    return EvalRun(run_id, model, adapter.kind, source, name, config)
 
 
 class EvalStage:
@@ -106,17 +107,20 @@ class EvalStage:
         return outcomes
 
 
-def prepare(store, settings, source: Source, model: str, protocol: ProtocolName | None = None) -> EvalStage:
-    """The stage that evaluates `model` on `source`, its run recorded; nothing is loaded yet."""
+def prepare(store, settings, source: Source, model: str, protocol_name: str | None = None) -> EvalStage:
+    """The stage that evaluates `model` on `source` (under `protocol_name`, else `evaluate.protocol`), its
+    run recorded; nothing is loaded yet."""
     options = settings.section(STAGE, EvalSettings)
     templates = load_templates(options.prompts or None)
-    run = plan_run(options, templates, model, source.label, protocol or options.protocol)
+    name = protocol_name or options.protocol
+    shown = protocol(name, options.part(name).model_dump())
+    run = plan_run(options, templates, model, source.label, name, shown)
     store.add_eval_run(run.row())
 
     def make_adapter() -> Adapter:
         return build_adapter(model, options.models[model], templates=templates, settings=settings, store=store)
 
-    return EvalStage(run, passes(source.questions, run.protocol, options.instability), make_adapter)
+    return EvalStage(run, passes(source.questions, shown), make_adapter)
 
 
 def evaluate(store, settings, stage: EvalStage, *, limit: int | None = None,

@@ -10,4 +10,7 @@
   an image's facts, with the templates in `prompts/conversation/`;
 - `stage`: finds the (generator, item, dimension) jobs not done yet, runs them in batches, passes the
   results through `generators.quality`, balances answer letters and stores them.
+
+Each generator is registered in the entry-point group `benchsmith.generators` by its stage class, which
+names its settings model (`settings_model`): that model validates `generate.<name>`, a plugin's as ours.
 """

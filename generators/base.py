@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Protocol
 
+from pydantic import BaseModel
+
 from benchsmith import runner
 from benchsmith.llm import CallTally, LlmClient, LlmOptions
-from benchsmith.settings import Settings
+from benchsmith.settings import NoSettings, Settings
 
 WAITING_FOR_FACTS = "waiting for facts"
 
@@ -21,10 +23,13 @@ class JobOutcome(Protocol):
 
 class GeneratorStage:
     """A runner stage (`benchsmith.runner.Stage`) that writes benchmark content. Besides the runner's
-    contract a subclass sets `generator` (its name in `generate.generators`) and may override `windows`,
-    `uses_llm` and `unlisted`. The LLM client is opened on the first call, once per run."""
+    contract a subclass sets `generator` (its name in `generate.generators`) and `settings_model` (what
+    validates `generate.<generator>`), and may override `windows`, `uses_llm`, `unlisted` and `counts`.
+    The LLM client is opened on the first call, once per run."""
 
     generator: str = ""
+    settings_model: type[BaseModel] = NoSettings
+    counts: tuple[str, ...] = ("generated", "new_questions", "kept", "superseded")  # its report's counters
 
     def __init__(self, settings: Settings, llm_options: LlmOptions) -> None:
         self.name = f"generate:{self.generator}"

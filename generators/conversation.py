@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchsmith import runner
 from benchsmith.llm import LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LEVELS, Conversation, Fact, Image, Provenance, Turn, stable_hash
-from benchsmith.settings import Settings, parse_yaml
+from benchsmith.settings import UNKEYED, Settings, keyed, parse_yaml
 from generators import quality
 from generators.quality import QualitySettings
 from generators.base import WAITING_FOR_FACTS, GeneratorStage, ledger_entry
@@ -40,14 +40,14 @@ PROMPTS_DIR = Path(__file__).with_name("prompts") / "conversation"
 class ConversationSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: str = "gpt-4o"
+    model: str = Field("gpt-4o", json_schema_extra=UNKEYED)  # in each job's subject
     temperature: float = 0.7
     seed: int = 0
     max_tokens: int = 1200
     context_chars: int = Field(4000, ge=200)   # cap on the facts block
-    batch_size: int = Field(64, ge=1)          # images whose calls are in flight together
-    prompts: Path | None = None                # a folder with _shared.yaml and one file per level
-    options: LlmOptions = LlmOptions()         # concurrency, rate limits, retries, timeouts, prices
+    batch_size: int = Field(64, ge=1, json_schema_extra=UNKEYED)  # images whose calls are in flight together
+    prompts: Path | None = Field(None, json_schema_extra=UNKEYED)  # _shared.yaml and one file per level
+    options: LlmOptions = Field(LlmOptions(), json_schema_extra=UNKEYED)  # concurrency, limits, retries, prices
 
     @property
     def prompts_dir(self) -> Path:
@@ -168,6 +168,8 @@ class ConversationStage(GeneratorStage):
     """One three-turn conversation per image, as a runner stage."""
 
     generator = BACKEND
+    settings_model = ConversationSettings
+    counts = ("conversations", "conversations_kept", "new_conversations", "superseded")
 
     def __init__(self, settings: Settings, options: ConversationSettings, gate: QualitySettings) -> None:
         super().__init__(settings, options.options)
@@ -177,16 +179,14 @@ class ConversationStage(GeneratorStage):
 
     @classmethod
     def stages(cls, settings: Settings, options) -> list[ConversationStage]:
-        """The conversation generator's stage, from the `generate` settings (its `conversation` and
-        `quality` parts)."""
-        return [cls(settings, options.conversation, options.quality)]
+        """The conversation generator's stage, from the `generate` settings (its own key and `quality`)."""
+        return [cls(settings, options.part(cls.generator), options.quality)]
 
     def windows(self) -> tuple[int, int | None]:
         return self.options.batch_size, 16  # an image is stored after its third turn
 
     def config_key(self) -> str:
-        own = self.options.model_dump(mode="json", exclude={"batch_size", "options", "prompts", "model"})
-        return runner.config_key(BACKEND, own, self.gate.model_dump(mode="json"))
+        return runner.config_key(BACKEND, keyed(self.options), self.gate.model_dump(mode="json"))
 
     def units(self, store) -> list[Job]:
         self.store = store

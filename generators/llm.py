@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchsmith.dimensions import Dimension
 from benchsmith.llm import LlmOptions, LlmRequest, LlmResult
 from benchsmith.records import LETTERS, Fact, Image, Provenance, Question
-from benchsmith.settings import parse_yaml
+from benchsmith.settings import UNKEYED, parse_yaml
 
 BACKEND = "llm"
 PROMPTS_DIR = Path(__file__).with_name("prompts")
@@ -31,15 +31,15 @@ class LlmGeneratorSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = "gpt-4o-mini"                         # for every dimension not named in `models`
-    models: dict[str, str] = Field(default_factory=dict)  # dimension key -> model
+    models: dict[str, str] = Field(default_factory=dict, json_schema_extra=UNKEYED)  # dimension key -> model
     temperature: float = 0.7
     seed: int = 0
     max_tokens: int = 1500
     questions_per_call: int = Field(3, ge=1, le=10)
     context_chars: int = Field(4000, ge=200)         # cap on the facts block
-    batch_size: int = Field(64, ge=1)                # the least number of jobs whose calls are in flight together
-    prompts: Path | None = None                      # a folder of prompt templates; None: generators/prompts
-    options: LlmOptions = LlmOptions()               # concurrency, rate limits, retries, timeouts, prices
+    batch_size: int = Field(64, ge=1, json_schema_extra=UNKEYED)  # the least number of jobs whose calls are in flight together
+    prompts: Path | None = Field(None, json_schema_extra=UNKEYED)  # prompt templates' folder; None: generators/prompts
+    options: LlmOptions = Field(LlmOptions(), json_schema_extra=UNKEYED)  # concurrency, limits, retries, prices
 
     def model_for(self, dimension: Dimension) -> str:
         return self.models.get(dimension.key, self.model)

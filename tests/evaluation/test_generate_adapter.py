@@ -7,7 +7,7 @@ import pytest
 
 from evaluation.adapters import VlmGenerateConfig
 from evaluation.adapters.generate import GenerateAdapter
-from evaluation.protocols import ProtocolSettings, passes
+from evaluation.protocols import passes, protocol
 from evaluation.sources import Source
 from evaluation.stage import evaluate, prepare
 from evaluation.templates import load_templates
@@ -41,7 +41,7 @@ def adapter(model: str, **options) -> GenerateAdapter:
 
 
 def test_a_model_that_says_b_picks_the_second_shown_option_on_every_rotation(says_b):
-    shown = passes(QUESTIONS, "circular", ProtocolSettings())
+    shown = passes(QUESTIONS, protocol("circular"))
     answers = dict(adapter(says_b, max_new_tokens=1, batch_size=3).predict(shown))
     assert len(answers) == len(shown) == 16
     for p, answer in answers.items():
@@ -50,13 +50,13 @@ def test_a_model_that_says_b_picks_the_second_shown_option_on_every_rotation(say
 
 
 def test_a_reply_that_names_no_option_is_kept_as_it_came(says_z):
-    shown = passes(QUESTIONS[:2], "single", ProtocolSettings())
+    shown = passes(QUESTIONS[:2], protocol("single"))
     answers = dict(adapter(says_z, max_new_tokens=3).predict(shown))
     assert [(a.raw, a.choice, a.matched_by) for a in answers.values()] == [("zzz", None, "")] * 2
 
 
 def test_batches_give_the_replies_of_one_pass_at_a_time(random_llava):
-    shown = passes([*QUESTIONS, VIDEO], "single", ProtocolSettings())
+    shown = passes([*QUESTIONS, VIDEO], protocol("single"))
     one = {p.subject: a.raw for p, a in adapter(random_llava, batch_size=1, max_new_tokens=6).predict(shown)}
     many = {p.subject: a.raw for p, a in adapter(random_llava, batch_size=5, max_new_tokens=6).predict(shown)}
     assert one == many and len(one) == 5

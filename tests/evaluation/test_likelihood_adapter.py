@@ -11,7 +11,7 @@ from PIL import Image
 from benchsmith.models import ModelError
 from evaluation.adapters import VlmLikelihoodConfig
 from evaluation.adapters.likelihood import LikelihoodAdapter
-from evaluation.protocols import ProtocolSettings, passes
+from evaluation.protocols import Instability, InstabilitySettings, passes, protocol
 from evaluation.records import EvalQuestion
 from evaluation.sources import Source, from_folder
 from evaluation.stage import evaluate, prepare
@@ -82,7 +82,7 @@ def reference_mean_logp(ranker: LikelihoodAdapter, p, option: str) -> float:
 @pytest.mark.parametrize("share_prompt", [True, False])
 def test_scores_match_the_models_own_loss_one_option_at_a_time(llava, share_prompt):
     ranker = adapter(llava, normalise="mean", batch_size=3, share_prompt=share_prompt)
-    answers = dict(ranker.predict(passes(QUESTIONS[:3], "single", ProtocolSettings())))
+    answers = dict(ranker.predict(passes(QUESTIONS[:3], protocol("single"))))
     for p, answer in answers.items():
         expected = [reference_mean_logp(ranker, p, option) for option in p.options]
         assert answer.scores == pytest.approx(expected, abs=1e-4)
@@ -105,7 +105,7 @@ def scores_through(ranker: LikelihoodAdapter, path, shown) -> dict[str, list[flo
 
 
 def test_the_shared_prefix_batches_give_the_reference_loops_scores(vlm):
-    shown = passes([*QUESTIONS, VIDEO], "instability", ProtocolSettings(templates=3, shuffles=2))
+    shown = passes([*QUESTIONS, VIDEO], Instability(InstabilitySettings(templates=3, shuffles=2)))
     reference = answers_of(adapter(vlm, share_prompt=False, max_frames=2), shown)
     batched = adapter(vlm, batch_size=5, max_frames=2)
     batched.load()
@@ -121,7 +121,7 @@ def test_the_shared_prefix_batches_give_the_reference_loops_scores(vlm):
 
 
 def test_joined_rows_give_the_same_scores_for_models_that_cannot_share(vlm):
-    shown = passes(QUESTIONS, "circular", ProtocolSettings())
+    shown = passes(QUESTIONS, protocol("circular"))
     reference = answers_of(adapter(vlm, share_prompt=False), shown)
     ranker = adapter(vlm, batch_size=3)
     ranker.load()
@@ -132,7 +132,7 @@ def test_joined_rows_give_the_same_scores_for_models_that_cannot_share(vlm):
 
 
 def test_mean_is_the_sum_over_the_options_token_count(llava):
-    shown = passes(QUESTIONS, "single", ProtocolSettings())
+    shown = passes(QUESTIONS, protocol("single"))
     ranker = adapter(llava, normalise="sum")
     sums = answers_of(ranker, shown)
     means = answers_of(adapter(llava, normalise="mean"), shown)
@@ -147,7 +147,7 @@ def test_mean_is_the_sum_over_the_options_token_count(llava):
 def test_reordered_options_keep_each_options_score(llava):
     """The default template does not list the options, so the prefix is the same in every rotation:
     each original option keeps its score and the model keeps its original choice."""
-    shown = passes(QUESTIONS, "circular", ProtocolSettings())
+    shown = passes(QUESTIONS, protocol("circular"))
     answers = dict(adapter(llava, batch_size=4).predict(shown))
     for q in QUESTIONS:
         rotations = [(p, a) for p, a in answers.items() if p.question is q]
@@ -159,11 +159,11 @@ def test_reordered_options_keep_each_options_score(llava):
 
 
 def test_video_questions_get_frames_or_a_recorded_skip(vlm):
-    [(_, skipped)] = list(adapter(vlm, video=False).predict(passes([VIDEO], "single", ProtocolSettings())))
+    [(_, skipped)] = list(adapter(vlm, video=False).predict(passes([VIDEO], protocol("single"))))
     assert skipped.skipped.startswith("a video question (3 frames)") and skipped.choice is None
-    [(_, answered)] = list(adapter(vlm, max_frames=2).predict(passes([VIDEO], "single", ProtocolSettings())))
+    [(_, answered)] = list(adapter(vlm, max_frames=2).predict(passes([VIDEO], protocol("single"))))
     assert answered.choice is not None and len(answered.scores) == 4
-    [(_, all_frames)] = list(adapter(vlm, max_frames=3).predict(passes([VIDEO], "single", ProtocolSettings())))
+    [(_, all_frames)] = list(adapter(vlm, max_frames=3).predict(passes([VIDEO], protocol("single"))))
     assert all_frames.scores != pytest.approx(answered.scores, abs=1e-6)
 
 
@@ -185,7 +185,7 @@ def test_a_model_that_refuses_several_images_skips_the_video(llava):
     ranker = adapter(llava)
     ranker.load()
     ranker.processor = OneImageOnly(ranker.processor)
-    answers = dict(ranker.predict(passes([VIDEO, QUESTIONS[0]], "single", ProtocolSettings())))
+    answers = dict(ranker.predict(passes([VIDEO, QUESTIONS[0]], protocol("single"))))
     video, image = sorted(answers.items(), key=lambda item: item[0].question.question_id != "v1")
     assert video[1].skipped.endswith("cannot take 3 images: this model takes one image per prompt")
     assert image[1].choice is not None
@@ -193,11 +193,11 @@ def test_a_model_that_refuses_several_images_skips_the_video(llava):
 
 def test_a_model_that_cannot_load_is_one_line(tmp_path):
     with pytest.raises(ModelError, match="evaluation model 'tiny'.*nothing-here.*evaluate.models.tiny.model"):
-        list(adapter(str(tmp_path / "nothing-here")).predict(passes(QUESTIONS[:1], "single", ProtocolSettings())))
+        list(adapter(str(tmp_path / "nothing-here")).predict(passes(QUESTIONS[:1], protocol("single"))))
     text_only = str(save_tiny_causal(tmp_path / "text-only"))
     with pytest.raises(ModelError, match="evaluation model 'tiny' cannot load model .*text-only: ValueError: "
                                          "Unrecognized configuration class") as error:
-        list(adapter(text_only).predict(passes(QUESTIONS[:1], "single", ProtocolSettings())))
+        list(adapter(text_only).predict(passes(QUESTIONS[:1], protocol("single"))))
     assert "\n" not in str(error.value)
 
 
@@ -226,7 +226,7 @@ def test_qwen2_vl_scores_joined_rows_as_the_reference_loop_and_its_own_loss(tmp_
     folder = save_tiny_qwen2_vl(tmp_path / "qwen2-vl")
     with pytest.raises(ModelError, match="evaluation model 'tiny' cannot load model .*: ImportError: "
                                          "Qwen2VLVideoProcessor requires the Torchvision library") as error:
-        list(adapter(str(folder)).predict(passes(QUESTIONS[:1], "single", ProtocolSettings())))
+        list(adapter(str(folder)).predict(passes(QUESTIONS[:1], protocol("single"))))
     assert "\n" not in str(error.value)
 
     def loaded(**options) -> LikelihoodAdapter:
@@ -235,7 +235,7 @@ def test_qwen2_vl_scores_joined_rows_as_the_reference_loop_and_its_own_loss(tmp_
         ranker.processor = qwen2_vl_images_only(folder)
         return ranker
 
-    shown = passes(QUESTIONS, "circular", ProtocolSettings())
+    shown = passes(QUESTIONS, protocol("circular"))
     batched = loaded(batch_size=3)
     assert not batched.shares_cache
     joined = answers_of(batched, shown)

@@ -44,7 +44,7 @@ def test_on_the_default_settings_a_manifests_ocr_becomes_text_questions(store, s
     from PIL import Image as PILImage
 
     from generators.stage import run_generate
-    from ingest.sources import ingest_location
+    from ingest.stage import ingest_sources
 
     words = ["BAKERY", "GARDEN", "MUSEUM", "STATION"]
     rows = []
@@ -52,7 +52,7 @@ def test_on_the_default_settings_a_manifests_ocr_becomes_text_questions(store, s
         PILImage.new("RGB", (96, 64), (255, 255, 250 - index)).save(tmp_path / f"{word}.png")
         rows.append({"path": f"{word}.png", "ocr": [{"text": word, "box": [0.2, 0.3, 0.8, 0.5]}]})
     (tmp_path / "manifest.jsonl").write_text("\n".join(json.dumps(row) for row in rows), encoding="utf-8")
-    ingest_location(store, settings, tmp_path / "manifest.jsonl")
+    ingest_sources(store, settings, [tmp_path / "manifest.jsonl"])
     extract(store, settings)
     run_generate(store, settings, generators=["programmatic"])
     supplied = {item.id: item.annotations["ocr"][0]["text"] for item in store.get_items(kind="image")}
