@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 
 import httpx
 from label_studio_sdk import LabelStudio
@@ -14,6 +15,7 @@ from label_studio_sdk.core.api_error import ApiError
 from benchsmith.errors import BenchsmithError
 from benchsmith.settings import Settings
 
+T = TypeVar("T")
 TIMEOUT_S = 120  # a 1,000-task import or a large export takes a while on a small server
 
 
@@ -89,3 +91,17 @@ def submitted_annotations(server: Server, project_ids: set[int], data_key: str) 
                     if isinstance(who, int):
                         annotation = annotation | {"completed_by": {"id": who, "email": emails.get(who, "")}}
                     yield task, annotation
+
+
+def read_annotations(server: Server, project_ids: set[int], data_key: str,
+                     parse: Callable[[dict, dict], T]) -> tuple[list[T], list[str]]:
+    """Every submitted annotation on these projects, each `parse(task, annotation)`d; and why any could not
+    be read (`parse` raised ValueError: a choice the current config does not have), so one odd annotation
+    does not stop a pull."""
+    parsed, unreadable = [], []
+    for task, annotation in submitted_annotations(server, project_ids, data_key):
+        try:
+            parsed.append(parse(task, annotation))
+        except ValueError as exc:
+            unreadable.append(str(exc))
+    return parsed, unreadable

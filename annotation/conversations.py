@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from annotation.client import Server, submitted_annotations
+from annotation.client import Server, read_annotations
 from annotation.lifecycle import Decision
 from annotation.labeling import KEEP, annotator_of, image_urls, keep_or_discard
 from annotation.push import PushReport, image_base, open_project, run_push
@@ -153,12 +153,8 @@ def fetch_into(store: Store, server: Server, review: ReviewSettings) -> tuple[in
     and why any annotation could not be read."""
     pushed = store.get_review_tasks("conversation")
     projects = {project for project, task in pushed.values() if task is not None}
-    versions, unreadable = [], []
-    for task, annotation in submitted_annotations(server, projects, "conversation_id"):
-        try:
-            versions.append(to_review(task, annotation, review))
-        except ValueError as exc:
-            unreadable.append(str(exc))
+    versions, unreadable = read_annotations(server, projects, "conversation_id",
+                                            lambda task, annotation: to_review(task, annotation, review))
     return store.add_conversation_reviews([v for v in versions if v.conversation_id in pushed]), unreadable
 
 

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from annotation import lifecycle
-from annotation.client import Server, submitted_annotations
+from annotation.client import Server, read_annotations
 from annotation.labeling import to_review
 from annotation.reconcile import ADJUDICATION, Agreement, Decision, agreement_by_dimension, decide
 from annotation.settings import ReviewSettings
@@ -56,16 +56,9 @@ def pull_line(counts: dict) -> str:
 
 def fetch_reviews(server: Server, project_ids: set[int], registry: Registry,
                   review: ReviewSettings) -> tuple[list[Review], list[str]]:
-    """Every submitted (not skipped) annotation in these projects, as Reviews; and why any could not be
-    read (a choice the current config does not have), so one odd annotation does not stop a pull."""
-    out: list[Review] = []
-    unreadable: list[str] = []
-    for task, annotation in submitted_annotations(server, project_ids, "question_id"):
-        try:
-            out.append(to_review(task, annotation, registry, review))
-        except ValueError as exc:
-            unreadable.append(str(exc))
-    return out, unreadable
+    """Every submitted (not skipped) annotation in these projects, as Reviews; and why any could not be read."""
+    return read_annotations(server, project_ids, "question_id",
+                            lambda task, annotation: to_review(task, annotation, registry, review))
 
 
 def decisions_in_review(store: Store, review: ReviewSettings) -> list[Decision]:

@@ -106,7 +106,7 @@ def note_for(doubt: Doubt) -> str:
 
 
 def evaluated_version(source: str) -> str | None:
-    """The release version a flagged.json's source label names, when it names one."""
+    """The release version a flag's source label names, when it names one."""
     if source.startswith("release:"):
         return source.removeprefix("release:")
     if source.startswith("folder:"):
@@ -225,11 +225,6 @@ def outcomes_on(store: Store, source: str, question_ids: Sequence[str]) -> dict[
     decided = decisions(store)
     return {qid: decided[qid].details.get("outcome") for qid in question_ids
             if qid in decided and qid in hashes and decided[qid].details.get("content_hash") == hashes[qid]}
-
-
-def decided_as(decided: dict[str, Verdict], outcome: str) -> dict[str, Verdict]:
-    """The `decisions` whose outcome is `outcome` (withdrawn, changed, confirmed)."""
-    return {qid: v for qid, v in decided.items() if v.details.get("outcome") == outcome}
 
 
 def second_look_counts(store: Store) -> dict[str, int]:

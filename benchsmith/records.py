@@ -201,10 +201,6 @@ class Question(Record):
         return question_id(self.item_id, self.dimension_id, self.text, self.options)
 
     @property
-    def answer_letter(self) -> str:
-        return LETTERS[self.answer]
-
-    @property
     def final_answer(self) -> int:
         """The reviewers' answer when they gave one, else the generated one."""
         return self.answer if self.review_answer is None else self.review_answer

@@ -7,7 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from benchsmith.records import stable_hash, utcnow
+from benchsmith.records import utcnow
 from benchsmith.store.schema import work_ledger
 from benchsmith.store.sql import upsert
 
@@ -62,10 +62,3 @@ class LedgerMixin:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
-    def ledger_token(self, stage: str, config_key: str) -> str:
-        """Changes whenever the stage finishes something more under `config_key`."""
-        query = sa.select(sa.func.count(), sa.func.max(work_ledger.c.created_at)).where(
-            work_ledger.c.stage == stage, work_ledger.c.config_key == config_key)
-        with self.engine.connect() as conn:
-            count, latest = conn.execute(query).one()
-        return stable_hash(stage, config_key, count, str(latest))

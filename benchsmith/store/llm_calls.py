@@ -17,9 +17,6 @@ IN_FLIGHT = "in_flight"
 class LlmCallsMixin:
     engine: sa.Engine
 
-    def get_llm_call(self, key: str) -> dict | None:
-        return self.get_llm_calls([key]).get(key)
-
     def get_llm_calls(self, keys: Sequence[str]) -> dict[str, dict]:
         """Stored calls by key, in one query per few hundred keys; keys never called are absent."""
         found: dict[str, dict] = {}
