@@ -38,7 +38,7 @@ from filters.blind import ACCURACY_COLUMNS, accuracy_table, report as blind_repo
 
 VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MARKER = "release.json"
-NOT_A_FILTER = {"ingest", "publish"}  # verdict stages that are not question checks
+NOT_A_FILTER = {"ingest", "publish", "item_analysis"}  # verdict stages that are not question checks
 
 
 class PublishError(BenchsmithError, ValueError):
