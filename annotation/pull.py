@@ -148,18 +148,20 @@ def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dic
     review = settings.section("review", ReviewSettings)
     tasks = store.get_review_tasks("question")
     pending = Counter(d.outcome for d in decisions_in_review(store, review))
-    by_status = Counter()
-    for (_dimension, status), n in store.question_counts().items():
-        by_status[status] += n
+    by_status = store.status_counts("question")
+    conversations = store.status_counts("conversation")
     counts = {
         "tasks in Label Studio": sum(task is not None for _, task in tasks.values()),
         "push unconfirmed (rerun push)": sum(task is None for _, task in tasks.values()),
         f"in review, waiting for {review.overlap} review(s) each (review.overlap)": pending["waiting"],
         "in review, flagged for adjudication": pending["flagged"],
         "in review, decided at next pull": pending["accepted"] + pending["rejected"],
-        "accepted": by_status["accepted"],
-        "rejected": by_status["rejected"],
+        "accepted": by_status.get("accepted", 0),
+        "rejected": by_status.get("rejected", 0),
+        "withdrawn": by_status.get("withdrawn", 0),
         **second_look_counts(store),
+        **{f"conversations {status.replace('_', ' ')}": conversations.get(status, 0)
+           for status in ("in_review", "accepted", "rejected", "published", "withdrawn") if conversations},
     }
     return counts, agreement(store)
 

@@ -6,6 +6,7 @@ conversation's turn) and discards another question; `review pull` revises and wi
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 
@@ -71,6 +72,10 @@ def test_changes_made_in_review_after_a_release_reach_the_next_one_with_their_re
     assert "changed since decided: 1 revised, 1 withdrawn" in pulled.stdout, pulled.stdout
     assert "conversations: 1 revised" in pulled.stdout, pulled.stdout
     assert benchsmith(env, "review", "pull").stdout.count("revised") == 0     # a second pull changes nothing
+
+    status = benchsmith(env, "review", "status")
+    assert re.search(r"withdrawn\s*│\s*1", status.stdout), status.stdout
+    assert re.search(r"conversations published\s*│\s*1", status.stdout), status.stdout
 
     published = benchsmith(env, "publish", "--version", "v2")                 # no --allow-changes needed
     assert published.returncode == 0, published.stderr
