@@ -29,7 +29,7 @@ from annotation.settings import ReviewSettings
 from benchsmith.records import LEVELS, Conversation, ConversationReview, Image, Turn
 from benchsmith.settings import Settings
 from benchsmith.store import Store
-from generators.quality import conversation_rule
+from generators.quality import QualitySettings, conversation_rule
 
 STAGE = "review"
 FIELDS = ("instruction", "reference", "focus_points")
@@ -164,8 +164,14 @@ class Conversations:
     reviewed turns, unless the edit breaks the conversation's structure (then it is held, saying why);
     discarded, the conversation is rejected."""
 
-    settings: Settings
+    quality: QualitySettings  # the generation gate's rules, which a reviewed edit must pass too
     name: str = "conversation"
+
+    @classmethod
+    def of(cls, settings: Settings) -> Conversations:
+        from generators.stage import GenerateSettings
+
+        return cls(settings.section("generate", GenerateSettings).quality)
 
     def items(self, store: Store, statuses) -> list[Conversation]:
         return store.get_conversations(status=list(statuses))
@@ -177,8 +183,6 @@ class Conversations:
         return out
 
     def decide(self, conversation: Conversation, versions) -> Decision:
-        from generators.stage import GenerateSettings
-
         if not versions:
             return Decision("waiting")
         latest = max(versions, key=lambda v: (v.submitted_at, v.annotation_id))
@@ -187,8 +191,7 @@ class Conversations:
             return Decision("rejected", "discarded: " + (", ".join(latest.reasons) or "no reason given"),
                             details=details)
         turns = [t.model_copy(update={"task": g.task}) for t, g in zip(latest.turns, conversation.turns)]
-        quality = self.settings.section("generate", GenerateSettings).quality
-        rule, reason = conversation_rule(conversation.model_copy(update={"review_turns": turns}), quality)
+        rule, reason = conversation_rule(conversation.model_copy(update={"review_turns": turns}), self.quality)
         if rule:
             return Decision("flagged", f"the reviewed version fails {rule}: {reason}", details=details)
         return Decision("accepted", "kept in review", {"review_turns": [t.model_dump() for t in turns]}, details)

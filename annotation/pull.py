@@ -19,6 +19,7 @@ from benchsmith.records import LETTERS, Question, Review
 from benchsmith.settings import Settings
 from benchsmith.store import Store
 
+
 @dataclass
 class PullReport:
     new_reviews: int = 0
@@ -182,7 +183,7 @@ def pull(store: Store, server: Server, settings: Settings, registry: Registry) -
     new_versions, unreadable_versions = conversations.fetch_into(store, server, review)
     report = PullReport(new_reviews=new + new_versions, unreadable=unreadable + unreadable_versions,
                         outcomes=lifecycle.reconcile(store, Questions(review, registry)),
-                        conversations=lifecycle.reconcile(store, conversations.Conversations(settings)),
+                        conversations=lifecycle.reconcile(store, conversations.Conversations.of(settings)),
                         agreement=agreement(store))
     report.second_looks = decide_second_looks(store, review, registry)
     return report

@@ -97,7 +97,6 @@ def since_published(store: Store, subject_id: str) -> str:
     return why
 
 
-
 def extractor_name(key: str) -> str:
     """An extractor's work-ledger key (backend:model:settings hash) as people name it: its model (a local
     path cut to its folder's name), or the annotations that came with the images."""
@@ -212,7 +211,8 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
                            "current set under a new version")
     earlier = history[:history.index(existing)] if existing else history
     previous = earlier[-1] if earlier else None
-    changes = compare(previous, store.release_hashes(previous.version) if previous else {}, every)
+    published_before = {kind: store.release_hashes(previous.version, kind) if previous else {} for kind in hashes}
+    changes = compare(previous, published_before["question"] | published_before["conversation"], every)
     notes = {sid: "withdrawn by the maintainer at publish" for sid in withdraw}
     notes |= {sid: why for sid in [*changes.changed, *changes.removed] if sid not in notes
               for why in [since_published(store, sid)] if why}
@@ -221,7 +221,7 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
         raise PublishError(f"{len(unexplained)} item(s) published in {previous.version} have changed since without "
                            f"a review that changed them (e.g. {unexplained[0]}); pass --allow-changes to publish "
                            "them as changed")
-    talks = set(hashes["conversation"]) | set(store.release_hashes(previous.version, "conversation") if previous else {})
+    talks = set(hashes["conversation"]) | set(published_before["conversation"])
     changes = Changes(changes.previous, changes.added, changes.removed, changes.changed, notes,
                       {sid: "conversation" for sid in [*changes.added, *changes.removed, *changes.changed]
                        if sid in talks})
