@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from annotation.client import Server, read_annotations
 from annotation.lifecycle import Decision
-from annotation.labeling import KEEP, annotator_of, image_urls, keep_or_discard
+from annotation.labeling import KEEP, annotator_of, image_urls, keep_or_discard, saved_at
 from annotation.push import PushReport, image_base, open_project, run_push
 from annotation.settings import ReviewSettings
 from benchsmith.records import LEVELS, Conversation, ConversationReview, Image, Turn
@@ -69,10 +68,6 @@ def to_task(conversation: Conversation, item, base: str) -> dict:
     return {"data": data}
 
 
-def _when(value: str | None) -> datetime:
-    return datetime.fromisoformat((value or "1970-01-01T00:00:00+00:00").replace("Z", "+00:00"))
-
-
 def to_review(task: dict, annotation: dict, settings: ReviewSettings) -> ConversationReview:
     """One annotation as a review version: each field as edited, or as sent when left alone."""
     texts: dict[str, str] = {}
@@ -101,7 +96,7 @@ def to_review(task: dict, annotation: dict, settings: ReviewSettings) -> Convers
         conversation_id=data["conversation_id"], task_id=task["id"], annotation_id=annotation["id"],
         annotator=annotator_of(annotation), keep=keep, reasons=[] if keep else [reason_keys[r] for r in picked.get("reasons", [])],
         comment="" if keep else texts.get("comment", ""), turns=turns,
-        submitted_at=_when(annotation.get("updated_at") or annotation.get("created_at")))
+        submitted_at=saved_at(annotation))
 
 
 # -- push ---------------------------------------------------------------------------------------------
@@ -155,7 +150,7 @@ def fetch_into(store: Store, server: Server, review: ReviewSettings) -> tuple[in
     projects = {project for project, task in pushed.values() if task is not None}
     versions, unreadable = read_annotations(server, projects, "conversation_id",
                                             lambda task, annotation: to_review(task, annotation, review))
-    return store.add_conversation_reviews([v for v in versions if v.conversation_id in pushed]), unreadable
+    return store.add_reviews([v for v in versions if v.conversation_id in pushed]), unreadable
 
 
 @dataclass(frozen=True)
@@ -178,7 +173,7 @@ class Conversations:
 
     def reviews(self, store: Store, items) -> dict[str, list[ConversationReview]]:
         out: dict[str, list[ConversationReview]] = {}
-        for version in store.get_conversation_reviews([c.id for c in items]):
+        for version in store.get_reviews([c.id for c in items], kind="conversation"):
             out.setdefault(version.conversation_id, []).append(version)
         return out
 

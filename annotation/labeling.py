@@ -20,12 +20,13 @@ import html
 import re
 import string
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from urllib.parse import quote
 from xml.sax.saxutils import quoteattr
 
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import Registry
-from benchsmith.records import LETTERS, Image, Question, Review, Video
+from benchsmith.records import EPOCH, LETTERS, Image, Question, Review, Video
 
 KEEP, DISCARD = "Keep", "Discard"
 OPTION_HOTKEYS = "1234"
@@ -167,7 +168,7 @@ def to_review(task: dict, annotation: dict, registry: Registry, settings: Review
         question_id=task["data"]["question_id"], task_id=task["id"], annotation_id=annotation["id"],
         annotator=annotator_of(annotation), answer=answer, dimension_id=dimension_id, keep=keep,
         reasons=[] if keep else [known("discard reason", label, reason_keys) for label in picked.get("reasons", [])],
-        comment="" if keep else comment,
+        comment="" if keep else comment, submitted_at=saved_at(annotation),
     )
 
 
@@ -177,3 +178,9 @@ def annotator_of(annotation: dict) -> str:
     if isinstance(who, dict):
         return who.get("email") or str(who.get("id"))
     return str(who)
+
+
+def saved_at(annotation: dict) -> datetime:
+    """When Label Studio last saved an annotation (its first save when it was never updated)."""
+    when = annotation.get("updated_at") or annotation.get("created_at")
+    return datetime.fromisoformat(when.replace("Z", "+00:00")) if when else EPOCH

@@ -51,7 +51,7 @@ class Kind(Protocol):
     def items(self, store: Store, statuses: Sequence[str]) -> list: ...
 
     def reviews(self, store: Store, items: Sequence) -> dict[str, list]:
-        """item id -> the reviews that decide it (a question's first round; every version of a conversation's)."""
+        """item id -> the reviews that decide it (each annotation's latest version; a question's first round only)."""
 
     def decide(self, item, reviews: Sequence) -> Decision: ...
 

@@ -12,7 +12,7 @@ import re
 import unicodedata
 from functools import lru_cache
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -239,22 +239,46 @@ class Verdict(Record):
         return stable_hash(self.subject_id, self.stage, self.rule)
 
 
-class Review(Record):
-    """One annotator's judgement of one question, as pulled back from Label Studio."""
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
-    question_id: str
+
+class ReviewVersion(Record):
+    """One version of one annotator's review of a benchmark item, as pulled back from Label Studio: keep or
+    discard with reasons, plus what the item's kind lets them change. Every distinct version is its own
+    record (the id hashes it), so no edit replaces another; `submitted_at` is when Label Studio saved it."""
+
+    kind: ClassVar[str]
+    subject_field: ClassVar[str]            # the field naming the item reviewed
+    content_fields: ClassVar[tuple[str, ...]]  # what the annotator could change, beyond keep or discard
+
     task_id: int
     annotation_id: int
     annotator: str
-    answer: int | None = None
-    dimension_id: int | None = None
     keep: bool = True
     reasons: list[str] = Field(default_factory=list)
     comment: str = ""
+    submitted_at: datetime = EPOCH
+
+    @property
+    def subject_id(self) -> str:
+        return getattr(self, self.subject_field)
 
     @property
     def id(self) -> str:
-        return stable_hash(self.task_id, self.annotation_id)
+        return stable_hash(self.kind, self.task_id, self.annotation_id, self.keep, sorted(self.reasons), self.comment,
+                           self.model_dump(mode="json", include=set(self.content_fields)), self.submitted_at)
+
+
+class Review(ReviewVersion):
+    """A review of a question: the answer and dimension the annotator chose."""
+
+    kind: ClassVar[str] = "question"
+    subject_field: ClassVar[str] = "question_id"
+    content_fields: ClassVar[tuple[str, ...]] = ("answer", "dimension_id")
+
+    question_id: str
+    answer: int | None = None
+    dimension_id: int | None = None
 
 
 Level = Literal["perception", "reasoning", "creation"]
@@ -302,25 +326,18 @@ def conversation_id(item_id: str, instructions: list[str]) -> str:
     return stable_hash("conversation", item_id, [normalise_text(i) for i in instructions])
 
 
-class ConversationReview(Record):
-    """One version of one annotator's review of a conversation: the turns as they left them (edited or
-    not), and keep or discard with reasons. `submitted_at` is when Label Studio last saved it."""
+class ConversationReview(ReviewVersion):
+    """A review of a conversation: its turns as the annotator left them, edited or not."""
+
+    kind: ClassVar[str] = "conversation"
+    subject_field: ClassVar[str] = "conversation_id"
+    content_fields: ClassVar[tuple[str, ...]] = ("turns",)
 
     conversation_id: str
-    task_id: int
-    annotation_id: int
-    annotator: str
-    keep: bool = True
-    reasons: list[str] = Field(default_factory=list)
-    comment: str = ""
     turns: list[Turn]
-    submitted_at: datetime
 
-    @property
-    def id(self) -> str:
-        """A new id for every distinct version of an annotation, so no edit replaces another."""
-        return stable_hash(self.task_id, self.annotation_id, self.keep, sorted(self.reasons), self.comment,
-                           [t.model_dump() for t in self.turns])
+
+REVIEW_KINDS: dict[str, type[ReviewVersion]] = {cls.kind: cls for cls in (Review, ConversationReview)}
 
 
 class Release(Record):

@@ -65,7 +65,7 @@ def collect(store: Store, conversations: Sequence[Conversation] | None = None) -
     if conversations is None:
         conversations = store.get_conversations(status=["accepted", "published"])
     items = {item.id: item for item in store.get_items(sorted({c.item_id for c in conversations}))}
-    reviews = store.get_conversation_reviews([c.id for c in conversations])
+    reviews = store.get_reviews([c.id for c in conversations], kind="conversation")
     reviewers = Counter(cid for cid, _annotation in {(r.conversation_id, r.annotation_id) for r in reviews})
     entries = [entry_for(c, items[c.item_id], reviewers[c.id]) for c in conversations if c.item_id in items]
     return sorted(entries, key=lambda e: e.conversation_id)

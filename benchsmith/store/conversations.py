@@ -1,4 +1,4 @@
-"""Conversations: three-turn items, and every version of their reviews. Where each stands lives in the
+"""Conversations: three-turn items. Their reviews are in reviews.py; where each stands lives in the
 shared lifecycle (lifecycle.py)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from benchsmith.records import Conversation, ConversationReview, Verdict, utcnow
-from benchsmith.store.schema import conversation_reviews, conversations
-from benchsmith.store.sql import chunks, insert_new
+from benchsmith.records import Conversation, Verdict, utcnow
+from benchsmith.store.schema import conversations
+from benchsmith.store.sql import chunks
 
 
 def _to_row(c: Conversation) -> dict:
@@ -53,28 +53,3 @@ class ConversationsMixin:
             for batch in chunks(list(ids)):
                 out.extend(_from_row(r) for r in conn.execute(query.where(conversations.c.id.in_(batch))))
             return out
-
-    # -- review versions ---------------------------------------------------------------------------------
-
-    def add_conversation_reviews(self, records: Sequence[ConversationReview]) -> int:
-        """Store review versions not seen before; return how many were new. Versions are never replaced."""
-        now = utcnow()
-        rows = [r.model_dump(mode="json") | {"id": r.id, "submitted_at": r.submitted_at, "created_at": now}
-                for r in records]
-        with self.engine.begin() as conn:
-            return len(insert_new(conn, conversation_reviews, rows))
-
-    def get_conversation_reviews(self, conversation_ids: Sequence[str] | None = None) -> list[ConversationReview]:
-        """Every stored version, oldest submission first."""
-        t = conversation_reviews
-        query = sa.select(t).order_by(t.c.conversation_id, t.c.submitted_at, t.c.annotation_id, t.c.created_at)
-        with self.engine.connect() as conn:
-            found = []
-            if conversation_ids is None:
-                found = list(conn.execute(query))
-            else:
-                for batch in chunks(list(conversation_ids)):
-                    found.extend(conn.execute(query.where(t.c.conversation_id.in_(batch))))
-        return [ConversationReview(**{k: v for k, v in r._mapping.items() if k not in ("id", "created_at")})
-                for r in found]
-

@@ -127,18 +127,24 @@ review_tasks = sa.Table(
     sa.Column("pushed_at", When, nullable=False),
 )
 
+# Every version of every annotator's review of a benchmark item of any kind, as pulled from Label Studio: a new
+# row per distinct version (the id hashes it), so no edit is lost. Beyond keep or discard, a question's review
+# holds an answer and a dimension, a conversation's the turns as the annotator left them.
 reviews = sa.Table(
     "reviews", metadata,
     sa.Column("id", ID, primary_key=True),
-    sa.Column("question_id", ID, nullable=False, index=True),
+    sa.Column("kind", sa.String(16), nullable=False, server_default="question"),
+    sa.Column("subject_id", ID, nullable=False, index=True),
     sa.Column("task_id", sa.Integer, nullable=False),
     sa.Column("annotation_id", sa.Integer, nullable=False),
     sa.Column("annotator", sa.Text, nullable=False),
     sa.Column("answer", sa.Integer),
     sa.Column("dimension_id", sa.Integer),
+    sa.Column("turns", sa.JSON),
     sa.Column("keep", sa.Boolean, nullable=False),
     sa.Column("reasons", sa.JSON, nullable=False),
     sa.Column("comment", sa.Text, nullable=False, server_default=""),
+    sa.Column("submitted_at", When, nullable=False),
     sa.Column("created_at", When, nullable=False),
 )
 
@@ -238,23 +244,6 @@ conversations = sa.Table(
     sa.Column("review_turns", sa.JSON),
     sa.Column("created_at", When, nullable=False),
     sa.Column("updated_at", When, nullable=False),
-)
-
-# Every version of every annotation of a conversation: the turns as the annotator left them, keep or
-# discard with reasons. A new row per distinct version (the id hashes the content), so no edit is lost.
-conversation_reviews = sa.Table(
-    "conversation_reviews", metadata,
-    sa.Column("id", ID, primary_key=True),
-    sa.Column("conversation_id", ID, nullable=False, index=True),
-    sa.Column("task_id", sa.Integer, nullable=False),
-    sa.Column("annotation_id", sa.Integer, nullable=False),
-    sa.Column("annotator", sa.Text, nullable=False),
-    sa.Column("keep", sa.Boolean, nullable=False),
-    sa.Column("reasons", sa.JSON, nullable=False),
-    sa.Column("comment", sa.Text, nullable=False, server_default=""),
-    sa.Column("turns", sa.JSON, nullable=False),
-    sa.Column("submitted_at", When, nullable=False),
-    sa.Column("created_at", When, nullable=False),
 )
 
 # ConvEval: one row per conversation and setting of an eval run: the answers, the opponent's, and the

@@ -106,11 +106,11 @@ def test_edited_conversations_round_trip_and_the_last_accepted_edit_wins(label_s
         assert again.new_reviews == 2 and again.conversations["revised"] == 1 and again.conversations["accepted"] == 1
         (accepted,) = store.get_conversations(ids=[edited.id])
         assert accepted.final_turns[1].reference == "The left square: it touches the border."
-        versions = store.get_conversation_reviews([edited.id])
+        versions = store.get_reviews([edited.id], kind="conversation", every_version=True)
         assert [v.turns[1].reference for v in versions] == ["The left one, as it touches the border.",
                                                             "The left square: it touches the border."]
         (fixed,) = store.get_conversations(ids=[broken.id])
         assert fixed.status == "accepted" and fixed.final_turns[0].reference == "Two squares, one blue."
-        assert len(store.get_conversation_reviews([broken.id])) == 2
+        assert len(store.get_reviews([broken.id], kind="conversation", every_version=True)) == 2
 
         assert pull(store, server, settings, registry()).new_reviews == 0

@@ -221,6 +221,7 @@ def test_workers_claiming_and_caching_the_same_llm_calls_at_once_on_postgresql_e
 
 
 def test_questions_and_conversations_of_an_older_store_move_onto_one_lifecycle(store_url):
+    """0007 -> head: migrations 0008 (events, review tasks, releases) and 0009 (reviews)."""
     engine = sa.create_engine(store_url)
     migrate(engine, "0007")
     when = datetime(2026, 11, 1, 10, tzinfo=timezone.utc)
@@ -228,7 +229,8 @@ def test_questions_and_conversations_of_an_older_store_move_onto_one_lifecycle(s
     with engine.begin() as conn:
         table = {name: sa.Table(name, sa.MetaData(), autoload_with=conn) for name in (
             "questions", "conversations", "question_events", "conversation_events", "review_tasks",
-            "conversation_review_tasks", "releases", "release_questions", "release_conversations")}
+            "conversation_review_tasks", "releases", "release_questions", "release_conversations", "reviews",
+            "conversation_reviews")}
         common = {"status": "published", "generator": "template", "provenance": {"backend": "template"}, "meta": {},
                   "created_at": when, "updated_at": when}
         conn.execute(sa.insert(table["questions"]), [
@@ -258,6 +260,14 @@ def test_questions_and_conversations_of_an_older_store_move_onto_one_lifecycle(s
             {"version": "v2", "question_id": q, "content_hash": "h1"}])
         conn.execute(sa.insert(table["release_conversations"]), [
             {"version": "v2", "conversation_id": c, "content_hash": "h3"}])
+        reviewed = {"annotator": "a@x", "keep": True, "reasons": [], "comment": "", "created_at": when}
+        conn.execute(sa.insert(table["reviews"]), [reviewed | {"id": "r1", "question_id": q, "task_id": 11,
+                                                               "annotation_id": 5, "answer": 2, "dimension_id": 3}])
+        conn.execute(sa.insert(table["conversation_reviews"]), [
+            reviewed | {"id": f"v{n}", "conversation_id": c, "task_id": 31, "annotation_id": 6,
+                        "submitted_at": when + timedelta(hours=n),
+                        "turns": [{"level": "perception", "instruction": "What?", "reference": f"take {n}"}]}
+            for n in (1, 2)])
     engine.dispose()
 
     with Store(store_url) as store:
@@ -275,5 +285,11 @@ def test_questions_and_conversations_of_an_older_store_move_onto_one_lifecycle(s
         assert store.status_counts("question") == {"published": 1, "withdrawn": 1}
         assert store.events(gone)[-1]["to_status"] == "withdrawn"
         assert store.events(gone)[-1]["reason"].startswith("withdrawn in v2")
+        # one review table: the question's review, and every version of the conversation's (the latest counts)
+        (answered,) = store.get_reviews([q])
+        assert (answered.answer, answered.dimension_id, answered.submitted_at) == (2, 3, when)
+        versions = store.get_reviews([c], kind="conversation", every_version=True)
+        assert [v.turns[0].reference for v in versions] == ["take 1", "take 2"]
+        assert [v.turns[0].reference for v in store.get_reviews([c], kind="conversation")] == ["take 2"]
         assert not {"question_events", "conversation_events", "conversation_review_tasks", "release_questions",
-                    "release_conversations"} & set(sa.inspect(store.engine).get_table_names())
+                    "release_conversations", "conversation_reviews"} & set(sa.inspect(store.engine).get_table_names())

@@ -32,7 +32,7 @@ def add_conversations(store, item_ids):
     store.move("conversation", [c.id for c in made[:3]], "in_review", stage="review")
     edited = three_turns("0")
     edited[1] = edited[1].model_copy(update={"reference": "The circle: it is twice the square's width."})
-    store.add_conversation_reviews([ConversationReview(conversation_id=made[0].id, task_id=1, annotation_id=1,
+    store.add_reviews([ConversationReview(conversation_id=made[0].id, task_id=1, annotation_id=1,
                                                        annotator="a0", turns=edited, submitted_at=utcnow())])
     store.move("conversation", [made[0].id], "accepted", stage="review", updates_by_id={made[0].id: {"review_turns": edited}})
     store.move("conversation", [made[1].id], "accepted", stage="review")
