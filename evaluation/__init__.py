@@ -1,11 +1,14 @@
 """Evaluation: score models on a release (or the candidate pool) and read back what the scores say
-about the questions themselves.
+about the items themselves.
 
-- `records`: what is evaluated (`EvalQuestion`), one showing of it to a model (`Pass`), and what the
-  model answered (`ModelAnswer`);
-- `sources`: questions from a release folder, a Hub dataset or the store's candidates;
-- `protocols`: which passes a protocol makes (single, circular, instability) and how they score;
+- `records`: what is evaluated (`EvalQuestion`, `EvalConversation`), one showing of a question to a model
+  (`Pass`), and what the model answered (`ModelAnswer`);
+- `sources`: questions or conversations from a release folder, a Hub dataset or the store's candidates;
+- `protocols`: the protocol contract and registry, and the question protocols (single, circular,
+  instability); `conveval`: the conversation protocol;
 - `adapters`: one small protocol per kind of model (likelihood ranking, chat + option matching, blind);
-- `stage`: evaluation as a runner stage, predictions kept in the store;
-- `board`, `items`: the leaderboard and the item analysis.
+- `judge`: judge LLM calls and how their votes are read and pooled;
+- `stage`: question evaluation as a runner stage, predictions kept in the store, and `evaluate`, which
+  runs any protocol's stage;
+- `board`, `items`: the question leaderboard and the item analysis.
 """

@@ -7,6 +7,7 @@ a mean of dimensions). Each accuracy carries a 95% bootstrap interval over quest
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from evaluation.protocols import entropy, protocol, question_score
+from evaluation.settings import EvalSettings
 from evaluation.sources import Source
 
 CHANCE = 0.25
@@ -74,7 +76,7 @@ def bootstrap_interval(values: np.ndarray, resamples: int, seed: int = 0) -> tup
 
 
 def collect(store, source: Source) -> list[RunScores]:
-    current = {f"{q.question_id}:{q.content_hash[:12]}" for q in source.questions}
+    current = {f"{q.question_id}:{q.content_hash[:12]}" for q in source.items}
     runs = store.eval_runs(source.label)
     predictions: dict[str, list[dict]] = defaultdict(list)
     for row in store.predictions([r["id"] for r in runs]):
@@ -95,7 +97,7 @@ class Board:
 
 
 def leaderboard(runs: Sequence[RunScores], source: Source, resamples: int) -> Board:
-    dimensions = sorted({q.dimension for q in source.questions})
+    dimensions = sorted({q.dimension for q in source.items})
     board = Board(source.label, dimensions)
     for scores in runs:
         frame = scores.questions.dropna(subset=["score"])
@@ -103,7 +105,7 @@ def leaderboard(runs: Sequence[RunScores], source: Source, resamples: int) -> Bo
         low, high = bootstrap_interval(overall, resamples)
         row: dict[str, Any] = {
             "model": scores.label, "adapter": scores.run["adapter"], "protocol": scores.run["protocol"],
-            "blind": scores.blind, "questions": int(len(frame)), "of": len(source.questions),
+            "blind": scores.blind, "questions": int(len(frame)), "of": len(source.items),
             "overall": float(overall.mean()) if len(overall) else None, "overall_ci": [low, high],
             "format_hit": float(scores.questions["matched"].sum() / max(1, scores.questions["passes"].sum())),
             "instability": float(frame["entropy"].mean()) if scores.instability and len(frame) else None,
@@ -118,6 +120,17 @@ def leaderboard(runs: Sequence[RunScores], source: Source, resamples: int) -> Bo
         board.rows.append(row)
     board.rows.sort(key=lambda r: (r["blind"], -(r["overall"] or 0)))
     return board
+
+
+def write_board(store, settings, source: Source, folder) -> tuple[str, dict[str, Any], int]:
+    """board.md, board.json and board.png of every question protocol's runs on `source`."""
+    board = leaderboard(collect(store, source), source, settings.section("evaluate", EvalSettings).bootstrap)
+    markdown = board_markdown(board)
+    (folder / "board.md").write_text(markdown, encoding="utf-8")
+    (folder / "board.json").write_text(json.dumps(board.as_dict(), indent=1), encoding="utf-8")
+    if board.rows:
+        plot_board(board, folder / "board.png")
+    return markdown, board.as_dict(), len(board.rows)
 
 
 def _pct(value: float | None) -> str:

@@ -1,4 +1,6 @@
-"""ConvEval: a model holds each three-turn conversation, and a judge LLM grades it (ConvBench).
+"""ConvEval, the protocol `conveval`: a model holds each three-turn conversation, and a judge LLM grades
+it (ConvBench). Settings under `evaluate.conveval`; `eval run --protocol conveval`, `eval board
+--protocol conveval`.
 
 The model answers turn 1, then turn 2 with its own first answer in context, then turn 3 with both, the
 image in the first message, through its adapter's `converse` (the `openai` adapter: any OpenAI-compatible
@@ -12,10 +14,8 @@ judge LLM grades each answered turn, and the conversation as a whole, two ways:
   opponent is `reference_model` (another model under `evaluate.models`, answering the same way), or the
   human-checked reference answers when that is empty, as ConvBench did.
 
-Every judge prompt in the prompt file is asked; the pooled result is the median of the direct scores
-(the middle judgement, robust to one outlier) and the most common of the pairwise verdicts (a draw
-between verdicts is a tie). A judgement with no "Rating:" or "Verdict:" line is an unparseable vote and
-does not count.
+Every judge prompt in the prompt file is asked; the votes are read and pooled as evaluation/judge.py
+says (the median rating, the most common verdict).
 
 The ablation separates perception failures from reasoning failures: setting `perception_given` puts
 the reference answer of turn 1 in place of the model's own, so turns 2 and 3 start from a perfect
@@ -30,32 +30,44 @@ without repeating a call, and a rerun sends nothing.
 
 from __future__ import annotations
 
-import hashlib
-import re
-import statistics
+import json
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith import runner
 from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LEVELS, Turn, stable_hash
-from benchsmith.settings import SettingsError, parse_yaml
 from evaluation.adapters import Adapter, EvalError, build_adapter
-from evaluation.settings import ConvEvalSettings
-from evaluation.templates import load_templates
+from evaluation.judge import judge_request, pooled_outcome, pooled_score, read_rating, read_verdict
+from evaluation.protocols import Protocol
+from evaluation.records import EvalConversation
+from evaluation.settings import EvalSettings
+from evaluation.stage import EvalRun
+from evaluation.templates import load_prompt_file, load_templates
 
 STAGE = "evaluate:conversations"
 PROMPTS = Path(__file__).with_name("conveval.yaml")
 GIVEN: dict[str, int] = {"model": 0, "perception_given": 1, "perception_reasoning_given": 2}
 OVERALL = 0                     # the target number of the conversation as a whole; turns are 1-3
 WINDOW = 16                     # conversation-settings handed over at a time: up to ~60 calls each
-Outcome = Literal["win", "tie", "lose"]
+Setting = Literal["model", "perception_given", "perception_reasoning_given"]
+
+
+class ConvEvalSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    judge_model: str = "gpt-4o"
+    reference_model: str = ""            # pairwise opponent, a name under evaluate.models; "": the references
+    settings: list[Setting] = ["model", "perception_given", "perception_reasoning_given"]
+    answer_max_tokens: int = Field(1024, ge=16)
+    judge_max_tokens: int = Field(800, ge=16)
+    prompts: str = ""                    # a file shaped like evaluation/conveval.yaml; "" for that one
+    llm: dict[str, Any] = Field(default_factory=dict)   # the judge's LlmOptions: concurrency, limits, retries
 
 
 class JudgePrompts(BaseModel):
@@ -63,33 +75,6 @@ class JudgePrompts(BaseModel):
 
     direct: list[str] = Field(min_length=1)
     pairwise: list[str] = Field(min_length=1)
-
-
-def load_prompts(path: str | Path | None = None) -> JudgePrompts:
-    source = Path(path) if path else PROMPTS
-    try:
-        return JudgePrompts.model_validate(parse_yaml(source.read_text(encoding="utf-8")))
-    except OSError as exc:
-        raise SettingsError(f"evaluate.conversations.prompts: cannot read {source}: {exc.strerror}") from None
-    except (yaml.YAMLError, ValidationError) as exc:
-        raise SettingsError(f"evaluate.conversations.prompts: {source} is not a valid prompt file: "
-                            f"{str(exc).splitlines()[0]}") from None
-
-
-@dataclass(frozen=True)
-class EvalConversation:
-    """One conversation as a model under test meets it: three turns and the image."""
-
-    conversation_id: str
-    turns: tuple[Turn, ...]
-    frames: tuple[bytes, ...] = field(default=(), repr=False)
-    content_hash: str = ""
-
-    @staticmethod
-    def of(conversation_id: str, turns: Sequence[Turn], frames: Sequence[bytes]) -> EvalConversation:
-        digest = [hashlib.sha256(frame).hexdigest()[:16] for frame in frames]
-        return EvalConversation(conversation_id, tuple(turns), tuple(frames),
-                                stable_hash([t.model_dump() for t in turns], digest))
 
 
 @dataclass(frozen=True)
@@ -105,44 +90,6 @@ class Unit:
     def targets(self) -> list[int]:
         """The turns the model answers itself (1-based), then the whole conversation."""
         return [n for n in range(1, len(LEVELS) + 1) if n > GIVEN[self.setting]] + [OVERALL]
-
-
-# -- pooling the judges' votes: pure, and pinned by hand-computed tests -------------------------------
-
-_RATING = re.compile(r"rating\s*[:=]\s*\**\s*(\d{1,2})\b", re.IGNORECASE)
-_VERDICT = re.compile(r"verdict\s*[:=]\s*\**\s*(a|b|tie)\b", re.IGNORECASE)
-
-
-def read_rating(judgement: str) -> int | None:
-    found = [int(v) for v in _RATING.findall(judgement)]
-    return found[-1] if found and 1 <= found[-1] <= 10 else None
-
-
-def read_verdict(judgement: str, model_is_a: bool) -> Outcome | None:
-    """The model's outcome from the judge's last verdict line, or None when there is none."""
-    found = _VERDICT.findall(judgement)
-    if not found:
-        return None
-    verdict = found[-1].lower()
-    if verdict == "tie":
-        return "tie"
-    return "win" if (verdict == "a") == model_is_a else "lose"
-
-
-def pooled_score(votes: Sequence[int | None]) -> float | None:
-    """The median of the counted ratings; None when no judge gave one."""
-    counted = [v for v in votes if v is not None]
-    return float(statistics.median(counted)) if counted else None
-
-
-def pooled_outcome(votes: Sequence[Outcome | None]) -> Outcome | None:
-    """The most common counted verdict; a draw between verdicts is a tie; None when none counted."""
-    counted = Counter(v for v in votes if v is not None).most_common()
-    if not counted:
-        return None
-    if len(counted) > 1 and counted[0][1] == counted[1][1]:
-        return "tie"
-    return counted[0][0]
 
 
 def model_is_a(subject: str, target: int, prompt: int) -> bool:
@@ -190,10 +137,8 @@ def direct_requests(model: str, prompts: JudgePrompts, unit: Unit, answers: Sequ
                     max_tokens: int) -> list[tuple[tuple[str, int, int], LlmRequest]]:
     turns = unit.conversation.turns
     talk = dialogue(turns, answers, references=True)
-    return [(("direct", target, k), LlmRequest(
-        purpose="judge", model=model, temperature=0.0, max_tokens=max_tokens, tag=unit.subject,
-        messages=[{"role": "user", "content": prompt.format(dialogue=talk, target=_target_name(target),
-                                                            focus_points=_focus(turns, target))}]))
+    return [(("direct", target, k), judge_request(model, prompt.format(
+        dialogue=talk, target=_target_name(target), focus_points=_focus(turns, target)), max_tokens, unit.subject))
             for target in unit.targets for k, prompt in enumerate(prompts.direct)]
 
 
@@ -207,9 +152,7 @@ def pairwise_requests(model: str, prompts: JudgePrompts, unit: Unit, answers: Se
             a, b = (mine, theirs) if model_is_a(unit.subject, target, k) else (theirs, mine)
             text = prompt.format(references=reference_block(turns), dialogue_a=a, dialogue_b=b,
                                  target=_target_name(target), focus_points=_focus(turns, target))
-            out.append((("pairwise", target, k), LlmRequest(
-                purpose="judge", model=model, temperature=0.0, max_tokens=max_tokens, tag=unit.subject,
-                messages=[{"role": "user", "content": text}])))
+            out.append((("pairwise", target, k), judge_request(model, text, max_tokens, unit.subject)))
     return out
 
 
@@ -226,31 +169,20 @@ class Graded:
     retry: str = ""
 
 
-@dataclass
-class ConvRun:
-    id: str
-    model: str
-    source: str
-    config: dict[str, Any]
-
-    def row(self) -> dict[str, Any]:
-        return {"id": self.id, "model": self.model, "adapter": "openai", "source": self.source,
-                "protocol": "conveval", "config": self.config}
-
-
 def plan_run(models: dict[str, Any], options: ConvEvalSettings, prompts: JudgePrompts, model: str,
-             source: str) -> ConvRun:
+             source: str) -> EvalRun:
     opponent = models[options.reference_model].identity() if options.reference_model else "references"
     config = {"model": models[model].identity(), "opponent": opponent, "judge_model": options.judge_model,
               "prompts": prompts.model_dump(), "answer_max_tokens": options.answer_max_tokens,
               "judge_max_tokens": options.judge_max_tokens}
-    return ConvRun(stable_hash("conveval", model, source, config), model, source, config)
+    return EvalRun(stable_hash("conveval", model, source, config), model, "openai", source, "conveval", config)
 
 
 class ConvEvalStage:
     name = STAGE
+    window = WINDOW
 
-    def __init__(self, run: ConvRun, conversations: Sequence[EvalConversation], settings, adapters: dict[str, Adapter],
+    def __init__(self, run: EvalRun, conversations: Sequence[EvalConversation], settings, adapters: dict[str, Adapter],
                  options: ConvEvalSettings, prompts: JudgePrompts, store=None) -> None:
         self.run = run
         self.units_ = [Unit(c, s) for c in conversations for s in options.settings]
@@ -355,42 +287,51 @@ class ConvEvalStage:
             outcomes.append(runner.Outcome(unit.subject, "done"))
             report.counters["graded"] += 1
         store.add_conversation_evals(rows)
+        report.counters.update(self.calls)
+        report.counters["http_calls"] = self.http_calls
+        self.calls.clear()
         return outcomes
 
-
-def prepare(store, settings, conversations: Sequence[EvalConversation], source: str, model: str) -> ConvEvalStage:
-    """The stage that holds and grades `model`'s conversations on `source`, its run recorded."""
-    from evaluation.settings import EvalSettings
-
-    options = settings.section("evaluate", EvalSettings)
-    conv = options.conversations
-    prompts = load_prompts(conv.prompts or None)
-    templates = load_templates(options.prompts or None)
-    adapters = {}
-    for name in dict.fromkeys([model, conv.reference_model or model]):
-        if name not in options.models:
-            raise EvalError(f"no model {name!r} under evaluate.models in the settings "
-                            f"(configured: {', '.join(sorted(options.models)) or 'none'})")
-        adapters[name] = build_adapter(name, options.models[name], templates=templates, settings=settings, store=store)
-        if not hasattr(adapters[name], "converse"):  # an adapter that can hold a conversation has `converse`
-            adapters[name].release()
-            raise EvalError(f"model {name!r} is of kind {options.models[name].kind}; conversations need a chat "
-                            "model (kind: openai)")
-    run = plan_run(options.models, conv, prompts, model, source)
-    store.add_eval_run(run.row())
-    return ConvEvalStage(run, conversations, settings, adapters, conv, prompts, store)
-
-
-def evaluate(store, stage: ConvEvalStage, *, window: int = WINDOW, limit: int | None = None,
-             progress: Callable[[int], None] | None = None) -> runner.StageReport:
-    try:
-        report = runner.run(stage, store, window=window, limit=limit, progress=progress)
-    finally:
-        for adapter in stage.adapters.values():
+    def release(self) -> None:
+        for adapter in self.adapters.values():
             adapter.release()
-    report.counters.update(stage.calls)
-    report.counters["http_calls"] = stage.http_calls
-    return report
+
+
+class ConvEval(Protocol):
+    """Conversations held by a chat model and graded by judges (module docstring)."""
+
+    settings_model = ConvEvalSettings
+    items = "conversations"
+
+    def stage(self, store, settings, source, model: str) -> ConvEvalStage:
+        """The stage that holds and grades `model`'s conversations on `source`, its run recorded."""
+        options = settings.section("evaluate", EvalSettings)
+        prompts = load_prompt_file(JudgePrompts, self.settings.prompts, PROMPTS, "evaluate.conveval.prompts")
+        templates = load_templates(options.prompts or None)
+        adapters = {}
+        for name in dict.fromkeys([model, self.settings.reference_model or model]):
+            adapters[name] = build_adapter(name, options.model(name), templates=templates, settings=settings,
+                                           store=store)
+            if not hasattr(adapters[name], "converse"):  # an adapter that can hold a conversation has `converse`
+                adapters[name].release()
+                raise EvalError(f"model {name!r} is of kind {options.models[name].kind}; conversations need a "
+                                "chat model (kind: openai)")
+        run = plan_run(options.models, self.settings, prompts, model, source.label)
+        store.add_eval_run(run.row())
+        return ConvEvalStage(run, source.items, settings, adapters, self.settings, prompts, store)
+
+    def board(self, store, settings, source, folder: Path) -> tuple[str, dict[str, Any], int]:
+        """conversations.md and .json: per model and setting, the scores of its runs' current rows."""
+        current = {f"{c.conversation_id}:{c.content_hash[:12]}" for c in source.items}
+        runs = [r for r in store.eval_runs(source.label) if r["protocol"] == self.name]
+        boards = {r["model"]: scores([row for row in store.conversation_evals([r["id"]])
+                                      if row["subject"].rsplit(":", 1)[0] in current]) for r in runs}
+        opponents = {json.dumps(r["config"]["opponent"], sort_keys=True) for r in runs}
+        markdown = board_markdown(boards, "the reference answers" if opponents <= {'"references"'}
+                                  else "the reference model")
+        (folder / "conversations.md").write_text(markdown, encoding="utf-8")
+        (folder / "conversations.json").write_text(json.dumps(boards, indent=1), encoding="utf-8")
+        return markdown, boards, len(runs)
 
 
 # -- the board ----------------------------------------------------------------------------------------
@@ -422,7 +363,7 @@ def scores(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def board_markdown(runs: Sequence[tuple[str, dict[str, dict[str, Any]]]], opponent: str) -> str:
+def board_markdown(runs: dict[str, dict[str, dict[str, Any]]], opponent: str) -> str:
     """One table per grading: rows are models x settings, columns the turns and the whole conversation."""
     def cell(value, percent=False):
         return "-" if value is None else f"{value:.1%}" if percent else f"{value:.2f}"
@@ -431,13 +372,13 @@ def board_markdown(runs: Sequence[tuple[str, dict[str, dict[str, Any]]]], oppone
              "S1 perception, S2 reasoning, S3 creation, S0 the whole conversation; R2 = mean(S1..S3), "
              "R1 = (R2 + S0) / 2.", "",
              "| model | setting | n | S1 | S2 | S3 | S0 | R2 | R1 |", "|---|---|---|---|---|---|---|---|---|"]
-    for model, by_setting in runs:
+    for model, by_setting in runs.items():
         for setting, e in by_setting.items():
             lines.append(f"| {model} | {setting} | {e['conversations']} | " + " | ".join(
                 cell(e.get(f"direct_{k}")) for k in ("S1", "S2", "S3", "S0", "R2", "R1")) + " |")
     lines += ["", f"Pairwise against {opponent}: win rate (tie rate) per target.", "",
               "| model | setting | S1 | S2 | S3 | S0 |", "|---|---|---|---|---|---|"]
-    for model, by_setting in runs:
+    for model, by_setting in runs.items():
         for setting, e in by_setting.items():
             lines.append(f"| {model} | {setting} | " + " | ".join(
                 "-" if e.get(f"win_{k}") is None else f"{cell(e[f'win_{k}'], True)} ({cell(e[f'tie_{k}'], True)})"

@@ -1,8 +1,11 @@
-"""Evaluation protocols: which passes each question gets, and how a question's passes score.
+"""Evaluation protocols: what a model is shown of each item, how its answers score, and the board.
 
 A protocol is a `Protocol` subclass registered in the entry-point group `benchsmith.protocols`
-(benchsmith/plugins.py); ours below are registered there as another package's would be. `evaluate.protocol`
+(benchsmith/plugins.py); ours are registered there as another package's would be. `evaluate.protocol`
 (or `eval run --protocol`) names it, and its own settings, if it has any, live under `evaluate.<name>`.
+A protocol says which kind of item it evaluates (`items`), plans its runner stage for a model on a
+source (`stage`) and writes its board (`board`). The question protocols share the question machinery
+(evaluation/stage.py, board.py) and only say which passes a question gets and how they score:
 
 - `single` (SEED-Bench): one pass, options in their published order, the first prompt template.
 - `circular` (MMBench's CircularEval): one pass per rotation of the options; a question counts as
@@ -12,7 +15,8 @@ A protocol is a `Protocol` subclass registered in the entry-point group `benchsm
   model chose across the passes, mapped back to the original options, averaged over questions. A
   model that always picks the same option has 0; one that scatters over four has up to ln 4 = 1.39.
 A skipped pass (the model cannot take the question) is left out of every score; a format miss counts
-as wrong, and as its own outcome in the entropy.
+as wrong, and as its own outcome in the entropy. `conveval` (evaluation/conveval.py) evaluates
+conversations with a stage and a board of its own.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import math
 import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,19 +34,38 @@ from benchsmith import plugins
 from benchsmith.records import rotation, stable_hash
 from benchsmith.settings import NoSettings
 from evaluation.records import EvalQuestion, Pass
+from evaluation.settings import EvalSettings
+from evaluation.sources import Kind
 
 
 class Protocol:
-    """How each question is shown to a model (`passes`) and how its scored passes fold into the question's
-    score (`score`: the share right, unless overridden). `settings_model` validates `evaluate.<name>`;
-    `templates` says how many prompt wordings its passes use; `instability` whether the board reports the
+    """An evaluation protocol under its settings (`settings_model` validates `evaluate.<name>`).
+
+    `items` is the kind of item it evaluates. `stage` plans the runner stage that evaluates one model on a
+    source and records its run; `board` writes the board of every run on a source into a folder and
+    returns (markdown, JSON-able data, how many runs it shows). By default these are the question
+    machinery's, which asks of a protocol only how each question is shown to a model (`passes`) and how
+    its scored passes fold into the question's score (`score`: the share right, unless overridden);
+    `templates` says how many prompt wordings its passes use, `instability` whether the board reports the
     spread of a model's choices over a question's passes."""
 
     settings_model: type[BaseModel] = NoSettings
+    items: Kind = "questions"
     instability: bool = False
 
-    def __init__(self, settings: BaseModel) -> None:
+    def __init__(self, settings: BaseModel, name: str = "") -> None:
         self.settings = settings
+        self.name = name or type(self).__name__.lower()
+
+    def stage(self, store, settings, source, model: str):
+        from evaluation.stage import plan_stage  # the question machinery imports this module
+
+        return plan_stage(store, settings, source, model, self)
+
+    def board(self, store, settings, source, folder: Path) -> tuple[str, dict[str, Any], int]:
+        from evaluation.board import write_board
+
+        return write_board(store, settings, source, folder)
 
     def passes(self, question: EvalQuestion) -> list[Pass]:
         raise NotImplementedError
@@ -61,7 +85,14 @@ def protocol(name: str, settings: Mapping[str, Any] | None = None) -> Protocol:
     """The installed protocol `name` under `settings` (validated by its model; None: its defaults). A run
     records them (`Protocol.identity`), so its scores are folded under the settings it ran with."""
     made = plugins.load("protocols", name, where="evaluate.protocol")
-    return made(made.settings_model.model_validate(settings or {}))
+    return made(made.settings_model.model_validate(settings or {}), name)
+
+
+def configured(settings, name: str | None = None) -> Protocol:
+    """Protocol `name` (default: `evaluate.protocol`) under its settings in `evaluate.<name>`."""
+    options = settings.section("evaluate", EvalSettings)
+    name = name or options.protocol
+    return protocol(name, options.part(name).model_dump())
 
 
 def passes(questions: Iterable[EvalQuestion], shown: Protocol) -> list[Pass]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from benchsmith.records import LETTERS
+from benchsmith.records import LETTERS, Turn, stable_hash
 
 
 @dataclass(frozen=True)
@@ -108,3 +109,19 @@ class ModelAnswer:
     votes: tuple[int | None, ...] = ()  # judge ensemble votes; when there are any, they decide correctness
     skipped: str = ""
     retry: str = ""
+
+
+@dataclass(frozen=True)
+class EvalConversation:
+    """One three-turn conversation as a model under test meets it (ConvEval): its turns and the image."""
+
+    conversation_id: str
+    turns: tuple[Turn, ...]
+    frames: tuple[bytes, ...] = field(default=(), repr=False)
+    content_hash: str = ""
+
+    @staticmethod
+    def of(conversation_id: str, turns: Sequence[Turn], frames: Sequence[bytes]) -> EvalConversation:
+        digest = [hashlib.sha256(frame).hexdigest()[:16] for frame in frames]
+        return EvalConversation(conversation_id, tuple(turns), tuple(frames),
+                                stable_hash([t.model_dump() for t in turns], digest))

@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from benchsmith import plugins
 from benchsmith.settings import WithParts
-from evaluation.adapters import AnyAdapterConfig
-
-Setting = Literal["model", "perception_given", "perception_reasoning_given"]  # ConvEval: which turns are given
-
-
-class ConvEvalSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    judge_model: str = "gpt-4o"
-    reference_model: str = ""            # pairwise opponent, a name under evaluate.models; "": the references
-    settings: list[Setting] = ["model", "perception_given", "perception_reasoning_given"]
-    answer_max_tokens: int = Field(1024, ge=16)
-    judge_max_tokens: int = Field(800, ge=16)
-    prompts: str = ""                    # a file shaped like evaluation/conveval.yaml; "" for that one
-    llm: dict[str, Any] = Field(default_factory=dict)   # the judge's LlmOptions: concurrency, limits, retries
+from evaluation.adapters import AnyAdapterConfig, EvalError
 
 
 class EvalSettings(WithParts):
@@ -37,7 +23,14 @@ class EvalSettings(WithParts):
     bootstrap: int = Field(1000, ge=100)  # resamples behind each 95% interval on the board
     out_dir: str = "evaluations"        # under the workspace: boards and item analyses
     models: dict[str, AnyAdapterConfig] = Field(default_factory=dict)
-    conversations: ConvEvalSettings = Field(default_factory=ConvEvalSettings)  # ConvEval (eval run --conversations)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data):
+        if isinstance(data, dict) and "conversations" in data:
+            raise ValueError("the key `conversations` is now `conveval`: ConvEval is the protocol conveval "
+                             "(`eval run --protocol conveval`), configured under its name")
+        return data
 
     @field_validator("protocol")
     @classmethod
@@ -45,3 +38,10 @@ class EvalSettings(WithParts):
         if name not in plugins.names("protocols"):
             raise ValueError(f"{name}: not an installed protocol (installed: {', '.join(plugins.names('protocols'))})")
         return name
+
+    def model(self, name: str) -> AnyAdapterConfig:
+        """The model configured as `name` under evaluate.models."""
+        if name not in self.models:
+            known = ", ".join(sorted(self.models)) or "none"
+            raise EvalError(f"no model {name!r} under evaluate.models in the settings (configured: {known})")
+        return self.models[name]

@@ -3,7 +3,8 @@
 An eval run is one model on one source under one protocol and configuration; its id hashes all of
 that, and is the stage's config key in the work ledger. Rerunning finds every pass finished and builds
 no model and sends no request; a run stopped part way goes on from the passes not yet stored. A
-question whose content changes gets new subjects, so it is asked again.
+question whose content changes gets new subjects, so it is asked again. `evaluate` runs any protocol's
+stage (this one, or ConvEval's).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from benchsmith import runner
 from benchsmith.records import stable_hash
 from evaluation.adapters import Adapter, EvalError, build_adapter
 from evaluation.judge import decide
-from evaluation.protocols import Protocol, passes, protocol
+from evaluation.protocols import Protocol, passes
 from evaluation.records import ModelAnswer, Pass
 from evaluation.settings import EvalSettings
 from evaluation.sources import Source
@@ -39,33 +40,30 @@ class EvalRun:
                 "protocol": self.protocol, "config": self.config}
 
 
-def plan_run(options: EvalSettings, templates: Templates, model: str, source: str, name: str,
-             shown: Protocol) -> EvalRun:
-    """The run of `model` on `source` under protocol `name`; its id hashes everything that shapes its answers."""
-    if model not in options.models:
-        known = ", ".join(sorted(options.models)) or "none"
-        raise EvalError(f"no model {model!r} under evaluate.models in the settings (configured: {known})")
-    adapter = options.models[model]
+def plan_run(options: EvalSettings, templates: Templates, model: str, source: str, shown: Protocol) -> EvalRun:
+    """The run of `model` on `source` under protocol `shown`; its id hashes everything that shapes its answers."""
+    adapter = options.model(model)
     kind = "likelihood" if adapter.kind == "likelihood" else "choice"   # answering in words: choice wordings
     wordings = getattr(templates, kind)
     used = shown.templates()
     if used > len(wordings):
-        raise EvalError(f"protocol {name} asks for {used} prompt wordings but the prompt file has only "
+        raise EvalError(f"protocol {shown.name} asks for {used} prompt wordings but the prompt file has only "
                         f"{len(wordings)} {kind} templates")
     config = {"adapter": adapter.identity(), "templates": wordings[:used] if adapter.kind != "blind" else [],
               "protocol": shown.identity(),
               "matcher": templates.matcher if getattr(adapter, "matcher_model", "") else "",
               "judge": [p.model_dump() for p in templates.judge] if getattr(adapter, "judge_model", "") else []}
-    run_id = stable_hash(model, source, name, config)
-    return EvalRun(run_id, model, adapter.kind, source, name, config)
+    run_id = stable_hash(model, source, shown.name, config)
+    return EvalRun(run_id, model, adapter.kind, source, shown.name, config)
 
 
 class EvalStage:
     name = STAGE
 
-    def __init__(self, run: EvalRun, units: Sequence[Pass], make_adapter: Callable[[], Adapter]) -> None:
+    def __init__(self, run: EvalRun, units: Sequence[Pass], make_adapter: Callable[[], Adapter], window: int) -> None:
         self.run = run
         self.passes = list(units)
+        self.window = window
         self._make_adapter = make_adapter
         self.adapter: Adapter | None = None
 
@@ -106,29 +104,29 @@ class EvalStage:
         store.add_predictions(rows)
         return outcomes
 
+    def release(self) -> None:
+        if self.adapter is not None:
+            self.adapter.release()
 
-def prepare(store, settings, source: Source, model: str, protocol_name: str | None = None) -> EvalStage:
-    """The stage that evaluates `model` on `source` (under `protocol_name`, else `evaluate.protocol`), its
-    run recorded; nothing is loaded yet."""
+
+def plan_stage(store, settings, source: Source, model: str, shown: Protocol) -> EvalStage:
+    """The stage that evaluates `model` on `source`'s questions under question protocol `shown`, its run
+    recorded; nothing is loaded yet."""
     options = settings.section(STAGE, EvalSettings)
     templates = load_templates(options.prompts or None)
-    name = protocol_name or options.protocol
-    shown = protocol(name, options.part(name).model_dump())
-    run = plan_run(options, templates, model, source.label, name, shown)
+    run = plan_run(options, templates, model, source.label, shown)
     store.add_eval_run(run.row())
 
     def make_adapter() -> Adapter:
         return build_adapter(model, options.models[model], templates=templates, settings=settings, store=store)
 
-    return EvalStage(run, passes(source.questions, shown), make_adapter)
+    return EvalStage(run, passes(source.items, shown), make_adapter, options.window)
 
 
-def evaluate(store, settings, stage: EvalStage, *, limit: int | None = None,
+def evaluate(store, stage, *, limit: int | None = None,
              progress: Callable[[int], None] | None = None) -> runner.StageReport:
-    """Do the stage's pending passes; predictions land in the store as they arrive."""
+    """Do a protocol's stage's pending units; results land in the store as they arrive."""
     try:
-        return runner.run(stage, store, window=settings.section(STAGE, EvalSettings).window, limit=limit,
-                          progress=progress)
+        return runner.run(stage, store, window=stage.window, limit=limit, progress=progress)
     finally:
-        if stage.adapter is not None:
-            stage.adapter.release()
+        stage.release()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -10,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from benchsmith.settings import SettingsError, parse_yaml
 
 DEFAULT = Path(__file__).with_name("prompts.yaml")
+M = TypeVar("M", bound=BaseModel)
 
 
 class JudgePrompt(BaseModel):
@@ -28,13 +30,17 @@ class Templates(BaseModel):
     judge: list[JudgePrompt] = Field(min_length=1)
 
 
-def load_templates(path: Path | str | None = None) -> Templates:
-    source = Path(path) if path else DEFAULT
+def load_prompt_file(model: type[M], path: Path | str | None, default: Path, key: str) -> M:
+    """The prompt file at `path` (None or "": `default`) validated by `model`; `key` names the setting
+    that points at it, for the one-line error a bad file gets."""
+    source = Path(path) if path else default
     try:
-        data = parse_yaml(source.read_text(encoding="utf-8"))
-        return Templates.model_validate(data)
+        return model.model_validate(parse_yaml(source.read_text(encoding="utf-8")))
     except OSError as exc:
-        raise SettingsError(f"evaluate.prompts: cannot read {source}: {exc.strerror}") from None
+        raise SettingsError(f"{key}: cannot read {source}: {exc.strerror}") from None
     except (yaml.YAMLError, ValidationError) as exc:
-        raise SettingsError(f"evaluate.prompts: {source} is not a valid prompt file: "
-                            f"{str(exc).splitlines()[0]}") from None
+        raise SettingsError(f"{key}: {source} is not a valid prompt file: {str(exc).splitlines()[0]}") from None
+
+
+def load_templates(path: Path | str | None = None) -> Templates:
+    return load_prompt_file(Templates, path, DEFAULT, "evaluate.prompts")

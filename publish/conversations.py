@@ -107,4 +107,4 @@ def card_section(entries: Sequence[ConversationEntry], repo: str, split: str) ->
         "to reasoning about what was perceived (turn 2) to creating something from both (turn 3). Per turn "
         "n: `level_n`, `task_n`, `instruction_n`, the reviewed reference answer `reference_n` and the "
         "`focus_points_n` a good answer must hit. They are judged by an LLM against the references "
-        "(`benchsmith eval run --conversations`).", "", *rows, ""])
+        "(`benchsmith eval run --protocol conveval`).", "", *rows, ""])

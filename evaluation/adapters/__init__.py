@@ -12,7 +12,9 @@
 
 An adapter yields each pass's answer as it becomes ready, in any order. A model that cannot be loaded
 or an endpoint that cannot be used raises `EvalError` (the run stops with one line; finished
-predictions are kept); a pass it cannot take is answered with `ModelAnswer(skipped=reason)`.
+predictions are kept); a pass it cannot take is answered with `ModelAnswer(skipped=reason)`. An adapter
+that can hold a conversation (the `openai` one, which the conveval protocol asks for) also has
+`turn_request` and `converse`.
 """
 
 from __future__ import annotations

@@ -64,13 +64,10 @@ class ChatAdapter:
 
     def _answers(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
         unmatched: list[tuple[Pass, str]] = []
-        refusals: list[str] = []
-        for index, result in stream(self.client, [self.request(p) for p in passes]):
+        for index, result in self.converse([self.request(p) for p in passes]):
             p = passes[index]
             if not result.ok:
-                if REFUSED.match(result.reason):
-                    refusals.append(result.reason)
-                else:
+                if not REFUSED.match(result.reason):
                     yield p, ModelAnswer(retry=result.reason)
                 continue
             choice, form = match_choice(result.content, p.options)
@@ -79,9 +76,6 @@ class ChatAdapter:
                 continue
             yield p, ModelAnswer(choice=choice, raw=result.content, matched_by=form)
         yield from self.matcher.match(unmatched)
-        if refusals:
-            raise EvalError(f"the endpoint refused model {self.config.model!r} ({len(refusals)} of "
-                            f"{len(passes)} requests): {refusals[0]}")
 
     def _judged(self, answers: list[tuple[Pass, ModelAnswer]]) -> Iterator[tuple[Pass, ModelAnswer]]:
         """Each reply graded under every judge prompt; the votes go with the answer."""
@@ -122,8 +116,8 @@ class ChatAdapter:
                           tag=tag, messages=messages)
 
     def converse(self, requests: Sequence[LlmRequest]) -> Iterator[tuple[int, LlmResult]]:
-        """Each turn call's result as it arrives, by its index; once all are in, a refusal stops the run as
-        it does for `predict`."""
+        """Each call's result as it arrives, by its index (a pass's, or a conversation turn's); once all
+        are in, a refusal stops the run."""
         refusals = []
         for index, result in stream(self.client, requests):
             if not result.ok and REFUSED.match(result.reason):

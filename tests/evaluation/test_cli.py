@@ -19,7 +19,8 @@ def test_run_board_and_items_on_the_latest_release(published: Published, tmp_pat
         env = {"OPENAI_BASE_URL": server.base_url}
         first = benchsmith(workspace, "eval", "run", "-m", "always-a", "-m", "blind-longest", env_extra=env)
         assert first.returncode == 0, first.stderr
-        assert "always-a on release:v1 (single): 16 passes answered (16 matched" in first.stdout
+        assert ("always-a on release:v1 (single): 16 done of 16 pending, 0 not scored, 0 left for the next run "
+                "(16 ok)") in first.stdout
         calls = server.calls
         again = benchsmith(workspace, "eval", "run", "-m", "always-a", "--json", env_extra=env)
         assert again.returncode == 0 and json.loads(again.stdout)[0]["pending"] == 0
@@ -60,5 +61,5 @@ def test_bad_sources_and_models_are_one_line_errors(published: Published, tmp_pa
     unknown = benchsmith(workspace, "eval", "run", "-m", "gpt-5")
     assert unknown.returncode == 2 and "no model 'gpt-5' under evaluate.models" in unknown.stderr
     protocol = benchsmith(workspace, "eval", "run", "-m", "blind-longest", "--protocol", "best-of-3")
-    assert protocol.returncode == 2 and ("'best-of-3' is not one of the installed protocols (circular, instability, "
-                                         "single)") in protocol.stderr
+    assert protocol.returncode == 2 and ("'best-of-3' is not one of the installed protocols (circular, conveval, "
+                                         "instability, single)") in protocol.stderr

@@ -5,7 +5,6 @@ match what is computed here by hand, and a rerun, or a run killed while judging,
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import time
@@ -17,9 +16,11 @@ from PIL import Image as PILImage
 from benchsmith.records import Conversation, Image, Provenance, Turn
 from benchsmith.store import Store
 from benchsmith.store.schema import llm_calls
-from evaluation.conveval import (evaluate, pooled_outcome, pooled_score, prepare, read_rating, read_verdict,
-                                 scores)
-from evaluation.sources import conversations_from_store
+from evaluation.conveval import scores
+from evaluation.judge import pooled_outcome, pooled_score, read_rating, read_verdict
+from evaluation.protocols import configured
+from evaluation.sources import Source, from_store
+from evaluation.stage import evaluate
 from tests.evaluation.conftest import with_evaluate
 from tests.generators.test_resume import key_of
 from tests.publish.test_cli import CLI
@@ -28,7 +29,7 @@ from tests.support.openai_server import ScriptedOpenAI, chat_completion
 MODEL = "scripted-vlm"
 JUDGE = "scripted-judge"
 EVALUATE = {"models": {"vlm": {"kind": "openai", "model": MODEL}},
-            "conversations": {"judge_model": JUDGE, "llm": {"concurrency": 4}}}
+            "conveval": {"judge_model": JUDGE, "llm": {"concurrency": 4}}}
 
 
 def test_votes_are_read_from_the_last_line_and_pooled_by_hand_computed_rules():
@@ -125,13 +126,13 @@ def test_conversations_are_held_in_sequence_graded_and_pooled(settings, tmp_path
         made = add_conversations(store, settings.media_dir, 2)
         with ScriptedOpenAI(respond) as server:
             options = with_evaluate(settings, tmp_path, EVALUATE, openai_base_url=server.base_url)
-            conversations = conversations_from_store(store, options.media_dir)
-            stage = prepare(store, options, conversations, "candidates", "vlm")
+            source = Source("candidates", from_store(store, options.media_dir, "conversations"))
+            stage = configured(options, "conveval").stage(store, options, source, "vlm")
             report = evaluate(store, stage)
             answers = [r for r in server.requests if r["model"] == MODEL]
             judged = [r for r in server.requests if r["model"] == JUDGE]
             sent = server.calls
-            again = evaluate(store, prepare(store, options, conversations, "candidates", "vlm"))
+            again = evaluate(store, configured(options, "conveval").stage(store, options, source, "vlm"))
             assert server.calls == sent and again.pending == 0
         rows = store.conversation_evals([stage.run.id])
 
@@ -171,8 +172,7 @@ def test_conversations_are_held_in_sequence_graded_and_pooled(settings, tmp_path
 def test_a_reference_model_is_the_pairwise_opponent_when_named(settings, tmp_path):
     evaluate_settings = {"models": {"vlm": {"kind": "openai", "model": MODEL},
                                     "rival": {"kind": "openai", "model": "rival-vlm"}},
-                         "conversations": {"judge_model": JUDGE, "reference_model": "rival",
-                                           "settings": ["model"]}}
+                         "conveval": {"judge_model": JUDGE, "reference_model": "rival", "settings": ["model"]}}
 
     def rival_too(request):
         if request["model"] == "rival-vlm":
@@ -183,7 +183,8 @@ def test_a_reference_model_is_the_pairwise_opponent_when_named(settings, tmp_pat
         add_conversations(store, settings.media_dir, 1)
         with ScriptedOpenAI(rival_too) as server:
             options = with_evaluate(settings, tmp_path, evaluate_settings, openai_base_url=server.base_url)
-            stage = prepare(store, options, conversations_from_store(store, options.media_dir), "candidates", "vlm")
+            source = Source("candidates", from_store(store, options.media_dir, "conversations"))
+            stage = configured(options, "conveval").stage(store, options, source, "vlm")
             evaluate(store, stage)
             assert sum(r["model"] == "rival-vlm" for r in server.requests) == 3
         (only,) = store.conversation_evals([stage.run.id])
@@ -203,7 +204,7 @@ def test_a_run_killed_while_judging_resumes_without_asking_anything_twice(settin
     with ScriptedOpenAI(slow) as server:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "OPENAI"))} | {
             "BENCHSMITH_WORKSPACE": str(settings.workspace), "OPENAI_BASE_URL": server.base_url}
-        command = [*CLI, "eval", "run", "--conversations", "--candidates", "-m", "vlm"]
+        command = [*CLI, "eval", "run", "--protocol", "conveval", "--candidates", "-m", "vlm"]
         first = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         deadline = time.time() + 120
         while sum(r["model"] == JUDGE for r in server.requests) < 40 and time.time() < deadline \
@@ -222,7 +223,7 @@ def test_a_run_killed_while_judging_resumes_without_asking_anything_twice(settin
         everything = {key_of(body) for body in server.requests}
         third = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert third.returncode == 0 and server.calls == sent_before + len(rerun)
-        assert re.search(r"0 conversation-settings graded.*\(0 requests sent", third.stdout.replace("\n", " "))
+        assert "vlm on candidates (conveval): 0 done of 0 pending" in third.stdout
 
     assert paid and rerun and not set(rerun) & paid and len(set(rerun)) == len(rerun)
     assert len(everything) == 3 * (6 + 9 * 6)   # every answer and judgement there is, each paid once
@@ -230,8 +231,8 @@ def test_a_run_killed_while_judging_resumes_without_asking_anything_twice(settin
         run_id = next(r["id"] for r in store.eval_runs("candidates") if r["protocol"] == "conveval")
         assert len(store.conversation_evals([run_id])) == 9
 
-    board = subprocess.run([*CLI, "eval", "board", "--conversations", "--candidates", "--json"], env=env, cwd=tmp_path,
-                           capture_output=True, text=True, timeout=300)
+    board = subprocess.run([*CLI, "eval", "board", "--protocol", "conveval", "--candidates", "--json"], env=env,
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert board.returncode == 0, board.stderr
     assert '"direct_R1": 6.75' in board.stdout
     assert (settings.workspace / "evaluations" / "candidates" / "conversations.md").is_file()
@@ -242,14 +243,15 @@ def test_only_chat_models_can_hold_conversations(settings, tmp_path):
 
     from evaluation.adapters import EvalError
 
-    options = with_evaluate(settings, tmp_path, {"conversations": {"reference_model": "nobody"}})
+    nothing = Source("candidates", [])
+    options = with_evaluate(settings, tmp_path, {"conveval": {"reference_model": "nobody"}})
     with Store(settings.db_url) as store:
         with pytest.raises(EvalError, match="model 'blind-longest' is of kind blind; conversations need a chat model"):
-            prepare(store, options, [], "candidates", "blind-longest")
+            configured(options, "conveval").stage(store, options, nothing, "blind-longest")
         options = with_evaluate(settings, tmp_path, {"models": EVALUATE["models"],
-                                                     "conversations": {"reference_model": "nobody"}})
+                                                     "conveval": {"reference_model": "nobody"}})
         with pytest.raises(EvalError, match="no model 'nobody' under evaluate.models"):
-            prepare(store, options, [], "candidates", "vlm")
+            configured(options, "conveval").stage(store, options, nothing, "vlm")
 
 
 def test_a_release_holds_its_conversations_as_published_and_bad_sources_are_one_line(settings, oracle_dir, tmp_path):
@@ -257,7 +259,7 @@ def test_a_release_holds_its_conversations_as_published_and_bad_sources_are_one_
 
     from publish.release import publish
     from evaluation.adapters import EvalError
-    from evaluation.sources import resolve_conversations
+    from evaluation.sources import resolve
     from tests.publish.conftest import build_reviewed
     from tests.publish.test_conversations import add_conversations as add_reviewed_conversations
 
@@ -265,10 +267,10 @@ def test_a_release_holds_its_conversations_as_published_and_bad_sources_are_one_
         reviewed = build_reviewed(store, settings, oracle_dir, tmp_path)
         made = add_reviewed_conversations(store, sorted({q["item"] for q in reviewed.truth.values()})[:4])
         release = publish(store, settings, "v1")
-        label, held = resolve_conversations(release=None, hub=None, candidates=False,
-                                            releases_root=release.folder.parent, store=store,
-                                            media_dir=settings.media_dir)
-        assert label == "release:v1" and sorted(c.conversation_id for c in held) == sorted([made[0].id, made[1].id])
+        source = resolve(release=None, hub=None, candidates=False, releases_root=release.folder.parent,
+                         store=store, media_dir=settings.media_dir, kind="conversations")
+        held = source.items
+        assert source.label == "release:v1" and sorted(c.conversation_id for c in held) == sorted([made[0].id, made[1].id])
         edited = next(c for c in held if c.conversation_id == made[0].id)
         assert edited.turns[1].reference == "The circle: it is twice the square's width."
         assert [t.level for t in edited.turns] == ["perception", "reasoning", "creation"]
@@ -277,9 +279,9 @@ def test_a_release_holds_its_conversations_as_published_and_bad_sources_are_one_
 
         empty = tmp_path / "empty-release"
         empty.mkdir()
-        with pytest.raises(EvalError, match="has no conversations"):
-            resolve_conversations(release=str(empty), hub=None, candidates=False, releases_root=tmp_path,
-                                  store=store, media_dir=settings.media_dir)
-        with pytest.raises(EvalError, match="cannot load the conversations of 'someone/nothing-here'"):
-            resolve_conversations(release=None, hub="someone/nothing-here", candidates=False, releases_root=tmp_path,
-                                  store=store, media_dir=settings.media_dir)
+        with pytest.raises(EvalError, match="is not a benchsmith release with conversations"):
+            resolve(release=str(empty), hub=None, candidates=False, releases_root=tmp_path, store=store,
+                    media_dir=settings.media_dir, kind="conversations")
+        with pytest.raises(EvalError, match=r"cannot load 'someone/nothing-here' \(conversations/test\)"):
+            resolve(release=None, hub="someone/nothing-here", candidates=False, releases_root=tmp_path, store=store,
+                    media_dir=settings.media_dir, kind="conversations")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from evaluation.judge import decide, read_vote
+from evaluation.protocols import configured
 from evaluation.sources import Source, from_folder
-from evaluation.stage import evaluate, prepare
+from evaluation.stage import evaluate
 from evaluation.templates import load_templates
 from tests.evaluation.conftest import with_evaluate
 from tests.support.openai_server import ScriptedOpenAI, chat_completion
@@ -56,8 +57,8 @@ def test_free_text_replies_are_graded_by_the_ensemble(published, tmp_path):
     with ScriptedOpenAI(responder) as server:
         settings = with_evaluate(published.settings, tmp_path, {"models": {"vlm": {
             "kind": "openai", "model": "talker", "judge_model": "judge"}}}, openai_base_url=server.base_url)
-        stage = prepare(published.store, settings, Source("release:v1", questions), "vlm")
-        evaluate(published.store, settings, stage)
+        stage = configured(settings).stage(published.store, settings, Source("release:v1", questions), "vlm")
+        evaluate(published.store, stage)
     rows = {r["question_id"]: r for r in published.store.predictions([stage.run.id])}
     assert len(judged) == 5 * len(questions)
     assert "<<<ANSWER\nI would say the first one, though the picture is small.\nANSWER>>>" in judged[0]

@@ -11,10 +11,10 @@ from PIL import Image
 from benchsmith.models import ModelError
 from evaluation.adapters import VlmLikelihoodConfig
 from evaluation.adapters.likelihood import LikelihoodAdapter
-from evaluation.protocols import Instability, InstabilitySettings, passes, protocol
+from evaluation.protocols import Instability, InstabilitySettings, configured, passes, protocol
 from evaluation.records import EvalQuestion
 from evaluation.sources import Source, from_folder
-from evaluation.stage import evaluate, prepare
+from evaluation.stage import evaluate
 from evaluation.templates import load_templates
 from filters.solvers import choose
 from filters.solvers.option_scoring import option_ids, reduce
@@ -205,15 +205,15 @@ def test_a_release_evaluated_with_a_local_vlm(published, tmp_path, llava):
     questions = from_folder(published.folder)
     settings = with_evaluate(published.settings, tmp_path, {"models": {"tiny-llava": {
         "kind": "likelihood", "model": llava, "device": "cpu", "video": False}}})
-    stage = prepare(published.store, settings, Source("release:v1", questions), "tiny-llava")
-    report = evaluate(published.store, settings, stage)
+    source = Source("release:v1", questions)
+    stage = configured(settings).stage(published.store, settings, source, "tiny-llava")
+    report = evaluate(published.store, stage)
     rows = published.store.predictions([stage.run.id])
     videos = {q.question_id for q in questions if q.data_type == "video"}
     assert len(rows) == len(questions) and report.counters["skipped"] == len(videos) == 1
     assert {r["question_id"] for r in rows if r["status"] == "skipped"} == videos
     assert all(r["matched_by"] == "likelihood" and len(r["scores"]) == 4 for r in rows if r["status"] == "ok")
-    again = evaluate(published.store, settings, prepare(published.store, settings, Source("release:v1", questions),
-                                                         "tiny-llava"))
+    again = evaluate(published.store, configured(settings).stage(published.store, settings, source, "tiny-llava"))
     assert again.pending == 0 and again.done == 0
 
 

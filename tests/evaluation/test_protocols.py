@@ -70,11 +70,13 @@ def test_a_protocol_reads_its_own_settings_under_its_name_in_the_evaluate_sectio
 
 @pytest.mark.parametrize("text, message", [
     ("evaluate:\n  protocol: circulr\n", r"evaluate\.protocol: circulr: not an installed protocol \(installed: "
-                                          r"circular, instability, single\)"),
+                                          r"circular, conveval, instability, single\)"),
     ("evaluate:\n  instability: {templats: 2}\n", r"evaluate\.instability\.templats: Extra inputs"),
     ("evaluate:\n  circular: {rotations: 2}\n", r"evaluate\.circular\.rotations: Extra inputs"),
     ("evaluate:\n  windw: 8\n", r"evaluate\.windw: 'windw' is neither a setting here \(protocol, .*\) nor one of "
-                                 r"the installed protocols \(circular, instability, single\)"),
+                                 r"the installed protocols \(circular, conveval, instability, single\)"),
+    ("evaluate:\n  conveval: {judge_modl: j}\n", r"evaluate\.conveval\.judge_modl: Extra inputs"),
+    ("evaluate:\n  conversations: {judge_model: j}\n", r"evaluate: .*the key `conversations` is now `conveval`"),
 ])
 def test_a_typo_in_a_protocol_or_its_settings_is_refused_when_settings_load(tmp_path, text, message):
     path = tmp_path / "s.yaml"
@@ -84,5 +86,5 @@ def test_a_typo_in_a_protocol_or_its_settings_is_refused_when_settings_load(tmp_
 
 
 def test_an_unknown_protocol_asked_for_by_name_lists_the_installed_ones():
-    with pytest.raises(UnknownPart, match=r"'circulr' is not one of the installed protocols \(circular, instab"):
+    with pytest.raises(UnknownPart, match=r"'circulr' is not one of the installed protocols \(circular, conveval, "):
         protocol("circulr")
