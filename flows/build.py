@@ -1,10 +1,10 @@
 """The two flows a maintainer runs: `build` grows the benchmark, `finish` closes a round of review.
 
-build:  ingest -> richness -> extract -> richness -> generate -> blind filter -> review push -> report
+build:  scenes -> ingest -> richness -> extract -> richness -> generate -> blind filter -> review push -> report
 finish: review pull (and reconcile) -> publish -> report
 
-Each stage does only the work that is missing and is cached on its inputs, so either flow can be
-stopped at any point and run again.
+Each stage but the pull is a runner stage that does only the work its ledger shows missing, so either
+flow can be stopped at any point and run again, and a rerun that changed nothing runs no stage.
 """
 
 from __future__ import annotations
@@ -26,18 +26,14 @@ from flows.tasks import new_run_id, on_task_runner, run_stage, timed
 
 
 def report_stage(settings: Settings, run_id: str) -> dict:
-    """The run report, written again only when the store has changed since the last one."""
-    from benchsmith.store.schema import metadata
+    """The run report, written again only when the store's content has changed since the last one."""
+    from annotation.settings import ReviewSettings
+    from flows.report import ReportStage  # pandas and matplotlib: only when a report is made
 
-    def write(store: Store) -> dict:
-        from annotation.settings import ReviewSettings
-        from flows.report import write_report  # pandas and matplotlib: only when a report is due
-
-        review = settings.section("review", ReviewSettings)
-        return {"report": str(write_report(store, settings.workspace / "reports" / run_id, run_id, review))}
-    # Stage timings are left out of the key: a rerun that changed nothing keeps the last report.
-    reads = [name for name in metadata.tables if name != "stage_runs"]
-    return run_stage(settings, run_id, "report", write, reads=reads, sections=None)
+    with Store(settings.db_url) as store:
+        stage = ReportStage(store, settings.workspace / "reports" / run_id, run_id,
+                            settings.section("review", ReviewSettings))
+    return run_stage(settings, run_id, "report", stage, recorded=True, retry_failed=True)
 
 
 @flow(name="benchsmith-build")
@@ -46,12 +42,10 @@ def build_flow(settings: Settings, sources: list[str], scenes: int = 0, scenes_s
     run_id = new_run_id()
     summary: dict = {"run": run_id}
     if scenes:
-        from ingest.scenes import make_scenes
-        folder = settings.workspace / "scenes" / f"seed{scenes_seed}-n{scenes}"
-        manifest = folder / "manifest.jsonl"
-        if not manifest.exists():  # rendering again would touch the files and look like new input
-            make_scenes(folder, scenes, scenes_seed)
-        sources = [str(manifest), *sources]
+        from ingest.scenes import ScenesStage
+        stage = ScenesStage(settings.workspace / "scenes" / f"seed{scenes_seed}-n{scenes}", scenes, scenes_seed)
+        summary["scenes"] = run_stage(settings, run_id, "scenes", stage)
+        sources = [str(stage.folder / "manifest.jsonl"), *sources]
     summary["ingest"] = ingest_stage(settings, run_id, sources, ingest_options)
     summary["extract"] = extract_stage(settings, run_id)
     summary["generate"] = generate_stage(settings, run_id)
@@ -63,7 +57,10 @@ def build_flow(settings: Settings, sources: list[str], scenes: int = 0, scenes_s
 
 @task(name="review:pull")
 def pull_task(settings: Settings, run_id: str) -> dict:
-    """Never cached: its input is the annotators' work on the server."""
+    """Always runs, and is not a runner stage: its input is the annotators' work on the server. A token of
+    that input would be every annotation's id and update time, read from the server with the same requests
+    the pull makes, so skipping would save nothing; and a pull that finds nothing new stores nothing and
+    decides nothing again."""
     from annotation.client import connect
     from annotation.pull import pull
     from benchsmith.dimensions import registry

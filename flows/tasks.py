@@ -1,10 +1,9 @@
-"""How every stage becomes a Prefect task: cached on its inputs, retried, and timed in the store.
+"""How every stage becomes a Prefect task: skipped when its work ledger shows nothing pending, otherwise
+keyed on the runner's token, retried, timed in the store and, on dask or ray, sharded.
 
-A stage's cache key is the settings fingerprint, the store's id, a token of the tables the stage reads
-(their row counts and newest rows), and anything else that names its input (a source's file listing,
-say). Equal keys mean the stage's inputs have not changed since it last finished, so Prefect returns the
-stored result without running it. The Settings object, the run id and the work function are left out of
-the key: the fingerprint stands for the settings, without secrets.
+The ledger is the one record of what is done. A stage with nothing pending under its config key runs no
+task at all; otherwise Prefect's cache key is the store's id and `runner.cache_token` (the stage, its config
+key and its pending subjects), nothing else: not the settings, not the tables a stage happens to read.
 """
 
 from __future__ import annotations
@@ -12,18 +11,18 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from typing import Any
 
-from prefect import task
+from prefect import tags, task
 from prefect.cache_policies import INPUTS
 
+from benchsmith import runner
 from benchsmith.errors import BenchsmithError
 from benchsmith.secrets import scrub
 from benchsmith.settings import Settings
 from benchsmith.store import Store
 
-StageWork = Callable[[Store], dict[str, Any]]
 ShardWork = Callable[[Store, "list[str] | None"], dict[str, Any]]
 
 
@@ -51,26 +50,47 @@ def timed(store: Store, run_id: str, stage: str, work: Callable[[], dict[str, An
 
 
 @task(cache_policy=INPUTS - "settings" - "run_id" - "work", persist_result=True)
-def _stage(name: str, key: dict[str, str], settings: Settings, run_id: str, work: StageWork) -> dict[str, Any]:
+def _stage(name: str, key: str, settings: Settings, run_id: str, work: ShardWork) -> dict[str, Any]:
     with Store(settings.db_url) as store:
-        return timed(store, run_id, name, lambda: work(store))
+        return timed(store, run_id, name, lambda: work(store, None))
 
 
-def run_stage(settings: Settings, run_id: str, name: str, work: StageWork, *, reads: Sequence[str],
-              sections: Sequence[str] | None, input_token: str = "") -> dict[str, Any]:
-    """Run `work(store)` as the Prefect task `name`, unless its inputs are unchanged since it last ran;
-    then its stored result comes back marked `"cached": True`.
+def run_stage(settings: Settings, run_id: str, name: str, stage: runner.Stage, work: ShardWork | None = None, *,
+              idle: dict[str, Any] | None = None, recorded: bool = False, retry_failed: bool = False,
+              sharded: bool = False, tag: str = "", group: Callable[[str], str] | None = None) -> dict[str, Any]:
+    """Run the runner stage `stage` as the Prefect task `name`, unless nothing is pending:
+    then no task runs and `idle` comes back marked `"cached": True`. With `recorded` the stage's result, run
+    or not, is what the ledger holds for its one subject (a release's stats, the report's path).
 
-    `reads` names the store tables the stage takes its input from, `sections` the settings sections it
-    reads (None: all of them); `input_token` covers inputs from outside the store.
+    `work(store, subjects)` does the pending units (`subjects` None: all of them; default: the runner runs
+    the stage). A `sharded` stage's work is split over the dask or ray workers (by `group`, see
+    `run_sharded`); it is module-level, so workers unpickle it and build the stage themselves. `tag` is a
+    Prefect tag for concurrency limits: `gpu` (whose shards also ask the engine for a GPU) or `openai`.
     """
+    def recall(store: Store) -> dict[str, Any]:
+        rows = store.ledger_rows(stage.name, stage.config_key()) if recorded else []
+        return {k: v for row in rows for k, v in row["details"].items()}
+
+    def run_here(store: Store, _subjects) -> dict[str, Any]:
+        report = runner.run(stage, store, units=runner.pending(stage, store, retry_failed=retry_failed))
+        return recall(store) if recorded else report.as_dict()
+
     with Store(settings.db_url) as store:
-        key = {"settings": settings.fingerprint(sections), "state": store.state_token(reads), "input": input_token}
-    staged = _stage.with_options(name=name, retries=settings.prefect.retries,
-                                 retry_delay_seconds=settings.prefect.retry_delay_seconds)
-    state = staged(name, key, settings, run_id, work, return_state=True)
-    result = state.result()
-    return result | {"cached": True} if state.name == "Cached" else result
+        pending = runner.pending(stage, store, retry_failed=retry_failed)
+        if not pending:
+            return (idle or {}) | recall(store) | {"cached": True}
+        key = f"{store.store_id}:{runner.cache_token(stage, store, pending)}"
+    with tags(tag) if tag else nullcontext():
+        if sharded and settings.prefect.task_runner != "local":
+            return run_sharded(settings, run_id, name, work, [stage.subject(u) for u in pending],
+                               gpu=tag == "gpu", group=group)
+        staged = _stage.with_options(name=name, retries=settings.prefect.retries,
+                                     retry_delay_seconds=settings.prefect.retry_delay_seconds)
+        work = work or run_here
+        state = staged(name, key, settings, run_id, work, return_state=True)
+        if state.name == "Cached":  # a task with this token finished and left these units pending: to retry
+            state = staged.with_options(refresh_cache=True)(name, key, settings, run_id, work, return_state=True)
+        return state.result()
 
 
 def task_runner(settings: Settings):
@@ -125,22 +145,15 @@ _shard = task(cache_policy=None)(run_shard)
 
 
 def run_sharded(settings: Settings, run_id: str, name: str, work: ShardWork, subjects: Sequence[str], *,
-                reads: Sequence[str], sections: Sequence[str] | None, input_token: str = "",
                 gpu: bool = False, group: Callable[[str], str] | None = None) -> dict[str, Any]:
-    """A heavy stage: with the local runner exactly `run_stage(work(store, None))`; on dask or ray its
-    pending `subjects` split into shards by a stable hash (`runner.shards`; of `group(subject)` when the
-    subjects of a group must be worked on together), one Prefect task each on the flow's task runner,
-    every shard with its own store connection; their stats are summed into one.
+    """`work` on dask or ray: `subjects` split into shards by a stable hash (`runner.shards`; of
+    `group(subject)` when the subjects of a group must be worked on together), one Prefect task each on
+    the flow's task runner, every shard with its own store connection; their stats are summed into one.
 
     A shard that runs twice (a retry, a lost worker) redoes only what its ledger rows do not show as
     finished, and its writes are keyed by content; paid LLM calls come from the call cache, under rate
     limits the store holds for all shards at once. `gpu` shards ask the engine for one GPU each (Dask
     resource `GPU`, Ray `num_gpus`)."""
-    if settings.prefect.task_runner == "local":
-        return run_stage(settings, run_id, name, lambda store: work(store, None), reads=reads, sections=sections,
-                         input_token=input_token)
-    from benchsmith import runner
-
     parts = runner.shards(subjects, shard_count(settings), group)
     staged = _shard.with_options(name=name, retries=settings.prefect.retries,
                                  retry_delay_seconds=settings.prefect.retry_delay_seconds)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
+from benchsmith import runner
 from benchsmith.paths import DATA_DIR, truetype_font
 
 WIDTH, HEIGHT = 640, 480
@@ -217,3 +218,31 @@ def make_scenes(out_dir: Path, n: int, seed: int = 0, progress=None) -> Path:
             if progress:
                 progress(1)
     return manifest
+
+
+class ScenesStage:
+    """Rendering `n` scenes with `seed` into `folder` as a runner stage: its one subject is the folder, its
+    config key the count, the seed and the renderer's settings. Done once, the scenes are not rendered
+    again: that would rewrite the files and look like new input to ingest."""
+
+    name = "scenes"
+
+    def __init__(self, folder: Path, n: int, seed: int) -> None:
+        self.folder, self.n, self.seed = folder, n, seed
+
+    def config_key(self) -> str:
+        return runner.config_key(self.n, self.seed, WIDTH, HEIGHT, SHAPES, COLOURS, SIZES, BACKGROUNDS, MAX_OVERLAP,
+                                 scene_words())
+
+    def units(self, _store) -> list[Path]:
+        return [self.folder]
+
+    def subject(self, folder: Path) -> str:
+        return str(folder)
+
+    def process(self, folders: list[Path]):
+        for folder in folders:
+            yield folder, make_scenes(folder, self.n, self.seed)
+
+    def commit(self, _store, pairs: list[tuple[Path, Path]], _report) -> list[runner.Outcome]:
+        return [runner.Outcome(str(folder), "done", details={"manifest": str(manifest)}) for folder, manifest in pairs]
