@@ -22,17 +22,19 @@ from flows.generate import generate_stage
 from flows.ingest import ingest_stage
 from flows.publish import publish_stage
 from flows.review import review_stage
-from flows.tasks import new_run_id, on_task_runner, run_stage, timed
+from flows.tasks import Once, new_run_id, on_task_runner, run_stage, timed
 
 
 def report_stage(settings: Settings, run_id: str) -> dict:
     """The run report, written again only when the store's content has changed since the last one."""
     from annotation.settings import ReviewSettings
-    from flows.report import ReportStage  # pandas and matplotlib: only when a report is made
+    from flows.report import content_token, write_report  # pandas and matplotlib: only when a report is made
 
+    def write(store: Store) -> dict:
+        review = settings.section("review", ReviewSettings)
+        return {"report": str(write_report(store, settings.workspace / "reports" / run_id, run_id, review))}
     with Store(settings.db_url) as store:
-        stage = ReportStage(store, settings.workspace / "reports" / run_id, run_id,
-                            settings.section("review", ReviewSettings))
+        stage = Once("report", "report", content_token(store), write)
     return run_stage(settings, run_id, "report", stage, recorded=True, retry_failed=True)
 
 
@@ -42,10 +44,13 @@ def build_flow(settings: Settings, sources: list[str], scenes: int = 0, scenes_s
     run_id = new_run_id()
     summary: dict = {"run": run_id}
     if scenes:
-        from ingest.scenes import ScenesStage
-        stage = ScenesStage(settings.workspace / "scenes" / f"seed{scenes_seed}-n{scenes}", scenes, scenes_seed)
-        summary["scenes"] = run_stage(settings, run_id, "scenes", stage)
-        sources = [str(stage.folder / "manifest.jsonl"), *sources]
+        from ingest.scenes import make_scenes, scenes_key
+        folder = settings.workspace / "scenes" / f"seed{scenes_seed}-n{scenes}"
+        # done once per key: rendering again would rewrite the files and look like new input to ingest
+        stage = Once("scenes", str(folder), scenes_key(scenes, scenes_seed),
+                     lambda _store: {"manifest": str(make_scenes(folder, scenes, scenes_seed))})
+        summary["scenes"] = run_stage(settings, run_id, "scenes", stage, recorded=True)
+        sources = [summary["scenes"]["manifest"], *sources]
     summary["ingest"] = ingest_stage(settings, run_id, sources, ingest_options)
     summary["extract"] = extract_stage(settings, run_id)
     summary["generate"] = generate_stage(settings, run_id)
@@ -57,10 +62,8 @@ def build_flow(settings: Settings, sources: list[str], scenes: int = 0, scenes_s
 
 @task(name="review:pull")
 def pull_task(settings: Settings, run_id: str) -> dict:
-    """Always runs, and is not a runner stage: its input is the annotators' work on the server. A token of
-    that input would be every annotation's id and update time, read from the server with the same requests
-    the pull makes, so skipping would save nothing; and a pull that finds nothing new stores nothing and
-    decides nothing again."""
+    """Always runs, not a runner stage: a token of its input (every annotation on the server) costs the same
+    requests as the pull itself, and a pull that finds nothing new changes nothing."""
     from annotation.client import connect
     from annotation.pull import pull
     from benchsmith.dimensions import registry

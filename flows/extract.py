@@ -24,7 +24,7 @@ def extract_stage(settings: Settings, run_id: str) -> dict:
         results[f"extract {extractor.name}"] = run_stage(
             settings, run_id, f"extract:{extractor.name}", ExtractStage(extractor, settings),
             partial(extract_shard, settings=settings, name=extractor.name), sharded=True, retry_failed=retry,
-            idle={"key": extractor.key, "pending": 0}, tag="gpu" if extractor.uses_gpu else "")
+            tag="gpu" if extractor.uses_gpu else "")
     results["richness after extract"] = richness_stage(settings, run_id)
     return results
 

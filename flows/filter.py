@@ -22,8 +22,7 @@ def filter_stage(settings: Settings, run_id: str) -> dict:
         with Store(settings.db_url) as store:
             pool = [q.id for q in store.get_questions(status="candidate")]
     return run_stage(settings, run_id, "blind", blind.BlindStage(config, ()),
-                     partial(blind_shard, settings=settings, pool=pool), sharded=True,
-                     idle=blind.FilterRun().as_dict())
+                     partial(blind_shard, settings=settings, pool=pool), sharded=True)
 
 
 def blind_shard(store, subjects: list[str] | None, *, settings: Settings, pool: list[str]) -> dict:

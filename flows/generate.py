@@ -28,7 +28,7 @@ def generate_stage(settings: Settings, run_id: str) -> dict:
         else:  # a worker builds its own from the settings (a built stage holds models and clients)
             work = partial(generate_shard, settings=settings, name=stage.name)
         results[f"generate {stage.generator}"] = run_stage(
-            settings, run_id, stage.name, stage, work, sharded=True, idle={"jobs": 0},
+            settings, run_id, stage.name, stage, work, sharded=True,
             tag="openai" if stage.uses_llm else "", group=stage.shard_group)
     return results
 

@@ -29,7 +29,7 @@ def ingest_stage(settings: Settings, run_id: str, sources: list[str], options: d
             return {"seen": report.seen, "added": report.added, "unchanged": report.unchanged,
                     "skipped": report.skipped, "refused": dict(report.rejected), "boxes_dropped": dict(report.dropped)}
         results[f"ingest {location}"] = run_stage(settings, run_id, f"ingest:{Path(location).name}", stage,
-                                                  ingest_source, idle={"seen": stage.report.seen, "added": 0})
+                                                  ingest_source)
     results["richness"] = richness_stage(settings, run_id)
     return results
 
@@ -37,8 +37,7 @@ def ingest_stage(settings: Settings, run_id: str, sources: list[str], options: d
 def richness_stage(settings: Settings, run_id: str) -> dict:
     from ingest.richness import RichnessStage
 
-    return run_stage(settings, run_id, "richness", RichnessStage(settings.ingest.richness),
-                     idle={"judged": 0, "excluded": 0, "readmitted": 0})
+    return run_stage(settings, run_id, "richness", RichnessStage(settings.ingest.richness))
 
 
 @flow(name="benchsmith-ingest")

@@ -2,9 +2,10 @@
 Hub, if asked).
 
 A release is a deliberate act, so the stage runs only when a version is given, either to the stage or
-as `publish.version` in the settings; otherwise it reports that it skipped. The stage (`PublishStage`) is
-keyed on the content of the release it would build, so a rerun with nothing new runs nothing, and a
-build whose items changed under a fixed version stops with publish's own clear error.
+as `publish.version` in the settings; otherwise it reports that it skipped. Its one subject is the version
+and its config key the content of the release it would build (every question's and conversation's entry
+hash, the publish settings, the Hub repository), so a rerun with nothing new runs nothing, and a build
+whose items changed under a fixed version stops with publish's own clear error.
 
 On a dask or ray task runner the images are encoded first, sharded by item id over the workers into the
 workspace's image cache (which the workers must share, as they share the media folder); the release
@@ -20,21 +21,37 @@ from prefect import flow
 from benchsmith import runner
 from benchsmith.settings import Settings
 from benchsmith.store import Store
-from flows.tasks import new_run_id, run_sharded, run_stage
+from flows.tasks import Once, new_run_id, run_sharded, run_stage
 from publish.settings import PublishSettings
 
 
 def publish_stage(settings: Settings, run_id: str, version: str | None = None, push: str | None = None) -> dict:
     """The publish stage; callable inside any flow."""
-    from publish.release import PublishStage, published_items
+    from publish import conversations as conversation_config
+    from publish.push import push_release
+    from publish.release import collect_entries, publish, published_items
 
     options = settings.section("publish", PublishSettings)
     version, push = version or options.version, push or options.push
     if not version:
         return {"publish": "skipped: no version given (set publish.version or pass one)"}
+
+    def release(store: Store) -> dict:
+        result = publish(store, settings, version, repo=push)
+        stats = {"version": result.version, "questions": result.n_questions, "folder": str(result.folder),
+                 "configs": result.per_config, "added": len(result.changes.added),
+                 "removed": len(result.changes.removed), "changed": len(result.changes.changed)}
+        if push:
+            token = settings.secrets.hf_token.get_secret_value() if settings.secrets.hf_token else None
+            stats["pushed"] = push_release(result.folder, push, token, private=options.private)
+        return stats
     with Store(settings.db_url) as store:
-        stage = PublishStage(store, settings, version, push)
-        items = published_items(store, stage.entries) \
+        entries, _left_out = collect_entries(store)
+        content = runner.config_key(push, options.model_dump(mode="json", exclude={"version", "push"}),
+                                    sorted((e.question_id, e.content_hash) for e in entries),
+                                    sorted((e.conversation_id, e.content_hash) for e in conversation_config.collect(store)))
+        stage = Once("publish", version, content, release)
+        items = published_items(store, entries) \
             if settings.prefect.task_runner != "local" and runner.pending(stage, store, retry_failed=True) else []
     out = {}
     if items:

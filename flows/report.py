@@ -4,15 +4,11 @@ It shows the funnel per dimension (generated → quality gate → blind filter �
 accuracy before and after filtering, how often review changed each generator's answers or discarded its
 questions, the questions waiting in review, answer balance, tokens and cost, time per stage, and failures by
 reason. Everything is recomputed from the store, so a report can be made for any run at any time.
-
-In a flow the report is a runner stage keyed by a token of the store's content: a rerun that changed
-nothing keeps the last report.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +16,6 @@ import sqlalchemy as sa
 
 from annotation.reconcile import ADJUDICATION
 from annotation.settings import ReviewSettings
-from benchsmith import runner
 from benchsmith.dimensions import registry
 from benchsmith.records import stable_hash
 from benchsmith.store.schema import metadata, stage_runs, work_ledger
@@ -152,44 +147,11 @@ def write_report(store: Store, out_dir: Path, run_id: str | None = None,
 
 def content_token(store: Store) -> str:
     """A cheap token of what a report shows: each table's row count and newest row (status moves are rows
-    too, as events). Stage timings are left out, so a rerun that changed nothing keeps the last report,
-    and so are the report stage's own ledger rows."""
-    parts = []
+    too, as events), without stage timings and the report's own ledger rows: a rerun that changed nothing
+    keeps the last report."""
     with store.engine.connect() as conn:
-        for table in metadata.sorted_tables:
-            if "created_at" not in table.c or table is stage_runs:
-                continue
-            newest = [sa.func.max(table.c[c]) for c in ("created_at", "updated_at") if c in table.c]
-            query = sa.select(sa.func.count(), *newest)
-            if table is work_ledger:
-                query = query.where(work_ledger.c.stage != ReportStage.name)
-            parts.append([table.name, *map(str, conn.execute(query).one())])
+        parts = [(table.name, *map(str, conn.execute(
+            sa.select(sa.func.count(), sa.func.max(table.c.created_at))
+            .where(work_ledger.c.stage != "report" if table is work_ledger else sa.true())).one()))
+                 for table in metadata.sorted_tables if "created_at" in table.c and table is not stage_runs]
     return stable_hash(store.store_id, parts)
-
-
-class ReportStage:
-    """The run report as a runner stage: its one subject is the report, its config key the token of the
-    store's content; the ledger keeps the path of the report written for that content."""
-
-    name = "report"
-
-    def __init__(self, store: Store, out_dir: Path, run_id: str, review: ReviewSettings) -> None:
-        self.key = content_token(store)
-        self.out_dir, self.run_id, self.review = out_dir, run_id, review
-
-    def config_key(self) -> str:
-        return self.key
-
-    def units(self, store: Store) -> list[str]:
-        self.store = store
-        return [self.name]
-
-    def subject(self, unit: str) -> str:
-        return unit
-
-    def process(self, units: Sequence[str]) -> Iterator[tuple[str, Path]]:
-        for unit in units:
-            yield unit, write_report(self.store, self.out_dir, self.run_id, self.review)
-
-    def commit(self, _store: Store, pairs: list[tuple[str, Path]], _report) -> list[runner.Outcome]:
-        return [runner.Outcome(unit, "done", details={"report": str(path)}) for unit, path in pairs]

@@ -1,9 +1,5 @@
 """The review flow: push the questions that survived the blind filter, and the candidate conversations, to
-Label Studio, each kind as a push stage (`annotation.push.PushStage`) of its own.
-
-Pulling stays a command (`benchsmith review pull`) and the `finish` flow's first task, never skipped: see
-`flows.build.pull_task`.
-"""
+Label Studio, each kind as its own push stage (`annotation.push.PushStage`)."""
 
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ from flows.tasks import new_run_id, run_stage
 
 def review_stage(settings: Settings, run_id: str) -> dict:
     """The push stages; callable inside any flow. Without LABEL_STUDIO_API_KEY it says so and does nothing;
-    with nothing to send it does not reach the server at all."""
+    with nothing to send it does not reach the server."""
     if settings.secrets.label_studio_api_key is None:
         return {"skipped": "LABEL_STUDIO_API_KEY is not set (see `benchsmith labelstudio up`)"}
     from annotation.client import connect
@@ -27,14 +23,13 @@ def review_stage(settings: Settings, run_id: str) -> dict:
     from benchsmith.dimensions import registry
 
     review = settings.section("review", ReviewSettings)
+    base = image_base(settings, review)
     with Store(settings.db_url) as store:
-        waiting = {"review questions": (QuestionTasks(registry(), review, image_base(settings, review)),
-                                 questions_to_push(store, review)),
-                   "review conversations": (ConversationTasks(image_base(settings, review)),
-                                     store.get_conversations(status="candidate"))}
+        waiting = {"review questions": (QuestionTasks(registry(), review, base), questions_to_push(store, review)),
+                   "review conversations": (ConversationTasks(base), store.get_conversations(status="candidate"))}
     out = {}
     for kind, (tasks, subjects) in waiting.items():
-        out[kind] = {"sent": 0, "cached": True}
+        out[kind] = {"cached": True}
         if subjects:
             server = connect(settings)
             project_id, created = ensure_project(server, settings, review)
@@ -42,7 +37,7 @@ def review_stage(settings: Settings, run_id: str) -> dict:
 
             def send(store, _subjects, stage=stage) -> dict:
                 return runner.run(stage, store, window=review.batch_size).as_dict()
-            out[kind] = run_stage(settings, run_id, tasks.name, stage, send, idle=out[kind]) | {
+            out[kind] = run_stage(settings, run_id, tasks.name, stage, send) | {
                 "project_id": project_id, "project_created": created}
     return out
 

@@ -1,17 +1,15 @@
 """How every stage becomes a Prefect task: skipped when its work ledger shows nothing pending, otherwise
-keyed on the runner's token, retried, timed in the store and, on dask or ray, sharded.
-
-The ledger is the one record of what is done. A stage with nothing pending under its config key runs no
-task at all; otherwise Prefect's cache key is the store's id and `runner.cache_token` (the stage, its config
-key and its pending subjects), nothing else: not the settings, not the tables a stage happens to read.
+keyed on the store's id and the runner's token (the stage, its config key and its pending subjects),
+retried, timed in the store and, on dask or ray, sharded.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 from prefect import tags, task
@@ -49,23 +47,42 @@ def timed(store: Store, run_id: str, stage: str, work: Callable[[], dict[str, An
     return stats
 
 
-@task(cache_policy=INPUTS - "settings" - "run_id" - "work", persist_result=True)
-def _stage(name: str, key: str, settings: Settings, run_id: str, work: ShardWork) -> dict[str, Any]:
-    with Store(settings.db_url) as store:
-        return timed(store, run_id, name, lambda: work(store, None))
+@dataclass
+class Once:
+    """A runner stage with one subject, done once per config key: a release, the run report, a folder of
+    scenes. `make(store)` does it and returns what the ledger keeps (a release's stats, the report's path)."""
+
+    name: str
+    subject_id: str
+    key: str
+    make: Callable[[Store], dict[str, Any]]
+
+    def config_key(self) -> str:
+        return self.key
+
+    def units(self, store: Store) -> list[Store]:
+        return [store]
+
+    def subject(self, _store: Store) -> str:
+        return self.subject_id
+
+    def process(self, stores: Sequence[Store]) -> Iterator[tuple[Store, dict[str, Any]]]:
+        yield from ((store, self.make(store)) for store in stores)
+
+    def commit(self, _store: Store, pairs: list, _report: runner.StageReport) -> list[runner.Outcome]:
+        return [runner.Outcome(self.subject_id, "done", details=made) for _unit, made in pairs]
 
 
 def run_stage(settings: Settings, run_id: str, name: str, stage: runner.Stage, work: ShardWork | None = None, *,
-              idle: dict[str, Any] | None = None, recorded: bool = False, retry_failed: bool = False,
-              sharded: bool = False, tag: str = "", group: Callable[[str], str] | None = None) -> dict[str, Any]:
-    """Run the runner stage `stage` as the Prefect task `name`, unless nothing is pending:
-    then no task runs and `idle` comes back marked `"cached": True`. With `recorded` the stage's result, run
-    or not, is what the ledger holds for its one subject (a release's stats, the report's path).
+              recorded: bool = False, retry_failed: bool = False, sharded: bool = False, tag: str = "",
+              group: Callable[[str], str] | None = None) -> dict[str, Any]:
+    """Run the runner stage `stage` as the Prefect task `name`, unless nothing is pending: then no task runs
+    and the result is `{"cached": True}`. With `recorded` the result, run or not, is what the ledger keeps for
+    the stage's one subject (a release's stats, the report's path).
 
-    `work(store, subjects)` does the pending units (`subjects` None: all of them; default: the runner runs
-    the stage). A `sharded` stage's work is split over the dask or ray workers (by `group`, see
-    `run_sharded`); it is module-level, so workers unpickle it and build the stage themselves. `tag` is a
-    Prefect tag for concurrency limits: `gpu` (whose shards also ask the engine for a GPU) or `openai`.
+    `work(store, subjects)` does the pending units (default: the runner runs the stage). A `sharded` stage's
+    work is split over dask or ray workers (`run_sharded`); it is module-level, so workers unpickle it and
+    build the stage themselves. `tag`: a Prefect tag for concurrency limits, `gpu` (a GPU per shard) or `openai`.
     """
     def recall(store: Store) -> dict[str, Any]:
         rows = store.ledger_rows(stage.name, stage.config_key()) if recorded else []
@@ -78,19 +95,17 @@ def run_stage(settings: Settings, run_id: str, name: str, stage: runner.Stage, w
     with Store(settings.db_url) as store:
         pending = runner.pending(stage, store, retry_failed=retry_failed)
         if not pending:
-            return (idle or {}) | recall(store) | {"cached": True}
+            return recall(store) | {"cached": True}
         key = f"{store.store_id}:{runner.cache_token(stage, store, pending)}"
     with tags(tag) if tag else nullcontext():
         if sharded and settings.prefect.task_runner != "local":
             return run_sharded(settings, run_id, name, work, [stage.subject(u) for u in pending],
                                gpu=tag == "gpu", group=group)
-        staged = _stage.with_options(name=name, retries=settings.prefect.retries,
-                                     retry_delay_seconds=settings.prefect.retry_delay_seconds)
-        work = work or run_here
-        state = staged(name, key, settings, run_id, work, return_state=True)
-        if state.name == "Cached":  # a task with this token finished and left these units pending: to retry
-            state = staged.with_options(refresh_cache=True)(name, key, settings, run_id, work, return_state=True)
-        return state.result()
+        # Keyed, never read back: a task that ran with this token before left these units pending, to retry.
+        return _shard.with_options(name=name, retries=settings.prefect.retries, refresh_cache=True,
+                                   cache_policy=INPUTS - "settings" - "run_id" - "work", persist_result=True,
+                                   retry_delay_seconds=settings.prefect.retry_delay_seconds)(
+            name, settings, run_id, work or run_here, None, key)
 
 
 def task_runner(settings: Settings):
@@ -134,8 +149,10 @@ def shard_count(settings: Settings) -> int:
         return 2 * max(1, sum(client.nthreads().values()))
 
 
-def run_shard(name: str, settings: Settings, run_id: str, work: ShardWork, subjects: list[str]) -> dict[str, Any]:
-    """One shard of a stage, in whichever worker process the engine chose."""
+def run_shard(name: str, settings: Settings, run_id: str, work: ShardWork, subjects: list[str] | None,
+              key: str = "") -> dict[str, Any]:
+    """One shard of a stage (`subjects` None: the whole stage, keyed by `key`), in whichever process the
+    engine chose."""
     with Store(settings.db_url) as store:
         return timed(store, run_id, name, lambda: work(store, subjects))
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
 
 from benchsmith import runner
 from benchsmith.errors import BenchsmithError
@@ -58,6 +57,10 @@ def _outcome(verdict: Verdict | None) -> tuple | None:
     return verdict and (verdict.passed, verdict.reason, verdict.details)
 
 
+def _subject(image_id: str, verdict: Verdict | None) -> str:
+    return f"{image_id}:{stable_hash(_outcome(verdict), length=12)}"
+
+
 @dataclass(frozen=True)
 class Judged:
     """An image to judge: its verdict now, and its stored noun count or else its captions to count."""
@@ -69,14 +72,10 @@ class Judged:
 
 
 class RichnessStage:
-    """The richness check as a runner stage, keyed by the threshold, the tagger and the switch.
-
-    A subject is an image together with the outcome of its verdict now (`id:outcome-hash`), and what is
-    recorded done is the image with the verdict it ended with. So a key seen before still re-judges an
-    image that another key changed since (min_nouns 6, then 1, then 6 again), and a rerun under the same
-    key finds every image done. Only images with a caption or a stored count are units: the rest wait for
-    extraction.
-    """
+    """The check as a runner stage. A subject is an image with the outcome of its verdict now, and what is
+    recorded done is the image with the verdict it ended with: so a key seen before still re-judges an image
+    another key changed since (min_nouns 6, then 1, then 6 again). Images with neither a caption nor a
+    stored count wait for extraction."""
 
     name = STAGE
 
@@ -84,15 +83,14 @@ class RichnessStage:
         self.settings = settings
 
     def config_key(self) -> str:
-        s = self.settings
-        return runner.config_key(s.min_nouns, s.spacy_model, s.enabled)
+        return runner.config_key(self.settings.min_nouns, self.settings.spacy_model, self.settings.enabled)
 
     def units(self, store: Store) -> list[Judged]:
         if not self.settings.enabled:
             return []
         earlier = {v.subject_id: v for v in store.get_verdicts(stage=STAGE)}
-        model = self.settings.spacy_model
-        counted = {i: v.details["nouns"] for i, v in earlier.items() if v.details.get("spacy_model") == model}
+        counted = {i: v.details["nouns"] for i, v in earlier.items()
+                   if v.details.get("spacy_model") == self.settings.spacy_model}
         images = store.get_items(kind="image", status=None)
         facts = store.get_facts([i.id for i in images if i.id not in counted], kinds=["caption"])
         units = [Judged(i.id, earlier.get(i.id), counted.get(i.id),
@@ -121,17 +119,8 @@ class RichnessStage:
         return [runner.Outcome(_subject(u.id, v), "done") for u, v in pairs]
 
 
-def _subject(image_id: str, verdict: Verdict | None) -> str:
-    return f"{image_id}:{stable_hash(_outcome(verdict), length=12)}"
-
-
-class Counts(NamedTuple):
-    judged: int       # verdicts written: images judged for the first time or whose verdict changed
-    excluded: int     # images newly excluded
-    readmitted: int   # images excluded before that pass now
-
-
-def apply(store: Store, settings: Richness) -> Counts:
-    """Judge every image not judged under these settings; exclude the poor, readmit the rich."""
+def apply(store: Store, settings: Richness) -> tuple[int, int, int]:
+    """Judge every image not judged under these settings; exclude the poor, readmit the rich. Returns
+    (verdicts written, images newly excluded, images readmitted)."""
     counters = runner.run(RichnessStage(settings), store).counters
-    return Counts(counters["judged"], counters["excluded"], counters["readmitted"])
+    return counters["judged"], counters["excluded"], counters["readmitted"]

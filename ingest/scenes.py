@@ -17,8 +17,8 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from benchsmith import runner
 from benchsmith.paths import DATA_DIR, truetype_font
+from benchsmith.records import stable_hash
 
 WIDTH, HEIGHT = 640, 480
 SHAPES = ("circle", "square", "triangle", "star", "hexagon", "diamond")
@@ -203,6 +203,11 @@ def render_scene(seed: int, index: int, font_path: Path, words: list[str]) -> tu
     return img, row
 
 
+def scenes_key(n: int, seed: int) -> str:
+    """What decides the scenes `make_scenes` renders: their count, their seed and the renderer's settings."""
+    return stable_hash(n, seed, WIDTH, HEIGHT, SHAPES, COLOURS, SIZES, BACKGROUNDS, MAX_OVERLAP, scene_words())
+
+
 def make_scenes(out_dir: Path, n: int, seed: int = 0, progress=None) -> Path:
     """Render n scenes into out_dir with manifest.jsonl; return the manifest path."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -218,31 +223,3 @@ def make_scenes(out_dir: Path, n: int, seed: int = 0, progress=None) -> Path:
             if progress:
                 progress(1)
     return manifest
-
-
-class ScenesStage:
-    """Rendering `n` scenes with `seed` into `folder` as a runner stage: its one subject is the folder, its
-    config key the count, the seed and the renderer's settings. Done once, the scenes are not rendered
-    again: that would rewrite the files and look like new input to ingest."""
-
-    name = "scenes"
-
-    def __init__(self, folder: Path, n: int, seed: int) -> None:
-        self.folder, self.n, self.seed = folder, n, seed
-
-    def config_key(self) -> str:
-        return runner.config_key(self.n, self.seed, WIDTH, HEIGHT, SHAPES, COLOURS, SIZES, BACKGROUNDS, MAX_OVERLAP,
-                                 scene_words())
-
-    def units(self, _store) -> list[Path]:
-        return [self.folder]
-
-    def subject(self, folder: Path) -> str:
-        return str(folder)
-
-    def process(self, folders: list[Path]):
-        for folder in folders:
-            yield folder, make_scenes(folder, self.n, self.seed)
-
-    def commit(self, _store, pairs: list[tuple[Path, Path]], _report) -> list[runner.Outcome]:
-        return [runner.Outcome(str(folder), "done", details={"manifest": str(manifest)}) for folder, manifest in pairs]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,7 +21,6 @@ import pyarrow.parquet as pq
 
 from annotation.reconcile import ADJUDICATION
 from annotation.signal import COLUMNS as SIGNAL_COLUMNS, review_signal
-from benchsmith import runner
 from benchsmith.dimensions import registry
 from benchsmith.errors import BenchsmithError
 from publish import conversations as conversation_config
@@ -270,52 +269,6 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
                        reason=f"withdrawn by the maintainer in {version}")
         store.add_release(release, hashes)
     return Published(version, folder, len(entries), changes, per_config, len(conversations))
-
-
-class PublishStage:
-    """Publishing `version` (and pushing it to `push`, a Hub repository) as a runner stage. Its one subject
-    is the version; its config key is the content of the release it would build (each question's and each
-    conversation's entry hash) with the publish settings and the repository, so a rerun with nothing new
-    finds it done, and any change to either kind of item publishes again (or, under a version already
-    published, stops with publish's own error). The ledger records the release's stats."""
-
-    name = "publish"
-
-    def __init__(self, store: Store, settings: Settings, version: str, push: str = "") -> None:
-        self.settings, self.version, self.push = settings, version, push
-        self.entries, _left_out = collect_entries(store)
-        self.options = settings.section("publish", PublishSettings)
-        self.key = runner.config_key(
-            push, self.options.model_dump(mode="json", exclude={"version", "push"}),
-            sorted((e.question_id, e.content_hash) for e in self.entries),
-            sorted((e.conversation_id, e.content_hash) for e in conversation_config.collect(store)))
-
-    def config_key(self) -> str:
-        return self.key
-
-    def units(self, store: Store) -> list[str]:
-        self.store = store  # publish reads the whole store
-        return [self.version]
-
-    def subject(self, version: str) -> str:
-        return version
-
-    def process(self, versions: Sequence[str]) -> Iterator[tuple[str, dict]]:
-        from publish.push import push_release
-
-        for version in versions:
-            result = publish(self.store, self.settings, version, repo=self.push)
-            stats = {"version": result.version, "questions": result.n_questions, "folder": str(result.folder),
-                     "configs": result.per_config, "added": len(result.changes.added),
-                     "removed": len(result.changes.removed), "changed": len(result.changes.changed)}
-            if self.push:
-                hf_token = self.settings.secrets.hf_token
-                stats["pushed"] = push_release(result.folder, self.push, hf_token and hf_token.get_secret_value(),
-                                               private=self.options.private)
-            yield version, stats
-
-    def commit(self, _store: Store, pairs: list[tuple[str, dict]], _report) -> list[runner.Outcome]:
-        return [runner.Outcome(version, "done", details=stats) for version, stats in pairs]
 
 
 def clean_images(settings: Settings) -> CleanImages:
