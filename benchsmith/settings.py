@@ -5,11 +5,10 @@ from __future__ import annotations
 from benchsmith.errors import BenchsmithError
 from benchsmith.secrets import remember
 
-import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -167,15 +166,6 @@ class Settings(Strict):
             return model.model_validate(self.raw.get(name) or {})
         except ValidationError as exc:
             raise SettingsError(_explain(exc, prefix=name)) from None
-
-    def fingerprint(self, sections: Sequence[str] | None = None) -> str:
-        """A hash of everything but secrets: equal fingerprints mean equal behaviour. With `sections`,
-        only those top-level sections (plus the workspace and services) count, so a stage's cache key
-        does not change when another stage's settings do."""
-        raw = self.raw if sections is None else {
-            k: v for k, v in self.raw.items() if k in {*sections, "workspace", "db_url", "services"}}
-        blob = json.dumps(raw, sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def masked(self) -> dict[str, Any]:
         """The effective settings for display, with each secret shown only as set or unset."""

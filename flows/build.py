@@ -1,10 +1,10 @@
 """The two flows a maintainer runs: `build` grows the benchmark, `finish` closes a round of review.
 
-build:  ingest -> richness -> extract -> richness -> generate -> blind filter -> review push -> report
+build:  scenes -> ingest -> richness -> extract -> richness -> generate -> blind filter -> review push -> report
 finish: review pull (and reconcile) -> publish -> report
 
-Each stage does only the work that is missing and is cached on its inputs, so either flow can be
-stopped at any point and run again.
+Each stage but the pull is a runner stage that does only the work its ledger shows missing, so either
+flow can be stopped at any point and run again, and a rerun that changed nothing runs no stage.
 """
 
 from __future__ import annotations
@@ -22,22 +22,20 @@ from flows.generate import generate_stage
 from flows.ingest import ingest_stage
 from flows.publish import publish_stage
 from flows.review import review_stage
-from flows.tasks import new_run_id, on_task_runner, run_stage, timed
+from flows.tasks import Once, new_run_id, on_task_runner, run_stage, timed
 
 
 def report_stage(settings: Settings, run_id: str) -> dict:
-    """The run report, written again only when the store has changed since the last one."""
-    from benchsmith.store.schema import metadata
+    """The run report, written again only when the store's content has changed since the last one."""
+    from annotation.settings import ReviewSettings
+    from flows.report import content_token, write_report  # pandas and matplotlib: only when a report is made
 
     def write(store: Store) -> dict:
-        from annotation.settings import ReviewSettings
-        from flows.report import write_report  # pandas and matplotlib: only when a report is due
-
         review = settings.section("review", ReviewSettings)
         return {"report": str(write_report(store, settings.workspace / "reports" / run_id, run_id, review))}
-    # Stage timings are left out of the key: a rerun that changed nothing keeps the last report.
-    reads = [name for name in metadata.tables if name != "stage_runs"]
-    return run_stage(settings, run_id, "report", write, reads=reads, sections=None)
+    with Store(settings.db_url) as store:
+        stage = Once("report", "report", content_token(store), write)
+    return run_stage(settings, run_id, "report", stage, recorded=True, retry_failed=True)
 
 
 @flow(name="benchsmith-build")
@@ -46,12 +44,13 @@ def build_flow(settings: Settings, sources: list[str], scenes: int = 0, scenes_s
     run_id = new_run_id()
     summary: dict = {"run": run_id}
     if scenes:
-        from ingest.scenes import make_scenes
+        from ingest.scenes import make_scenes, scenes_key
         folder = settings.workspace / "scenes" / f"seed{scenes_seed}-n{scenes}"
-        manifest = folder / "manifest.jsonl"
-        if not manifest.exists():  # rendering again would touch the files and look like new input
-            make_scenes(folder, scenes, scenes_seed)
-        sources = [str(manifest), *sources]
+        # done once per key: rendering again would rewrite the files and look like new input to ingest
+        stage = Once("scenes", str(folder), scenes_key(scenes, scenes_seed),
+                     lambda _store: {"manifest": str(make_scenes(folder, scenes, scenes_seed))})
+        summary["scenes"] = run_stage(settings, run_id, "scenes", stage, recorded=True)
+        sources = [summary["scenes"]["manifest"], *sources]
     summary["ingest"] = ingest_stage(settings, run_id, sources, ingest_options)
     summary["extract"] = extract_stage(settings, run_id)
     summary["generate"] = generate_stage(settings, run_id)
@@ -63,7 +62,8 @@ def build_flow(settings: Settings, sources: list[str], scenes: int = 0, scenes_s
 
 @task(name="review:pull")
 def pull_task(settings: Settings, run_id: str) -> dict:
-    """Never cached: its input is the annotators' work on the server."""
+    """Always runs, not a runner stage: a token of its input (every annotation on the server) costs the same
+    requests as the pull itself, and a pull that finds nothing new changes nothing."""
     from annotation.client import connect
     from annotation.pull import pull
     from benchsmith.dimensions import registry

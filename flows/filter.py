@@ -7,31 +7,22 @@ from functools import partial
 from prefect import flow
 
 from benchsmith.settings import Settings
-from flows.tasks import new_run_id, run_sharded
+from flows.tasks import new_run_id, run_stage
 
 
 def filter_stage(settings: Settings, run_id: str) -> dict:
-    """The blind-filter task; callable inside any flow. With nothing pending it does not run at all (a
-    rebuild that changed nothing runs no stage); otherwise its cache key includes the questions still
-    pending, so questions a solver could not answer last time are retried."""
-    from benchsmith import runner
+    """The blind-filter stage; callable inside any flow. Questions a solver could not answer stay pending,
+    so the next run tries them again."""
     from benchsmith.store import Store
     from filters import blind
 
     config = blind.blind_settings(settings)
-    with Store(settings.db_url) as store:
-        pending = [q.id for q in blind.pending(store, config)]
-        # what every shard learns from; the local runner's single task reads the candidates itself
-        pool = [q.id for q in store.get_questions(status="candidate")] \
-            if pending and settings.prefect.task_runner != "local" else []
-        token = runner.cache_token(blind.BlindStage(config, ()), store)
-
-    if not pending:  # nothing to judge: no task, no solver model loaded
-        return blind.FilterRun().as_dict() | {"cached": True}
-
-    judge = partial(blind_shard, settings=settings, pool=pool)
-    return run_sharded(settings, run_id, "blind", judge, pending, reads=("questions",), sections=("filter",),
-                       input_token=token)
+    pool = []  # what every shard learns from; the local runner's single task reads the candidates itself
+    if settings.prefect.task_runner != "local":
+        with Store(settings.db_url) as store:
+            pool = [q.id for q in store.get_questions(status="candidate")]
+    return run_stage(settings, run_id, "blind", blind.BlindStage(config, ()),
+                     partial(blind_shard, settings=settings, pool=pool), sharded=True)
 
 
 def blind_shard(store, subjects: list[str] | None, *, settings: Settings, pool: list[str]) -> dict:

@@ -1,51 +1,35 @@
-"""The generate flow: one cached stage per configured generator, each doing only the missing jobs.
+"""The generate flow: one stage per configured generator, each doing only the missing jobs.
 
-A generator's stage is skipped (its stored result returned) while the items, facts and LLM call log it
-reads are unchanged since it last ran. A run that left LLM jobs unanswered (HTTP failures) wrote to the
-call log, so the next run is not skipped and tries them again. LLM work runs under the Prefect tag
-`openai`, so a tag concurrency limit (`prefect concurrency-limit create openai 1`) holds it across flows;
-inside, the LLM client's own concurrency and rate limits apply, and its call cache means a retried task
-pays for nothing twice.
+LLM work runs under the Prefect tag `openai`, so a tag concurrency limit (`prefect concurrency-limit create
+openai 1`) holds it across flows; inside, the LLM client's own concurrency and rate limits apply, and its
+call cache means a retried task pays for nothing twice. Jobs a run left unanswered (HTTP failures) stay
+pending, so the next run tries them again.
 """
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from functools import partial
 
-from prefect import flow, tags
+from prefect import flow
 
 from benchsmith.settings import Settings
-from flows.tasks import new_run_id, run_sharded
-
-READS = ("items", "facts", "llm_calls")
+from flows.tasks import new_run_id, run_stage
 
 
 def generate_stage(settings: Settings, run_id: str) -> dict:
-    """One stage per generator in `generate.generators`; callable inside any flow. A generator with no
-    pending job runs no task at all; otherwise its cache key is the set of pending jobs under its config."""
-    from benchsmith import runner
-    from benchsmith.store import Store
+    """One stage per generator in `generate.generators`; callable inside any flow."""
     from generators.stage import build_stages, run_stages
 
     results = {}
     for stage in build_stages(settings):
-        with Store(settings.db_url) as store:
-            pending = runner.pending(stage, store)
-            token = runner.cache_token(stage, store, pending)
-        if not pending:
-            results[f"generate {stage.generator}"] = {"jobs": 0, "cached": True}
-            continue
-
         if settings.prefect.task_runner == "local":  # this process: the stage already built does the work
             def work(store, subjects, stage=stage) -> dict:
                 return run_stages(store, [stage], subjects=subjects, workers=1)  # no forks inside a flow
         else:  # a worker builds its own from the settings (a built stage holds models and clients)
             work = partial(generate_shard, settings=settings, name=stage.name)
-        with tags("openai") if stage.uses_llm else nullcontext():
-            results[f"generate {stage.generator}"] = run_sharded(
-                settings, run_id, stage.name, work, [stage.subject(u) for u in pending], reads=READS,
-                sections=("generate",), input_token=token, group=stage.shard_group)
+        results[f"generate {stage.generator}"] = run_stage(
+            settings, run_id, stage.name, stage, work, sharded=True,
+            tag="openai" if stage.uses_llm else "", group=stage.shard_group)
     return results
 
 

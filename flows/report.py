@@ -12,10 +12,13 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pandas as pd
+import sqlalchemy as sa
 
 from annotation.reconcile import ADJUDICATION
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import registry
+from benchsmith.records import stable_hash
+from benchsmith.store.schema import metadata, stage_runs, work_ledger
 from publish.stats import FUNNEL_STEPS, answer_balance, plot_answer_balance, question_frame
 from benchsmith.store import Store
 
@@ -140,3 +143,15 @@ def write_report(store: Store, out_dir: Path, run_id: str | None = None,
     path = out_dir / "report.md"
     path.write_text("\n".join(sections), encoding="utf-8")
     return path
+
+
+def content_token(store: Store) -> str:
+    """A cheap token of what a report shows: each table's row count and newest row (status moves are rows
+    too, as events), without stage timings and the report's own ledger rows: a rerun that changed nothing
+    keeps the last report."""
+    with store.engine.connect() as conn:
+        parts = [(table.name, *map(str, conn.execute(
+            sa.select(sa.func.count(), sa.func.max(table.c.created_at))
+            .where(work_ledger.c.stage != "report" if table is work_ledger else sa.true())).one()))
+                 for table in metadata.sorted_tables if "created_at" in table.c and table is not stage_runs]
+    return stable_hash(store.store_id, parts)

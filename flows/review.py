@@ -1,40 +1,45 @@
 """The review flow: push the questions that survived the blind filter, and the candidate conversations, to
-Label Studio.
-
-Pulling stays a command (`benchsmith review pull`): its input is the annotators' work on the server,
-which no token of the store's tables can stand for, so it cannot be cached like a stage.
-"""
+Label Studio, each kind as its own push stage (`annotation.push.PushStage`)."""
 
 from __future__ import annotations
 
 from prefect import flow
 
+from benchsmith import runner
 from benchsmith.settings import Settings
+from benchsmith.store import Store
 from flows.tasks import new_run_id, run_stage
 
 
 def review_stage(settings: Settings, run_id: str) -> dict:
-    """The push task; callable inside any flow. Without LABEL_STUDIO_API_KEY it says so and does nothing."""
+    """The push stages; callable inside any flow. Without LABEL_STUDIO_API_KEY it says so and does nothing;
+    with nothing to send it does not reach the server."""
     if settings.secrets.label_studio_api_key is None:
         return {"skipped": "LABEL_STUDIO_API_KEY is not set (see `benchsmith labelstudio up`)"}
+    from annotation.client import connect
+    from annotation.conversations import ConversationTasks
+    from annotation.push import PushStage, QuestionTasks, ensure_project, image_base, questions_to_push
+    from annotation.settings import ReviewSettings
+    from benchsmith.dimensions import registry
 
-    def push_new(store) -> dict:
-        from annotation import conversations
-        from annotation.client import connect
-        from annotation.push import push, questions_to_push
-        from annotation.settings import ReviewSettings
-        from benchsmith.dimensions import registry
+    review = settings.section("review", ReviewSettings)
+    base = image_base(settings, review)
+    with Store(settings.db_url) as store:
+        waiting = {"review questions": (QuestionTasks(registry(), review, base), questions_to_push(store, review)),
+                   "review conversations": (ConversationTasks(base), store.get_conversations(status="candidate"))}
+    out = {}
+    for kind, (tasks, subjects) in waiting.items():
+        out[kind] = {"cached": True}
+        if subjects:
+            server = connect(settings)
+            project_id, created = ensure_project(server, settings, review)
+            stage = PushStage(server, tasks, project_id, subjects)
 
-        questions = questions_to_push(store, settings.section("review", ReviewSettings))
-        out = {"sent": 0, "recovered": 0}
-        if questions:
-            out = push(store, connect(settings), settings, registry(), questions).as_dict()
-        if store.get_conversations(status="candidate"):
-            talks = conversations.push(store, connect(settings), settings)
-            out["conversations"] = {"sent": talks.sent, "recovered": talks.recovered}
-        return out
-    return run_stage(settings, run_id, "review:push", push_new, reads=("questions", "conversations", "verdicts"),
-                     sections=("review",))
+            def send(store, _subjects, stage=stage) -> dict:
+                return runner.run(stage, store, window=review.batch_size).as_dict()
+            out[kind] = run_stage(settings, run_id, tasks.name, stage, send) | {
+                "project_id": project_id, "project_created": created}
+    return out
 
 
 @flow(name="benchsmith-review")

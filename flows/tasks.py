@@ -1,29 +1,26 @@
-"""How every stage becomes a Prefect task: cached on its inputs, retried, and timed in the store.
-
-A stage's cache key is the settings fingerprint, the store's id, a token of the tables the stage reads
-(their row counts and newest rows), and anything else that names its input (a source's file listing,
-say). Equal keys mean the stage's inputs have not changed since it last finished, so Prefect returns the
-stored result without running it. The Settings object, the run id and the work function are left out of
-the key: the fingerprint stands for the settings, without secrets.
+"""How every stage becomes a Prefect task: skipped when its work ledger shows nothing pending, otherwise
+keyed on the store's id and the runner's token (the stage, its config key and its pending subjects),
+retried, timed in the store and, on dask or ray, sharded.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
-from prefect import task
+from prefect import tags, task
 from prefect.cache_policies import INPUTS
 
+from benchsmith import runner
 from benchsmith.errors import BenchsmithError
 from benchsmith.secrets import scrub
 from benchsmith.settings import Settings
 from benchsmith.store import Store
 
-StageWork = Callable[[Store], dict[str, Any]]
 ShardWork = Callable[[Store, "list[str] | None"], dict[str, Any]]
 
 
@@ -50,27 +47,65 @@ def timed(store: Store, run_id: str, stage: str, work: Callable[[], dict[str, An
     return stats
 
 
-@task(cache_policy=INPUTS - "settings" - "run_id" - "work", persist_result=True)
-def _stage(name: str, key: dict[str, str], settings: Settings, run_id: str, work: StageWork) -> dict[str, Any]:
-    with Store(settings.db_url) as store:
-        return timed(store, run_id, name, lambda: work(store))
+@dataclass
+class Once:
+    """A runner stage with one subject, done once per config key: a release, the run report, a folder of
+    scenes. `make(store)` does it and returns what the ledger keeps (a release's stats, the report's path)."""
+
+    name: str
+    subject_id: str
+    key: str
+    make: Callable[[Store], dict[str, Any]]
+
+    def config_key(self) -> str:
+        return self.key
+
+    def units(self, store: Store) -> list[Store]:
+        return [store]
+
+    def subject(self, _store: Store) -> str:
+        return self.subject_id
+
+    def process(self, stores: Sequence[Store]) -> Iterator[tuple[Store, dict[str, Any]]]:
+        yield from ((store, self.make(store)) for store in stores)
+
+    def commit(self, _store: Store, pairs: list, _report: runner.StageReport) -> list[runner.Outcome]:
+        return [runner.Outcome(self.subject_id, "done", details=made) for _unit, made in pairs]
 
 
-def run_stage(settings: Settings, run_id: str, name: str, work: StageWork, *, reads: Sequence[str],
-              sections: Sequence[str] | None, input_token: str = "") -> dict[str, Any]:
-    """Run `work(store)` as the Prefect task `name`, unless its inputs are unchanged since it last ran;
-    then its stored result comes back marked `"cached": True`.
+def run_stage(settings: Settings, run_id: str, name: str, stage: runner.Stage, work: ShardWork | None = None, *,
+              recorded: bool = False, retry_failed: bool = False, sharded: bool = False, tag: str = "",
+              group: Callable[[str], str] | None = None) -> dict[str, Any]:
+    """Run the runner stage `stage` as the Prefect task `name`, unless nothing is pending: then no task runs
+    and the result is `{"cached": True}`. With `recorded` the result, run or not, is what the ledger keeps for
+    the stage's one subject (a release's stats, the report's path).
 
-    `reads` names the store tables the stage takes its input from, `sections` the settings sections it
-    reads (None: all of them); `input_token` covers inputs from outside the store.
+    `work(store, subjects)` does the pending units (default: the runner runs the stage). A `sharded` stage's
+    work is split over dask or ray workers (`run_sharded`); it is module-level, so workers unpickle it and
+    build the stage themselves. `tag`: a Prefect tag for concurrency limits, `gpu` (a GPU per shard) or `openai`.
     """
+    def recall(store: Store) -> dict[str, Any]:
+        rows = store.ledger_rows(stage.name, stage.config_key()) if recorded else []
+        return {k: v for row in rows for k, v in row["details"].items()}
+
+    def run_here(store: Store, _subjects) -> dict[str, Any]:
+        report = runner.run(stage, store, units=runner.pending(stage, store, retry_failed=retry_failed))
+        return recall(store) if recorded else report.as_dict()
+
     with Store(settings.db_url) as store:
-        key = {"settings": settings.fingerprint(sections), "state": store.state_token(reads), "input": input_token}
-    staged = _stage.with_options(name=name, retries=settings.prefect.retries,
-                                 retry_delay_seconds=settings.prefect.retry_delay_seconds)
-    state = staged(name, key, settings, run_id, work, return_state=True)
-    result = state.result()
-    return result | {"cached": True} if state.name == "Cached" else result
+        pending = runner.pending(stage, store, retry_failed=retry_failed)
+        if not pending:
+            return recall(store) | {"cached": True}
+        key = f"{store.store_id}:{runner.cache_token(stage, store, pending)}"
+    with tags(tag) if tag else nullcontext():
+        if sharded and settings.prefect.task_runner != "local":
+            return run_sharded(settings, run_id, name, work, [stage.subject(u) for u in pending],
+                               gpu=tag == "gpu", group=group)
+        # Keyed, never read back: a task that ran with this token before left these units pending, to retry.
+        return _shard.with_options(name=name, retries=settings.prefect.retries, refresh_cache=True,
+                                   cache_policy=INPUTS - "settings" - "run_id" - "work", persist_result=True,
+                                   retry_delay_seconds=settings.prefect.retry_delay_seconds)(
+            name, settings, run_id, work or run_here, None, key)
 
 
 def task_runner(settings: Settings):
@@ -114,8 +149,10 @@ def shard_count(settings: Settings) -> int:
         return 2 * max(1, sum(client.nthreads().values()))
 
 
-def run_shard(name: str, settings: Settings, run_id: str, work: ShardWork, subjects: list[str]) -> dict[str, Any]:
-    """One shard of a stage, in whichever worker process the engine chose."""
+def run_shard(name: str, settings: Settings, run_id: str, work: ShardWork, subjects: list[str] | None,
+              key: str = "") -> dict[str, Any]:
+    """One shard of a stage (`subjects` None: the whole stage, keyed by `key`), in whichever process the
+    engine chose."""
     with Store(settings.db_url) as store:
         return timed(store, run_id, name, lambda: work(store, subjects))
 
@@ -125,22 +162,15 @@ _shard = task(cache_policy=None)(run_shard)
 
 
 def run_sharded(settings: Settings, run_id: str, name: str, work: ShardWork, subjects: Sequence[str], *,
-                reads: Sequence[str], sections: Sequence[str] | None, input_token: str = "",
                 gpu: bool = False, group: Callable[[str], str] | None = None) -> dict[str, Any]:
-    """A heavy stage: with the local runner exactly `run_stage(work(store, None))`; on dask or ray its
-    pending `subjects` split into shards by a stable hash (`runner.shards`; of `group(subject)` when the
-    subjects of a group must be worked on together), one Prefect task each on the flow's task runner,
-    every shard with its own store connection; their stats are summed into one.
+    """`work` on dask or ray: `subjects` split into shards by a stable hash (`runner.shards`; of
+    `group(subject)` when the subjects of a group must be worked on together), one Prefect task each on
+    the flow's task runner, every shard with its own store connection; their stats are summed into one.
 
     A shard that runs twice (a retry, a lost worker) redoes only what its ledger rows do not show as
     finished, and its writes are keyed by content; paid LLM calls come from the call cache, under rate
     limits the store holds for all shards at once. `gpu` shards ask the engine for one GPU each (Dask
     resource `GPU`, Ray `num_gpus`)."""
-    if settings.prefect.task_runner == "local":
-        return run_stage(settings, run_id, name, lambda store: work(store, None), reads=reads, sections=sections,
-                         input_token=input_token)
-    from benchsmith import runner
-
     parts = runner.shards(subjects, shard_count(settings), group)
     staged = _shard.with_options(name=name, retries=settings.prefect.retries,
                                  retry_delay_seconds=settings.prefect.retry_delay_seconds)

@@ -4,20 +4,21 @@ SEED-Bench kept images whose caption had more than five nouns. We count nouns (c
 with spaCy's English tagger and take the richest caption an image has. An image with no caption yet is
 left for later; the filter runs again once captions have been extracted.
 
-Each verdict records the noun count and the tagger it was counted with, so changing
-`ingest.richness.min_nouns` re-judges from the stored counts (no tagging) and changes exactly the images
-whose outcome it changes: newly poor ones are excluded, newly rich ones come back. Changing the tagger
-counts again.
+The check is a runner stage keyed by its settings. Each verdict records the noun count and the tagger it
+was counted with, so changing `ingest.richness.min_nouns` re-judges from the stored counts (no tagging)
+and changes exactly the images whose outcome it changes: newly poor ones are excluded, newly rich ones
+come back. Changing the tagger counts again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
 
+from benchsmith import runner
 from benchsmith.errors import BenchsmithError
-from benchsmith.records import Image, Verdict
+from benchsmith.records import Image, Verdict, stable_hash
 from benchsmith.settings import Richness
 from benchsmith.store import Store
 
@@ -56,31 +57,70 @@ def _outcome(verdict: Verdict | None) -> tuple | None:
     return verdict and (verdict.passed, verdict.reason, verdict.details)
 
 
-class Outcome(NamedTuple):
-    judged: int       # verdicts written: images judged for the first time or whose verdict changed
-    excluded: int     # images newly excluded
-    readmitted: int   # images excluded before that pass now
+def _subject(image_id: str, verdict: Verdict | None) -> str:
+    return f"{image_id}:{stable_hash(_outcome(verdict), length=12)}"
 
 
-def apply(store: Store, settings: Richness) -> Outcome:
-    """Judge every captioned image not yet judged under these settings; exclude the poor, readmit the rich."""
-    if not settings.enabled:
-        return Outcome(0, 0, 0)
-    earlier = {v.subject_id: v for v in store.get_verdicts(stage=STAGE)}
-    images = store.get_items(kind="image", status=None)
-    uncounted = [i for i in images
-                 if i.id not in earlier or earlier[i.id].details.get("spacy_model") != settings.spacy_model]
-    facts = store.get_facts([i.id for i in uncounted], kinds=["caption"])
-    nouns = {i.id: earlier[i.id].details["nouns"] for i in images if i.id in earlier}
-    for image in uncounted:
-        captions = captions_of(image, [f.text for f in facts.get(image.id, [])])
-        if captions:
-            nouns[image.id] = count_nouns(captions, settings.spacy_model)
-    verdicts = [verdict for image_id, count in nouns.items()
-                if _outcome(verdict := judge(image_id, count, settings)) != _outcome(earlier.get(image_id))]
-    store.add_verdicts(verdicts)
-    excluded = [v.subject_id for v in verdicts if not v.passed and getattr(earlier.get(v.subject_id), "passed", True)]
-    readmitted = [v.subject_id for v in verdicts if v.passed and getattr(earlier.get(v.subject_id), "passed", True) is False]
-    store.set_item_status(excluded, "excluded")
-    store.set_item_status(readmitted, "ok")
-    return Outcome(len(verdicts), len(excluded), len(readmitted))
+@dataclass(frozen=True)
+class Judged:
+    """An image to judge: its verdict now, and its stored noun count or else its captions to count."""
+
+    id: str
+    verdict: Verdict | None
+    nouns: int | None
+    captions: tuple[str, ...]
+
+
+class RichnessStage:
+    """The check as a runner stage. A subject is an image with the outcome of its verdict now, and what is
+    recorded done is the image with the verdict it ended with: so a key seen before still re-judges an image
+    another key changed since (min_nouns 6, then 1, then 6 again). Images with neither a caption nor a
+    stored count wait for extraction."""
+
+    name = STAGE
+
+    def __init__(self, settings: Richness) -> None:
+        self.settings = settings
+
+    def config_key(self) -> str:
+        return runner.config_key(self.settings.min_nouns, self.settings.spacy_model, self.settings.enabled)
+
+    def units(self, store: Store) -> list[Judged]:
+        if not self.settings.enabled:
+            return []
+        earlier = {v.subject_id: v for v in store.get_verdicts(stage=STAGE)}
+        counted = {i: v.details["nouns"] for i, v in earlier.items()
+                   if v.details.get("spacy_model") == self.settings.spacy_model}
+        images = store.get_items(kind="image", status=None)
+        facts = store.get_facts([i.id for i in images if i.id not in counted], kinds=["caption"])
+        units = [Judged(i.id, earlier.get(i.id), counted.get(i.id),
+                        () if i.id in counted else tuple(captions_of(i, [f.text for f in facts.get(i.id, [])])))
+                 for i in images]
+        return [u for u in units if u.nouns is not None or u.captions]
+
+    def subject(self, unit: Judged) -> str:
+        return _subject(unit.id, unit.verdict)
+
+    def process(self, units: Sequence[Judged]) -> Iterator[tuple[Judged, Verdict]]:
+        for unit in units:
+            nouns = unit.nouns if unit.nouns is not None else count_nouns(unit.captions, self.settings.spacy_model)
+            yield unit, judge(unit.id, nouns, self.settings)
+
+    def commit(self, store: Store, pairs: list[tuple[Judged, Verdict]],
+               report: runner.StageReport) -> list[runner.Outcome]:
+        """Write the verdicts whose outcome changed; exclude the newly poor, readmit the newly rich."""
+        changed = [(u, v) for u, v in pairs if _outcome(v) != _outcome(u.verdict)]
+        excluded = [u.id for u, v in changed if not v.passed and getattr(u.verdict, "passed", True)]
+        readmitted = [u.id for u, v in changed if v.passed and getattr(u.verdict, "passed", True) is False]
+        store.add_verdicts([v for _u, v in changed])
+        store.set_item_status(excluded, "excluded")
+        store.set_item_status(readmitted, "ok")
+        report.counters.update(judged=len(changed), excluded=len(excluded), readmitted=len(readmitted))
+        return [runner.Outcome(_subject(u.id, v), "done") for u, v in pairs]
+
+
+def apply(store: Store, settings: Richness) -> tuple[int, int, int]:
+    """Judge every image not judged under these settings; exclude the poor, readmit the rich. Returns
+    (verdicts written, images newly excluded, images readmitted)."""
+    counters = runner.run(RichnessStage(settings), store).counters
+    return counters["judged"], counters["excluded"], counters["readmitted"]

@@ -18,6 +18,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont
 
 from benchsmith.paths import DATA_DIR, truetype_font
+from benchsmith.records import stable_hash
 
 WIDTH, HEIGHT = 640, 480
 SHAPES = ("circle", "square", "triangle", "star", "hexagon", "diamond")
@@ -200,6 +201,11 @@ def render_scene(seed: int, index: int, font_path: Path, words: list[str]) -> tu
     }
     row = {"captions": [_caption(background, shapes, signs)], "objects": objects, "ocr": ocr, "truth": truth}
     return img, row
+
+
+def scenes_key(n: int, seed: int) -> str:
+    """What decides the scenes `make_scenes` renders: their count, their seed and the renderer's settings."""
+    return stable_hash(n, seed, WIDTH, HEIGHT, SHAPES, COLOURS, SIZES, BACKGROUNDS, MAX_OVERLAP, scene_words())
 
 
 def make_scenes(out_dir: Path, n: int, seed: int = 0, progress=None) -> Path:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from benchsmith.errors import BenchsmithError
 
 import sqlite3
-from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -238,21 +237,6 @@ class Store(
 
         with self.engine.connect() as conn:
             return conn.scalar(sa.select(store_info.c.value).where(store_info.c.key == "store_id"))
-
-    def state_token(self, tables: Sequence[str] | None = None) -> str:
-        """Changes when the named tables (None: all) gain rows. Rows that only change status do not
-        count, so a stage whose outputs land in its own input tables still sees a stable token."""
-        from benchsmith.records import stable_hash
-        from benchsmith.store.schema import metadata
-
-        parts = [self.store_id]
-        with self.engine.connect() as conn:
-            for table in metadata.sorted_tables:
-                if tables is not None and table.name not in tables or "created_at" not in table.c:
-                    continue
-                count, latest = conn.execute(sa.select(sa.func.count(), sa.func.max(table.c.created_at))).one()
-                parts.append((table.name, count, str(latest)))
-        return stable_hash(parts)
 
     def close(self) -> None:
         self.engine.dispose()

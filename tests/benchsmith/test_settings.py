@@ -113,12 +113,6 @@ def test_every_packaged_profile_passes_every_section_check():
         assert load_settings(profile=profile, env={}).profile == profile
 
 
-def test_the_fingerprint_follows_behaviour_not_secrets():
-    plain = load_settings(env={})
-    assert load_settings(env={"OPENAI_API_KEY": "sk-1"}).fingerprint() == plain.fingerprint()
-    assert load_settings(env={"BENCHSMITH__INGEST__MIN_SIDE": "99"}).fingerprint() != plain.fingerprint()
-
-
 def test_a_config_key_leaves_out_only_the_fields_a_settings_model_marks_unkeyed():
     class Knobs(BaseModel):
         tasks: int = 1                                       # a name one of ours leaves out; here it counts

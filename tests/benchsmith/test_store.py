@@ -76,13 +76,6 @@ def test_facts_are_stored_once_and_usable_images_listed_oldest_first(store):
     assert store.get_facts([image(1).id])[image(1).id] == [fact]
 
 
-def test_the_state_token_changes_only_when_the_store_does(store):
-    before = store.state_token()
-    assert store.state_token() == before
-    store.add_items([image(9)])
-    assert store.state_token() != before
-
-
 def test_migrations_build_exactly_the_declared_schema(store):
     with store.engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), metadata) == []

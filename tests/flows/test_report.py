@@ -45,3 +45,18 @@ def test_the_report_shows_each_solvers_blind_accuracy_with_intervals_before_and_
             in report)
     assert "| all dimensions | red-lover | 25% | 4 | 50.0% (15.0%–85.0%) | 2 | 0.0% (0.0%–65.8%) |" in report
     assert "95% Wilson intervals" in report
+
+
+def test_the_report_token_follows_what_the_report_shows_not_stage_timings_or_its_own_ledger(store):
+    from benchsmith.records import Image
+    from flows.report import content_token
+
+    before = content_token(store)
+    store.finish_stage(store.start_stage("run1", "extract"), status="done", stats={})
+    store.record_work("report", "any key", [{"subject": "report", "status": "done"}])
+    assert content_token(store) == before
+    store.record_work("blind", "any key", [{"subject": "q1", "status": "failed", "reason": "crashed"}])
+    assert content_token(store) != before  # failures by reason are in the report
+    after_failure = content_token(store)
+    store.add_items([Image(id="e" * 64, path="e.png", width=64, height=64)])
+    assert content_token(store) != after_failure

@@ -29,6 +29,8 @@ def test_poor_images_are_excluded_with_a_verdict_and_uncaptioned_ones_wait(store
     assert apply(store, Richness(min_nouns=1)) == (1, 0, 1)  # only the poor one's outcome changes
     assert {i.id for i in store.get_items()} == {rich.id, poor.id, bare.id}
     assert apply(store, Richness(min_nouns=1)) == (0, 0, 0)
+    assert apply(store, Richness(min_nouns=6)) == (1, 1, 0)  # a key seen before still undoes what 1 changed
+    assert {i.id for i in store.get_items()} == {rich.id, bare.id}
 
 
 def test_the_filter_can_be_switched_off(store):
