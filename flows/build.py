@@ -47,7 +47,9 @@ def build_flow(settings: Settings, sources: list[str], scenes: int = 0, scenes_s
         from ingest.scenes import make_scenes, scenes_key
         folder = settings.workspace / "scenes" / f"seed{scenes_seed}-n{scenes}"
         # done once per key: rendering again would rewrite the files and look like new input to ingest
-        stage = Once("scenes", str(folder), scenes_key(scenes, scenes_seed),
+        manifest = folder / "manifest.jsonl"  # a folder deleted since is rendered again
+        stage = Once("scenes", lambda: f"{folder}:{'rendered' if manifest.exists() else 'missing'}",
+                     scenes_key(scenes, scenes_seed),
                      lambda _store: {"manifest": str(make_scenes(folder, scenes, scenes_seed))})
         summary["scenes"] = run_stage(settings, run_id, "scenes", stage, recorded=True)
         sources = [summary["scenes"]["manifest"], *sources]

@@ -53,7 +53,7 @@ class Once:
     scenes. `make(store)` does it and returns what the ledger keeps (a release's stats, the report's path)."""
 
     name: str
-    subject_id: str
+    subject_id: str | Callable[[], str]  # a callable is asked again after `make`: what it made is then on record
     key: str
     make: Callable[[Store], dict[str, Any]]
 
@@ -64,13 +64,13 @@ class Once:
         return [store]
 
     def subject(self, _store: Store) -> str:
-        return self.subject_id
+        return self.subject_id() if callable(self.subject_id) else self.subject_id
 
     def process(self, stores: Sequence[Store]) -> Iterator[tuple[Store, dict[str, Any]]]:
         yield from ((store, self.make(store)) for store in stores)
 
     def commit(self, _store: Store, pairs: list, _report: runner.StageReport) -> list[runner.Outcome]:
-        return [runner.Outcome(self.subject_id, "done", details=made) for _unit, made in pairs]
+        return [runner.Outcome(self.subject(unit), "done", details=made) for unit, made in pairs]
 
 
 def run_stage(settings: Settings, run_id: str, name: str, stage: runner.Stage, work: ShardWork | None = None, *,

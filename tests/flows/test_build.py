@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 from ingest.scenes import make_scenes
 from benchsmith.store import Store
 from tests.annotation.test_pull import scripted  # noqa: F401 - two annotators review a scripted set
@@ -67,6 +70,10 @@ def test_scenes_are_rendered_once_per_count_and_seed(prefect_api, settings):
     again = build_flow(settings, [], scenes=2, scenes_seed=4)
     assert again["scenes"] == {"manifest": manifest, "cached": True}  # not rendered again: nothing to ingest
     assert again["ingest"][f"ingest {manifest}"] == {"cached": True}
+    shutil.rmtree(Path(manifest).parent)  # a maintainer clears the workspace's scenes
+    redrawn = build_flow(settings, [], scenes=2, scenes_seed=4)
+    assert "cached" not in redrawn["scenes"] and Path(manifest).is_file()
+    assert redrawn["ingest"][f"ingest {manifest}"]["added"] == 0  # the same scenes: nothing new
 
 
 def test_a_changed_source_runs_its_stage_again(prefect_api, settings, tmp_path):
