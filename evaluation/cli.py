@@ -145,7 +145,7 @@ def register(app: typer.Typer, context) -> None:
                 stage = prepare(store, c.settings, source, name, protocol)
                 pending = len(runner.pending(stage, store))
                 with progress_bar(f"{name} on {source.label}", min(pending, limit) if limit else pending) as advance:
-                    report = evaluate(store, c.settings, stage, limit=limit, progress=advance)
+                    report = evaluate(store, stage, limit=limit, progress=advance)
                 results.append({"model": name, "run": stage.run.id, **report.as_dict()})
                 if not as_json:
                     counts = report.counters

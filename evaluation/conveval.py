@@ -247,7 +247,7 @@ def plan_run(models: dict[str, Any], options: ConvEvalSettings, prompts: JudgePr
     return ConvRun(stable_hash("conveval", model, source, config), model, source, config)
 
 
-class ConvEvalStage:
+class ConvEvalStage(runner.Stage):
     name = STAGE
 
     def __init__(self, run: ConvRun, conversations: Sequence[EvalConversation], settings, adapters: dict[str, Adapter],
@@ -263,7 +263,7 @@ class ConvEvalStage:
     def config_key(self) -> str:
         return self.run.id
 
-    def units(self, store) -> list[Unit]:
+    def units(self, context: runner.StageContext) -> list[Unit]:
         return self.units_
 
     def subject(self, unit: Unit) -> str:
@@ -273,7 +273,10 @@ class ConvEvalStage:
     def http_calls(self) -> int:
         return self.judge.http_calls + sum(adapter.client.http_calls for adapter in self.adapters.values())
 
-    def process(self, units: Sequence[Unit]) -> Iterator[tuple[Unit, Graded]]:
+    def windows(self) -> tuple[int, int | None]:
+        return WINDOW, None
+
+    def process(self, units: Sequence[Unit], context: runner.StageContext) -> Iterator[tuple[Unit, Graded]]:
         graded = {u.subject: Graded(answers=[t.reference for t in u.conversation.turns[:GIVEN[u.setting]]])
                   for u in units}
         for state, u in ((graded[u.subject], u) for u in units):
@@ -341,7 +344,8 @@ class ConvEvalStage:
         self.calls.update({f"{what}_calls": 1, f"{what}_cached": int(result.cached),
                            "tokens_in": result.tokens_in, "tokens_out": result.tokens_out})
 
-    def commit(self, store, pairs: list[tuple[Unit, Graded]], report: runner.StageReport) -> list[runner.Outcome]:
+    def commit(self, context: runner.StageContext, pairs: list[tuple[Unit, Graded]],
+               report: runner.StageReport) -> list[runner.Outcome]:
         rows, outcomes = [], []
         for unit, state in pairs:
             if state.retry:
@@ -354,7 +358,7 @@ class ConvEvalStage:
                          "pairwise": {str(k): v for k, v in state.pairwise.items()}})
             outcomes.append(runner.Outcome(unit.subject, "done"))
             report.counters["graded"] += 1
-        store.add_conversation_evals(rows)
+        context.store.add_conversation_evals(rows)
         return outcomes
 
 
@@ -381,10 +385,10 @@ def prepare(store, settings, conversations: Sequence[EvalConversation], source: 
     return ConvEvalStage(run, conversations, settings, adapters, conv, prompts, store)
 
 
-def evaluate(store, stage: ConvEvalStage, *, window: int = WINDOW, limit: int | None = None,
+def evaluate(store, stage: ConvEvalStage, *, limit: int | None = None,
              progress: Callable[[int], None] | None = None) -> runner.StageReport:
     try:
-        report = runner.run(stage, store, window=window, limit=limit, progress=progress)
+        report = runner.run(stage, store, limit=limit, progress=progress)
     finally:
         for adapter in stage.adapters.values():
             adapter.release()

@@ -72,7 +72,7 @@ def test_a_release_scored_through_the_stage_records_matches_misses_and_skips(pub
         "says-z": {"kind": "generate", "model": says_z, "device": "cpu", "max_new_tokens": 2}}})
     source = Source("release:v1", questions)
     for name in ("says-b", "says-z"):
-        evaluate(published.store, settings, prepare(published.store, settings, source, name))
+        evaluate(published.store, prepare(published.store, settings, source, name))
     rows = {row["model"]: row for row in leaderboard(collect(published.store, source), source, 200).rows}
     images = [q for q in questions if q.data_type == "image"]
     keyed_b = sum(q.answer == 1 for q in images)
@@ -98,11 +98,11 @@ def test_replies_that_match_nothing_go_to_the_llm_matcher_when_one_is_set(publis
             "kind": "generate", "model": says_z, "device": "cpu", "max_new_tokens": 2,
             "matcher_model": "matcher"}}}, openai_base_url=server.base_url)
         stage = prepare(published.store, settings, Source("release:v1", questions), "says-z")
-        evaluate(published.store, settings, stage)
+        evaluate(published.store, stage)
         rows = published.store.predictions([stage.run.id])
         assert [(r["choice"], r["matched_by"], r["raw"]) for r in rows] == [(2, "llm", "zz")] * 3
         assert len(matched) == 3 and "<<<REPLY\nzz\nREPLY>>>" in matched[0]
-        evaluate(published.store, settings, prepare(published.store, settings, Source("release:v1", questions),
+        evaluate(published.store, prepare(published.store, settings, Source("release:v1", questions),
                                                    "says-z"))
         assert server.calls == 3                    # a rerun loads nothing and asks the matcher nothing
 

@@ -57,7 +57,7 @@ def test_free_text_replies_are_graded_by_the_ensemble(published, tmp_path):
         settings = with_evaluate(published.settings, tmp_path, {"models": {"vlm": {
             "kind": "openai", "model": "talker", "judge_model": "judge"}}}, openai_base_url=server.base_url)
         stage = prepare(published.store, settings, Source("release:v1", questions), "vlm")
-        evaluate(published.store, settings, stage)
+        evaluate(published.store, stage)
     rows = {r["question_id"]: r for r in published.store.predictions([stage.run.id])}
     assert len(judged) == 5 * len(questions)
     assert "<<<ANSWER\nI would say the first one, though the picture is small.\nANSWER>>>" in judged[0]

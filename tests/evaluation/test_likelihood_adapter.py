@@ -206,13 +206,13 @@ def test_a_release_evaluated_with_a_local_vlm(published, tmp_path, llava):
     settings = with_evaluate(published.settings, tmp_path, {"models": {"tiny-llava": {
         "kind": "likelihood", "model": llava, "device": "cpu", "video": False}}})
     stage = prepare(published.store, settings, Source("release:v1", questions), "tiny-llava")
-    report = evaluate(published.store, settings, stage)
+    report = evaluate(published.store, stage)
     rows = published.store.predictions([stage.run.id])
     videos = {q.question_id for q in questions if q.data_type == "video"}
     assert len(rows) == len(questions) and report.counters["skipped"] == len(videos) == 1
     assert {r["question_id"] for r in rows if r["status"] == "skipped"} == videos
     assert all(r["matched_by"] == "likelihood" and len(r["scores"]) == 4 for r in rows if r["status"] == "ok")
-    again = evaluate(published.store, settings, prepare(published.store, settings, Source("release:v1", questions),
+    again = evaluate(published.store, prepare(published.store, settings, Source("release:v1", questions),
                                                          "tiny-llava"))
     assert again.pending == 0 and again.done == 0
 
