@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith import runner
 from benchsmith.records import Question, Verdict, rotation
+from benchsmith.settings import keyed
 from benchsmith.store import Store
 from filters.solvers import AnySolverConfig, Prediction, Query, Solver, build_solver
 
@@ -131,10 +132,6 @@ def judge_questions(questions: Sequence[Question], solvers: Sequence[Solver],
             for i, q in enumerate(questions) if all(a[i] is not None for a in answers.values())]
 
 
-# Solver settings that change how fast an answer comes, not which answer: left out of the config key.
-_SPEED_ONLY = {"device", "batch_size", "llm", "share_prompt", "dtype"}
-
-
 class BlindStage(runner.Stage):
     """The blind filter as a runner stage: subjects are candidate questions, results their verdicts."""
 
@@ -147,8 +144,7 @@ class BlindStage(runner.Stage):
         self.pool = pool  # the candidates' ids when a sharded run began (None: the candidates now)
 
     def config_key(self) -> str:
-        solvers = [{k: v for k, v in s.model_dump(mode="json").items() if k not in _SPEED_ONLY}
-                   for s in self.config.solvers]
+        solvers = [keyed(s) for s in self.config.solvers]  # how fast a solver answers is not keyed
         return runner.config_key(self.config.rule, self.config.max_right, self.config.rotations, solvers)
 
     def _pool(self, store: Store) -> list[Question]:
