@@ -165,7 +165,7 @@ class _Unit:
     task_id: int | None  # known already: sent by an earlier push, possibly one that died before finishing
 
 
-class PushStage:
+class PushStage(runner.Stage):
     """Sending subjects to one Label Studio project as a runner stage: a subject is done once the
     server holds its task and the store knows the task's id.
 
@@ -175,18 +175,20 @@ class PushStage:
     names the kind of push and its round, not the project's settings: editing the instructions or the
     labeling config updates the project, it never sends a task twice."""
 
-    def __init__(self, server: Server, tasks: Tasks, project_id: int, subjects: Sequence[Any]) -> None:
+    def __init__(self, server: Server, tasks: Tasks, project_id: int, subjects: Sequence[Any], batch_size: int) -> None:
         self.server = server
         self.tasks = tasks
         self.name = tasks.name
         self.project_id = project_id
         self.subjects = list(subjects)
+        self.batch_size = batch_size
         self._items: dict[str, Image | Video] = {}
 
     def config_key(self) -> str:
         return runner.config_key(self.tasks.name, self.tasks.round)
 
-    def units(self, store: Store) -> list[_Unit]:
+    def units(self, context: runner.StageContext) -> list[_Unit]:
+        store = context.store
         ids = [self.tasks.subject_id(s) for s in self.subjects]
         recorded = store.get_review_tasks(self.tasks.kind, ids, self.tasks.round)
         known = {sid: task for sid, (_project, task) in recorded.items() if task is not None}
@@ -196,25 +198,27 @@ class PushStage:
                 unconfirmed.setdefault(project, set()).add(sid)
         for project, sids in unconfirmed.items():
             known |= server_task_ids(self.server, project, sids, self.tasks.round, key=self.tasks.key)
-        self.store = store
         return [_Unit(s, known.get(sid)) for s, sid in zip(self.subjects, ids)]
 
     def subject(self, unit: _Unit) -> str:
         return self.tasks.subject_id(unit.subject)
 
-    def process(self, units: Sequence[_Unit]) -> Iterator[tuple[_Unit, int]]:
+    def windows(self) -> tuple[int, int | None]:
+        return self.batch_size, None
+
+    def process(self, units: Sequence[_Unit], context: runner.StageContext) -> Iterator[tuple[_Unit, int]]:
         yield from ((u, u.task_id) for u in units if u.task_id is not None)
         fresh = [u.subject for u in units if u.task_id is None]
         if not fresh:
             return
         wanted = sorted({self.tasks.item_id(s) for s in fresh} - set(self._items))
-        self._items |= {item.id: item for item in self.store.get_items(wanted, status=None)}
+        self._items |= {item.id: item for item in context.store.get_items(wanted, status=None)}
         missing = sorted({self.tasks.item_id(s) for s in fresh} - set(self._items))
         if missing:
             raise LabelStudioError(f"{self.tasks.key.removesuffix('_id')}s refer to items missing from the "
                                    f"store: {missing[:3]}")
         ids = [self.tasks.subject_id(s) for s in fresh]
-        self.store.record_review_intents(self.tasks.kind, ids, self.project_id, self.tasks.round)
+        context.store.record_review_intents(self.tasks.kind, ids, self.project_id, self.tasks.round)
         with calls(self.server):
             task_ids = self.server.import_tasks(
                 self.project_id, [self.tasks.task(s, self._items[self.tasks.item_id(s)]) for s in fresh])
@@ -224,11 +228,11 @@ class PushStage:
         for subject, task_id in zip(fresh, task_ids):
             yield _Unit(subject, None), task_id
 
-    def commit(self, store: Store, pairs: list[tuple[_Unit, int | None]],
+    def commit(self, context: runner.StageContext, pairs: list[tuple[_Unit, int | None]],
                report: runner.StageReport) -> list[runner.Outcome]:
         found = {self.subject(u): task_id for u, task_id in pairs if task_id is not None}
-        store.set_review_task_ids(found, self.tasks.round)
-        self.tasks.to_review(store, sorted(found), self.project_id)
+        context.store.set_review_task_ids(found, self.tasks.round)
+        self.tasks.to_review(context.store, sorted(found), self.project_id)
         report.counters["recovered"] += sum(u.task_id is not None for u, _t in pairs)
         report.counters["sent"] += sum(u.task_id is None and t is not None for u, t in pairs)
         return [runner.Outcome(self.subject(u), "done", details={"task": task_id}) if task_id is not None
@@ -239,7 +243,7 @@ class PushStage:
 def run_push(store: Store, server: Server, tasks: Tasks, project_id: int, subjects: Sequence[Any], batch_size: int,
              progress: Callable[[int], None] = lambda n: None) -> runner.StageReport:
     """Send every subject not yet on the server, `batch_size` tasks to an import."""
-    return runner.run(PushStage(server, tasks, project_id, subjects), store, window=batch_size, progress=progress)
+    return runner.run(PushStage(server, tasks, project_id, subjects, batch_size), store, progress=progress)
 
 
 @dataclass(frozen=True)

@@ -5,30 +5,15 @@ that: which subjects are still pending under the stage's configuration (the work
 windows of work, committing results as they arrive, per-subject failure capture, progress, counters
 and timing. The CLI commands and the Prefect flows both call `run`, so a stage is driven one way.
 
-A stage provides:
-- `name`: its ledger name, e.g. `generate:llm` or `extract:rapidocr`;
-- `config_key()`: a hash of exactly what changes its output (model, prompt text, rule, solver list,
-  parameters), never batch sizes or devices; finishing a subject is recorded under this key, so a
-  changed key makes every subject pending again and an unchanged one skips them all;
-- `units(store)`: the work it could do now, each with a `subject` string;
-- `process(units)`: an iterator of `(unit, result)` pairs in any order, as results become ready. It
-  calls the pure cores; a stage whose work is remote (LLM calls) yields results while others are still
-  in flight, so the runner's commits never stall the calls;
-- `commit(store, pairs, report)`: write the results and return one `Outcome` per pair: `done`,
-  `failed` (final under this key: recorded with its reason) or `retry` (no record: the next run tries
-  again, e.g. after an HTTP failure).
+Every stage subclasses `Stage`, which declares each hook with its default. The runner hands each hook a
+`StageContext` (the store); in a forked worker it is the same store, on connections of its own.
 
 Results are written before their ledger rows, so a crash between the two only redoes work whose
 outputs are idempotent (content-derived ids; paid LLM calls are answered from the call cache).
 
-A window never splits a group of units the stage names with `shard_group` (an item's generate jobs),
-so a stage can decide a group's units together.
-
-With `workers` > 1 the pending units are split into that many shards (`shards`, by the stage's
-`shard_group` when it has one); this process works on one and each other shard runs the same loop
-in a process forked from it, committing to the store through its own connections. A stage may define `before_fork(units)` to
-ready what every worker reads (built once here, shared copy-on-write); its work must need no threads,
-open connections or clients made before the fork. The workers' reports are summed into one.
+With `workers()` > 1 the pending units are split into that many shards (`shards`, by the stage's
+`shard_group`); this process works on one and each other shard runs the same loop in a process forked
+from it, committing to the store through its own connections. The workers' reports are summed into one.
 """
 
 from __future__ import annotations
@@ -41,7 +26,8 @@ import traceback
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from functools import cached_property
+from typing import Any, Literal
 
 from benchsmith.errors import BenchsmithError
 from benchsmith.records import stable_hash
@@ -73,18 +59,63 @@ class StageReport:
                 **dict(self.counters), "seconds": round(self.seconds, 3)}
 
 
-class Stage(Protocol):
-    name: str  # the work ledger's name; an optional `label` names the stage to people where they differ
+@dataclass(frozen=True)
+class StageContext:
+    """What the runner hands a stage's hooks."""
 
-    def config_key(self) -> str: ...
+    store: Any
 
-    def units(self, store) -> Iterable[Any]: ...
 
-    def subject(self, unit: Any) -> str: ...
+class Stage:
+    """A stage of the runner. A subclass sets `name` (its work ledger's name, e.g. `generate:llm`) and
+    defines `config_key`, `units`, `subject`, `process` and `commit`; the other hooks have defaults."""
 
-    def process(self, units: Sequence[Any]) -> Iterator[tuple[Any, Any]]: ...
+    name: str
 
-    def commit(self, store, pairs: list[tuple[Any, Any]], report: StageReport) -> list[Outcome]: ...
+    @cached_property
+    def label(self) -> str:
+        """What progress calls it (a subclass may set another)."""
+        return self.name
+
+    def config_key(self) -> str:
+        """A hash of exactly what changes its output (model, prompt text, rule, parameters), never batch
+        sizes or devices (see `settings.keyed`): a changed key makes every subject pending again."""
+        raise NotImplementedError
+
+    def units(self, context: StageContext) -> Iterable[Any]:
+        """All the work it could do now, done or not, in its order; it only reads."""
+        raise NotImplementedError
+
+    def subject(self, unit: Any) -> str:
+        """A unit's name in the work ledger."""
+        raise NotImplementedError
+
+    def shard_group(self, subject: str) -> str:
+        """Subjects of one group are never split between windows or shards, so the stage decides them
+        together (an item's generate jobs); by default each subject is a group alone."""
+        return subject
+
+    def windows(self) -> tuple[int, int | None]:
+        """Units handed to `process` at a time, and results committed together (None: a window's worth)."""
+        return 64, None
+
+    def workers(self) -> int:
+        """Processes the runner may fork for it; 1: none."""
+        return 1
+
+    def prepare(self, context: StageContext, units: Sequence[Any]) -> None:
+        """Once, here, before the pending `units` are processed or any worker is forked: build what every
+        window reads (forked workers share it copy-on-write, so leave no threads or connections open)."""
+
+    def process(self, units: Sequence[Any], context: StageContext) -> Iterator[tuple[Any, Any]]:
+        """`(unit, result)` pairs in any order as results become ready: remote work (LLM calls) yields
+        while other calls are still in flight, so commits never stall them."""
+        raise NotImplementedError
+
+    def commit(self, context: StageContext, pairs: list[tuple[Any, Any]], report: StageReport) -> list[Outcome]:
+        """Write the results; one `Outcome` per pair: `done`, `failed` (final under this key, recorded with
+        its reason) or `retry` (no record: the next run tries again, e.g. after an HTTP failure)."""
+        raise NotImplementedError
 
 
 # Set while a command shows progress for stages it does not call itself (`build` runs them inside Prefect
@@ -106,7 +137,7 @@ def pending(stage: Stage, store, *, retry_failed: bool = False) -> list[Any]:
     """The units not finished under the stage's current config key, in the stage's order; with
     `retry_failed`, the ones that failed under it too."""
     finished = store.finished_subjects(stage.name, stage.config_key(), retry_failed=retry_failed)
-    return [unit for unit in stage.units(store) if stage.subject(unit) not in finished]
+    return [unit for unit in stage.units(StageContext(store)) if stage.subject(unit) not in finished]
 
 
 def shards(subjects: Iterable[str], n: int, group: Callable[[str], str] | None = None) -> list[list[str]]:
@@ -127,14 +158,14 @@ def cache_token(stage: Stage, store, units: Sequence[Any] | None = None) -> str:
     return stable_hash(stage.name, stage.config_key(), sorted(stage.subject(u) for u in units))
 
 
-def run(stage: Stage, store, *, window: int = 64, commit_every: int | None = None, limit: int | None = None,
-        units: Sequence[Any] | None = None, subjects: Collection[str] | None = None,
-        progress: Callable[[int], None] | None = None, workers: int = 1) -> StageReport:
-    """Do every pending unit of `stage`, `window` units handed to `process` at a time, results committed
-    in groups of `commit_every` (default: the window) as they arrive. `units` are the pending units, when
-    the caller has listed them already (failed ones included, to retry them: see `pending`); `subjects`
-    keeps only those units (one shard of the stage: see `shards`). `workers` > 1: that many processes,
-    each over a shard of the units (see the module's docstring)."""
+def run(stage: Stage, store, *, limit: int | None = None, units: Sequence[Any] | None = None,
+        subjects: Collection[str] | None = None, progress: Callable[[int], None] | None = None,
+        workers: int | None = None) -> StageReport:
+    """Do every pending unit of `stage`, in the stage's `windows()`, results committed as they arrive.
+    `units` are the pending units, when the caller has listed them already (failed ones included, to retry
+    them: see `pending`); `subjects` keeps only those units (one shard of the stage: see `shards`).
+    `workers` (default: the stage's `workers()`) > 1: that many processes, each over a shard of the units
+    (see the module's docstring)."""
     started = time.perf_counter()
     key = stage.config_key()
     report = StageReport(stage.name, key)
@@ -146,73 +177,75 @@ def run(stage: Stage, store, *, window: int = 64, commit_every: int | None = Non
         units = units[:limit]
     report.pending = len(units)
     if progress is None and progress_for is not None and units:
-        progress = progress_for(getattr(stage, "label", stage.name), len(units))
+        progress = progress_for(stage.label, len(units))
+    context = StageContext(store)
+    if units:
+        stage.prepare(context, units)
+    window, commit_every = stage.windows()
+    workers = stage.workers() if workers is None else workers
     if workers > 1 and len(units) > window:
-        _run_forked(stage, store, units, workers, window, commit_every or window, report, progress)
+        _run_forked(stage, context, units, workers, window, commit_every or window, report, progress)
     else:
-        _run_here(stage, store, units, window, commit_every or window, report, progress)
+        _run_here(stage, context, units, window, commit_every or window, report, progress)
     report.seconds = time.perf_counter() - started
     return report
 
 
 def windows(stage: Stage, units: list[Any], window: int) -> Iterator[list[Any]]:
-    """`units` in runs of about `window`; a stage with a `shard_group` never has a group split between
-    two windows (a window then ends where its last group ends), so the group is worked on together."""
-    group = getattr(stage, "shard_group", None)
+    """`units` in runs of about `window`, never splitting a `shard_group` between two windows (a window
+    then ends where its last group ends), so the group is worked on together."""
+    group = stage.shard_group
     start = 0
     while start < len(units):
         end = min(start + window, len(units))
-        if group is not None:
-            last = group(stage.subject(units[end - 1]))
-            while end < len(units) and group(stage.subject(units[end])) == last:
-                end += 1
+        last = group(stage.subject(units[end - 1]))
+        while end < len(units) and group(stage.subject(units[end])) == last:
+            end += 1
         yield units[start:end]
         start = end
 
 
-def _run_here(stage: Stage, store, units: list[Any], window: int, group: int, report: StageReport,
+def _run_here(stage: Stage, context: StageContext, units: list[Any], window: int, group: int, report: StageReport,
               progress: Callable[[int], None] | None) -> None:
     for batch in windows(stage, units, window):
         ready: list[tuple[Any, Any]] = []
         seen: set[str] = set()
         try:
-            for pair in stage.process(batch):
+            for pair in stage.process(batch, context):
                 ready.append(pair)
                 seen.add(stage.subject(pair[0]))
                 if len(ready) >= group:
-                    _commit(stage, store, ready, report, progress)
+                    _commit(stage, context, ready, report, progress)
                     ready = []
         except RUN_ERRORS:
-            _commit(stage, store, ready, report, progress)
+            _commit(stage, context, ready, report, progress)
             raise
         except Exception:  # noqa: BLE001 - isolate the subject that broke the batch, keep the rest
-            _commit(stage, store, ready, report, progress)
+            _commit(stage, context, ready, report, progress)
             ready = []
             for unit in batch:
                 if stage.subject(unit) not in seen:
-                    ready.extend(_one(stage, unit))
-        _commit(stage, store, ready, report, progress)
+                    ready.extend(_one(stage, context, unit))
+        _commit(stage, context, ready, report, progress)
 
 
 class WorkerError(BenchsmithError, RuntimeError):
     """A worker process of a stage failed or died; the message carries its error."""
 
 
-def _run_forked(stage: Stage, store, units: list[Any], workers: int, window: int, group: int,
+def _run_forked(stage: Stage, context: StageContext, units: list[Any], workers: int, window: int, group: int,
                 report: StageReport, progress: Callable[[int], None] | None) -> None:
     by_subject = {stage.subject(u): u for u in units}
-    parts = shards(by_subject, workers, getattr(stage, "shard_group", None))
+    parts = shards(by_subject, workers, stage.shard_group)
     if len(parts) < 2:
-        _run_here(stage, store, units, window, group, report, progress)
+        _run_here(stage, context, units, window, group, report, progress)
         return
-    if (ready := getattr(stage, "before_fork", None)) is not None:
-        ready(units)
     gc.freeze()  # what the workers inherit stays shared: the collector never writes to it in them
-    context = multiprocessing.get_context("fork")
+    forking = multiprocessing.get_context("fork")
     waiting = {}
     for part in parts[1:]:  # this process works on the first shard itself: one copy less of what it holds
-        receive, send = context.Pipe(duplex=False)
-        worker = context.Process(target=_worker, args=(stage, store, [by_subject[s] for s in part], window,
+        receive, send = forking.Pipe(duplex=False)
+        worker = forking.Process(target=_worker, args=(stage, context, [by_subject[s] for s in part], window,
                                                        group, report.config_key, send), daemon=True)
         worker.start()
         send.close()
@@ -246,7 +279,7 @@ def _run_forked(stage: Stage, store, units: list[Any], workers: int, window: int
 
     failed_here = None
     try:
-        _run_here(stage, store, [by_subject[s] for s in parts[0]], window, group, report, here)
+        _run_here(stage, context, [by_subject[s] for s in parts[0]], window, group, report, here)
     except RUN_ERRORS as exc:  # the workers' shards still finish and are stored
         failed_here = exc
     while waiting:
@@ -259,12 +292,12 @@ def _run_forked(stage: Stage, store, units: list[Any], workers: int, window: int
                           f"finished is stored, a rerun does the rest. First: {errors[0]}")
 
 
-def _worker(stage: Stage, store, units: list[Any], window: int, group: int, config_key: str, send) -> None:
+def _worker(stage: Stage, context: StageContext, units: list[Any], window: int, group: int, config_key: str, send) -> None:
     """One shard, in a forked process: the same loop, through connections of its own."""
-    store.engine.dispose(close=False)  # the parent's pooled connections stay the parent's
+    context.store.engine.dispose(close=False)  # the parent's pooled connections stay the parent's
     report = StageReport(stage.name, config_key)
     try:
-        _run_here(stage, store, units, window, group, report, lambda n: send.send(("progress", n)))
+        _run_here(stage, context, units, window, group, report, lambda n: send.send(("progress", n)))
     except BaseException as exc:  # noqa: BLE001 - every failure goes to the parent, which raises it
         send.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"))
     else:
@@ -286,23 +319,23 @@ class _Crashed:
     reason: str
 
 
-def _one(stage: Stage, unit: Any) -> list[tuple[Any, Any]]:
+def _one(stage: Stage, context: StageContext, unit: Any) -> list[tuple[Any, Any]]:
     """`unit` processed alone; an exception becomes its result, recorded as its failure."""
     try:
-        return list(stage.process([unit]))
+        return list(stage.process([unit], context))
     except RUN_ERRORS:
         raise
     except Exception as exc:  # noqa: BLE001
         return [(unit, _Crashed(f"{type(exc).__name__}: {exc}".splitlines()[0][:500]))]
 
 
-def _commit(stage: Stage, store, pairs: list[tuple[Any, Any]], report: StageReport,
+def _commit(stage: Stage, context: StageContext, pairs: list[tuple[Any, Any]], report: StageReport,
             progress: Callable[[int], None] | None) -> None:
     if not pairs:
         return
     crashed = [(u, r) for u, r in pairs if isinstance(r, _Crashed)]
     good = [(u, r) for u, r in pairs if not isinstance(r, _Crashed)]
-    outcomes = stage.commit(store, good, report) if good else []
+    outcomes = stage.commit(context, good, report) if good else []
     outcomes += [Outcome(stage.subject(u), "failed", r.reason) for u, r in crashed]
     for outcome in outcomes:
         if outcome.status == "done":
@@ -313,7 +346,7 @@ def _commit(stage: Stage, store, pairs: list[tuple[Any, Any]], report: StageRepo
         else:
             report.failed += 1
         report.failures[outcome.reason] += 1
-    store.record_work(stage.name, report.config_key,
+    context.store.record_work(stage.name, report.config_key,
                       [{"subject": o.subject, "status": o.status, "reason": o.reason, "details": o.details}
                        for o in outcomes if o.status != "retry"])
     if progress:

@@ -178,9 +178,8 @@ def plan_run(models: dict[str, Any], options: ConvEvalSettings, prompts: JudgePr
     return EvalRun(stable_hash("conveval", model, source, config), model, "openai", source, "conveval", config)
 
 
-class ConvEvalStage:
+class ConvEvalStage(runner.Stage):
     name = STAGE
-    window = WINDOW
 
     def __init__(self, run: EvalRun, conversations: Sequence[EvalConversation], settings, adapters: dict[str, Adapter],
                  options: ConvEvalSettings, prompts: JudgePrompts, store=None) -> None:
@@ -195,7 +194,7 @@ class ConvEvalStage:
     def config_key(self) -> str:
         return self.run.id
 
-    def units(self, store) -> list[Unit]:
+    def units(self, context: runner.StageContext) -> list[Unit]:
         return self.units_
 
     def subject(self, unit: Unit) -> str:
@@ -205,7 +204,10 @@ class ConvEvalStage:
     def http_calls(self) -> int:
         return self.judge.http_calls + sum(adapter.client.http_calls for adapter in self.adapters.values())
 
-    def process(self, units: Sequence[Unit]) -> Iterator[tuple[Unit, Graded]]:
+    def windows(self) -> tuple[int, int | None]:
+        return WINDOW, None
+
+    def process(self, units: Sequence[Unit], context: runner.StageContext) -> Iterator[tuple[Unit, Graded]]:
         graded = {u.subject: Graded(answers=[t.reference for t in u.conversation.turns[:GIVEN[u.setting]]])
                   for u in units}
         for state, u in ((graded[u.subject], u) for u in units):
@@ -273,7 +275,8 @@ class ConvEvalStage:
         self.calls.update({f"{what}_calls": 1, f"{what}_cached": int(result.cached),
                            "tokens_in": result.tokens_in, "tokens_out": result.tokens_out})
 
-    def commit(self, store, pairs: list[tuple[Unit, Graded]], report: runner.StageReport) -> list[runner.Outcome]:
+    def commit(self, context: runner.StageContext, pairs: list[tuple[Unit, Graded]],
+               report: runner.StageReport) -> list[runner.Outcome]:
         rows, outcomes = [], []
         for unit, state in pairs:
             if state.retry:
@@ -286,7 +289,7 @@ class ConvEvalStage:
                          "pairwise": {str(k): v for k, v in state.pairwise.items()}})
             outcomes.append(runner.Outcome(unit.subject, "done"))
             report.counters["graded"] += 1
-        store.add_conversation_evals(rows)
+        context.store.add_conversation_evals(rows)
         report.counters.update(self.calls)
         report.counters["http_calls"] = self.http_calls
         self.calls.clear()

@@ -57,33 +57,39 @@ def plan_run(options: EvalSettings, templates: Templates, model: str, source: st
     return EvalRun(run_id, model, adapter.kind, source, shown.name, config)
 
 
-class EvalStage:
+class EvalStage(runner.Stage):
     name = STAGE
 
     def __init__(self, run: EvalRun, units: Sequence[Pass], make_adapter: Callable[[], Adapter], window: int) -> None:
         self.run = run
         self.passes = list(units)
-        self.window = window
         self._make_adapter = make_adapter
+        self.window = window
         self.adapter: Adapter | None = None
 
     def config_key(self) -> str:
         return self.run.id
 
-    def units(self, store) -> list[Pass]:
+    def units(self, context: runner.StageContext) -> list[Pass]:
         return self.passes
 
     def subject(self, unit: Pass) -> str:
         return unit.subject
 
-    def process(self, units: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
-        if self.adapter is None:  # built only when something is pending
-            self.adapter = self._make_adapter()
-            if hasattr(self.adapter, "prepare"):
-                self.adapter.prepare(list({p.question.question_id: p.question for p in self.passes}.values()))
+    def windows(self) -> tuple[int, int | None]:
+        return self.window, None
+
+    def prepare(self, context: runner.StageContext, units: Sequence[Pass]) -> None:
+        """The adapter, built only when something is pending."""
+        self.adapter = self._make_adapter()
+        if hasattr(self.adapter, "prepare"):
+            self.adapter.prepare(list({p.question.question_id: p.question for p in self.passes}.values()))
+
+    def process(self, units: Sequence[Pass], context: runner.StageContext) -> Iterator[tuple[Pass, ModelAnswer]]:
         yield from self.adapter.predict(units)
 
-    def commit(self, store, pairs: list[tuple[Pass, ModelAnswer]], report: runner.StageReport) -> list[runner.Outcome]:
+    def commit(self, context: runner.StageContext, pairs: list[tuple[Pass, ModelAnswer]],
+               report: runner.StageReport) -> list[runner.Outcome]:
         rows, outcomes = [], []
         for p, answer in pairs:
             if answer.retry:
@@ -101,7 +107,7 @@ class EvalStage:
                          "reason": answer.skipped})
             outcomes.append(runner.Outcome(p.subject, "failed" if answer.skipped else "done", answer.skipped))
             report.counters[status] += 1
-        store.add_predictions(rows)
+        context.store.add_predictions(rows)
         return outcomes
 
     def release(self) -> None:
@@ -127,6 +133,6 @@ def evaluate(store, stage, *, limit: int | None = None,
              progress: Callable[[int], None] | None = None) -> runner.StageReport:
     """Do a protocol's stage's pending units; results land in the store as they arrive."""
     try:
-        return runner.run(stage, store, window=stage.window, limit=limit, progress=progress)
+        return runner.run(stage, store, limit=limit, progress=progress)
     finally:
         stage.release()

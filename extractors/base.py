@@ -7,7 +7,8 @@ the runner asks for its `key` first; only when some image still lacks its facts 
 
 The key names what produced a fact (`backend:model:hash-of-params`), so the store can tell which images
 an extractor with exactly these settings has already seen; changing a threshold makes a new key and new
-work, while batch size and device, which change speed rather than what is found, stay out of it.
+work, while batch size and device, which change speed rather than what is found, stay out of it (they
+are marked `UNKEYED`, as is the backend, which the key names already).
 """
 
 from __future__ import annotations
@@ -22,10 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from benchsmith import models, plugins
 from benchsmith.errors import BenchsmithError
 from benchsmith.records import Fact, Image, Provenance, stable_hash
-from benchsmith.settings import Settings, SettingsError
-
-# Parameters that change speed but not the facts produced; they are left out of the extractor key.
-NOT_IDENTITY = ("backend", "batch_size", "device")
+from benchsmith.settings import UNKEYED, Settings, SettingsError, keyed
 
 
 class ExtractorError(BenchsmithError, RuntimeError):
@@ -39,9 +37,9 @@ class Strict(BaseModel):
 class BackendParams(Strict):
     """Parameters every backend accepts."""
 
-    backend: str
-    batch_size: int = Field(8, ge=1)
-    device: str = "auto"   # auto: CUDA when present, else CPU
+    backend: str = Field(json_schema_extra=UNKEYED)
+    batch_size: int = Field(8, ge=1, json_schema_extra=UNKEYED)
+    device: str = Field("auto", json_schema_extra=UNKEYED)   # auto: CUDA when present, else CPU
 
 
 class ExtractSettings(Strict):
@@ -126,7 +124,7 @@ class Backend:
 
     @property
     def identity(self) -> dict[str, Any]:
-        return self.params.model_dump(mode="json", exclude=set(NOT_IDENTITY))
+        return keyed(self.params)
 
     @property
     def key(self) -> str:

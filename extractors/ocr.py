@@ -19,12 +19,13 @@ import yaml
 from pydantic import Field
 
 from benchsmith.records import Fact, Image
+from benchsmith.settings import UNKEYED
 from extractors.base import Backend, BackendParams, ExtractorError, Loaded
 
 
 class OCRParams(BackendParams):
     min_score: float = Field(0.5, ge=0, le=1)  # lines read with less confidence are dropped
-    batch_size: int = Field(4, ge=1)
+    batch_size: int = Field(4, ge=1, json_schema_extra=UNKEYED)
 
 
 def _quad(points: Any, width: int, height: int) -> tuple:

@@ -61,7 +61,7 @@ class Found:
     failure: str = ""
 
 
-class ExtractStage:
+class ExtractStage(runner.Stage):
     """One extractor over every usable image it has no ledger row for, as a runner stage."""
 
     name = EXTRACT_STAGE
@@ -69,26 +69,26 @@ class ExtractStage:
     def __init__(self, extractor: Extractor, settings: Settings) -> None:
         self.extractor = extractor
         self.settings = settings
-        self.store: Store | None = None
-        self.loaded = False
         self.label = f"extract {extractor.name}"
 
     def config_key(self) -> str:
         return self.extractor.key
 
-    def units(self, store: Store) -> list[str]:
-        self.store = store
-        return store.item_ids(kind="image")
+    def units(self, context: runner.StageContext) -> list[str]:
+        return context.store.item_ids(kind="image")
 
     def subject(self, item_id: str) -> str:
         return item_id
 
-    def process(self, ids: Sequence[str]) -> Iterator[tuple[str, Found]]:
-        if not self.loaded:
-            self.extractor.load()
-            self.loaded = True
+    def windows(self) -> tuple[int, int | None]:
+        return self.extractor.batch_size, None
+
+    def prepare(self, context: runner.StageContext, ids: Sequence[str]) -> None:
+        self.extractor.load()
+
+    def process(self, ids: Sequence[str], context: runner.StageContext) -> Iterator[tuple[str, Found]]:
         ready: list[Loaded] = []
-        for image in self.store.get_items(ids):
+        for image in context.store.get_items(ids):
             try:
                 pixels = open_rgb(self.settings.media_dir / image.path) if self.extractor.needs_pixels else None
             except Exception as exc:  # noqa: BLE001 - any unreadable file is the image's failure, not the run's
@@ -103,8 +103,9 @@ class ExtractStage:
         for loaded, facts in zip(ready, found, strict=True):
             yield loaded.image.id, Found(facts, seconds=share)
 
-    def commit(self, store: Store, pairs: list[tuple[str, Found]], report: runner.StageReport) -> list[runner.Outcome]:
-        store.add_facts(self.extractor.key, [fact for _id, found in pairs for fact in found.facts])
+    def commit(self, context: runner.StageContext, pairs: list[tuple[str, Found]],
+               report: runner.StageReport) -> list[runner.Outcome]:
+        context.store.add_facts(self.extractor.key, [fact for _id, found in pairs for fact in found.facts])
         outcomes = []
         for item_id, found in pairs:
             details = {"n_facts": len(found.facts), "seconds": round(found.seconds, 4)}
@@ -144,7 +145,7 @@ def extract(store: Store, settings: Settings, *, only: Sequence[str] | None = No
             continue
         advance = progress(f"extract {extractor.name}", len(todo)) if progress else None
         with gpu_slot(section.gpu_concurrency) if extractor.uses_gpu else nullcontext():
-            ran = runner.run(stage, store, window=extractor.batch_size, units=todo, progress=advance)
+            ran = runner.run(stage, store, units=todo, progress=advance)
         reports[extractor.name] = ExtractorReport(
             extractor.key, pending=ran.pending, done=ran.done, failed=ran.failed, facts=ran.counters["facts"],
             seconds=ran.counters["seconds"],

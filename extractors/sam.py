@@ -22,6 +22,7 @@ from pydantic import Field
 from benchsmith.geometry import iou
 from benchsmith.models import pick_device
 from benchsmith.records import Fact, stable_hash
+from benchsmith.settings import UNKEYED
 from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, load_pretrained, require_model,
                              unit_box)
 
@@ -48,7 +49,7 @@ class SamParams(BackendParams):
     attribute_min_score: float = Field(0.3, ge=0, le=1)
     region_captioner: str = ""                          # captioning model for crops; empty: no region facts
     crop_margin: float = Field(0.05, ge=0, le=1)        # context kept around a box when cropping
-    batch_size: int = Field(1, ge=1)
+    batch_size: int = Field(1, ge=1, json_schema_extra=UNKEYED)
 
 
 def mask_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:

@@ -19,7 +19,7 @@ from pydantic import Field
 from benchsmith.paths import DATA_DIR
 from benchsmith.models import pick_device
 from benchsmith.records import Fact, stable_hash
-from benchsmith.settings import Settings, parse_yaml
+from benchsmith.settings import UNKEYED, Settings, parse_yaml
 from extractors.base import Backend, BackendParams, ExtractorError, Loaded, load_pretrained, require_model
 
 VOCABULARY_DIR = DATA_DIR / "vocabularies"
@@ -123,7 +123,7 @@ class ClipTagParams(BackendParams):
     template: str = "a photo of a {}."
     top_k: int = Field(10, ge=1)
     threshold: float = Field(0.05, ge=0, le=1)    # minimum softmax probability over the vocabulary
-    batch_size: int = Field(32, ge=1)
+    batch_size: int = Field(32, ge=1, json_schema_extra=UNKEYED)
 
 
 class ClipTagExtractor(Backend):

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith import runner
 from benchsmith.records import Question, Verdict, rotation
+from benchsmith.settings import keyed
 from benchsmith.store import Store
 from filters.solvers import AnySolverConfig, Prediction, Query, Solver, build_solver
 
@@ -131,11 +132,7 @@ def judge_questions(questions: Sequence[Question], solvers: Sequence[Solver],
             for i, q in enumerate(questions) if all(a[i] is not None for a in answers.values())]
 
 
-# Solver settings that change how fast an answer comes, not which answer: left out of the config key.
-_SPEED_ONLY = {"device", "batch_size", "llm", "share_prompt", "dtype"}
-
-
-class BlindStage:
+class BlindStage(runner.Stage):
     """The blind filter as a runner stage: subjects are candidate questions, results their verdicts."""
 
     name = STAGE
@@ -147,31 +144,35 @@ class BlindStage:
         self.pool = pool  # the candidates' ids when a sharded run began (None: the candidates now)
 
     def config_key(self) -> str:
-        solvers = [{k: v for k, v in s.model_dump(mode="json").items() if k not in _SPEED_ONLY}
-                   for s in self.config.solvers]
+        solvers = [keyed(s) for s in self.config.solvers]  # how fast a solver answers is not keyed
         return runner.config_key(self.config.rule, self.config.max_right, self.config.rotations, solvers)
 
-    def units(self, store: Store) -> list[Question]:
-        if self.pool is None:
-            pool = store.get_questions(status="candidate")
-            fit_learners(self.solvers, pool)
-            return pool
-        # every shard of a run learns from the same pool, whatever its siblings have dropped meanwhile
-        pool = store.get_questions(ids=self.pool)
-        fit_learners(self.solvers, pool)
-        return [q for q in pool if q.status == "candidate"]
+    def _pool(self, store: Store) -> list[Question]:
+        """The questions learners fit on: the candidates, or those of `pool` (every shard of a run learns
+        from the same pool, whatever its siblings have dropped meanwhile)."""
+        return store.get_questions(status="candidate") if self.pool is None else store.get_questions(ids=self.pool)
+
+    def units(self, context: runner.StageContext) -> list[Question]:
+        return [q for q in self._pool(context.store) if q.status == "candidate"]
 
     def subject(self, question: Question) -> str:
         return question.id
 
-    def process(self, questions: Sequence[Question]):
+    def windows(self) -> tuple[int, int | None]:
+        return self.config.chunk_size, None
+
+    def prepare(self, context: runner.StageContext, questions: Sequence[Question]) -> None:
+        if any(hasattr(s, "fit") for s in self.solvers):
+            fit_learners(self.solvers, self._pool(context.store))
+
+    def process(self, questions: Sequence[Question], context: runner.StageContext):
         verdicts = {v.subject_id: v for v in judge_questions(questions, self.solvers, self.config)}
         for question in questions:
             yield question, verdicts.get(question.id)
 
-    def commit(self, store: Store, pairs, report: runner.StageReport) -> list[runner.Outcome]:
+    def commit(self, context: runner.StageContext, pairs, report: runner.StageReport) -> list[runner.Outcome]:
         verdicts = [v for _q, v in pairs if v is not None]
-        write(store, verdicts)
+        write(context.store, verdicts)
         report.counters["dropped"] += sum(not v.passed for v in verdicts)
         report.counters["kept"] += sum(v.passed for v in verdicts)
         return [runner.Outcome(q.id, "done") if v is not None
@@ -206,8 +207,8 @@ def apply(store: Store, config: BlindSettings, solvers: Sequence[Solver], *, lim
     """
     if not solvers:
         return FilterRun(pending=len(pending(store, config)[:limit]))
-    report = runner.run(BlindStage(config, solvers, pool), store, window=config.chunk_size, limit=limit,
-                        subjects=subjects, progress=progress)
+    report = runner.run(BlindStage(config, solvers, pool), store, limit=limit, subjects=subjects,
+                        progress=progress)
     return FilterRun(pending=report.pending, judged=report.done, dropped=report.counters["dropped"],
                      kept=report.counters["kept"], unanswered=report.retry_later)
 

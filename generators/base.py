@@ -21,11 +21,11 @@ class JobOutcome(Protocol):
     finished: bool
 
 
-class GeneratorStage:
-    """A runner stage (`benchsmith.runner.Stage`) that writes benchmark content. Besides the runner's
-    contract a subclass sets `generator` (its name in `generate.generators`) and `settings_model` (what
-    validates `generate.<generator>`), and may override `windows`, `uses_llm`, `unlisted` and `counts`.
-    The LLM client is opened on the first call, once per run."""
+class GeneratorStage(runner.Stage):
+    """A runner stage that writes benchmark content. Besides the runner's contract a subclass sets
+    `generator` (its name in `generate.generators`) and `settings_model` (what validates
+    `generate.<generator>`), and may override `uses_llm`, `unlisted` and `counts`. The LLM client is
+    opened on the first call, once per run."""
 
     generator: str = ""
     settings_model: type[BaseModel] = NoSettings
@@ -34,14 +34,13 @@ class GeneratorStage:
     def __init__(self, settings: Settings, llm_options: LlmOptions) -> None:
         self.name = f"generate:{self.generator}"
         self.settings = settings
-        self.store: Any = None
         self.tally = CallTally()
         self._llm_options = llm_options
         self._client: LlmClient | None = None
 
-    def client(self) -> LlmClient:
+    def client(self, context: runner.StageContext) -> LlmClient:
         if self._client is None:
-            self._client = LlmClient(self.settings, self._llm_options, self.store)
+            self._client = LlmClient(self.settings, self._llm_options, context.store)
         return self._client
 
     @property
@@ -53,19 +52,9 @@ class GeneratorStage:
         """Whether its work calls the LLM (the flow then runs it under the Prefect tag `openai`)."""
         return True
 
-    def windows(self) -> tuple[int, int | None]:
-        """How many jobs the runner hands over at a time, and how many results it stores together
-        (None: a window's worth)."""
-        return 64, None
-
-    def workers(self) -> int:
-        """How many processes the runner may fork for it (`benchsmith.runner`); 1: none."""
-        return 1
-
     def shard_group(self, subject: str) -> str:
-        """What must be generated in one shard of a distributed run: the item (a subject starts with its
-        id). The gate's per-item rules see the questions of the item's other jobs, so they must come in
-        the order a local run gives them."""
+        """The item (a subject starts with its id): the gate's per-item rules see the questions of the
+        item's other jobs, so they must come in the order a local run gives them."""
         return subject.split(":", 1)[0]
 
     def unlisted(self) -> Counter:

@@ -188,15 +188,14 @@ class ConversationStage(GeneratorStage):
     def config_key(self) -> str:
         return runner.config_key(BACKEND, keyed(self.options), self.gate.model_dump(mode="json"))
 
-    def units(self, store) -> list[Job]:
-        self.store = store
-        return [Job(item) for item in store.get_items(kind="image")]
+    def units(self, context: runner.StageContext) -> list[Job]:
+        return [Job(item) for item in context.store.get_items(kind="image")]
 
     def subject(self, job: Job) -> str:
         return f"{job.item.id}:conversation:{self._subject_key}"
 
-    def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
-        facts = self.store.get_facts(sorted({j.item.id for j in jobs}))
+    def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
+        facts = context.store.get_facts(sorted({j.item.id for j in jobs}))
         active: list[Job] = []
         for job in jobs:
             if facts[job.item.id]:
@@ -208,7 +207,7 @@ class ConversationStage(GeneratorStage):
             calls = [(job, request_for_turn(job.item, facts[job.item.id], drafts[job.item.id].turns, self.options))
                      for job in active]
             active = []
-            for index, result in stream(self.client(), [request for _job, request in calls]):
+            for index, result in stream(self.client(context), [request for _job, request in calls]):
                 job, _request = calls[index]
                 outcome = self._next_turn(job, drafts[job.item.id], level, result)
                 if outcome is None:
@@ -231,7 +230,9 @@ class ConversationStage(GeneratorStage):
             return None
         return Outcome(conversation_from(job.item, draft.turns, draft.results, self.options))
 
-    def commit(self, store, pairs: list[tuple[Job, Outcome]], report: runner.StageReport) -> list[runner.Outcome]:
+    def commit(self, context: runner.StageContext, pairs: list[tuple[Job, Outcome]],
+               report: runner.StageReport) -> list[runner.Outcome]:
+        store = context.store
         made = [o.conversation.model_copy(update={"meta": o.conversation.meta | {"config": self._subject_key}})
                 for _job, o in pairs if o.finished and o.conversation is not None]
         report.counters["conversations"] += len(made)

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith.dimensions import Dimension
 from benchsmith.records import Fact, Image, Provenance, Question, normalise_text, stable_hash
-from benchsmith.settings import UNKEYED, parse_yaml
+from benchsmith.settings import UNKEYED, keyed, parse_yaml
 from extractors.context import text_reads
 
 BACKEND = "programmatic"
@@ -528,7 +528,7 @@ def generate(item: Image, facts: list[Fact], dimension: Dimension, vocabulary: V
         chosen.append(draft)
         asked += not draft.dropped
     provenance = Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed,
-                            params=settings.model_dump(mode="json", exclude={"vocabulary"}))
+                            params=keyed(settings))
     return [Question(item_id=item.id, dimension_id=dimension.id, text=d.text, options=list(d.options), answer=0,
                      provenance=provenance, meta=d.meta | {"generator": BACKEND}
                      | ({"dropped": d.dropped} if d.dropped else {})) for d in chosen]

@@ -171,20 +171,16 @@ class QuestionStage(GeneratorStage):
             parts["distractor_prompt"] = prompt.read_text(encoding="utf-8")
         return runner.config_key(self.generator, o.seed, o.quality.model_dump(mode="json"), parts)
 
-    def units(self, store) -> list[Job]:
-        self.store = store
-        return [Job(self.generator, item, d) for item in store.get_items(kind=self.item_kind)
+    def units(self, context: runner.StageContext) -> list[Job]:
+        return [Job(self.generator, item, d) for item in context.store.get_items(kind=self.item_kind)
                 for d in self.dimensions]
 
     def subject(self, job: Job) -> str:
         return f"{job.item.id}:{job.dimension.key}:{self._dimension_keys[job.dimension.key]}"
 
-    def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
-        raise NotImplementedError
-
-    def _with_facts(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, list]]:
+    def _with_facts(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, list]]:
         """Each job with its image's facts, read for the whole window at once."""
-        facts = self.store.get_facts(sorted({j.item.id for j in jobs}))
+        facts = context.store.get_facts(sorted({j.item.id for j in jobs}))
         for job in jobs:
             yield job, facts[job.item.id]
 
@@ -196,7 +192,9 @@ class QuestionStage(GeneratorStage):
 
     # -- storing ----------------------------------------------------------------------------------------
 
-    def commit(self, store, pairs: list[tuple[Job, Outcome]], report: runner.StageReport) -> list[runner.Outcome]:
+    def commit(self, context: runner.StageContext, pairs: list[tuple[Job, Outcome]],
+               report: runner.StageReport) -> list[runner.Outcome]:
+        store = context.store
         finished = [(job, o) for job, o in pairs if o.finished]
         generated = []
         for job, o in finished:
@@ -243,10 +241,6 @@ class ProgrammaticStage(QuestionStage):
     generator = "programmatic"
     settings_model = ProgrammaticSettings
 
-    def __init__(self, settings: Settings, options: GenerateSettings) -> None:
-        super().__init__(settings, options)
-        self._vocabulary: programmatic.Vocabulary | None = None
-
     def supports(self, dimension: Dimension) -> bool:
         return programmatic.supports(dimension)
 
@@ -255,21 +249,18 @@ class ProgrammaticStage(QuestionStage):
         return stable_hash(programmatic.VERSION, vocabulary.read_text(encoding="utf-8"), dimension.definition,
                            length=12)
 
-    def vocabulary(self) -> programmatic.Vocabulary:
-        """The vocabulary file widened with every label, attribute and OCR word in the store (once a run)."""
-        if self._vocabulary is None:
-            ids = [item.id for item in self.store.get_items(kind="image")]
-            facts = [f for fs in self.store.get_facts(ids, kinds=["object", "ocr"]).values() for f in fs]
-            self._vocabulary = programmatic.load_vocabulary(self.own.vocabulary).widened(
-                facts, self.own)
-        return self._vocabulary
+    def prepare(self, context: runner.StageContext, jobs: Sequence[Job]) -> None:
+        """The vocabulary file widened with every label, attribute and OCR word in the store."""
+        ids = context.store.item_ids(kind="image")
+        facts = [f for fs in context.store.get_facts(ids, kinds=["object", "ocr"]).values() for f in fs]
+        self.vocabulary = programmatic.load_vocabulary(self.own.vocabulary).widened(facts, self.own)
 
-    def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
-        for job, facts in self._with_facts(jobs):
+    def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
+        for job, facts in self._with_facts(jobs, context):
             if not facts:
                 yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
                 continue
-            yield job, Outcome(programmatic.generate(job.item, facts, job.dimension, self.vocabulary(),
+            yield job, Outcome(programmatic.generate(job.item, facts, job.dimension, self.vocabulary,
                                                      self.own, seed=self.options.seed))
 
 
@@ -296,10 +287,10 @@ class LlmStage(QuestionStage):
         # a wide window keeps calls in flight while small groups of answers are stored
         return max(self.llm.batch_size, 1024), 16
 
-    def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
+    def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         calls: list[tuple[Job, LlmRequest]] = []
         blocks: dict[str, str] = {}  # item id -> its facts block, written once for all its dimensions
-        for job, facts in self._with_facts(jobs):
+        for job, facts in self._with_facts(jobs, context):
             if not facts:
                 yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
                 continue
@@ -312,7 +303,7 @@ class LlmStage(QuestionStage):
         # answers arrived in. The calls all stay in flight meanwhile.
         left = Counter(job.item.id for job, _request in calls)
         answered: dict[str, list[tuple[int, Job, Outcome]]] = {}
-        for index, result in stream(self.client(), [request for _job, request in calls]):
+        for index, result in stream(self.client(context), [request for _job, request in calls]):
             job, request = calls[index]
             answered.setdefault(job.item.id, []).append((index, job, self._questions(job, request, result)))
             left[job.item.id] -= 1
@@ -339,10 +330,6 @@ class TemporalStage(QuestionStage):
     settings_model = TemporalSettings
     item_kind = "video"
 
-    def __init__(self, settings: Settings, options: GenerateSettings) -> None:
-        super().__init__(settings, options)
-        self._labels: list[str] | None = None
-
     def supports(self, dimension: Dimension) -> bool:
         return temporal.supports(dimension)
 
@@ -352,18 +339,16 @@ class TemporalStage(QuestionStage):
     def distractor_prompt(self) -> Path | None:
         return temporal.PROMPT_FILE if self.own.distractors == "llm" else None
 
-    def labels(self) -> list[str]:
+    def prepare(self, context: runner.StageContext, jobs: Sequence[Job]) -> None:
         """Every action label and step in the store's videos: the pool of temporal distractors."""
-        if self._labels is None:
-            self._labels = temporal.label_set(self.store.get_items(kind="video"), self.own)
-        return self._labels
+        self.labels = temporal.label_set(context.store.get_items(kind="video"), self.own)
 
-    def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
+    def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         for job in jobs:
-            yield job, self._questions(job)
+            yield job, self._questions(job, context)
 
-    def _questions(self, job: Job) -> Outcome:
-        outcome = Outcome(temporal.generate(job.item, job.dimension, self.labels(), self.own,
+    def _questions(self, job: Job, context: runner.StageContext) -> Outcome:
+        outcome = Outcome(temporal.generate(job.item, job.dimension, self.labels, self.own,
                                             seed=self.options.seed))
         if not self.uses_llm:
             return outcome
@@ -372,7 +357,7 @@ class TemporalStage(QuestionStage):
             question, job.item, job.dimension, model=llm.model_for(job.dimension), temperature=llm.temperature,
             seed=llm.seed, max_tokens=llm.max_tokens))
             for position, question in enumerate(outcome.questions) if temporal.wants_llm_distractors(question)]
-        results = self.client().run([request for _position, request in wanted])
+        results = self.client(context).run([request for _position, request in wanted])
         if (waiting := self._llm_distractors_missing(results)) is not None:
             return waiting
         for (position, request), result in zip(wanted, results):
@@ -410,11 +395,11 @@ class ReformStage(QuestionStage):
         # call to redo (LLM distractors are answered from the call cache)
         return max(self.options.batch_size, 2048), max(self.options.batch_size, 1024)
 
-    def units(self, store) -> list[Job]:
+    def units(self, context: runner.StageContext) -> list[Job]:
         """Only the items and dimensions their annotations' task kinds feed, listed once a run. A job holds
         its item's id: the pools' pass keeps the annotations parsed (`Pools.readings`), far smaller than
         the items. With nothing done yet under these settings, the pools are read in the same pass."""
-        self.store = store
+        store = context.store
         if self._jobs is None:
             kinds = reform.load_tasks(self.own.tasks)
             self._jobs = []
@@ -446,35 +431,33 @@ class ReformStage(QuestionStage):
         # the cores this process may use (Linux), else the machine's
         return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
-    def before_fork(self, jobs: Sequence[Job]) -> None:
-        """Before the runner forks its workers: the pools read and every MiniLM vector the jobs need
-        computed, once, here (the workers share them)."""
-        self._read(jobs).embeddings.release()  # once every vector asked for is back: the model's process ends
-
-    def _read(self, jobs: Sequence[Job]) -> reform.Pools:
+    def prepare(self, context: runner.StageContext, jobs: Sequence[Job]) -> None:
         """The pools, with the readings of every item of `jobs` (items the pools' pass did not meet are
-        read from the store now)."""
-        pools = self.pools()
+        read from the store now). Workers forked later share them and every MiniLM vector the jobs need,
+        so the model's process ends here once the vectors are back (one process keeps it: LLM distractors
+        are compared with it)."""
+        pools = self.pools(context)
         if missing := sorted({job.item.id for job in jobs} - pools.readings.keys()):
-            pools.read_also(self.store.get_items(missing))
-        return pools
+            pools.read_also(context.store.get_items(missing))
+        if self.workers() > 1:
+            pools.embeddings.release()
 
     def unlisted(self) -> Counter:
         """Reform annotations whose task kind the registry lacks (they feed no dimension), by reason."""
         return self._unknown
 
-    def pools(self) -> reform.Pools:
+    def pools(self, context: runner.StageContext) -> reform.Pools:
         """Every reform annotation's answers, classes, captions and texts: the distractor pools (once a run)."""
         if self._pools is None:
-            self._pools = reform.Pools(self.store.iter_items(kind="image"), self.own)
+            self._pools = reform.Pools(context.store.iter_items(kind="image"), self.own)
         return self._pools
 
-    def process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
+    def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         with _rare_collections():  # the runner's commits run between the yields, under it too
-            yield from self._process(jobs)
+            yield from self._process(jobs, context)
 
-    def _process(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, Outcome]]:
-        pools, seed = self._read(jobs), self.options.seed
+    def _process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
+        pools, seed = self.pools(context), self.options.seed
         parsed = [pools.readings[job.item.id].of(job.dimension) for job in jobs]
         pools.prepare([p for found, _skipped in parsed for p in found])  # MiniLM vectors for the window at once
         if not self._frozen:
@@ -493,7 +476,7 @@ class ReformStage(QuestionStage):
             requests = [reform.distractor_request(short, item_id, job.dimension, model=llm.model_for(job.dimension),
                                                   temperature=llm.temperature, seed=llm.seed,
                                                   max_tokens=llm.max_tokens) for short in result.short]
-            answers = self.client().run(requests)
+            answers = self.client(context).run(requests)
             if (waiting := self._llm_distractors_missing(answers)) is not None:
                 yield job, waiting
                 continue
@@ -569,10 +552,8 @@ def run_stages(store, stages: Sequence[GeneratorStage], *, limit: int | None = N
     processes each stage may fork (None: what the stage asks for; a flow's shards pass 1)."""
     total: Counter = Counter()
     for stage in stages:
-        window, commit_every = stage.windows()
         left = None if limit is None else max(0, limit - total["jobs"])
-        report = runner.run(stage, store, window=window, commit_every=commit_every, limit=left, subjects=subjects,
-                            progress=progress, workers=stage.workers() if workers is None else workers)
+        report = runner.run(stage, store, limit=left, subjects=subjects, progress=progress, workers=workers)
         total["seconds"] += report.seconds
         total.update({"jobs": report.pending, "finished": report.done + report.failed,
                       "failed_drafts": report.failed, "retry_later": report.retry_later, **report.counters})

@@ -87,7 +87,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-class IngestStage:
+class IngestStage(runner.Stage):
     """The candidates of one source as a runner stage: ledger stage `ingest`, config key = the checks'
     limits, subject = the source label, the candidate's name and its version. A file examined once is not
     read again until it changes (or the limits do); an accepted image's id is the sha256 of its bytes, so
@@ -101,7 +101,7 @@ class IngestStage:
         self.candidates = list(candidates)
         self.settings = settings
         self.label = printable_name(label)
-        self.workers = workers
+        self.processes = workers
         self.pool: ProcessPoolExecutor | None = None
         self.report = IngestReport(seen=len(self.candidates))
 
@@ -117,16 +117,22 @@ class IngestStage:
         s = self.settings
         return runner.config_key(s.min_side, s.max_pixels, s.max_bytes)
 
-    def units(self, store) -> list[Candidate]:
+    def units(self, context: runner.StageContext) -> list[Candidate]:
         return self.candidates
 
     def subject(self, candidate: Candidate) -> str:
         return stable_hash(self.label, printable_name(candidate.name), candidate.version, length=32)
 
-    def process(self, batch: Sequence[Candidate]) -> Iterator[tuple[Candidate, Accepted | Rejected]]:
-        """Read and check each candidate (in worker processes with `workers` > 1)."""
-        if self.workers > 1 and self.pool is None:
-            self.pool = ProcessPoolExecutor(self.workers, initializer=_die_with_parent, initargs=(os.getpid(),))
+    def windows(self) -> tuple[int, int | None]:
+        return self.settings.batch_size, None
+
+    def prepare(self, context: runner.StageContext, batch: Sequence[Candidate]) -> None:
+        if self.processes > 1 and self.pool is None:
+            self.pool = ProcessPoolExecutor(self.processes, initializer=_die_with_parent, initargs=(os.getpid(),))
+
+    def process(self, batch: Sequence[Candidate],
+                context: runner.StageContext) -> Iterator[tuple[Candidate, Accepted | Rejected]]:
+        """Read and check each candidate (in `processes` worker processes when more than one)."""
         to_inspect: list[tuple[Candidate, bytes]] = []
         for candidate in batch:
             if printable_name(candidate.name) != candidate.name:  # the store keeps names as UTF-8 text
@@ -147,10 +153,10 @@ class IngestStage:
         for (candidate, _), result in zip(to_inspect, results):
             yield candidate, result
 
-    def commit(self, store, pairs: list[tuple[Candidate, Accepted | Rejected]],
+    def commit(self, context: runner.StageContext, pairs: list[tuple[Candidate, Accepted | Rejected]],
                stage_report: runner.StageReport) -> list[runner.Outcome]:
         """Store the accepted images (media file, item) and a verdict for each refused candidate."""
-        report = self.report
+        store, report = context.store, self.report
         accepted_ids = sorted({o.id for _, o in pairs if isinstance(o, Accepted)})
         stored_names = ({i.id: i.original_name for i in store.get_items(accepted_ids, status=None)}
                         if accepted_ids else {})
@@ -225,7 +231,7 @@ def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], setti
         stage.report.skipped = stage.report.seen - len(todo)
         if todo:
             with progress_bar(f"ingesting {Path(label).name}", len(todo)) if show_progress else nullcontext() as advance:
-                runner.run(stage, store, window=settings.batch_size, units=todo, progress=advance)
+                runner.run(stage, store, units=todo, progress=advance)
     return stage.report
 
 

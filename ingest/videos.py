@@ -125,7 +125,7 @@ class VideoOutcome:
     reason: str = ""
 
 
-class VideoStage:
+class VideoStage(runner.Stage):
     """The rows of one video manifest as a runner stage (ledger stage `ingest`, subject = the manifest, the
     row number and its version), so a rerun probes, hashes and samples only new or changed rows."""
 
@@ -135,30 +135,32 @@ class VideoStage:
         self.media_dir = media_dir
         self.manifest = manifest
         self.frames = frames
-        self.report = IngestReport()
+        self.lines: list[VideoLine] = []
+        for number, text in enumerate(manifest.read_text(encoding="utf-8").splitlines(), start=1):
+            if text.strip():
+                path = _row_path(text)
+                version = stable_hash(text, file_version(manifest.parent / path) if path else "")
+                self.lines.append(VideoLine(number, text, version))
+        self.report = IngestReport(seen=len(self.lines))
 
     def config_key(self) -> str:
         return runner.config_key("videos", self.frames)
 
-    def units(self, store) -> list[VideoLine]:
-        self.store = store
-        lines = []
-        for number, text in enumerate(self.manifest.read_text(encoding="utf-8").splitlines(), start=1):
-            if text.strip():
-                path = _row_path(text)
-                lines.append(VideoLine(number, text, stable_hash(text, file_version(self.manifest.parent / path)
-                                                                 if path else "")))
-        self.report.seen = len(lines)
-        return lines
+    def units(self, context: runner.StageContext) -> list[VideoLine]:
+        return self.lines
 
     def subject(self, line: VideoLine) -> str:
         return stable_hash(str(self.manifest), line.number, line.version, length=32)
 
-    def process(self, lines: Sequence[VideoLine]) -> Iterator[tuple[VideoLine, VideoOutcome]]:
-        for line in lines:
-            yield line, self._one(line)
+    def windows(self) -> tuple[int, int | None]:
+        return 1, None
 
-    def _one(self, line: VideoLine) -> VideoOutcome:
+    def process(self, lines: Sequence[VideoLine],
+                context: runner.StageContext) -> Iterator[tuple[VideoLine, VideoOutcome]]:
+        for line in lines:
+            yield line, self._one(line, context.store)
+
+    def _one(self, line: VideoLine, store) -> VideoOutcome:
         number = line.number
         try:
             row = VideoRow.model_validate(json.loads(line.text))
@@ -181,7 +183,7 @@ class VideoStage:
             return VideoOutcome(rule="bad_video", reason=f"row {number}: {exc}")
         with source.open("rb") as handle:  # streamed: a video can be larger than memory
             video_id = hashlib.file_digest(handle, "sha256").hexdigest()
-        if self.store.known_item_ids([video_id]):
+        if store.known_item_ids([video_id]):
             return VideoOutcome(unchanged=True)
         stored = Path("videos") / f"{video_id}{source.suffix.lower()}"
         (self.media_dir / stored).parent.mkdir(parents=True, exist_ok=True)
@@ -198,8 +200,9 @@ class VideoStage:
             annotations={"segments": [s.model_dump() for s in segments], "steps": row.steps,
                          "frame_times": [t for _p, t in sampled], "duration": round(found.n_frames / found.fps, 3)}))
 
-    def commit(self, store, pairs: list[tuple[VideoLine, VideoOutcome]],
+    def commit(self, context: runner.StageContext, pairs: list[tuple[VideoLine, VideoOutcome]],
                stage_report: runner.StageReport) -> list[runner.Outcome]:
+        store = context.store
         refusals, outcomes = [], []
         for line, outcome in pairs:
             subject = self.subject(line)
@@ -235,7 +238,7 @@ def ingest_videos(store, media_dir: Path, manifest: Path, frames: int = 8, progr
     if not manifest.is_file():
         raise VideoError(f"video manifest not found: {manifest}")
     stage = VideoStage(media_dir, manifest, frames)
-    ran = runner.run(stage, store, window=1, progress=progress)
+    ran = runner.run(stage, store, progress=progress)
     stage.report.skipped = stage.report.seen - ran.pending
     return stage.report
 

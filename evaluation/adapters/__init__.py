@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal, Protocol, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith import plugins
+from benchsmith.settings import UNKEYED, keyed
 from benchsmith.errors import BenchsmithError
 from evaluation.records import ModelAnswer, Pass
 
@@ -46,8 +47,9 @@ class AdapterConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     def identity(self) -> dict[str, Any]:
-        """What changes the model's answers: every field but batching, cache sharing, concurrency and devices."""
-        return self.model_dump(exclude={"batch_size", "share_prompt", "device", "llm", "concurrency"})
+        """What changes the model's answers: every field but the `UNKEYED` ones (batching, cache sharing,
+        client options and devices)."""
+        return keyed(self)
 
     def build(self, name: str, *, templates, settings, store=None) -> Adapter:
         """The adapter these settings describe; its model loads lazily, on the first `predict`."""
@@ -58,10 +60,10 @@ class TransformersVlmConfig(AdapterConfig):
     """A transformers image-text-to-text model (LLaVA, Qwen2-VL, Idefics style), loaded locally."""
 
     model: str                                   # Hugging Face id or local folder
-    batch_size: int = Field(8, ge=1)             # questions per forward pass (likelihood: times the options)
+    batch_size: int = Field(8, ge=1, json_schema_extra=UNKEYED)  # questions per pass (likelihood: times the options)
     max_frames: int = Field(8, ge=1)             # frames of a video question given to the model
     video: bool = True                           # false: the model takes one image; video passes are skipped
-    device: str = "auto"
+    device: str = Field("auto", json_schema_extra=UNKEYED)
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     trust_remote_code: bool = False
 
@@ -71,7 +73,7 @@ class VlmLikelihoodConfig(TransformersVlmConfig):
 
     kind: Literal["likelihood"]
     normalise: Literal["sum", "mean"] = "sum"    # SEED-Bench summed the option's token log-likelihoods
-    share_prompt: bool = True                    # run the image+prompt once per question; false: one pass per option
+    share_prompt: bool = Field(True, json_schema_extra=UNKEYED)  # image+prompt once per question; false: per option
 
     def build(self, name: str, *, templates, settings, store=None) -> Adapter:
         from evaluation.adapters.likelihood import LikelihoodAdapter
@@ -84,7 +86,7 @@ class VlmGenerateConfig(TransformersVlmConfig):
     kind: Literal["generate"]
     max_new_tokens: int = Field(16, ge=1)        # enough for "Answer: B" or a short option text
     matcher_model: str = ""                      # an LLM that maps unmatched replies to an option; "" for none
-    llm: dict[str, Any] = Field(default_factory=dict)   # the matcher's benchsmith.llm.LlmOptions
+    llm: dict[str, Any] = Field(default_factory=dict, json_schema_extra=UNKEYED)  # the matcher's LlmOptions
 
     def build(self, name: str, *, templates, settings, store=None) -> Adapter:
         from evaluation.adapters.generate import GenerateAdapter
@@ -101,7 +103,7 @@ class VlmChatConfig(AdapterConfig):
     image_detail: Literal["auto", "low", "high"] = "auto"
     matcher_model: str = ""                      # an LLM that maps unmatched replies to an option; "" for none
     judge_model: str = ""                        # grade every reply with the judge ensemble (CEE); "" for none
-    llm: dict[str, Any] = Field(default_factory=dict)   # benchsmith.llm.LlmOptions: concurrency, limits, retries
+    llm: dict[str, Any] = Field(default_factory=dict, json_schema_extra=UNKEYED)  # LlmOptions: concurrency, limits
 
     def build(self, name: str, *, templates, settings, store=None) -> Adapter:
         from evaluation.adapters.chat import ChatAdapter

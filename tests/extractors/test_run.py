@@ -72,6 +72,14 @@ def test_a_second_run_finds_nothing_pending_and_loads_no_model(store, configure,
     assert [(r.pending, r.done) for r in reports.values()] == [(0, 0), (0, 0)]
 
 
+def test_every_backend_leaves_batch_size_and_device_out_of_its_key():
+    from benchsmith import plugins
+
+    for name in plugins.names("extractors"):
+        fields = plugins.load("extractors", name).Params.model_fields
+        assert all((fields[f].json_schema_extra or {}).get("unkeyed") for f in ("batch_size", "device")), name
+
+
 def test_a_changed_parameter_is_new_work_and_keeps_the_old_facts(store, configure, ingested):
     first = extract(store, configure(LOCAL))["supplied"]
     only_captions = configure({"extractors": {"captions": {"backend": "supplied", "kinds": ["captions"]}}})

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from benchsmith import runner
 from benchsmith.records import Provenance, Question
 from filters import blind
 from filters.blind import BlindSettings, answer_rotated, judge_questions, report
@@ -102,6 +103,27 @@ def test_apply_drops_keeps_records_and_never_judges_twice(store):
     [event] = [e for e in store.events(dropped_id) if e["to_status"] == "dropped"]
     assert event["stage"] == "blind"
     assert blind.apply(store, config, SOLVERS).as_dict()["pending"] == 0
+
+
+class Learner(FixedSolver):
+    """A solver that learns from the pool: it records each pool it was fitted on."""
+
+    def __init__(self) -> None:
+        super().__init__("learner", {})
+        self.fitted: list[list[str]] = []
+
+    def fit(self, labelled) -> None:
+        self.fitted.append(sorted(q.text for q in labelled))
+
+
+def test_listing_the_blind_stages_work_trains_nothing_and_a_run_trains_once_on_the_pool(store):
+    store.add_questions(QUESTIONS, stage="generate")
+    learner, config = Learner(), BlindSettings(chunk_size=1)
+    stage = blind.BlindStage(config, [learner])
+    assert len(runner.pending(stage, store)) == 3 and len(stage.units(runner.StageContext(store))) == 3
+    assert learner.fitted == []
+    blind.apply(store, config, [learner])
+    assert learner.fitted == [sorted(q.text for q in QUESTIONS)]  # once, before the first chunk
 
 
 class FailingOnce:

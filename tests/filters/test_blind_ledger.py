@@ -24,6 +24,15 @@ def judge(store, *kinds: str) -> dict:
     return blind.apply(store, config, blind.solvers_from(config)).as_dict()
 
 
+def test_how_fast_a_solver_answers_is_not_part_of_what_was_judged():
+    def key(**solver) -> str:
+        config = BlindSettings.model_validate({"solvers": [{"kind": "likelihood", "model": "m", **solver}]})
+        return blind.BlindStage(config, ()).config_key()
+
+    assert key(batch_size=2, device="cpu", dtype="float16", share_prompt=False) == key()
+    assert key(tie_margin=0.1) != key()
+
+
 def test_swapping_a_solver_judges_exactly_the_pending_and_kept_questions(store):
     store.add_questions([LONG_KEY, SHORT_KEY], stage="generate")
     first = judge(store, "longest")
