@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from prefect import flow
 
-from benchsmith import runner
 from benchsmith.settings import Settings
 from benchsmith.store import Store
 from flows.tasks import new_run_id, run_stage
@@ -33,11 +32,8 @@ def review_stage(settings: Settings, run_id: str) -> dict:
         if subjects:
             server = connect(settings)
             project_id, created = ensure_project(server, settings, review)
-            stage = PushStage(server, tasks, project_id, subjects)
-
-            def send(store, _subjects, stage=stage) -> dict:
-                return runner.run(stage, store, window=review.batch_size).as_dict()
-            out[kind] = run_stage(settings, run_id, tasks.name, stage, send) | {
+            stage = PushStage(server, tasks, project_id, subjects, review.batch_size)
+            out[kind] = run_stage(settings, run_id, tasks.name, stage) | {
                 "project_id": project_id, "project_created": created}
     return out
 

@@ -48,7 +48,7 @@ def timed(store: Store, run_id: str, stage: str, work: Callable[[], dict[str, An
 
 
 @dataclass
-class Once:
+class Once(runner.Stage):
     """A runner stage with one subject, done once per config key: a release, the run report, a folder of
     scenes. `make(store)` does it and returns what the ledger keeps (a release's stats, the report's path)."""
 
@@ -60,16 +60,16 @@ class Once:
     def config_key(self) -> str:
         return self.key
 
-    def units(self, store: Store) -> list[Store]:
-        return [store]
+    def units(self, _context: runner.StageContext) -> list[None]:
+        return [None]
 
-    def subject(self, _store: Store) -> str:
+    def subject(self, _unit: None) -> str:
         return self.subject_id() if callable(self.subject_id) else self.subject_id
 
-    def process(self, stores: Sequence[Store]) -> Iterator[tuple[Store, dict[str, Any]]]:
-        yield from ((store, self.make(store)) for store in stores)
+    def process(self, units: Sequence[None], context: runner.StageContext) -> Iterator[tuple[None, dict[str, Any]]]:
+        yield from ((unit, self.make(context.store)) for unit in units)
 
-    def commit(self, _store: Store, pairs: list, _report: runner.StageReport) -> list[runner.Outcome]:
+    def commit(self, _context: runner.StageContext, pairs: list, _report: runner.StageReport) -> list[runner.Outcome]:
         return [runner.Outcome(self.subject(unit), "done", details=made) for unit, made in pairs]
 
 

@@ -71,7 +71,7 @@ class Judged:
     captions: tuple[str, ...]
 
 
-class RichnessStage:
+class RichnessStage(runner.Stage):
     """The check as a runner stage. A subject is an image with the outcome of its verdict now, and what is
     recorded done is the image with the verdict it ended with: so a key seen before still re-judges an image
     another key changed since (min_nouns 6, then 1, then 6 again). Images with neither a caption nor a
@@ -85,9 +85,10 @@ class RichnessStage:
     def config_key(self) -> str:
         return runner.config_key(self.settings.min_nouns, self.settings.spacy_model, self.settings.enabled)
 
-    def units(self, store: Store) -> list[Judged]:
+    def units(self, context: runner.StageContext) -> list[Judged]:
         if not self.settings.enabled:
             return []
+        store = context.store
         earlier = {v.subject_id: v for v in store.get_verdicts(stage=STAGE)}
         counted = {i: v.details["nouns"] for i, v in earlier.items()
                    if v.details.get("spacy_model") == self.settings.spacy_model}
@@ -101,20 +102,20 @@ class RichnessStage:
     def subject(self, unit: Judged) -> str:
         return _subject(unit.id, unit.verdict)
 
-    def process(self, units: Sequence[Judged]) -> Iterator[tuple[Judged, Verdict]]:
+    def process(self, units: Sequence[Judged], _context: runner.StageContext) -> Iterator[tuple[Judged, Verdict]]:
         for unit in units:
             nouns = unit.nouns if unit.nouns is not None else count_nouns(unit.captions, self.settings.spacy_model)
             yield unit, judge(unit.id, nouns, self.settings)
 
-    def commit(self, store: Store, pairs: list[tuple[Judged, Verdict]],
+    def commit(self, context: runner.StageContext, pairs: list[tuple[Judged, Verdict]],
                report: runner.StageReport) -> list[runner.Outcome]:
         """Write the verdicts whose outcome changed; exclude the newly poor, readmit the newly rich."""
         changed = [(u, v) for u, v in pairs if _outcome(v) != _outcome(u.verdict)]
         excluded = [u.id for u, v in changed if not v.passed and getattr(u.verdict, "passed", True)]
         readmitted = [u.id for u, v in changed if v.passed and getattr(u.verdict, "passed", True) is False]
-        store.add_verdicts([v for _u, v in changed])
-        store.set_item_status(excluded, "excluded")
-        store.set_item_status(readmitted, "ok")
+        context.store.add_verdicts([v for _u, v in changed])
+        context.store.set_item_status(excluded, "excluded")
+        context.store.set_item_status(readmitted, "ok")
         report.counters.update(judged=len(changed), excluded=len(excluded), readmitted=len(readmitted))
         return [runner.Outcome(_subject(u.id, v), "done") for u, v in pairs]
 
