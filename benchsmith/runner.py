@@ -36,6 +36,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import multiprocessing.connection
+import sys
 import time
 import traceback
 from collections import Counter
@@ -192,6 +193,11 @@ def _run_here(stage: Stage, store, units: list[Any], window: int, group: int, re
                 if stage.subject(unit) not in seen:
                     ready.extend(_one(stage, unit))
         _commit(stage, store, ready, report, progress)
+    llm = sys.modules.get("benchsmith.llm")  # only a process that called an LLM can have queued batch requests
+    if llm is not None and llm.QUEUED:
+        from benchsmith.llm_batch import submit_queued
+
+        submit_queued()
 
 
 class WorkerError(BenchsmithError, RuntimeError):

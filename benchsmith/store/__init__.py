@@ -21,6 +21,7 @@ from benchsmith.store.facts import FactsMixin
 from benchsmith.store.items import ItemsMixin
 from benchsmith.store.lifecycle import LifecycleMixin, TransitionError
 from benchsmith.store.ledger import LedgerMixin
+from benchsmith.store.llm_batches import LlmBatchesMixin
 from benchsmith.store.llm_calls import LlmCallsMixin
 from benchsmith.store.questions import QuestionsMixin
 from benchsmith.store.rate_buckets import RateBucketsMixin
@@ -193,7 +194,7 @@ def _missing_message(where: str) -> str:
 
 class Store(
     LifecycleMixin, ItemsMixin, FactsMixin, QuestionsMixin, VerdictsMixin, LlmCallsMixin, ReviewsMixin, ReleasesMixin,
-    RunsMixin, LedgerMixin, EvalsMixin, ConversationsMixin, RateBucketsMixin,
+    RunsMixin, LedgerMixin, EvalsMixin, ConversationsMixin, RateBucketsMixin, LlmBatchesMixin,
 ):
     """All persistent state. Methods are grouped by record in the mixins beside this file."""
 
