@@ -36,7 +36,7 @@ from typing import Any
 from benchsmith.console import errors
 from benchsmith.llm import (BATCH_LINE_FAILED, QUEUED, LlmClient, LlmError, LlmRequest, Price, _describe,
                             _openai, _owner_gone, answered, cost_of, rate_bucket)
-from benchsmith.records import utcnow
+from benchsmith.records import aware, utcnow
 from benchsmith.secrets import scrub
 from benchsmith.store.llm_batches import UNFINISHED
 
@@ -149,7 +149,7 @@ def resume(client: LlmClient, provider) -> None:
     now = utcnow()
     left = [b for b in client.store.get_llm_batches(["uploading"])
             if b["endpoint"] == _endpoint(client.base_url) and b["owner"] != client._owner
-            and (_owner_gone(b["owner"]) or _aware(b["created_at"]) < now - ORPHANED_AFTER)]
+            and (_owner_gone(b["owner"]) or aware(b["created_at"]) < now - ORPHANED_AFTER)]
     if not left:
         return
     jobs = {(job.metadata or {}).get(METADATA_KEY): job for job in provider.batches.list(limit=100)}
@@ -251,35 +251,13 @@ def answer_row(text: str, calls: dict[str, dict]) -> dict[str, Any] | None:
         return None
     row = {name: call[name] for name in ("key", "purpose", "model", "request")} | {"seconds": 0.0}
     if line.get("error") or response.get("status_code") != 200:
-        why = line.get("error") or (body or {}).get("error") or f"HTTP {response.get('status_code')}"
+        why = line.get("error") or (body.get("error") if isinstance(body, dict) else None) \
+            or f"HTTP {response.get('status_code')}"
         return row | {"status": "error", "response": None, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
                       "error": scrub(f"{BATCH_LINE_FAILED}: {json.dumps(why)[:400]}")}
     if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
         return None
     return row | answered(body) | {"cost_usd": 0.0}
-
-
-def batch_summary(store) -> list[dict[str, Any]]:
-    """One line per batch job for `benchsmith status` and the run report: its requests, answers, age and
-    cost at batch prices beside what live calls would have cost (estimates until it is collected)."""
-    now = utcnow()
-    return [{"job": b["job_id"] or b["id"], "model": b["model"], "status": b["status"], "requests": b["requests"],
-             "answered": b["answered"], "failed": b["failed"], "malformed": b["malformed"],
-             "age": _age((b["finished_at"] and _aware(b["finished_at"]) or now) - _aware(b["created_at"])),
-             "cost_usd": round(b["cost_usd"], 6), "live_cost_usd": round(b["live_cost_usd"], 6)}
-            for b in store.get_llm_batches()]
-
-
-def _age(delta: timedelta) -> str:
-    minutes = int(delta.total_seconds() // 60)
-    return f"{minutes // 60}h{minutes % 60:02d}m"
-
-
-def _aware(when):
-    """SQLite hands back naive datetimes for UTC ones."""
-    from datetime import timezone
-
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 def _endpoint(base_url: str | None) -> str:

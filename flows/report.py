@@ -16,6 +16,7 @@ import pandas as pd
 from annotation.reconcile import ADJUDICATION
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import registry
+from benchsmith.status import BATCH_COLUMNS, batch_jobs
 from publish.stats import FUNNEL_STEPS, answer_balance, plot_answer_balance, question_frame
 from benchsmith.store import Store
 
@@ -132,7 +133,12 @@ def write_report(store: Store, out_dir: Path, run_id: str | None = None,
         plot_answer_balance(balance, out_dir / "answer_balance.png")
         sections.append("![answer balance](answer_balance.png)\n")
     total_cost = float(costs["cost_usd"].sum()) if not costs.empty else 0.0
-    sections += [f"## Tokens and cost (total ${total_cost:.4f})\n", _markdown(costs),
+    sections += [f"## Tokens and cost (total ${total_cost:.4f})\n", _markdown(costs)]
+    if jobs := batch_jobs(store.get_llm_batches()):
+        sections += ["## LLM batch jobs\n", "Cost at batch prices beside what live calls would have cost; "
+                     "estimates until a job is collected (`benchsmith llm batches collect`).\n",
+                     _markdown(pd.DataFrame(jobs, columns=BATCH_COLUMNS))]
+    sections += [
                  "## Time per stage\n", _markdown(stage_times(store, run_id)),
                  "## Failures by reason\n", _markdown(failures(store))]
     names = ", ".join(f"{d.id} {d.name}" for d in registry())

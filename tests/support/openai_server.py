@@ -111,6 +111,7 @@ class ScriptedOpenAI:
         self.batch_delay_s = 0.0
         self.batch_answers: int | None = None
         self.malformed_lines = 0
+        self.on_batch_call: Callable[[str, str], None] | None = None
         self._lock = threading.Lock()
         self._in_flight = 0
         self.max_in_flight = 0
@@ -188,7 +189,14 @@ class ScriptedOpenAI:
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     def _batch_api(self, method: str, path: str, body: dict) -> Reply:
-        """The Batch API's files and batches endpoints."""
+        """The Batch API's files and batches endpoints; `on_batch_call(method, path)` hears each call after
+        the server has done it and before it answers (a test kills the caller there)."""
+        reply = self._batch_reply(method, path, body)
+        if self.on_batch_call is not None:
+            self.on_batch_call(method, path.split("/v1", 1)[-1])
+        return reply
+
+    def _batch_reply(self, method: str, path: str, body: dict) -> Reply:
         if not self.batches:
             return error(404, "Invalid URL")
         parts = path.split("/v1/", 1)[-1].split("/")
