@@ -31,7 +31,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from benchsmith.console import errors
 from benchsmith.llm import (BATCH_LINE_FAILED, QUEUED, LlmClient, LlmError, LlmRequest, Price, _describe,
@@ -77,46 +77,56 @@ def submit(client: LlmClient, requests: Sequence[LlmRequest]) -> list[str]:
     return submitted
 
 
+class Line(NamedTuple):
+    """One request as a line of a batch input file."""
+
+    request: LlmRequest
+    key: str
+    data: bytes
+    tokens: int  # its estimate for the queue limit: prompt plus output cap
+
+
 def batch_files(requests: Sequence[LlmRequest], max_requests: int, max_bytes: int,
-                room: float = float("inf")) -> Iterator[tuple[list[tuple[LlmRequest, bytes]], int]]:
+                room: float = float("inf")) -> Iterator[tuple[list[Line], int]]:
     """`requests` as the lines of batch input files within the provider's limits: (lines, 0) per file,
     then ([], n) when n requests would pass `room` estimated tokens and wait for a later run."""
-    lines: list[tuple[LlmRequest, bytes]] = []
+    lines: list[Line] = []
     size = 0
     for n, request in enumerate(requests):
-        room -= request.estimated_tokens()
+        tokens = request.estimated_tokens()
+        room -= tokens
         if room < 0:
             if lines:
                 yield lines, 0
             yield [], len(requests) - n
             return
-        line = (json.dumps({"custom_id": request.key, "method": "POST", "url": CHAT_URL,
+        key = request.key
+        data = (json.dumps({"custom_id": key, "method": "POST", "url": CHAT_URL,
                             "body": {"model": request.model, "messages": request.messages, **request.params()}},
                            ensure_ascii=False) + "\n").encode("utf-8")
-        if lines and (len(lines) >= max_requests or size + len(line) > max_bytes):
+        if lines and (len(lines) >= max_requests or size + len(data) > max_bytes):
             yield lines, 0
             lines, size = [], 0
-        lines.append((request, line))
-        size += len(line)
+        lines.append(Line(request, key, data, tokens))
+        size += len(data)
     if lines:
         yield lines, 0
 
 
-def _submit_file(client: LlmClient, provider, endpoint: str, model: str,
-                 lines: list[tuple[LlmRequest, bytes]]) -> list[str]:
+def _submit_file(client: LlmClient, provider, endpoint: str, model: str, lines: list[Line]) -> list[str]:
     price = client.options.prices.get(model) or Price()
-    live = sum(cost_of(client.options.prices, model, len(json.dumps(r.messages)) // 4, r.max_tokens or 256)
-               for r, _line in lines)
+    live = sum(cost_of(client.options.prices, model, line.tokens - (line.request.max_tokens or 256),
+                       line.request.max_tokens or 256) for line in lines)
     batch = {"id": uuid.uuid4().hex[:24], "endpoint": endpoint, "model": model, "status": "uploading",
-             "owner": client._owner, "estimated_tokens": sum(r.estimated_tokens() for r, _line in lines),
+             "owner": client._owner, "estimated_tokens": sum(line.tokens for line in lines),
              "prices": {"input_per_mtok": price.input_per_mtok, "output_per_mtok": price.output_per_mtok,
                         "batch_factor": price.batch_factor},
              "live_cost_usd": live, "cost_usd": live * price.batch_factor}  # estimates until collected
-    taken = client.store.start_llm_batch(batch, [{"key": r.key, "purpose": r.purpose, "model": r.model,
-                                                  "request": r.stored()} for r, _line in lines])
+    taken = client.store.start_llm_batch(batch, [{"key": line.key, "purpose": line.request.purpose, "model": model,
+                                                  "request": line.request.stored()} for line in lines])
     if not taken:
         return []
-    data = b"".join(line for request, line in lines if request.key in taken)
+    data = b"".join(line.data for line in lines if line.key in taken)
     try:
         file = provider.files.create(file=(file_name(batch["id"]), data), purpose="batch")
         client.store.update_llm_batch(batch["id"], input_file_id=file.id)

@@ -63,7 +63,7 @@ def test_queued_requests_are_answered_by_a_batch_job_at_half_price_and_never_sen
 def test_files_are_split_by_the_providers_limits_on_requests_and_bytes():
     requests = [ask(f"question {n}") for n in range(5)]
     by_count = [len(lines) for lines, _held in llm_batch.batch_files(requests, 2, 10_000)]
-    line = len(list(llm_batch.batch_files(requests[:1], 9, 10_000))[0][0][0][1])
+    line = len(list(llm_batch.batch_files(requests[:1], 9, 10_000))[0][0][0].data)
     by_bytes = [len(lines) for lines, _held in llm_batch.batch_files(requests, 9, 3 * line + 1)]
     held = [held for _lines, held in llm_batch.batch_files(requests, 9, 10_000, room=2.5 * ask("x").estimated_tokens())]
     assert by_count == [2, 2, 1] and by_bytes == [3, 2] and held == [0, 3]
