@@ -30,6 +30,11 @@ only each read and a server can trickle a byte at a time for ever. A reply that 
 (a proxy's HTML page with status 200) is a failed attempt, retried like a dropped connection. Whatever
 goes wrong with one call, the others in flight finish and are stored.
 
+In `mode: batch` (`LlmOptions.mode`) a request with no stored answer is not sent: it is queued for a
+batch job (`benchsmith.llm_batch`) and comes back with `ok=False` and WAITING_FOR_BATCH, so its work
+waits for a later run, as after a failed call. A request in a batch job ('in_batch' in the store) is
+never sent again, in either mode, until the job is collected.
+
 The API key comes only from `settings.secrets.openai_api_key`; it never enters a request record, a
 cache row, a log line or an error message: every error text is scrubbed of known secrets
 (`benchsmith.secrets`), as providers echo the key back in their 401 messages.

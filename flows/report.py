@@ -138,8 +138,7 @@ def write_report(store: Store, out_dir: Path, run_id: str | None = None,
         sections += ["## LLM batch jobs\n", "Cost at batch prices beside what live calls would have cost; "
                      "estimates until a job is collected (`benchsmith llm batches collect`).\n",
                      _markdown(pd.DataFrame(jobs, columns=BATCH_COLUMNS))]
-    sections += [
-                 "## Time per stage\n", _markdown(stage_times(store, run_id)),
+    sections += ["## Time per stage\n", _markdown(stage_times(store, run_id)),
                  "## Failures by reason\n", _markdown(failures(store))]
     names = ", ".join(f"{d.id} {d.name}" for d in registry())
     sections.append(f"\n_Dimensions: {names}._\n")
