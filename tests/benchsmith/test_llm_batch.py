@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from benchsmith import llm_batch
 from benchsmith.llm import WAITING_FOR_BATCH, LlmClient, LlmError, LlmOptions, LlmRequest, Price
+from benchsmith.status import store_status
 from benchsmith.store.schema import llm_batches, llm_calls
 from tests.benchsmith.test_llm import settings_for
 from tests.support.openai_server import ScriptedOpenAI, chat_completion, error
@@ -47,6 +48,9 @@ def test_queued_requests_are_answered_by_a_batch_job_at_half_price_and_never_sen
 
         again = run_and_submit(client, ["a", "b"])  # still running: waits, is not queued again
         assert {r.reason for r in again} == {WAITING_FOR_BATCH} and len(server.jobs) == 1
+        (running,) = store_status(store)["llm_batches"]
+        assert (running["job"], running["status"], running["requests"], running["answered"]) == \
+            ("batch_1", "in_progress", 2, 0)
 
         llm_batch.collect(client)
         answers = run_and_submit(client, ["a", "b"])
@@ -55,7 +59,7 @@ def test_queued_requests_are_answered_by_a_batch_job_at_half_price_and_never_sen
     assert list(server.completions.values()) == [1, 1]
     live = 2 * (1000 * 2.0 + 500 * 8.0) / 1e6
     assert sum(r.cost_usd for r in answers) == pytest.approx(live / 2)
-    (job,) = store.get_llm_batches()
+    (job,) = store_status(store)["llm_batches"]
     assert (job["status"], job["requests"], job["answered"]) == ("completed", 2, 2)
     assert (job["cost_usd"], job["live_cost_usd"]) == (pytest.approx(live / 2), pytest.approx(live))
 
