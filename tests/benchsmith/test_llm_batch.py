@@ -171,3 +171,24 @@ def test_the_api_key_is_in_no_batch_file_and_no_stored_row(tmp_path, store):
         stored = json.dumps([dict(r._mapping) for t in (llm_calls, llm_batches) for r in conn.execute(sa.select(t))],
                             default=str)
     assert uploaded and KEY[:12] not in uploaded.decode() and KEY[:12] not in stored
+
+
+def test_a_job_whose_file_never_reached_the_provider_is_released_and_batched_again(tmp_path, store):
+    import socket
+
+    dead = f"in flight: {socket.gethostname()}:{2**22 + 1}:gone"  # above pid_max: no such process
+    request = ask("a")
+    with ScriptedOpenAI(echo) as server:
+        client = batch_client(tmp_path, server, store)
+        store.start_llm_batch({"id": "lost", "endpoint": llm_batch._endpoint(server.base_url), "model": "m",
+                               "status": "uploading", "owner": dead, "prices": {}},
+                              [{"key": request.key, "purpose": "generate", "model": "m", "request": request.stored()}])
+        waiting = client.run([request])
+        llm_batch.collect(client)
+        run_and_submit(client, ["a"])
+        llm_batch.collect(client)
+        final = client.run([request])
+
+    assert waiting[0].reason == WAITING_FOR_BATCH and final[0].ok
+    assert [job["status"] for job in store.get_llm_batches()] == ["abandoned", "completed"]
+    assert len(server.jobs) == 1 and list(server.completions.values()) == [1]
