@@ -236,9 +236,9 @@ def store_output(store, provider, batch: dict, job) -> None:
                 continue
             if row["status"] == "ok":
                 counts["answered"] += 1
-                live_cost += cost_of(prices, batch["model"], row["tokens_in"], row["tokens_out"])
-                row["cost_usd"] = cost_of(prices, batch["model"], row["tokens_in"], row["tokens_out"]) \
-                    * prices[batch["model"]].batch_factor
+                live = cost_of(prices, batch["model"], row["tokens_in"], row["tokens_out"])
+                live_cost += live
+                row["cost_usd"] = live * prices[batch["model"]].batch_factor
             else:
                 counts["failed"] += 1
             rows.append(row)
