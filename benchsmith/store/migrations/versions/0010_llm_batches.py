@@ -1,15 +1,15 @@
 """llm_batches: batch jobs of LLM calls (OpenAI Batch API format), with their costs at batch prices
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 """
 
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0009'
-down_revision = '0008'
+revision = '0010'
+down_revision = '0009'
 branch_labels = None
 depends_on = None
 
