@@ -33,6 +33,10 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Inspect the effective settings.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+llm_app = typer.Typer(help="LLM calls made as batch jobs (llm.options.mode: batch).", no_args_is_help=True)
+batches_app = typer.Typer(help="Batch jobs of LLM calls: collect their answers.", no_args_is_help=True)
+llm_app.add_typer(batches_app, name="batches")
+app.add_typer(llm_app, name="llm")
 
 
 @dataclass
@@ -108,6 +112,45 @@ def status(
 def config_show(ctx: typer.Context) -> None:
     """Print the effective settings (defaults, settings file, profile, environment), secrets masked."""
     print(yaml.safe_dump(context(ctx).settings.masked(), sort_keys=False), end="")
+
+
+@batches_app.command("collect")
+def batches_collect(
+    ctx: typer.Context,
+    wait: Annotated[bool, typer.Option("--wait", help="Poll until every job has ended, with progress.")] = False,
+    poll_s: Annotated[float, typer.Option(min=0.01, help="First wait between polls; doubled after each poll, "
+                                                          "up to ten minutes.")] = 30.0,
+) -> None:
+    """Store the answers of every batch job of OPENAI_BASE_URL that has ended, as live answers are stored.
+
+    The next run of each stage that queued them (generate, filter, evaluate, build) then finds its answers
+    and finishes the units that waited. Requests a job left unanswered (expired, cancelled, malformed
+    lines) go out again in that run's batch.
+    """
+    from benchsmith.console import progress_bar
+    from benchsmith.llm import LlmClient, LlmOptions
+    from benchsmith.llm_batch import collect
+    from benchsmith.status import batch_jobs, batch_table
+    from benchsmith.store.llm_batches import UNFINISHED
+
+    c = context(ctx)
+    with c.store() as store:
+        client = LlmClient(c.settings, LlmOptions(), store)
+        waiting = sum(job["requests"] for job in store.get_llm_batches(UNFINISHED))
+        with progress_bar("batch requests answered", waiting) as advance:
+            shown = [0]
+
+            def progress(answered: int, _requests: int) -> None:
+                advance(max(0, answered - shown[0]))
+                shown[0] = max(shown[0], answered)
+
+            jobs = batch_jobs(collect(client, wait=wait, poll_s=poll_s, progress=progress))
+        running = len(store.get_llm_batches(UNFINISHED))
+    console.print(batch_table(jobs) if jobs else "no batch jobs to collect")
+    if running:
+        console.print(f"{running} job(s) still running: collect again later, or with --wait")
+    else:
+        console.print("rerun the stages that queued these requests to finish their work")
 
 
 # ---------------------------------------------------------------------------------------------------

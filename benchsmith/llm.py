@@ -30,6 +30,11 @@ only each read and a server can trickle a byte at a time for ever. A reply that 
 (a proxy's HTML page with status 200) is a failed attempt, retried like a dropped connection. Whatever
 goes wrong with one call, the others in flight finish and are stored.
 
+In `mode: batch` (`LlmOptions.mode`) a request with no stored answer is not sent: it is queued for a
+batch job (`benchsmith.llm_batch`) and comes back with `ok=False` and WAITING_FOR_BATCH, so its work
+waits for a later run, as after a failed call. A request in a batch job ('in_batch' in the store) is
+never sent again, in either mode, until the job is collected.
+
 The API key comes only from `settings.secrets.openai_api_key`; it never enters a request record, a
 cache row, a log line or an error message: every error text is scrubbed of known secrets
 (`benchsmith.secrets`), as providers echo the key back in their 401 messages.
@@ -65,11 +70,15 @@ from benchsmith.errors import BenchsmithError
 from benchsmith.records import stable_hash
 from benchsmith.secrets import remember, scrub
 from benchsmith.settings import Settings
+from benchsmith.store.llm_batches import IN_BATCH
 
 Purpose = Literal["generate", "solve", "evaluate", "match", "judge"]
 CLAIM_POLL_S = 0.5       # how often a client looks for calls another process has in flight
 CLAIM_MARGIN_S = 60.0    # a claim older than deadline_s + this was left by a process that died
 PLACEHOLDER_KEY = "not-needed"  # local OpenAI-compatible servers accept any key; the client wants one
+WAITING_FOR_BATCH = "waiting for an LLM batch job: `benchsmith llm batches collect` stores its answers"
+BATCH_LINE_FAILED = "batch line failed"  # how a call-cache row whose batch line failed starts its error
+QUEUED: list[LlmClient] = []  # clients with requests queued for a batch job (mode: batch)
 
 
 class LlmError(BenchsmithError, RuntimeError):
@@ -81,6 +90,20 @@ class Price(BaseModel):
 
     input_per_mtok: float = 0.0   # US dollars per million prompt tokens
     output_per_mtok: float = 0.0  # US dollars per million completion tokens
+    batch_factor: float = Field(0.5, ge=0)  # batch jobs cost this share of the live price
+
+
+class BatchOptions(BaseModel):
+    """How requests go out in `batch` mode (benchsmith.llm_batch): the provider's limits per input file
+    and on tokens queued at once, and what becomes of a request whose batch line failed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_requests_per_file: int = Field(50_000, ge=1)
+    max_file_bytes: int = Field(190_000_000, ge=1_000)   # the OpenAI limit is 200 MB
+    enqueued_tokens: int = Field(0, ge=0)                # per model, all unfinished jobs; 0: no limit
+    completion_window: str = "24h"
+    failed_lines: Literal["batch", "live"] = "batch"     # ask again in the next batch, or live at once
 
 
 class LlmOptions(BaseModel):
@@ -97,6 +120,8 @@ class LlmOptions(BaseModel):
     backoff_s: float = Field(1.0, ge=0)            # first wait when the server gives no Retry-After
     max_retry_after_s: float = Field(120, ge=0)    # never wait longer than this for one retry
     prices: dict[str, Price] = Field(default_factory=dict)  # model name -> price; unknown models cost 0
+    mode: Literal["live", "batch"] = "live"        # batch: requests wait for a batch job at half price
+    batch: BatchOptions = Field(default_factory=BatchOptions)
 
 
 class LlmRequest(BaseModel):
@@ -332,6 +357,7 @@ class LlmClient:
         self.store = store
         self.http_calls = 0  # requests actually sent, retries included
         self._owner = f"in flight: {socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.queued: dict[str, LlmRequest] = {}  # batch mode: key -> request, until the stage submits them
 
     def _key_for_http(self) -> str:
         if self._api_key:
@@ -365,7 +391,12 @@ class LlmClient:
         todo: list[int] = []
         stored = self.store.get_llm_calls(list(copies)) if self.store is not None else {}
         for key, (index, *_same) in copies.items():
-            hit = self._cached(requests[index], key, stored.get(key))
+            row = stored.get(key)
+            hit = self._cached(requests[index], key, row)
+            if hit is None and row is not None and row["status"] == IN_BATCH:
+                hit = LlmResult(key=key, ok=False, reason=WAITING_FOR_BATCH)  # never sent twice
+            if hit is None and self.options.mode == "batch" and not self._retry_live(row):
+                hit = self._queue(requests[index], key)
             if hit is None:
                 todo.append(index)
             else:
@@ -404,6 +435,21 @@ class LlmClient:
                                      self._await_others([i for i in todo if keys[i] not in mine],
                                                         requests, keys, one, deliver))
         return results  # type: ignore[return-value]
+
+    def _queue(self, request: LlmRequest, key: str) -> LlmResult:
+        """Keep `request` for the batch job this process submits when its stage ends its run
+        (`benchsmith.llm_batch.submit_queued`); its work waits for a later run, as after a failed call."""
+        if self.store is None:
+            raise LlmError("llm.options.mode batch needs a store to record its batch jobs in")
+        if not self.queued:
+            QUEUED.append(self)
+        self.queued[key] = request
+        return LlmResult(key=key, ok=False, reason=WAITING_FOR_BATCH)
+
+    def _retry_live(self, row: dict | None) -> bool:
+        """Whether a call whose batch line failed is to be asked again live (`batch.failed_lines`)."""
+        return (self.options.batch.failed_lines == "live" and row is not None and row["status"] == "error"
+                and row["error"].startswith(BATCH_LINE_FAILED))
 
     def _claim(self, calls: dict[str, LlmRequest], stored: dict[str, dict]) -> set[str]:
         """The keys of `calls` (key -> request) this client may send now."""
@@ -512,19 +558,24 @@ class LlmClient:
                     "cost_usd": 0.0}
             return LlmResult(key=key, ok=False, reason=reason, attempts=finished.attempts,
                              seconds=finished.seconds), row
-        choice = response["choices"][0] if response["choices"] else {}
-        content = (choice.get("message") or {}).get("content") or ""
-        logprobs = (choice.get("logprobs") or {}).get("content")
-        usage = response.get("usage") or {}
-        tokens_in = usage.get("prompt_tokens") or 0
-        tokens_out = usage.get("completion_tokens") or 0
-        cost = cost_of(self.options.prices, request.model, tokens_in, tokens_out)
-        row |= {"status": "ok", "error": "", "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost,
-                "response": {"content": content, "logprobs": logprobs, "finish_reason": choice.get("finish_reason")}}
+        row |= answered(response)
+        row["cost_usd"] = cost = cost_of(self.options.prices, request.model, row["tokens_in"], row["tokens_out"])
+        content, logprobs = row["response"]["content"], row["response"]["logprobs"]
         parsed, problem = check_output(request, content)
         return LlmResult(key=key, ok=not problem, content=content, parsed=parsed, reason=problem,
-                         tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost, logprobs=logprobs,
+                         tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost_usd=cost, logprobs=logprobs,
                          attempts=finished.attempts, seconds=finished.seconds), row
+
+
+def answered(response: dict[str, Any]) -> dict[str, Any]:
+    """The call-cache columns of a chat completion, live or from a batch job's output (cost aside)."""
+    choice = response["choices"][0] if response.get("choices") else {}
+    usage = response.get("usage") or {}
+    return {"status": "ok", "error": "", "tokens_in": usage.get("prompt_tokens") or 0,
+            "tokens_out": usage.get("completion_tokens") or 0,
+            "response": {"content": (choice.get("message") or {}).get("content") or "",
+                         "logprobs": (choice.get("logprobs") or {}).get("content"),
+                         "finish_reason": choice.get("finish_reason")}}
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,11 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def aware(when: datetime) -> datetime:
+    """A stored time as an aware one: SQLite hands back UTC times without their zone."""
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

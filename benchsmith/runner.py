@@ -21,6 +21,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import multiprocessing.connection
+import sys
 import time
 import traceback
 from collections import Counter
@@ -227,6 +228,11 @@ def _run_here(stage: Stage, context: StageContext, units: list[Any], window: int
                 if stage.subject(unit) not in seen:
                     ready.extend(_one(stage, context, unit))
         _commit(stage, context, ready, report, progress)
+    llm = sys.modules.get("benchsmith.llm")  # only a process that called an LLM can have queued batch requests
+    if llm is not None and llm.QUEUED:
+        from benchsmith.llm_batch import submit_queued
+
+        submit_queued()
 
 
 class WorkerError(BenchsmithError, RuntimeError):

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from benchsmith.console import table
 from benchsmith.dimensions import registry
-from benchsmith.records import TRANSITIONS
+from benchsmith.records import TRANSITIONS, aware, utcnow
 from benchsmith.store import Store
 
 QUESTION_STATUSES = list(TRANSITIONS)
@@ -35,7 +35,25 @@ def store_status(store: Store) -> dict[str, Any]:
         "questions": {d: by_dimension[d] for d in sorted(by_dimension)},
         "conversations": {status: n for status, n in sorted(store.status_counts("conversation").items())},
         "llm": {f"{p}/{m}/{s}": v for (p, m, s), v in sorted(store.llm_totals().items())},
+        "llm_batches": batch_jobs(store.get_llm_batches()),
     }
+
+
+BATCH_COLUMNS = ["job", "model", "status", "requests", "answered", "failed", "malformed", "age", "cost_usd",
+                 "live_cost_usd"]
+
+
+def batch_jobs(batches: list[dict]) -> list[dict[str, Any]]:
+    """One row per LLM batch job (rows of `Store.get_llm_batches`): its requests, answers, age, and its
+    cost at batch prices beside what live calls would have cost (estimates until it is collected)."""
+    now = utcnow()
+    rows = []
+    for b in batches:
+        age = int((aware(b["finished_at"] or now) - aware(b["created_at"])).total_seconds() // 60)
+        rows.append({"job": b["job_id"] or b["id"], **{k: b[k] for k in BATCH_COLUMNS[1:7]},
+                     "age": f"{age // 60}h{age % 60:02d}m", "cost_usd": round(b["cost_usd"], 6),
+                     "live_cost_usd": round(b["live_cost_usd"], 6)})
+    return rows
 
 
 def status_tables(status: dict[str, Any]) -> list[Table]:
@@ -60,4 +78,13 @@ def status_tables(status: dict[str, Any]) -> list[Table]:
         tables.append(table("LLM calls", ["purpose/model/status", "calls", "tokens in", "tokens out", "cost $"],
                             [(k, v["calls"], v["tokens_in"], v["tokens_out"], f"{v['cost_usd']:.4f}")
                              for k, v in status["llm"].items()]))
+    if status["llm_batches"]:
+        tables.append(batch_table(status["llm_batches"]))
     return tables
+
+
+def batch_table(jobs: list[dict[str, Any]]) -> Table:
+    return table("LLM batch jobs (cost: estimated until collected)",
+                 [*BATCH_COLUMNS[:-2], "cost $ (batch)", "cost $ (live)"],
+                 [[*(job[k] for k in BATCH_COLUMNS[:-2]), f"{job['cost_usd']:.4f}", f"{job['live_cost_usd']:.4f}"]
+                  for job in jobs])

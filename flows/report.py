@@ -18,6 +18,7 @@ from annotation.reconcile import ADJUDICATION
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import registry
 from benchsmith.records import stable_hash
+from benchsmith.status import BATCH_COLUMNS, batch_jobs
 from benchsmith.store.schema import metadata, stage_runs, work_ledger
 from publish.stats import FUNNEL_STEPS, answer_balance, plot_answer_balance, question_frame
 from benchsmith.store import Store
@@ -135,8 +136,12 @@ def write_report(store: Store, out_dir: Path, run_id: str | None = None,
         plot_answer_balance(balance, out_dir / "answer_balance.png")
         sections.append("![answer balance](answer_balance.png)\n")
     total_cost = float(costs["cost_usd"].sum()) if not costs.empty else 0.0
-    sections += [f"## Tokens and cost (total ${total_cost:.4f})\n", _markdown(costs),
-                 "## Time per stage\n", _markdown(stage_times(store, run_id)),
+    sections += [f"## Tokens and cost (total ${total_cost:.4f})\n", _markdown(costs)]
+    if jobs := batch_jobs(store.get_llm_batches()):
+        sections += ["## LLM batch jobs\n", "Cost at batch prices beside what live calls would have cost; "
+                     "estimates until a job is collected (`benchsmith llm batches collect`).\n",
+                     _markdown(pd.DataFrame(jobs, columns=BATCH_COLUMNS))]
+    sections += ["## Time per stage\n", _markdown(stage_times(store, run_id)),
                  "## Failures by reason\n", _markdown(failures(store))]
     names = ", ".join(f"{d.id} {d.name}" for d in registry())
     sections.append(f"\n_Dimensions: {names}._\n")
@@ -146,12 +151,15 @@ def write_report(store: Store, out_dir: Path, run_id: str | None = None,
 
 
 def content_token(store: Store) -> str:
-    """A cheap token of what a report shows: each table's row count and newest row (status moves are rows
-    too, as events), without stage timings and the report's own ledger rows: a rerun that changed nothing
+    """A cheap token of what a report shows: each table's row count and newest row, or latest update (status moves
+    are rows too, as events), without stage timings and the report's own ledger rows: a rerun that changed nothing
     keeps the last report."""
+    def times(table: sa.Table) -> list:
+        return [sa.func.max(table.c[name]) for name in ("created_at", "updated_at", "finished_at") if name in table.c]
+
     with store.engine.connect() as conn:
         parts = [(table.name, *map(str, conn.execute(
-            sa.select(sa.func.count(), sa.func.max(table.c.created_at))
+            sa.select(sa.func.count(), *times(table))
             .where(work_ledger.c.stage != "report" if table is work_ledger else sa.true())).one()))
-                 for table in metadata.sorted_tables if "created_at" in table.c and table is not stage_runs]
+                 for table in metadata.sorted_tables if times(table) and table is not stage_runs]
     return stable_hash(store.store_id, parts)

@@ -20,6 +20,7 @@ from benchsmith.store.facts import FactsMixin
 from benchsmith.store.items import ItemsMixin
 from benchsmith.store.lifecycle import LifecycleMixin, TransitionError
 from benchsmith.store.ledger import LedgerMixin
+from benchsmith.store.llm_batches import LlmBatchesMixin
 from benchsmith.store.llm_calls import LlmCallsMixin
 from benchsmith.store.questions import QuestionsMixin
 from benchsmith.store.rate_buckets import RateBucketsMixin
@@ -31,7 +32,7 @@ from benchsmith.store.verdicts import VerdictsMixin
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # The newest migration's revision: a store already there opens without importing alembic (~0.15 s a
 # command). A test holds it equal to alembic's own head.
-SCHEMA_HEAD = "0009"
+SCHEMA_HEAD = "0010"
 
 
 class StoreError(BenchsmithError, RuntimeError):
@@ -192,7 +193,7 @@ def _missing_message(where: str) -> str:
 
 class Store(
     LifecycleMixin, ItemsMixin, FactsMixin, QuestionsMixin, VerdictsMixin, LlmCallsMixin, ReviewsMixin, ReleasesMixin,
-    RunsMixin, LedgerMixin, EvalsMixin, ConversationsMixin, RateBucketsMixin,
+    RunsMixin, LedgerMixin, EvalsMixin, ConversationsMixin, RateBucketsMixin, LlmBatchesMixin,
 ):
     """All persistent state. Methods are grouped by record in the mixins beside this file."""
 

@@ -4,11 +4,10 @@ annotation/; the tasks they answer are the lifecycle's (lifecycle.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timezone
 
 import sqlalchemy as sa
 
-from benchsmith.records import REVIEW_KINDS, ReviewVersion, utcnow
+from benchsmith.records import REVIEW_KINDS, ReviewVersion, aware, utcnow
 from benchsmith.store.schema import reviews
 from benchsmith.store.sql import chunks, insert_new
 
@@ -44,7 +43,7 @@ class ReviewsMixin:
         versions = [made(**{field: getattr(row, field) for field in (*_COMMON, *made.content_fields)
                             if getattr(row, field) is not None},
                          **{made.subject_field: row.subject_id},
-                         submitted_at=row.submitted_at.replace(tzinfo=row.submitted_at.tzinfo or timezone.utc))
+                         submitted_at=aware(row.submitted_at))
                     for row in found]
         if every_version:
             return sorted(versions, key=lambda v: (v.subject_id, v.submitted_at, v.annotation_id))

@@ -271,3 +271,28 @@ rate_buckets = sa.Table(
     sa.Column("tokens", sa.Float, nullable=False),
     sa.Column("stamp", sa.Float, nullable=False),
 )
+
+# One row per batch job of LLM calls (benchsmith.llm_batch). Its requests are the `llm_calls` rows with
+# status 'in_batch' and `error` naming the batch; prices are fixed at submission, so collecting needs no
+# settings. `status` is 'uploading' until the provider has the job, then the provider's word, then
+# 'collected' (answers stored) or 'abandoned' (never reached the provider; its requests were released).
+llm_batches = sa.Table(
+    "llm_batches", metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("endpoint", sa.Text, nullable=False),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("owner", sa.Text, nullable=False, server_default=""),
+    sa.Column("input_file_id", sa.Text, nullable=False, server_default=""),
+    sa.Column("job_id", sa.Text, nullable=False, server_default=""),
+    sa.Column("requests", sa.Integer, nullable=False),
+    sa.Column("answered", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("failed", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("malformed", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("estimated_tokens", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("prices", sa.JSON, nullable=False),   # {"batch": [in, out], "live": [in, out]} USD per M tokens
+    sa.Column("cost_usd", sa.Float, nullable=False, server_default="0"),
+    sa.Column("live_cost_usd", sa.Float, nullable=False, server_default="0"),
+    sa.Column("created_at", When, nullable=False),
+    sa.Column("finished_at", When),
+)

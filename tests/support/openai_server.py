@@ -5,6 +5,12 @@ from the parsed request body to a `Reply`. Helpers build the common replies: val
 malformed content, HTTP errors with Retry-After (optionally echoing the caller's key, as providers do),
 slow or hanging answers, jittered latency (`jittered`), a proxy's HTML page sent with status 200, and a
 body trickled a byte at a time. Every request is logged.
+
+It also runs batch jobs as the OpenAI Batch API does (`/v1/files`, `/v1/batches`: create, list, retrieve,
+cancel, output and error files): each line of a job goes through the same responder when the job ends,
+`batch_delay_s` after it was created. Faults: `batch_answers` (the job expires after answering that
+many lines), `malformed_lines` (that many output lines cut short), `batches=False` (a server with no
+batch endpoints). `completions` counts every chat completion answered, live or in a batch, by request.
 """
 
 from __future__ import annotations
@@ -13,7 +19,10 @@ import json
 import random
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
+from email.parser import BytesParser
+from email.policy import HTTP
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -95,6 +104,14 @@ class ScriptedOpenAI:
     def __init__(self, responder: Responder | None = None) -> None:
         self.responder: Responder = responder or (lambda _req: chat_completion("ok"))
         self.requests: list[dict] = []
+        self.completions: Counter = Counter()  # canonical request body -> times answered (live or batched)
+        self.files: dict[str, dict] = {}       # file id -> {"meta": file object, "data": bytes}
+        self.jobs: dict[str, dict] = {}        # batch id -> batch object (plus "_ends_at", "_authorization")
+        self.batches = True
+        self.batch_delay_s = 0.0
+        self.batch_answers: int | None = None
+        self.malformed_lines = 0
+        self.on_batch_call: Callable[[str, str], None] | None = None
         self._lock = threading.Lock()
         self._in_flight = 0
         self.max_in_flight = 0
@@ -108,7 +125,9 @@ class ScriptedOpenAI:
                 pass
 
             def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/_stats"):  # for a server running in another process
+                if "/files" in self.path or "/batches" in self.path:
+                    self._send(server._batch_api("GET", self.path.split("?")[0].rstrip("/"), {}))
+                elif self.path.rstrip("/").endswith("/_stats"):  # for a server running in another process
                     self._send(Reply(body={"calls": server.calls, "max_in_flight": server.max_in_flight}))
                 elif self.path.rstrip("/").endswith("/models"):
                     self._send(Reply(body={"object": "list", "data": [{"id": "scripted", "object": "model"}]}))
@@ -118,8 +137,9 @@ class ScriptedOpenAI:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                kind = self.headers.get("content-type", "")
                 try:
-                    body = json.loads(raw or b"{}")
+                    body = _form(kind, raw) if kind.startswith("multipart/") else json.loads(raw or b"{}")
                 except json.JSONDecodeError:
                     body = {"_raw": raw.decode("utf-8", "replace")}
                 body["_path"] = self.path
@@ -129,6 +149,10 @@ class ScriptedOpenAI:
                     server._in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server._in_flight)
                 try:
+                    if "/files" in self.path or "/batches" in self.path:
+                        self._send(server._batch_api("POST", self.path.rstrip("/"), body))
+                        return
+                    server.completions[_canonical(body)] += 1
                     reply = server.responder(body)
                     if reply.delay:
                         time.sleep(reply.delay)
@@ -164,6 +188,83 @@ class ScriptedOpenAI:
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
+    def _batch_api(self, method: str, path: str, body: dict) -> Reply:
+        """The Batch API's files and batches endpoints; `on_batch_call(method, path)` hears each call after
+        the server has done it and before it answers (a test kills the caller there)."""
+        reply = self._batch_reply(method, path, body)
+        if self.on_batch_call is not None:
+            self.on_batch_call(method, path.split("/v1", 1)[-1])
+        return reply
+
+    def _batch_reply(self, method: str, path: str, body: dict) -> Reply:
+        if not self.batches:
+            return error(404, "Invalid URL")
+        parts = path.split("/v1/", 1)[-1].split("/")
+        with self._lock:
+            if parts == ["files"] and method == "POST":
+                file_id = f"file-{len(self.files) + 1}"
+                data = body["file"]["data"]
+                self.files[file_id] = {"data": data, "meta": {
+                    "id": file_id, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                    "filename": body["file"]["filename"], "purpose": body["purpose"], "status": "processed"}}
+                return Reply(body=self.files[file_id]["meta"])
+            if parts == ["files"]:
+                return Reply(body={"object": "list", "has_more": False,
+                                   "data": [f["meta"] for f in self.files.values()]})
+            if parts[0] == "files" and parts[-1] == "content" and parts[1] in self.files:
+                return Reply(body=self.files[parts[1]]["data"].decode("utf-8"), content_type="application/jsonl")
+            if parts == ["batches"] and method == "POST":
+                if body["input_file_id"] not in self.files:
+                    return error(400, f"no file {body['input_file_id']}")
+                job_id = f"batch_{len(self.jobs) + 1}"
+                self.jobs[job_id] = {
+                    "id": job_id, "object": "batch", "endpoint": body["endpoint"], "errors": None,
+                    "input_file_id": body["input_file_id"], "completion_window": body["completion_window"],
+                    "status": "in_progress", "output_file_id": None, "error_file_id": None,
+                    "created_at": int(time.time()), "metadata": body.get("metadata"),
+                    "request_counts": {"total": 0, "completed": 0, "failed": 0},
+                    "_ends_at": time.monotonic() + self.batch_delay_s, "_authorization": body["_authorization"]}
+                return Reply(body=_public(self.jobs[job_id]))
+            if parts == ["batches"]:
+                return Reply(body={"object": "list", "has_more": False,
+                                   "data": [_public(job) for job in self.jobs.values()]})
+            if parts[0] == "batches" and parts[1] in self.jobs:
+                job = self.jobs[parts[1]]
+                if parts[-1] == "cancel":
+                    self._end(job, "cancelled", answer=len(self._lines(job)) // 2)
+                elif job["status"] == "in_progress" and time.monotonic() >= job["_ends_at"]:
+                    expires = self.batch_answers is not None
+                    self._end(job, "expired" if expires else "completed", answer=self.batch_answers)
+                return Reply(body=_public(job))
+        return error(404, f"no route {method} {path}")
+
+    def _lines(self, job: dict) -> list[dict]:
+        return [json.loads(line) for line in self.files[job["input_file_id"]]["data"].decode().splitlines() if line]
+
+    def _end(self, job: dict, status: str, *, answer: int | None) -> None:
+        """Answer the job's lines (the first `answer` of them; None: all) and write its output files."""
+        out, failed = [], []
+        for line in self._lines(job)[:answer]:
+            request = line["body"] | {"_path": line["url"], "_authorization": job["_authorization"]}
+            self.completions[_canonical(request)] += 1
+            reply = self.responder(request)
+            result = {"id": f"batch_req_{len(out) + len(failed)}", "custom_id": line["custom_id"],
+                      "response": {"status_code": reply.status, "request_id": "scripted", "body": reply.body},
+                      "error": None}
+            (out if reply.status == 200 else failed).append(json.dumps(result))
+        for n in range(min(self.malformed_lines, len(out))):
+            out[n] = out[n][:len(out[n]) // 2]
+        for name, lines in (("output_file_id", out), ("error_file_id", failed)):
+            if lines:
+                file_id = f"file-{len(self.files) + 1}"
+                data = ("\n".join(lines) + "\n").encode()
+                self.files[file_id] = {"data": data, "meta": {
+                    "id": file_id, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                    "filename": f"{job['id']}_{name}.jsonl", "purpose": "batch_output", "status": "processed"}}
+                job[name] = file_id
+        job["status"] = status
+        job["request_counts"] = {"total": len(self._lines(job)), "completed": len(out), "failed": len(failed)}
+
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
@@ -180,6 +281,27 @@ class ScriptedOpenAI:
     def __exit__(self, *_exc) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+def _canonical(body: dict) -> str:
+    """A request as the server counts it: what it asks, not how it was sent."""
+    return json.dumps({k: v for k, v in body.items() if not k.startswith("_")}, sort_keys=True)
+
+
+def _public(job: dict) -> dict:
+    return {k: v for k, v in job.items() if not k.startswith("_")}
+
+
+def _form(content_type: str, raw: bytes) -> dict:
+    """A multipart form's fields: text ones as strings, files as {"filename", "data"}."""
+    message = BytesParser(policy=HTTP).parsebytes(f"content-type: {content_type}\r\n\r\n".encode() + raw)
+    fields: dict = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        data = part.get_payload(decode=True)
+        filename = part.get_filename()
+        fields[name] = {"filename": filename, "data": data} if filename else data.decode("utf-8")
+    return fields
 
 
 if __name__ == "__main__":  # a standalone server in its own process, for benchmarks

@@ -1,0 +1,76 @@
+"""Batch jobs of LLM calls: the job rows, and the call-cache rows of the requests each job carries."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from benchsmith.records import utcnow
+from benchsmith.store.schema import llm_batches, llm_calls
+from benchsmith.store.sql import chunks, insert_new, upsert
+
+IN_BATCH = "in_batch"
+UNFINISHED = ("uploading", "validating", "in_progress", "finalizing", "cancelling")
+
+
+def in_batch(batch_id: str) -> str:
+    """What the `error` column of a call-cache row says while the call waits in batch `batch_id`."""
+    return f"in batch {batch_id}"
+
+
+class LlmBatchesMixin:
+    engine: sa.Engine
+
+    def start_llm_batch(self, batch: dict[str, Any], calls: Sequence[dict]) -> set[str]:
+        """Record a batch job about to be uploaded and mark its calls (key, purpose, model, request) as
+        waiting in it, in one transaction, before anything is sent. A call answered meanwhile, or already
+        in another batch, is left alone. Returns the keys the batch carries."""
+        now = utcnow()
+        c = llm_calls.c
+        keys = [call["key"] for call in calls]
+        mark = {"status": IN_BATCH, "error": in_batch(batch["id"]), "created_at": now}
+        with self.engine.begin() as conn:
+            insert_new(conn, llm_calls, [call | mark for call in calls])
+            for part in chunks(keys):
+                conn.execute(llm_calls.update().where(c.key.in_(part), c.status == "error").values(**mark))
+            taken: set[str] = set()
+            for part in chunks(keys):
+                taken.update(conn.scalars(sa.select(c.key).where(c.key.in_(part), c.error == mark["error"])))
+            if taken:
+                insert_new(conn, llm_batches, [batch | {"requests": len(taken), "created_at": now}])
+        return taken
+
+    def update_llm_batch(self, batch_id: str, **values: Any) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(llm_batches.update().where(llm_batches.c.id == batch_id).values(**values))
+
+    def get_llm_batches(self, statuses: Sequence[str] | None = None) -> list[dict]:
+        """Batch jobs, oldest first; with `statuses`, only those."""
+        query = sa.select(llm_batches).order_by(llm_batches.c.created_at, llm_batches.c.id)
+        if statuses is not None:
+            query = query.where(llm_batches.c.status.in_(list(statuses)))
+        with self.engine.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    def llm_batch_calls(self, batch_id: str) -> dict[str, dict]:
+        """The call-cache rows still waiting in batch `batch_id`, by key."""
+        c = llm_calls.c
+        with self.engine.connect() as conn:
+            return {row.key: dict(row._mapping)
+                    for row in conn.execute(sa.select(llm_calls).where(c.status == IN_BATCH,
+                                                                       c.error == in_batch(batch_id)))}
+
+    def finish_llm_batch(self, batch_id: str, answers: Sequence[dict], unanswered: str, **values: Any) -> None:
+        """Store a batch's answers (call-cache rows, as live calls store theirs), release the calls it left
+        unanswered as failed with `unanswered` (a later run asks again), and close the job with `values`,
+        in one transaction."""
+        now = utcnow()
+        c = llm_calls.c
+        with self.engine.begin() as conn:
+            upsert(conn, llm_calls, [row | {"created_at": now} for row in answers])
+            conn.execute(llm_calls.update().where(c.status == IN_BATCH, c.error == in_batch(batch_id))
+                         .values(status="error", error=unanswered, created_at=now))
+            conn.execute(llm_batches.update().where(llm_batches.c.id == batch_id)
+                         .values(finished_at=now, **values))
