@@ -14,7 +14,7 @@ from benchsmith.store import Store
 from tests.generators.test_reproducible import benchmark_of, siblings_that_compete
 from tests.generators.test_resume import BENCHSMITH, generate_env
 from tests.generators.test_stage import add_oracle
-from tests.support.openai_server import ScriptedOpenAI
+from tests.support.openai_server import ScriptedOpenAI, chat_completion
 
 SCENES = 40
 
@@ -107,3 +107,28 @@ def test_a_run_killed_at_any_point_of_a_batch_finishes_on_rerun_paying_each_requ
     with Store(f"sqlite:///{workspace / 'benchsmith.db'}") as store:
         done = store.ledger_rows("generate:llm")
     assert len(done) == 3 * 9 and {r["status"] for r in done} == {"done"}
+
+
+def letter_by_content(request: dict):
+    """A blind solver's reply that depends only on what it is asked: the same in both modes."""
+    text = request["messages"][-1]["content"]
+    return chat_completion("ABCD"[sum(map(ord, text)) % 4])
+
+
+def test_the_blind_filters_chat_solver_judges_the_same_in_batch_mode_as_live(tmp_path, oracle_dir):
+    verdicts = {}
+    for mode in ("live", "batch"):
+        workspace = workspace_with_scenes(tmp_path, oracle_dir, mode, 3)
+        with ScriptedOpenAI(letter_by_content) as server:
+            env = generate_env(workspace, server.base_url) | {
+                "BENCHSMITH__FILTER__BLIND__SOLVERS": f"[{{kind: openai, model: scripted, llm: {{mode: {mode}}}}}]"}
+            ok(benchsmith(env, "generate", "-g", "programmatic"))
+            ok(benchsmith(env, "filter"))
+            if mode == "batch":
+                assert not server.completions  # nothing asked live: every request waits in a batch job
+                ok(benchsmith(env, "llm", "batches", "collect", "--wait", "--poll-s", "0.1"))
+                ok(benchsmith(env, "filter"))
+            assert server.completions and set(server.completions.values()) == {1}
+        with Store(f"sqlite:///{workspace / 'benchsmith.db'}") as store:
+            verdicts[mode] = sorted((v.subject_id, v.passed, v.reason) for v in store.get_verdicts(stage="blind"))
+    assert verdicts["batch"] == verdicts["live"] and len(verdicts["live"]) > 10
