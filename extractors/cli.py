@@ -43,7 +43,7 @@ def register(app: typer.Typer, context) -> None:
             reports = run_extract(store, c.settings, only=only, retry_failed=retry_failed, limit=limit,
                                   progress=progress)
             bars.close()
-            judged = richness.apply(store, c.settings.ingest.richness)  # (judged, excluded, readmitted)
+            judged, excluded, readmitted = richness.apply(store, c.settings.ingest.richness)
         rows = [(name, r.key, r.pending, r.done, r.failed, r.facts, f"{r.seconds:.1f}") for name, r in reports.items()]
         console.print(table("extraction", ["extractor", "key", "pending", "done", "failed", "facts", "seconds"], rows))
         for name, report in reports.items():
@@ -51,6 +51,6 @@ def register(app: typer.Typer, context) -> None:
                 console.print(f"[yellow]{name} failed on {failure}[/]")
             if len(report.failures) > 5:
                 console.print(f"[yellow]{name}: {len(report.failures) - 5} more reasons (benchsmith status lists them)[/]")
-        if judged.judged:
-            console.print(f"richness: judged {judged.judged} images, excluded {judged.excluded}"
-                          + (f", readmitted {judged.readmitted}" if judged.readmitted else ""))
+        if judged:
+            console.print(f"richness: judged {judged} images, excluded {excluded}"
+                          + (f", readmitted {readmitted}" if readmitted else ""))

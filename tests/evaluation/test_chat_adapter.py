@@ -158,3 +158,29 @@ def test_store_questions_keep_their_images_in_the_media_folder_until_a_request_i
     assert len(rows) == len(questions) and all(r["correct"] and r["matched_by"] == "letter" for r in rows)
     videos = sum(q.data_type == "video" for q in questions)
     assert model.images_seen == len(questions) - videos + 2 * videos     # a video sends its first and last frame
+
+
+def test_a_chat_model_evaluated_in_batch_mode_scores_as_it_does_live(published, tmp_path):
+    from benchsmith.llm import LlmClient, LlmOptions
+    from benchsmith.llm_batch import collect
+
+    questions = from_folder(published.folder)
+    source = Source("release:v1", questions)
+    scored = {}
+    for mode in ("live", "batch"):  # each its own model name: the live answers cannot serve the batch run
+        (tmp_path / mode).mkdir()
+        with ScriptedOpenAI(SeeingModel(questions)) as server:
+            settings = with_evaluate(published.settings, tmp_path / mode, {"models": {mode: {
+                "kind": "openai", "model": f"scripted-{mode}", "llm": {"mode": mode}}}}, openai_base_url=server.base_url)
+
+            def run():
+                return evaluate(published.store, configured(settings).stage(published.store, settings, source, mode))
+            report = run()
+            if mode == "batch":
+                assert report.done == 0 and not server.completions  # every pass waits in a batch job
+                collect(LlmClient(settings, LlmOptions(), published.store), wait=True, poll_s=0.05)
+                report = run()
+            assert report.done == len(questions) and set(server.completions.values()) == {1}
+        rows = published.store.predictions([configured(settings).stage(published.store, settings, source, mode).run.id])
+        scored[mode] = sorted((r["question_id"], r["choice"], r["correct"], r["matched_by"], r["raw"]) for r in rows)
+    assert scored["batch"] == scored["live"]
