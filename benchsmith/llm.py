@@ -66,6 +66,7 @@ from pydantic import BaseModel, ConfigDict, Field
 if TYPE_CHECKING:
     import openai
 
+from benchsmith import runner
 from benchsmith.errors import BenchsmithError
 from benchsmith.records import stable_hash
 from benchsmith.secrets import remember, scrub
@@ -443,6 +444,8 @@ class LlmClient:
             raise LlmError("llm.options.mode batch needs a store to record its batch jobs in")
         if not self.queued:
             QUEUED.append(self)
+            if _submit_queued not in runner.AT_RUN_END:
+                runner.AT_RUN_END.append(_submit_queued)
         self.queued[key] = request
         return LlmResult(key=key, ok=False, reason=WAITING_FOR_BATCH)
 
@@ -694,3 +697,10 @@ def _describe(exc: Exception) -> str:
     else:
         text = f"{type(exc).__name__}: {exc}"
     return scrub(text)[:500]
+
+
+def _submit_queued() -> None:
+    """Submit every client's queued requests as batch jobs (run by the runner when its run loop ends)."""
+    from benchsmith.llm_batch import submit_queued  # it imports this module
+
+    submit_queued()

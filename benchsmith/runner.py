@@ -21,7 +21,6 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import multiprocessing.connection
-import sys
 import time
 import traceback
 from collections import Counter
@@ -118,6 +117,10 @@ class Stage:
         its reason) or `retry` (no record: the next run tries again, e.g. after an HTTP failure)."""
         raise NotImplementedError
 
+
+# Called once, then dropped, when this process's run loop ends: work a stage's units leave for the end of the
+# run registers here (an LLM client in batch mode submits the requests it queued).
+AT_RUN_END: list[Callable[[], None]] = []
 
 # Set while a command shows progress for stages it does not call itself (`build` runs them inside Prefect
 # flows): given the stage's name and how many units it has to do, it returns advance(n).
@@ -228,11 +231,8 @@ def _run_here(stage: Stage, context: StageContext, units: list[Any], window: int
                 if stage.subject(unit) not in seen:
                     ready.extend(_one(stage, context, unit))
         _commit(stage, context, ready, report, progress)
-    llm = sys.modules.get("benchsmith.llm")  # only a process that called an LLM can have queued batch requests
-    if llm is not None and llm.QUEUED:
-        from benchsmith.llm_batch import submit_queued
-
-        submit_queued()
+    while AT_RUN_END:  # what the run's work left to do once at its end (LLM requests queued for a batch job)
+        AT_RUN_END.pop(0)()
 
 
 class WorkerError(BenchsmithError, RuntimeError):
