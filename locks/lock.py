@@ -4,6 +4,9 @@
     python locks/lock.py NAME ...   only these locks
     python locks/lock.py --check    fail, naming them, when locks were resolved from other inputs
 
+Resolving again keeps an existing lock's pins where its new inputs allow them, so adding one package
+moves nothing else; delete a lock file to resolve it to the newest versions.
+
 Each lock starts with a stamp: a hash of exactly what it was resolved from (pyproject.toml's dependency
 tables, constraints.txt, the lock's own inputs and the target platform). `--check` needs no network and no
 uv: it recomputes the stamps, so a dependency changed in pyproject.toml without `make lock` fails the tests.
@@ -103,6 +106,8 @@ def compile_command(name: str, output: Path) -> list[str]:
 def resolve(name: str) -> None:
     path = lock_path(name)
     scratch = path.with_suffix(".tmp")
+    if path.exists():  # uv keeps the pins of an existing output file: a changed input moves only what it must
+        scratch.write_text(path.read_text())
     done = subprocess.run(compile_command(name, scratch), cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         scratch.unlink(missing_ok=True)
