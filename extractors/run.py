@@ -91,15 +91,10 @@ class ExtractStage(runner.Stage):
     def commit(self, context: runner.StageContext, pairs: list[tuple[str, Found]],
                report: runner.StageReport) -> list[runner.Outcome]:
         context.store.add_facts(self.extractor.key, [fact for _id, found in pairs for fact in found.facts])
-        outcomes = []
-        for item_id, found in pairs:
-            details = {"n_facts": len(found.facts), "seconds": round(found.seconds, 4)}
-            report.counters["facts"] += len(found.facts)
-            if found.failure:
-                outcomes.append(runner.Outcome(item_id, "failed", found.failure, details))
-            else:
-                outcomes.append(runner.Outcome(item_id, "done", "", details))
-        return outcomes
+        report.counters["facts"] += sum(len(found.facts) for _id, found in pairs)
+        return [runner.Outcome(item_id, "failed" if found.failure else "done", found.failure,
+                               {"n_facts": len(found.facts), "seconds": round(found.seconds, 4)})
+                for item_id, found in pairs]
 
 
 def extract(store: Store, settings: Settings, *, only: Sequence[str] | None = None,
