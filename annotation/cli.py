@@ -124,9 +124,7 @@ def register(app: typer.Typer, context) -> None:
         console.print(agreement_table(agreement))
         if flagged:
             console.print(flagged_table(ties, c.settings.services.label_studio_url))
-        hint = adjudication_hint(len(ties), review.overlap)
-        if hint:
-            console.print(hint, highlight=False, markup=False)
+        print_adjudication_hint(len(ties), review.overlap)
 
     @annotators_app.command("invite")
     def annotators_invite(
@@ -233,14 +231,14 @@ def signal_table(rows) -> object:
     return table("reviewed answers against the generators' keys", COLUMNS, rows)
 
 
-def adjudication_hint(n_flagged: int, overlap: int) -> str:
+def print_adjudication_hint(n_flagged: int, overlap: int) -> None:
     """What to do about ties: they wait for one more annotation, which the overlap or a reviewer gives."""
-    if not n_flagged:
-        return ""
-    return (f"{n_flagged} question(s) wait for a deciding annotation (a tie or a split vote); list them with "
-            f"`benchsmith review status --flagged`. To get one, raise `review.overlap` to {overlap + 1} and run "
-            "`benchsmith review push` (Label Studio then asks one more annotator), or assign a reviewer to those "
-            "tasks in Label Studio (Data Manager: select the tasks, Assign Annotators); then pull again.")
+    if n_flagged:
+        console.print(f"{n_flagged} question(s) wait for a deciding annotation (a tie or a split vote); list them "
+                      f"with `benchsmith review status --flagged`. To get one, raise `review.overlap` to {overlap + 1} "
+                      "and run `benchsmith review push` (Label Studio then asks one more annotator), or assign a "
+                      "reviewer to those tasks in Label Studio (Data Manager: select the tasks, Assign Annotators); "
+                      "then pull again.", highlight=False, markup=False)
 
 
 def print_round(store, settings, n_flagged: int) -> None:
@@ -252,9 +250,7 @@ def print_round(store, settings, n_flagged: int) -> None:
 
     console.print(agreement_table(agreement(store)))
     console.print(signal_table(review_signal(store, registry())))
-    hint = adjudication_hint(n_flagged, settings.section("review", ReviewSettings).overlap)
-    if hint:
-        console.print(hint, highlight=False, markup=False)
+    print_adjudication_hint(n_flagged, settings.section("review", ReviewSettings).overlap)
 
 
 def flagged_table(ties, url: str) -> object:

@@ -79,7 +79,7 @@ def measure(workspace: Path) -> dict:
         start = time.perf_counter()
         release = publish(store, settings, "v1")
         times["publish_s"] = round(time.perf_counter() - start, 1)
-    return {"filter": result.as_dict(), "kept": len(kept),
+    return {"filter": blind.counts(result), "kept": len(kept),
             "published": release.n_questions, **times,
             "peak_rss_after_filter_mb": round(filtered_rss, 1),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}

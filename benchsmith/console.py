@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -22,24 +23,27 @@ def _progress() -> Progress:
     return Progress(*columns, console=errors, transient=False, disable=not errors.is_terminal)
 
 
+def _bar(progress: Progress, description: str, total: int | None) -> Callable[[int], None]:
+    """A new bar; returns advance(n)."""
+    task = progress.add_task(description, total=total)
+    return lambda n=1: progress.advance(task, n)
+
+
 @contextmanager
-def progress_bar(description: str, total: int | None) -> Iterator:
-    """Yields advance(n)."""
+def progress_bar(description: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    """One bar for work that is not a runner stage; yields advance(n)."""
     with _progress() as progress:
-        task = progress.add_task(description, total=total)
-        yield lambda n=1: progress.advance(task, n)
+        yield _bar(progress, description, total)
 
 
 @contextmanager
 def stage_progress() -> Iterator[None]:
-    """A bar for every runner stage run inside, however deep (the stages of a Prefect flow)."""
+    """A bar for every runner stage run inside, however deep (the stages of a Prefect flow), named by the
+    stage's label and counting its pending units."""
     from benchsmith import runner
 
     with _progress() as progress:
-        def start(name: str, total: int):
-            task = progress.add_task(name, total=total)
-            return lambda n=1: progress.advance(task, n)
-        runner.progress_for = start
+        runner.progress_for = partial(_bar, progress)
         try:
             yield
         finally:

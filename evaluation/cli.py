@@ -9,11 +9,13 @@ from typing import Annotated, Optional
 
 import typer
 
-SOURCE_HELP = {
-    "release": "A published version (e.g. v1) or a release folder (default: the latest version published).",
-    "hub": "A dataset on the Hugging Face Hub, org/name (its `all` or `conversations` config, `test` split).",
-    "candidates": "The store's questions (or conversations) not yet published (candidates, in review, accepted).",
-}
+# The source options every `eval` command takes.
+Release = Annotated[Optional[str], typer.Option(
+    help="A published version (e.g. v1) or a release folder (default: the latest version published).")]
+Hub = Annotated[Optional[str], typer.Option(
+    help="A dataset on the Hugging Face Hub, org/name (its `all` or `conversations` config, `test` split).")]
+Candidates = Annotated[bool, typer.Option(
+    "--candidates", help="The store's questions (or conversations) not yet published (candidates, in review, accepted).")]
 
 
 def _source(c, store, release, hub, candidates, kind="questions"):
@@ -31,10 +33,13 @@ PROTOCOL_HELP = ("An installed protocol: single (SEED-Bench), circular (every ro
 
 
 def out_folder(settings, label: str) -> Path:
+    """The folder (made here) where a source's boards and item analysis go."""
     from evaluation.settings import EvalSettings
 
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_")[:100] or "source"
-    return settings.workspace / settings.section("evaluate", EvalSettings).out_dir / slug
+    folder = settings.workspace / settings.section("evaluate", EvalSettings).out_dir / slug
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def register(app: typer.Typer, context) -> None:
@@ -47,9 +52,9 @@ def register(app: typer.Typer, context) -> None:
         ctx: typer.Context,
         model: Annotated[list[str], typer.Option("--model", "-m", help="A model named under evaluate.models; "
                                                  "repeat for several.")],
-        release: Annotated[Optional[str], typer.Option(help=SOURCE_HELP["release"])] = None,
-        hub: Annotated[Optional[str], typer.Option(help=SOURCE_HELP["hub"])] = None,
-        candidates: Annotated[bool, typer.Option("--candidates", help=SOURCE_HELP["candidates"])] = False,
+        release: Release = None,
+        hub: Hub = None,
+        candidates: Candidates = False,
         protocol: Annotated[Optional[str], typer.Option(help=PROTOCOL_HELP)] = None,
         limit: Annotated[Optional[int], typer.Option(min=1, help="At most this many passes (or "
                                                      "conversation-settings) now.")] = None,
@@ -99,9 +104,9 @@ def register(app: typer.Typer, context) -> None:
     @eval_app.command("board")
     def board_command(
         ctx: typer.Context,
-        release: Annotated[Optional[str], typer.Option(help=SOURCE_HELP["release"])] = None,
-        hub: Annotated[Optional[str], typer.Option(help=SOURCE_HELP["hub"])] = None,
-        candidates: Annotated[bool, typer.Option("--candidates", help=SOURCE_HELP["candidates"])] = False,
+        release: Release = None,
+        hub: Hub = None,
+        candidates: Candidates = False,
         protocol: Annotated[Optional[str], typer.Option(help=PROTOCOL_HELP)] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the board as JSON.")] = False,
     ) -> None:
@@ -122,7 +127,6 @@ def register(app: typer.Typer, context) -> None:
         with c.store(create=False) as store:
             source = _source(c, store, release, hub, candidates, shown.items)
             folder = out_folder(c.settings, source.label)
-            folder.mkdir(parents=True, exist_ok=True)
             markdown, data, runs = shown.board(store, c.settings, source, folder)
         if as_json:
             print(json.dumps(data, indent=2))
@@ -136,9 +140,9 @@ def register(app: typer.Typer, context) -> None:
     @eval_app.command("items")
     def items_command(
         ctx: typer.Context,
-        release: Annotated[Optional[str], typer.Option(help=SOURCE_HELP["release"])] = None,
-        hub: Annotated[Optional[str], typer.Option(help=SOURCE_HELP["hub"])] = None,
-        candidates: Annotated[bool, typer.Option("--candidates", help=SOURCE_HELP["candidates"])] = False,
+        release: Release = None,
+        hub: Hub = None,
+        candidates: Candidates = False,
         show: Annotated[int, typer.Option(min=0, help="Flagged questions to print.")] = 20,
     ) -> None:
         """Item analysis over every model evaluated on a source.
@@ -163,7 +167,6 @@ def register(app: typer.Typer, context) -> None:
             shown = items[items["flags"] != ""]
             looked = outcomes_on(store, source.label, list(shown["question_id"]))
         folder = out_folder(c.settings, source.label)
-        folder.mkdir(parents=True, exist_ok=True)
         items.to_csv(folder / "items.csv", index=False)
         console.print(table(f"Flagged questions: {len(shown)} of {len(items)}",
                             ["question", "dimension", "difficulty", "discrimination", "flags"],

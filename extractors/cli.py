@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import ExitStack
 from typing import Annotated, Optional
 
 import typer
@@ -30,25 +29,21 @@ def register(app: typer.Typer, context) -> None:
         that fails is recorded with its reason and the run goes on; `benchsmith status` lists failures.
         Afterwards the caption-richness filter judges images that have gained captions.
         """
-        from benchsmith.console import console, progress_bar, table
+        from benchsmith.console import console, stage_progress, table
         from extractors.run import extract as run_extract
         from ingest import richness
 
         c = context(ctx)
-        with c.store() as store, ExitStack() as bars:
-            def progress(description: str, total: int):
-                bars.close()  # one live bar at a time: the previous extractor's bar ends here
-                return bars.enter_context(progress_bar(description, total))
-
-            reports = run_extract(store, c.settings, only=only, retry_failed=retry_failed, limit=limit,
-                                  progress=progress)
-            bars.close()
+        with c.store() as store:
+            with stage_progress():
+                reports = run_extract(store, c.settings, only=only, retry_failed=retry_failed, limit=limit)
             judged, excluded, readmitted = richness.apply(store, c.settings.ingest.richness)
-        rows = [(name, r.key, r.pending, r.done, r.failed, r.facts, f"{r.seconds:.1f}") for name, r in reports.items()]
+        rows = [(name, r.config_key, r.pending, r.done, r.failed, r.counters["facts"], f"{r.seconds:.1f}")
+                for name, r in reports.items()]
         console.print(table("extraction", ["extractor", "key", "pending", "done", "failed", "facts", "seconds"], rows))
         for name, report in reports.items():
-            for failure in report.failures[:5]:
-                console.print(f"[yellow]{name} failed on {failure}[/]")
+            for reason, n in list(report.failures.items())[:5]:
+                console.print(f"[yellow]{name} failed on {n} image(s): {reason}[/]")
             if len(report.failures) > 5:
                 console.print(f"[yellow]{name}: {len(report.failures) - 5} more reasons (benchsmith status lists them)[/]")
         if judged:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from benchsmith import runner
 from benchsmith.images import open_rgb
@@ -35,21 +35,6 @@ _gpu_lock = threading.Lock()
 def gpu_slot(limit: int) -> threading.BoundedSemaphore:
     with _gpu_lock:
         return _gpu_slots.setdefault(limit, threading.BoundedSemaphore(limit))
-
-
-@dataclass
-class ExtractorReport:
-    key: str
-    pending: int = 0
-    done: int = 0
-    failed: int = 0
-    facts: int = 0
-    seconds: float = 0.0
-    failures: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return {"key": self.key, "pending": self.pending, "done": self.done, "failed": self.failed,
-                "facts": self.facts, "seconds": round(self.seconds, 3)}
 
 
 @dataclass(frozen=True)
@@ -106,26 +91,17 @@ class ExtractStage(runner.Stage):
     def commit(self, context: runner.StageContext, pairs: list[tuple[str, Found]],
                report: runner.StageReport) -> list[runner.Outcome]:
         context.store.add_facts(self.extractor.key, [fact for _id, found in pairs for fact in found.facts])
-        outcomes = []
-        for item_id, found in pairs:
-            details = {"n_facts": len(found.facts), "seconds": round(found.seconds, 4)}
-            report.counters["facts"] += len(found.facts)
-            report.counters["seconds"] += found.seconds
-            if found.failure:
-                outcomes.append(runner.Outcome(item_id, "failed", found.failure, details))
-            else:
-                outcomes.append(runner.Outcome(item_id, "done", "", details))
-        return outcomes
-
-
-Progress = Callable[[str, int], Callable[[int], None]]  # (description, total) -> advance(n)
+        report.counters["facts"] += sum(len(found.facts) for _id, found in pairs)
+        return [runner.Outcome(item_id, "failed" if found.failure else "done", found.failure,
+                               {"n_facts": len(found.facts), "seconds": round(found.seconds, 4)})
+                for item_id, found in pairs]
 
 
 def extract(store: Store, settings: Settings, *, only: Sequence[str] | None = None,
-            retry_failed: bool | None = None, limit: int | None = None, subjects: Collection[str] | None = None,
-            progress: Progress | None = None) -> dict[str, ExtractorReport]:
+            retry_failed: bool | None = None, limit: int | None = None,
+            subjects: Collection[str] | None = None) -> dict[str, runner.StageReport]:
     """Run the configured extractors on every image that lacks their facts (of `subjects`, the item ids of
-    one shard, when given); return a report per name."""
+    one shard, when given); return the runner's report per name (counter `facts`)."""
     section = settings.section("extract", ExtractSettings)
     retry = section.retry_failed if retry_failed is None else retry_failed
     stages = [ExtractStage(e, settings) for e in build_extractors(settings, only)]
@@ -138,18 +114,8 @@ def extract(store: Store, settings: Settings, *, only: Sequence[str] | None = No
     reports = {}
     while stages:
         stage = stages.pop(0)  # dropped after its turn, so its model is freed before the next one loads
-        extractor = stage.extractor
-        todo = waiting.pop(extractor.name)[:limit]
-        if not todo:
-            reports[extractor.name] = ExtractorReport(extractor.key)
-            continue
-        advance = progress(f"extract {extractor.name}", len(todo)) if progress else None
-        with gpu_slot(section.gpu_concurrency) if extractor.uses_gpu else nullcontext():
-            ran = runner.run(stage, store, units=todo, progress=advance)
-        reports[extractor.name] = ExtractorReport(
-            extractor.key, pending=ran.pending, done=ran.done, failed=ran.failed, facts=ran.counters["facts"],
-            seconds=ran.counters["seconds"],
-            failures=[f"{n} image(s): {reason}" for reason, n in ran.failures.items()])
+        with gpu_slot(section.gpu_concurrency) if stage.extractor.uses_gpu else nullcontext():
+            reports[stage.extractor.name] = runner.run(stage, store, units=waiting.pop(stage.extractor.name)[:limit])
     return reports
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -107,18 +107,6 @@ def judge(question: Question, outcomes: dict[str, dict[str, Any]], config: Blind
 
 # -- the stage ---------------------------------------------------------------------------------------
 
-@dataclass
-class FilterRun:
-    pending: int = 0
-    judged: int = 0
-    dropped: int = 0
-    kept: int = 0
-    unanswered: int = 0  # a solver could not answer them now (failed calls); the next run retries them
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-
 def judge_questions(questions: Sequence[Question], solvers: Sequence[Solver],
                     config: BlindSettings) -> list[Verdict]:
     """Pure: verdicts for the questions every solver could answer, given the solvers. No store involved."""
@@ -192,25 +180,26 @@ def fit_learners(solvers: Sequence[Solver], pool: Sequence[Question]) -> None:
             solver.fit(labelled)
 
 
-def pending(store: Store, config: BlindSettings) -> list[Question]:
-    """The candidates not judged under `config`'s rule and solvers; no solver is built or loaded."""
-    return runner.pending(BlindStage(config, ()), store)
-
-
 def apply(store: Store, config: BlindSettings, solvers: Sequence[Solver], *, limit: int | None = None,
           subjects: Collection[str] | None = None, pool: Sequence[str] | None = None,
-          progress: Callable[[int], None] | None = None) -> FilterRun:
-    """Judge every candidate question not judged under this rule and these solvers, chunk by chunk.
+          progress: Callable[[int], None] | None = None) -> runner.StageReport:
+    """Judge every candidate question not judged under this rule and these solvers, chunk by chunk; the
+    runner's report counts `dropped` and `kept`, and as `retry_later` the questions a solver could not
+    answer now (failed calls), which the next run judges.
 
     Each chunk's drops and verdicts are written together before the next chunk, so a crash loses only
     the chunk in flight and a rerun picks up where it stopped.
     """
-    if not solvers:
-        return FilterRun(pending=len(pending(store, config)[:limit]))
-    report = runner.run(BlindStage(config, solvers, pool), store, limit=limit, subjects=subjects,
-                        progress=progress)
-    return FilterRun(pending=report.pending, judged=report.done, dropped=report.counters["dropped"],
-                     kept=report.counters["kept"], unanswered=report.retry_later)
+    stage = BlindStage(config, solvers, pool)
+    if not solvers:  # nothing can judge: say only what waits
+        return runner.StageReport(STAGE, stage.config_key(), pending=len(runner.pending(stage, store)[:limit]))
+    return runner.run(stage, store, limit=limit, subjects=subjects, progress=progress)
+
+
+def counts(report: runner.StageReport) -> dict[str, int]:
+    """A run of the filter in its own words: what `filter --json` and the build summary show."""
+    return {"pending": report.pending, "judged": report.done, "dropped": report.counters["dropped"],
+            "kept": report.counters["kept"], "unanswered": report.retry_later}
 
 
 def write(store: Store, verdicts: Sequence[Verdict]) -> None:

@@ -27,7 +27,7 @@ def register(app: typer.Typer, context) -> None:
         questions stay candidates for review. A rerun judges only new questions. The report shows blind
         accuracy per solver and dimension, before and after the filter, against chance.
         """
-        from benchsmith.console import console, progress_bar
+        from benchsmith.console import console, stage_progress
         from filters import blind
 
         c = context(ctx)
@@ -40,18 +40,16 @@ def register(app: typer.Typer, context) -> None:
                     raise SettingsError("filter.blind.solvers is empty: name at least one solver in your settings "
                                         "(the local profile ships offline ones)")
                 solvers = blind.solvers_from(config, settings=c.settings, store=store)
-                pending = len(blind.pending(store, config))
-                total = min(pending, limit) if limit else pending
-                with progress_bar(f"blind filter ({len(solvers)} solvers)", total) as advance:
-                    run = blind.apply(store, config, solvers, limit=limit, progress=advance)
+                with stage_progress():
+                    run = blind.apply(store, config, solvers, limit=limit)
             result = blind.report(store)
         if as_json:
-            print(json.dumps({"run": run.as_dict() if run else None, "report": result.as_dict()}, indent=2))
+            print(json.dumps({"run": blind.counts(run) if run else None, "report": result.as_dict()}, indent=2))
             return
         if run is not None:
-            console.print(f"judged {run.judged}, dropped {run.dropped}, kept {run.kept}"
-                          + (f", {run.unanswered} left for the next run (a solver could not answer)"
-                             if run.unanswered else ""))
+            console.print(f"judged {run.done}, dropped {run.counters['dropped']}, kept {run.counters['kept']}"
+                          + (f", {run.retry_later} left for the next run (a solver could not answer)"
+                             if run.retry_later else ""))
         for table in report_tables(result):
             console.print(table)
 

@@ -31,7 +31,7 @@ def blind_shard(store, subjects: list[str] | None, *, settings: Settings, pool: 
 
     config = blind.blind_settings(settings)
     solvers = blind.solvers_from(config, settings=settings, store=store)
-    return blind.apply(store, config, solvers, subjects=subjects, pool=None if subjects is None else pool).as_dict()
+    return blind.counts(blind.apply(store, config, solvers, subjects=subjects, pool=None if subjects is None else pool))
 
 
 @flow(name="benchsmith-filter")

@@ -36,16 +36,13 @@ def register(app: typer.Typer, context) -> None:
         questions it replaces as superseded. LLM calls already answered are read from the store, never
         paid for twice.
         """
-        from benchsmith import runner
-        from benchsmith.console import console, progress_bar, table
+        from benchsmith.console import console, stage_progress, table
         from generators.stage import build_stages, run_stages
 
         c = context(ctx)
         stages = build_stages(c.settings, generators=generator or (), dimensions=dimension or ())
-        with c.store() as store:
-            total = sum(len(runner.pending(stage, store)) for stage in stages)
-            with progress_bar("generating", min(total, limit) if limit else total) as advance:
-                report = run_stages(store, stages, limit=limit, progress=advance)
+        with c.store() as store, stage_progress():
+            report = run_stages(store, stages, limit=limit)
         dropped, failures, skipped = report.pop("dropped"), report.pop("http_failures"), report.pop("skipped")
         waiting = report["waiting_for_facts"]
         console.print(table("generate", ["what", "count"], [*report.items(),

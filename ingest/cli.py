@@ -56,12 +56,12 @@ def register(app: typer.Typer, context) -> None:
         not a duplicate) and normalised to RGB with its EXIF orientation applied. Refused files are recorded
         with a reason and the run goes on; `benchsmith status` lists them. Re-ingesting adds nothing new.
         """
-        from benchsmith.console import console
+        from benchsmith.console import console, stage_progress
         from ingest.stage import ingest_sources
 
         c = context(ctx)
         check_task_kind(c.settings, task)
-        with c.store() as store:
+        with c.store() as store, stage_progress():
             reports = ingest_sources(store, c.settings, sources, source=source, license=license,
                                      image_column=image_column, workers=workers, task=task)
         for location, report in reports:

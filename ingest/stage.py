@@ -7,7 +7,6 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -216,7 +215,7 @@ class IngestStage(runner.Stage):
 
 
 def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], settings: IngestSettings, *,
-           label: str, workers: int = 1, show_progress: bool = False) -> IngestReport:
+           label: str, workers: int = 1) -> IngestReport:
     """Check, normalise and store every candidate not examined before; refuse bad ones with a verdict each.
 
     `label` names the source: it prefixes the names in refusal verdicts, so they can be traced back to it,
@@ -224,25 +223,21 @@ def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], setti
     `settings.batch_size`: a crash loses at most the batch in flight, and a rerun reads only what is new
     or changed.
     """
-    from benchsmith.console import progress_bar
-
     with IngestStage(media_dir, candidates, settings, label=label, workers=workers) as stage:
         todo = runner.pending(stage, store)
         stage.report.skipped = stage.report.seen - len(todo)
-        if todo:
-            with progress_bar(f"ingesting {Path(label).name}", len(todo)) if show_progress else nullcontext() as advance:
-                runner.run(stage, store, units=todo, progress=advance)
+        runner.run(stage, store, units=todo)
     return stage.report
 
 
 def ingest_sources(store: Store, settings, locations: list[Path], *, workers: int = 1,
                    **listing) -> list[tuple[Path, IngestReport]]:
     """Ingest each folder, manifest or dataset (`listing`: `candidates_for`'s source, license, image_column,
-    task) with a progress bar, then judge caption richness of what came in."""
+    task), then judge caption richness of what came in."""
     from ingest import richness
 
     reports = [(Path(location), ingest(store, settings.media_dir, candidates_for(Path(location), **listing),
-                                       settings.ingest, label=str(location), workers=workers, show_progress=True))
+                                       settings.ingest, label=str(location), workers=workers))
                for location in locations]
     richness.apply(store, settings.ingest.richness)
     return reports

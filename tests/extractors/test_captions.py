@@ -22,7 +22,7 @@ def test_two_captioners_run_side_by_side_and_keep_their_own_provenance(store, co
                      "max_new_tokens": 6, "num_beams": 1}}})
     reports = extract(store, settings, only=["blip", "florence"])
     assert [(r.done, r.failed) for r in reports.values()] == [(6, 0), (6, 0)]
-    assert reports["blip"].key != reports["florence"].key
+    assert reports["blip"].config_key != reports["florence"].config_key
     facts = store.get_facts([i.id for i in ingested], kinds=["caption"])
     for image in ingested:
         blip_captions = [f for f in facts[image.id] if f.provenance.backend == "caption"]

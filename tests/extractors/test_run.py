@@ -84,9 +84,9 @@ def test_a_changed_parameter_is_new_work_and_keeps_the_old_facts(store, configur
     first = extract(store, configure(LOCAL))["supplied"]
     only_captions = configure({"extractors": {"captions": {"backend": "supplied", "kinds": ["captions"]}}})
     second = extract(store, only_captions, only=["captions"])["captions"]
-    assert second.key != first.key and second.done == 6
+    assert second.config_key != first.config_key and second.done == 6
     counts = store.extraction_counts()
-    assert counts[(first.key, "done")] == counts[(second.key, "done")] == 6
+    assert counts[(first.config_key, "done")] == counts[(second.config_key, "done")] == 6
 
 
 def test_an_unreadable_image_is_recorded_as_failed_and_the_run_goes_on(store, configure, ingested):

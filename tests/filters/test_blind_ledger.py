@@ -21,7 +21,7 @@ ECHO_KEY = question("Which animal sleeps on the sofa?", ["cat", "a large brown d
 
 def judge(store, *kinds: str) -> dict:
     config = BlindSettings(solvers=[PriorConfig(kind=k) for k in kinds])
-    return blind.apply(store, config, blind.solvers_from(config)).as_dict()
+    return blind.counts(blind.apply(store, config, blind.solvers_from(config)))
 
 
 def test_how_fast_a_solver_answers_is_not_part_of_what_was_judged():

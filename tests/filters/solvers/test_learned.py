@@ -60,7 +60,7 @@ def test_the_blind_filter_drops_template_priors_with_the_learned_solver(store):
     store.add_questions(questions, stage="generate")
     config = BlindSettings(solvers=[LearnedConfig(kind="learned", min_pool=50)])
     run = blind.apply(store, config, blind.solvers_from(config))
-    assert run.judged == 240
+    assert run.done == 240
     dropped = store.get_questions(status="dropped")
     wheels = [q for q in dropped if "wheels" in q.text]
     assert len(wheels) >= 100 and len(dropped) - len(wheels) <= 12
