@@ -1,43 +1,33 @@
 """Calls to any OpenAI-compatible chat endpoint: concurrent, rate limited, retried, cached and costed.
 
-Every stage that talks to an LLM goes through `LlmClient.run`. It takes many `LlmRequest`s and returns
-one `LlmResult` per request, in order, and never raises for one bad call: a call that still fails after
-its retries, or whose output is not the JSON asked for, comes back with `ok=False`, a reason and the
-raw text.
+Every stage that talks to an LLM goes through `LlmClient.run`: many `LlmRequest`s in, one `LlmResult` per
+request out, in order. It never raises for one bad call: a call that still fails after its retries, or
+whose output is not the JSON asked for, comes back with `ok=False`, a reason and the raw text.
 
-A request's key is a hash of its model, messages and parameters. A call that succeeded is stored in
-the store's `llm_calls` table under that key as soon as it returns, so a rerun, or a run resumed after
-a crash, reads it back and makes no HTTP request for it. Calls that failed at the HTTP level are
-recorded too, but a rerun tries them again.
+A request's key hashes its model, messages and parameters. A call that succeeded is stored in the
+`llm_calls` table under that key as soon as it returns, so a rerun, or a run resumed after a crash, reads
+it back and sends nothing; a call that failed at the HTTP level is recorded too, but tried again. Two
+processes on one store split the work rather than pay twice: a client claims its calls first
+(`Store.claim_llm_calls`, status 'in_flight'), waits for the calls another process claimed and reads
+their answers back, and takes over the claim of a process that is gone (on this machine) or older than
+`deadline_s` plus a margin (elsewhere).
 
-Two processes on one store (two `generate` runs at once) split the work rather than pay twice: before
-sending, a client claims its calls in the store (`Store.claim_llm_calls`, a row with status
-'in_flight'); a call claimed by another process is waited for and its stored answer read back. A claim
-of a process on this machine that is gone, or older than `deadline_s` plus a margin (a process
-elsewhere that died), is taken over.
+Rate limits (`requests_per_minute`, `tokens_per_minute`) are token buckets per endpoint and model; with a
+store, a row of it taken from in one short transaction, so they hold across every process on that store.
+Retries are ours (the openai client's are off), so every wait stays inside the concurrency slot and the
+rate limiter: 429, 5xx, timeouts, dropped connections and replies that are not a chat completion (a
+proxy's HTML page) are retried up to `max_retries` times, after the server's Retry-After or an exponential
+backoff. `deadline_s` bounds a whole call, retries and waits included, since `timeout_s` bounds only each
+read and a server can trickle a byte at a time for ever.
 
-Rate limits (`requests_per_minute`, `tokens_per_minute`) are token buckets per endpoint and model. With a
-store they are a row of it, taken from in one short transaction on the database's clock, so they hold
-across every process on that store: the shards of a distributed stage, two commands run at once.
+In `mode: batch` a request with no stored answer is not sent: it is queued for a batch job
+(`benchsmith.llm_batch`) and comes back with `ok=False` and WAITING_FOR_BATCH, so its work waits for a
+later run. A request in a batch job ('in_batch' in the store) is never sent again until the job is
+collected.
 
-Retries are ours, not the openai client's (its own are switched off): 429, 5xx, timeouts and dropped
-connections are retried up to `max_retries` times, waiting what the server's Retry-After says, or an
-exponential backoff when it says nothing. Doing it here keeps every wait inside the concurrency slot
-and the rate limiter, and makes the policy a setting.
-
-Each call has a total deadline (`deadline_s`, retries and waits included), since `timeout_s` bounds
-only each read and a server can trickle a byte at a time for ever. A reply that is not a chat completion
-(a proxy's HTML page with status 200) is a failed attempt, retried like a dropped connection. Whatever
-goes wrong with one call, the others in flight finish and are stored.
-
-In `mode: batch` (`LlmOptions.mode`) a request with no stored answer is not sent: it is queued for a
-batch job (`benchsmith.llm_batch`) and comes back with `ok=False` and WAITING_FOR_BATCH, so its work
-waits for a later run, as after a failed call. A request in a batch job ('in_batch' in the store) is
-never sent again, in either mode, until the job is collected.
-
-The API key comes only from `settings.secrets.openai_api_key`; it never enters a request record, a
-cache row, a log line or an error message: every error text is scrubbed of known secrets
-(`benchsmith.secrets`), as providers echo the key back in their 401 messages.
+The API key comes only from `settings.secrets.openai_api_key` and never enters a request record, a cache
+row, a log line or an error message: every error text is scrubbed of known secrets (`benchsmith.secrets`),
+as providers echo the key back in their 401 messages.
 """
 
 from __future__ import annotations
