@@ -1,26 +1,22 @@
 """Batch jobs for LLM calls (the OpenAI Batch API format): the same answers at the provider's batch price.
 
-In `llm.options.mode: batch` the client queues every request it has no answer for instead of sending it
-(`LlmClient._queue`), and the work that needs it waits for a later run, as after a failed call. When the
-stage ends its run (`benchsmith.runner`), `submit_queued` writes the queued requests as JSONL files (one
-model per file, split by `batch.max_requests_per_file` and `batch.max_file_bytes`) and, for each file:
-records the job and marks its requests 'in_batch' in the call cache, in one transaction before anything
-is sent; uploads the file (`/v1/files`, purpose batch); creates the job (`/v1/batches`, its metadata
-naming our batch id); records the provider's ids. A request in a batch is never sent again, live or
-batched, until its job is collected.
+In `llm.options.mode: batch` the client queues every request it has no answer for (`LlmClient._queue`),
+and the work that needs it waits for a later run. When the stage ends its run, `submit_queued` writes the
+requests as JSONL files (one model per file, split by `batch.max_requests_per_file` and
+`batch.max_file_bytes`) and, per file: records the job and marks its requests 'in_batch' in the call cache
+in one transaction, before anything is sent; uploads the file; creates the job (its metadata naming our
+batch id); records the provider's ids. A request in a batch is never sent again until its job is collected.
 
-`collect` asks the provider about every unfinished job of the configured endpoint. A job that ended
-(completed, expired, cancelled, failed) has its output and error files read: every answer lands in the
-call cache as a live answer does (its cost at batch prices); a failed line leaves its call failed with
-BATCH_LINE_FAILED (asked again in the next batch, or live: `batch.failed_lines`); a malformed line, and
-a request the job never answered (expiry, cancel), are counted and released for the next batch. The
-next run of the stage finds the answers and commits its units as usual.
+`collect` reads the output and error files of every ended job of the configured endpoint into the call
+cache, as live answers are stored (at batch prices). A failed line leaves its call failed with
+BATCH_LINE_FAILED (asked again in the next batch, or live: `batch.failed_lines`); a malformed line, and a
+request the job never answered (expiry, cancel), are counted and released for the next batch.
 
-A process killed between recording a job and recording the provider's ids leaves it 'uploading': the
-next submit or collect finds the job at the provider by its metadata, or its uploaded file by name, and
-goes on from there; only a job the provider never got has its requests released. Batch submissions
-take nothing from the live rate limiter; `batch.enqueued_tokens` caps what waits in unfinished jobs.
-Batch files hold requests only: the API key travels in the HTTP header, never in a file or a row.
+A process killed between recording a job and recording the provider's ids leaves it 'uploading': the next
+submit or collect finds the job by its metadata, or its file by name, and goes on; only a job the provider
+never got has its requests released. Batch submissions take nothing from the live rate limiter;
+`batch.enqueued_tokens` caps what waits in unfinished jobs. Batch files hold requests only: the API key
+travels in the HTTP header, never in a file or a row.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from benchsmith import runner
 from benchsmith.llm import LlmRequest, LlmResult, stream
 from benchsmith.records import LEVELS, Conversation, Fact, Image, Provenance, Turn, stable_hash
 from benchsmith.settings import UNKEYED, Settings, keyed
+from extractors.context import visual_context
 from generators import quality
 from generators.quality import QualitySettings
 from generators.base import WAITING_FOR_FACTS, GeneratorStage, Outcome, ledger_entry
@@ -67,8 +68,6 @@ def earlier_block(turns: Sequence[Turn]) -> str:
 def request_for_turn(image: Image, facts: list[Fact], earlier: Sequence[Turn],
                      settings: ConversationSettings) -> LlmRequest:
     """The call that writes the next turn after `earlier` (0, 1 or 2 turns)."""
-    from extractors.context import visual_context
-
     level = LEVELS[len(earlier)]
     template = template_for(level, settings.prompts_dir, "goal")
     user = template.user.format_map({

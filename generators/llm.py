@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith.dimensions import Dimension
 from benchsmith.llm import LlmOptions, LlmRequest, LlmResult
-from benchsmith.records import LETTERS, Fact, Image, Provenance, Question
+from benchsmith.records import LETTERS, Image, Provenance, Question
 from benchsmith.settings import UNKEYED, parse_yaml
 
 BACKEND = "llm"
@@ -114,15 +114,8 @@ def fenced(context: str) -> str:
     return context.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def facts_block(image: Image, facts: list[Fact], settings: LlmGeneratorSettings) -> str:
-    """The fenced facts block of an image: the same for every dimension asked about it."""
-    from extractors.context import visual_context
-
-    return fenced(visual_context(image, facts, settings.context_chars))
-
-
 def request_for(image: Image, block: str, dimension: Dimension, settings: LlmGeneratorSettings) -> LlmRequest:
-    """The call asking for one dimension's questions about an image, given its `facts_block`."""
+    """The call asking for one dimension's questions about an image, given its facts `block` (`fenced`)."""
     template = template_for(dimension.key, settings.prompts_dir)
     return LlmRequest(
         purpose="generate", model=settings.model_for(dimension),

@@ -38,6 +38,7 @@ from benchsmith.errors import BenchsmithError
 from benchsmith.llm import LlmRequest, LlmResult, stream
 from benchsmith.records import Image, Question, Video, stable_hash
 from benchsmith.settings import Settings, WithParts, keyed
+from extractors.context import visual_context
 from generators import quality
 from generators.quality import QualitySettings
 from generators import llm as llm_generator
@@ -272,7 +273,7 @@ class LlmStage(QuestionStage):
                 yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
                 continue
             if job.item.id not in blocks:
-                blocks[job.item.id] = llm_generator.facts_block(job.item, facts, self.llm)
+                blocks[job.item.id] = llm_generator.fenced(visual_context(job.item, facts, self.llm.context_chars))
             calls.append((job, llm_generator.request_for(job.item, blocks[job.item.id], job.dimension,
                                                          self.llm)))
         # an image's jobs are handed on together, in job order, once all are answered (`_together`)
@@ -421,39 +422,37 @@ class ReformStage(QuestionStage):
 
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         with _rare_collections():  # the runner's commits run between the yields, under it too
-            yield from self._process(jobs, context)
+            pools, seed = self.pools(context), self.options.seed
+            parsed = [pools.readings[job.item.id].of(job.dimension) for job in jobs]
+            pools.prepare([p for found, _skipped in parsed for p in found])  # MiniLM vectors for the window at once
+            if not self._frozen:
+                # the pools, the readings and the jobs live as long as the run: out of the collector's full passes,
+                # which otherwise walk them all again every few thousand questions (a tenth of a run's time).
+                # (gc.get_freeze_count() would walk every frozen object, ~50 ms a window)
+                gc.freeze()
+                self._frozen = True
+            for job, (found, skipped) in zip(jobs, parsed):
+                result = reform.generate(job.item.id, job.dimension, found, skipped, pools, seed=seed)
+                yield job, self._with_llm_distractors(job, result, pools, context)
 
-    def _process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
-        pools, seed = self.pools(context), self.options.seed
-        parsed = [pools.readings[job.item.id].of(job.dimension) for job in jobs]
-        pools.prepare([p for found, _skipped in parsed for p in found])  # MiniLM vectors for the window at once
-        if not self._frozen:
-            # the pools, the readings and the jobs live as long as the run: out of the collector's full passes,
-            # which otherwise walk them all again every few thousand questions (a tenth of a run's time).
-            # (gc.get_freeze_count() would walk every frozen object, ~50 ms a window)
-            gc.freeze()
-            self._frozen = True
-        for job, (found, skipped) in zip(jobs, parsed):
-            item_id = job.item.id
-            result = reform.generate(item_id, job.dimension, found, skipped, pools, seed=seed)
-            if not result.short:
-                yield job, Outcome(result.questions, skipped=result.skipped)
-                continue
-            llm = self.llm
-            requests = [reform.distractor_request(short, item_id, job.dimension, model=llm.model_for(job.dimension),
-                                                  temperature=llm.temperature, seed=llm.seed,
-                                                  max_tokens=llm.max_tokens) for short in result.short]
-            answers = self.client(context).run(requests)
-            if (waiting := self._llm_distractors_missing(answers)) is not None:
-                yield job, waiting
-                continue
-            for short, request, answer in zip(result.short, requests, answers):
-                made = reform.with_llm_distractors(short, item_id, job.dimension, request, answer, pools, seed)
-                if isinstance(made, str):
-                    result.skipped[short.parsed.annotation] = made
-                else:
-                    result.questions.append(made)
-            yield job, Outcome(result.questions, skipped=result.skipped)
+    def _with_llm_distractors(self, job: Job, result: reform.questions.Result, pools: reform.Pools,
+                              context: runner.StageContext) -> Outcome:
+        """The job's questions, with those short of distractors completed by the LLM (`result.short`)."""
+        llm, item_id = self.llm, job.item.id
+        requests = [reform.distractor_request(short, item_id, job.dimension, model=llm.model_for(job.dimension),
+                                              temperature=llm.temperature, seed=llm.seed, max_tokens=llm.max_tokens)
+                    for short in result.short]
+        answers = self.client(context).run(requests) if requests else []
+        if (waiting := self._llm_distractors_missing(answers)) is not None:
+            return waiting
+        for short, request, answer in zip(result.short, requests, answers):
+            made = reform.with_llm_distractors(short, item_id, job.dimension, request, answer, pools,
+                                               self.options.seed)
+            if isinstance(made, str):
+                result.skipped[short.parsed.annotation] = made
+            else:
+                result.questions.append(made)
+        return Outcome(result.questions, skipped=result.skipped)
 
 
 def _together(answers: list[tuple[int, Job, Outcome]]) -> Iterator[tuple[Job, Outcome]]:
@@ -510,9 +509,9 @@ def run_stages(store, stages: Sequence[GeneratorStage], *, limit: int | None = N
     out = {k: total.get(k, 0) for k in ("jobs", "finished", "retry_later", "waiting_for_facts", "failed_drafts",
                                         *counts)}
     out["retry_later"] -= out["waiting_for_facts"]
-    out["dropped"] = {k.removeprefix("dropped: "): v for k, v in total.items() if k.startswith("dropped: ")}
-    # source annotations (reform) that gave no question, by reason; each job's are in the work ledger
-    out["skipped"] = {k.removeprefix("skipped: "): v for k, v in total.items() if k.startswith("skipped: ")}
+    # questions dropped by the gate, and source annotations (reform) that gave none, by reason
+    for what in ("dropped", "skipped"):
+        out[what] = {k.removeprefix(f"{what}: "): v for k, v in total.items() if k.startswith(f"{what}: ")}
     out["http_failures"] = dict(sum((stage.tally.http_failures for stage in stages), Counter()))
     out |= {k: total.get(k, 0) for k in ("llm_requests", "llm_cached", "http_calls", "tokens_in", "tokens_out")}
     out["cost_usd"] = round(total.get("cost_usd", 0.0), 6)
