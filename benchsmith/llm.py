@@ -1,43 +1,33 @@
 """Calls to any OpenAI-compatible chat endpoint: concurrent, rate limited, retried, cached and costed.
 
-Every stage that talks to an LLM goes through `LlmClient.run`. It takes many `LlmRequest`s and returns
-one `LlmResult` per request, in order, and never raises for one bad call: a call that still fails after
-its retries, or whose output is not the JSON asked for, comes back with `ok=False`, a reason and the
-raw text.
+Every stage that talks to an LLM goes through `LlmClient.run`: many `LlmRequest`s in, one `LlmResult` per
+request out, in order. It never raises for one bad call: a call that still fails after its retries, or
+whose output is not the JSON asked for, comes back with `ok=False`, a reason and the raw text.
 
-A request's key is a hash of its model, messages and parameters. A call that succeeded is stored in
-the store's `llm_calls` table under that key as soon as it returns, so a rerun, or a run resumed after
-a crash, reads it back and makes no HTTP request for it. Calls that failed at the HTTP level are
-recorded too, but a rerun tries them again.
+A request's key hashes its model, messages and parameters. A call that succeeded is stored in the
+`llm_calls` table under that key as soon as it returns, so a rerun, or a run resumed after a crash, reads
+it back and sends nothing; a call that failed at the HTTP level is recorded too, but tried again. Two
+processes on one store split the work rather than pay twice: a client claims its calls first
+(`Store.claim_llm_calls`, status 'in_flight'), waits for the calls another process claimed and reads
+their answers back, and takes over the claim of a process that is gone (on this machine) or older than
+`deadline_s` plus a margin (elsewhere).
 
-Two processes on one store (two `generate` runs at once) split the work rather than pay twice: before
-sending, a client claims its calls in the store (`Store.claim_llm_calls`, a row with status
-'in_flight'); a call claimed by another process is waited for and its stored answer read back. A claim
-of a process on this machine that is gone, or older than `deadline_s` plus a margin (a process
-elsewhere that died), is taken over.
+Rate limits (`requests_per_minute`, `tokens_per_minute`) are token buckets per endpoint and model; with a
+store, a row of it taken from in one short transaction, so they hold across every process on that store.
+Retries are ours (the openai client's are off), so every wait stays inside the concurrency slot and the
+rate limiter: 429, 5xx, timeouts, dropped connections and replies that are not a chat completion (a
+proxy's HTML page) are retried up to `max_retries` times, after the server's Retry-After or an exponential
+backoff. `deadline_s` bounds a whole call, retries and waits included, since `timeout_s` bounds only each
+read and a server can trickle a byte at a time for ever.
 
-Rate limits (`requests_per_minute`, `tokens_per_minute`) are token buckets per endpoint and model. With a
-store they are a row of it, taken from in one short transaction on the database's clock, so they hold
-across every process on that store: the shards of a distributed stage, two commands run at once.
+In `mode: batch` a request with no stored answer is not sent: it is queued for a batch job
+(`benchsmith.llm_batch`) and comes back with `ok=False` and WAITING_FOR_BATCH, so its work waits for a
+later run. A request in a batch job ('in_batch' in the store) is never sent again until the job is
+collected.
 
-Retries are ours, not the openai client's (its own are switched off): 429, 5xx, timeouts and dropped
-connections are retried up to `max_retries` times, waiting what the server's Retry-After says, or an
-exponential backoff when it says nothing. Doing it here keeps every wait inside the concurrency slot
-and the rate limiter, and makes the policy a setting.
-
-Each call has a total deadline (`deadline_s`, retries and waits included), since `timeout_s` bounds
-only each read and a server can trickle a byte at a time for ever. A reply that is not a chat completion
-(a proxy's HTML page with status 200) is a failed attempt, retried like a dropped connection. Whatever
-goes wrong with one call, the others in flight finish and are stored.
-
-In `mode: batch` (`LlmOptions.mode`) a request with no stored answer is not sent: it is queued for a
-batch job (`benchsmith.llm_batch`) and comes back with `ok=False` and WAITING_FOR_BATCH, so its work
-waits for a later run, as after a failed call. A request in a batch job ('in_batch' in the store) is
-never sent again, in either mode, until the job is collected.
-
-The API key comes only from `settings.secrets.openai_api_key`; it never enters a request record, a
-cache row, a log line or an error message: every error text is scrubbed of known secrets
-(`benchsmith.secrets`), as providers echo the key back in their 401 messages.
+The API key comes only from `settings.secrets.openai_api_key` and never enters a request record, a cache
+row, a log line or an error message: every error text is scrubbed of known secrets (`benchsmith.secrets`),
+as providers echo the key back in their 401 messages.
 """
 
 from __future__ import annotations
@@ -55,7 +45,6 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
@@ -76,7 +65,6 @@ from benchsmith.store.llm_batches import IN_BATCH
 Purpose = Literal["generate", "solve", "evaluate", "match", "judge"]
 CLAIM_POLL_S = 0.5       # how often a client looks for calls another process has in flight
 CLAIM_MARGIN_S = 60.0    # a claim older than deadline_s + this was left by a process that died
-PLACEHOLDER_KEY = "not-needed"  # local OpenAI-compatible servers accept any key; the client wants one
 WAITING_FOR_BATCH = "waiting for an LLM batch job: `benchsmith llm batches collect` stores its answers"
 BATCH_LINE_FAILED = "batch line failed"  # how a call-cache row whose batch line failed starts its error
 QUEUED: list[LlmClient] = []  # clients with requests queued for a batch job (mode: batch)
@@ -92,6 +80,9 @@ class Price(BaseModel):
     input_per_mtok: float = 0.0   # US dollars per million prompt tokens
     output_per_mtok: float = 0.0  # US dollars per million completion tokens
     batch_factor: float = Field(0.5, ge=0)  # batch jobs cost this share of the live price
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        return (tokens_in * self.input_per_mtok + tokens_out * self.output_per_mtok) / 1_000_000
 
 
 class BatchOptions(BaseModel):
@@ -196,13 +187,6 @@ class CallTally:
         return True
 
 
-def cost_of(prices: dict[str, Price], model: str, tokens_in: int, tokens_out: int) -> float:
-    price = prices.get(model)
-    if price is None:
-        return 0.0
-    return (tokens_in * price.input_per_mtok + tokens_out * price.output_per_mtok) / 1_000_000
-
-
 def check_output(request: LlmRequest, content: str) -> tuple[Any, str]:
     """Parse and validate the content against what the request asked for: (value, '') or (None, reason)."""
     fmt = request.response_format or {}
@@ -232,12 +216,35 @@ def _validator(schema_json: str):
     return cls(schema)
 
 
-OPENAI_API_URL = "https://api.openai.com/v1"  # where the openai client sends calls with no base URL
+def result_of(request: LlmRequest, row: dict[str, Any], **timing: Any) -> LlmResult:
+    """What a call-cache row holds for `request`: its answer checked against the output asked for, or
+    why the call failed."""
+    if row["status"] != "ok":
+        return LlmResult(key=row["key"], ok=False, reason=row["error"], **timing)
+    response = row["response"] or {}
+    content = response.get("content", "")
+    parsed, problem = check_output(request, content)
+    return LlmResult(key=row["key"], ok=not problem, content=content, parsed=parsed, reason=problem,
+                     tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost_usd=row["cost_usd"],
+                     logprobs=response.get("logprobs"), **timing)
+
+
+def answered(response: dict[str, Any], price: Price, share: float = 1.0) -> dict[str, Any]:
+    """The call-cache columns of a chat completion, live or from a batch job's output (costing `share`
+    of the live price)."""
+    choice = response["choices"][0] if response.get("choices") else {}
+    usage = response.get("usage") or {}
+    tokens_in, tokens_out = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+    return {"status": "ok", "error": "", "tokens_in": tokens_in, "tokens_out": tokens_out,
+            "cost_usd": price.cost(tokens_in, tokens_out) * share,
+            "response": {"content": (choice.get("message") or {}).get("content") or "",
+                         "logprobs": (choice.get("logprobs") or {}).get("content"),
+                         "finish_reason": choice.get("finish_reason")}}
 
 
 def rate_bucket(base_url: str | None, model: str) -> str:
     """What a provider's rate limit applies to: the endpoint (with no credentials or query) and the model."""
-    parts = urlsplit(base_url or OPENAI_API_URL)
+    parts = urlsplit(base_url or "https://api.openai.com/v1")  # where the openai client sends calls by default
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path.rstrip('/')} {model}"
 
 
@@ -292,26 +299,14 @@ class RateLimiter:
         return wait
 
 
-def _retry_after(exc: openai.APIStatusError) -> float | None:
-    value = exc.response.headers.get("retry-after") if exc.response is not None else None
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
-
-
 class NotAChatCompletion(Exception):
     """The server answered 200 with something else (an HTML page from a proxy, say)."""
-
-
-class DeadlinePassed(Exception):
-    pass
 
 
 _AIOHTTP_TRANSPORT = "openai._vendor.httpx_aiohttp"
 
 
-def _openai():
+def openai_sdk():
     """The openai SDK, imported when a call is really sent (~0.7 s; never on a fully cached rerun).
     openai also imports its optional aiohttp transport whenever aiohttp is installed (datasets brings
     it), ~0.2 s more before the first call goes out; we never use that transport, so the SDK is imported
@@ -329,23 +324,6 @@ def _openai():
     return openai
 
 
-# A reply that is not a chat completion at all (a proxy's HTML page, a cut-off body) is retried too:
-# it is the transport failing, not the model answering badly.
-@lru_cache(maxsize=1)
-def _retryable() -> tuple[type[Exception], ...]:
-    openai = _openai()
-    return (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError,
-            openai.APIResponseValidationError, json.JSONDecodeError, NotAChatCompletion)
-
-
-async def _before(deadline: float, awaitable):
-    """Await `awaitable`, giving up with DeadlinePassed at the monotonic time `deadline`."""
-    try:
-        return await asyncio.wait_for(awaitable, max(0.0, deadline - time.monotonic()))
-    except TimeoutError:
-        raise DeadlinePassed from None
-
-
 class LlmClient:
     """Runs batches of chat requests against the endpoint in `settings.services.openai_base_url`."""
 
@@ -357,26 +335,26 @@ class LlmClient:
         self.options = options
         self.store = store
         self.http_calls = 0  # requests actually sent, retries included
-        self._owner = f"in flight: {socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = f"in flight: {socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # of its claims
         self.queued: dict[str, LlmRequest] = {}  # batch mode: key -> request, until the stage submits them
 
-    def _key_for_http(self) -> str:
+    def api_key(self) -> str:
+        """The key to send: local OpenAI-compatible servers accept any, but the openai client wants one."""
         if self._api_key:
             return self._api_key
         if self.base_url is None:
             raise LlmError("OPENAI_API_KEY is not set; set it, or point OPENAI_BASE_URL (services.openai_base_url) "
                            "at a local OpenAI-compatible server")
-        return PLACEHOLDER_KEY
+        return "not-needed"
 
     def run(self, requests: Sequence[LlmRequest],
             on_result: Callable[[LlmRequest, LlmResult], None] | None = None) -> list[LlmResult]:
-        """Blocking form of `gather`, for code outside an event loop."""
-        return asyncio.run(self.gather(requests, on_result))
-
-    async def gather(self, requests: Sequence[LlmRequest],
-                     on_result: Callable[[LlmRequest, LlmResult], None] | None = None) -> list[LlmResult]:
         """One result per request, in order. `on_result` sees each result as it arrives (cached ones first).
         Requests with the same key are sent once and all get its result."""
+        return asyncio.run(self._gather(requests, on_result))
+
+    async def _gather(self, requests: Sequence[LlmRequest],
+                      on_result: Callable[[LlmRequest, LlmResult], None] | None) -> list[LlmResult]:
         results: list[LlmResult | None] = [None] * len(requests)
         keys = [request.key for request in requests]  # hashed once: each costs a JSON dump of the messages
         copies: dict[str, list[int]] = {}
@@ -393,7 +371,7 @@ class LlmClient:
         stored = self.store.get_llm_calls(list(copies)) if self.store is not None else {}
         for key, (index, *_same) in copies.items():
             row = stored.get(key)
-            hit = self._cached(requests[index], key, row)
+            hit = self._cached(requests[index], row)
             if hit is None and row is not None and row["status"] == IN_BATCH:
                 hit = LlmResult(key=key, ok=False, reason=WAITING_FOR_BATCH)  # never sent twice
             if hit is None and self.options.mode == "batch" and not self._retry_live(row):
@@ -403,12 +381,12 @@ class LlmClient:
             else:
                 deliver(index, hit)
         if todo:
-            api_key = self._key_for_http()  # only now: a fully cached rerun needs no key
+            api_key = self.api_key()  # only now: a fully cached rerun needs no key
             # claim the calls (store writes, in a thread) while openai is imported here (~0.5 s)
             claiming = asyncio.ensure_future(asyncio.to_thread(self._claim, {keys[i]: requests[i] for i in todo},
                                                                stored))
             await asyncio.sleep(0)
-            openai = _openai()
+            openai = openai_sdk()
 
             semaphore = asyncio.Semaphore(self.options.concurrency)
             limiters = {model: RateLimiter(self.options.requests_per_minute, self.options.tokens_per_minute,
@@ -416,7 +394,7 @@ class LlmClient:
                         for model in {requests[index].model for index in todo}}
             async with openai.AsyncOpenAI(base_url=self.base_url, api_key=api_key, max_retries=0,
                                           timeout=self.options.timeout_s) as client:
-                recorder = _Recorder(self)
+                recorder = _Recorder(self.store)
 
                 async def one(index: int) -> None:
                     request = requests[index]
@@ -426,10 +404,11 @@ class LlmClient:
                             started = time.monotonic()  # the call's own time, not its wait for a slot
                             response, reason, attempts = await self._call(client, limiters[request.model], request)
                     except Exception as exc:  # noqa: BLE001 - one bad call must not cancel the others in flight
-                        response, reason, attempts = None, _describe(exc), 1
+                        response, reason, attempts = None, describe(exc), 1
                     # stored after the slot is given back: the next call goes out while this one is written
-                    deliver(index, await recorder.record(
-                        _Finished(request, keys[index], response, reason, attempts, time.monotonic() - started)))
+                    row = self._row(request, keys[index], response, reason, time.monotonic() - started)
+                    await recorder.record(row)
+                    deliver(index, result_of(request, row, attempts=attempts, seconds=row["seconds"]))
 
                 mine = await claiming
                 await asyncio.gather(*(one(index) for index in todo if keys[index] in mine),
@@ -440,12 +419,14 @@ class LlmClient:
     def _queue(self, request: LlmRequest, key: str) -> LlmResult:
         """Keep `request` for the batch job this process submits when its stage ends its run
         (`benchsmith.llm_batch.submit_queued`); its work waits for a later run, as after a failed call."""
+        from benchsmith.llm_batch import submit_queued  # it imports this module
+
         if self.store is None:
             raise LlmError("llm.options.mode batch needs a store to record its batch jobs in")
         if not self.queued:
             QUEUED.append(self)
-            if _submit_queued not in runner.AT_RUN_END:
-                runner.AT_RUN_END.append(_submit_queued)
+            if submit_queued not in runner.AT_RUN_END:
+                runner.AT_RUN_END.append(submit_queued)
         self.queued[key] = request
         return LlmResult(key=key, ok=False, reason=WAITING_FOR_BATCH)
 
@@ -459,9 +440,8 @@ class LlmClient:
         if self.store is None:
             return set(calls)
         rows = [{"key": key, "purpose": r.purpose, "model": r.model, "request": r.stored()} for key, r in calls.items()]
-        dead = {row["error"] for row in stored.values() if row["status"] == "in_flight" and _owner_gone(row["error"])}
-        return self.store.claim_llm_calls(rows, self._owner,
-                                          self.options.deadline_s + CLAIM_MARGIN_S, sorted(dead))
+        dead = {row["error"] for row in stored.values() if row["status"] == "in_flight" and owner_gone(row["error"])}
+        return self.store.claim_llm_calls(rows, self.owner, self.options.deadline_s + CLAIM_MARGIN_S, sorted(dead))
 
     async def _await_others(self, waiting: list[int], requests: Sequence[LlmRequest], keys: Sequence[str],
                             one: Callable, deliver: Callable[[int, LlmResult], None]) -> None:
@@ -472,7 +452,7 @@ class LlmClient:
             rows = await asyncio.to_thread(self.store.get_llm_calls, [keys[i] for i in waiting])
             still: list[int] = []
             for index in waiting:
-                hit = self._cached(requests[index], keys[index], rows.get(keys[index]))
+                hit = self._cached(requests[index], rows.get(keys[index]))
                 if hit is None:
                     still.append(index)
                 else:
@@ -482,51 +462,50 @@ class LlmClient:
             await asyncio.gather(*(one(index) for index in still if keys[index] in taken))
             waiting = [index for index in still if keys[index] not in taken]
 
-    def _cached(self, request: LlmRequest, key: str, row: dict | None) -> LlmResult | None:
+    @staticmethod
+    def _cached(request: LlmRequest, row: dict | None) -> LlmResult | None:
         """The stored answer to `request`, if a call for it succeeded before."""
-        if row is None or row["status"] != "ok":
-            return None
-        response = row["response"] or {}
-        content = response.get("content", "")
-        parsed, problem = check_output(request, content)
-        return LlmResult(key=key, ok=not problem, content=content, parsed=parsed, reason=problem,
-                         tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost_usd=row["cost_usd"],
-                         logprobs=response.get("logprobs"), cached=True, attempts=0, seconds=0.0)
+        return result_of(request, row, cached=True) if row is not None and row["status"] == "ok" else None
 
     async def _call(self, client: openai.AsyncOpenAI, limiter: RateLimiter,
                     request: LlmRequest) -> tuple[dict[str, Any] | None, str, int]:
-        """The HTTP exchange, retries included: (the chat completion, "", attempts), or (None, why it
-        failed, attempts)."""
-        openai = _openai()
-
-        started = time.monotonic()
-        deadline = started + self.options.deadline_s
+        """The HTTP exchange, retries and waits included, within `deadline_s`: (the chat completion, "",
+        attempts), or (None, why it failed, attempts)."""
+        openai = openai_sdk()
+        # a reply that is not a chat completion at all (a proxy's HTML page, a cut-off body) is retried too:
+        # it is the transport failing, not the model answering badly
+        retryable = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
+                     openai.APIConnectionError, openai.APIResponseValidationError, json.JSONDecodeError,
+                     NotAChatCompletion)
         attempts = 0
-        try:
+
+        async def answer() -> tuple[dict[str, Any] | None, str]:
+            nonlocal attempts
             while True:
                 attempts += 1
                 if limiter.limits_anything:  # else skip the token estimate: a JSON dump of the messages
-                    await _before(deadline, limiter.acquire(request.estimated_tokens()))
-                wait = None
+                    await limiter.acquire(request.estimated_tokens())
                 try:
                     self.http_calls += 1
-                    response = await _before(deadline, self._attempt(client, request))
-                    break
-                except _retryable() as exc:
-                    reason = _describe(exc)
+                    return await self._attempt(client, request), ""
+                except retryable as exc:
                     if attempts > self.options.max_retries:
-                        return None, reason, attempts
-                    if isinstance(exc, openai.APIStatusError):
-                        wait = _retry_after(exc)
-                    if wait is None:  # jittered, so clients that failed together do not retry together
+                        return None, describe(exc)
+                    # the server's Retry-After, else a backoff jittered so that clients that failed together part
+                    try:
+                        wait = max(0.0, float(exc.response.headers.get("retry-after")
+                                              if isinstance(exc, openai.APIStatusError) else None))
+                    except (TypeError, ValueError):
                         wait = self.options.backoff_s * 2 ** (attempts - 1) * random.uniform(0.5, 1.5)
-                    await _before(deadline, asyncio.sleep(min(wait, self.options.max_retry_after_s)))
+                    await asyncio.sleep(min(wait, self.options.max_retry_after_s))
                 except openai.APIStatusError as exc:  # 400, 401, 404...: asking again will not help
-                    return None, _describe(exc), attempts
-        except DeadlinePassed:
+                    return None, describe(exc)
+
+        try:
+            return *await asyncio.wait_for(answer(), self.options.deadline_s), attempts
+        except TimeoutError:
             return None, (f"no answer within llm deadline_s ({self.options.deadline_s:g} s) "
                           f"after {attempts} attempt(s)"), attempts
-        return response, "", attempts
 
     async def _attempt(self, client: openai.AsyncOpenAI, request: LlmRequest) -> dict[str, Any]:
         """The chat completion, as the JSON object the server sent. The request body goes out as we built
@@ -543,87 +522,50 @@ class LlmClient:
                                      f"completion: {raw.text[:120]!r}")
         return body
 
-    def _store(self, finished: Sequence[_Finished]) -> list[LlmResult]:
-        """The results of finished calls, after writing them to the store in one transaction."""
-        results, rows = zip(*(self._result(f) for f in finished))
-        if self.store is not None:
-            self.store.put_llm_calls(rows)
-        return list(results)
-
-    def _result(self, finished: _Finished) -> tuple[LlmResult, dict[str, Any]]:
-        """A finished call's result and its row in the store's `llm_calls` table."""
-        request, response, key = finished.request, finished.response, finished.key
+    def _row(self, request: LlmRequest, key: str, response: dict[str, Any] | None, reason: str,
+             seconds: float) -> dict[str, Any]:
+        """A finished call's row in the store's `llm_calls` table: its chat completion, or why it failed."""
         row = {"key": key, "purpose": request.purpose, "model": request.model, "request": request.stored(),
-               "seconds": finished.seconds}
+               "seconds": seconds}
         if response is None:
-            reason = scrub(finished.reason)
-            row |= {"status": "error", "response": None, "error": reason, "tokens_in": 0, "tokens_out": 0,
-                    "cost_usd": 0.0}
-            return LlmResult(key=key, ok=False, reason=reason, attempts=finished.attempts,
-                             seconds=finished.seconds), row
-        row |= answered(response)
-        row["cost_usd"] = cost = cost_of(self.options.prices, request.model, row["tokens_in"], row["tokens_out"])
-        content, logprobs = row["response"]["content"], row["response"]["logprobs"]
-        parsed, problem = check_output(request, content)
-        return LlmResult(key=key, ok=not problem, content=content, parsed=parsed, reason=problem,
-                         tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost_usd=cost, logprobs=logprobs,
-                         attempts=finished.attempts, seconds=finished.seconds), row
-
-
-def answered(response: dict[str, Any]) -> dict[str, Any]:
-    """The call-cache columns of a chat completion, live or from a batch job's output (cost aside)."""
-    choice = response["choices"][0] if response.get("choices") else {}
-    usage = response.get("usage") or {}
-    return {"status": "ok", "error": "", "tokens_in": usage.get("prompt_tokens") or 0,
-            "tokens_out": usage.get("completion_tokens") or 0,
-            "response": {"content": (choice.get("message") or {}).get("content") or "",
-                         "logprobs": (choice.get("logprobs") or {}).get("content"),
-                         "finish_reason": choice.get("finish_reason")}}
-
-
-@dataclass(frozen=True)
-class _Finished:
-    """One call's HTTP exchange, over: the chat completion, or None and why it failed."""
-
-    request: LlmRequest
-    key: str
-    response: dict[str, Any] | None
-    reason: str
-    attempts: int
-    seconds: float
+            return row | {"status": "error", "response": None, "error": scrub(reason), "tokens_in": 0,
+                          "tokens_out": 0, "cost_usd": 0.0}
+        return row | answered(response, self.options.prices.get(request.model) or Price())
 
 
 class _Recorder:
-    """Stores finished calls in batches: the calls that finish while one batch is being written go into
+    """Stores finished calls' rows in batches: the rows that come while one batch is being written go into
     the next, in one transaction on a worker thread. A call's result is handed on only once it is stored,
     so a call paid for is in the cache before anything is built from it."""
 
-    def __init__(self, client: LlmClient) -> None:
-        self.client = client
-        self.waiting: list[tuple[_Finished, asyncio.Future]] = []
+    def __init__(self, store) -> None:
+        self.store = store
+        self.waiting: list[tuple[dict, asyncio.Future]] = []
         self.writing: asyncio.Future | None = None
 
-    async def record(self, finished: _Finished) -> LlmResult:
+    async def record(self, row: dict[str, Any]) -> None:
+        if self.store is None:
+            return
         future = asyncio.get_running_loop().create_future()
-        self.waiting.append((finished, future))
+        self.waiting.append((row, future))
         if self.writing is None:
             self.writing = asyncio.ensure_future(self._write())
-        return await future
+        await future
 
     async def _write(self) -> None:
         try:
             while self.waiting:
                 batch, self.waiting = self.waiting, []
                 try:
-                    results = await asyncio.to_thread(self.client._store, [finished for finished, _ in batch])
+                    await asyncio.to_thread(self.store.put_llm_calls, [row for row, _ in batch])
                 except Exception as exc:  # noqa: BLE001 - every call of the batch sees why it was not stored
                     for _, future in batch:
                         if not future.done():  # a caller cancelled meanwhile: nobody waits for it
                             future.set_exception(exc)
                     continue
-                for (_, future), result in zip(batch, results):
+                for _, future in batch:
                     if not future.done():
-                        future.set_result(result)
+                        future.set_result(None)
         finally:
             self.writing = None
 
@@ -665,7 +607,7 @@ def _without_inline_data(value: Any) -> Any:
     return value
 
 
-def _owner_gone(owner: str) -> bool:
+def owner_gone(owner: str) -> bool:
     """Whether a claim's owner ("in flight: host:pid:nonce") was a process on this machine that has ended."""
     host, _, rest = owner.removeprefix("in flight: ").partition(":")
     pid = rest.partition(":")[0]
@@ -680,10 +622,10 @@ def _owner_gone(owner: str) -> bool:
     return False
 
 
-def _describe(exc: Exception) -> str:
+def describe(exc: Exception) -> str:
     """A one-line reason with no request headers in it (they carry the key), scrubbed of secrets
     (servers echo the key in their messages)."""
-    openai = _openai()
+    openai = openai_sdk()
 
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
@@ -697,10 +639,3 @@ def _describe(exc: Exception) -> str:
     else:
         text = f"{type(exc).__name__}: {exc}"
     return scrub(text)[:500]
-
-
-def _submit_queued() -> None:
-    """Submit every client's queued requests as batch jobs (run by the runner when its run loop ends)."""
-    from benchsmith.llm_batch import submit_queued  # it imports this module
-
-    submit_queued()

@@ -1,26 +1,22 @@
 """Batch jobs for LLM calls (the OpenAI Batch API format): the same answers at the provider's batch price.
 
-In `llm.options.mode: batch` the client queues every request it has no answer for instead of sending it
-(`LlmClient._queue`), and the work that needs it waits for a later run, as after a failed call. When the
-stage ends its run (`benchsmith.runner`), `submit_queued` writes the queued requests as JSONL files (one
-model per file, split by `batch.max_requests_per_file` and `batch.max_file_bytes`) and, for each file:
-records the job and marks its requests 'in_batch' in the call cache, in one transaction before anything
-is sent; uploads the file (`/v1/files`, purpose batch); creates the job (`/v1/batches`, its metadata
-naming our batch id); records the provider's ids. A request in a batch is never sent again, live or
-batched, until its job is collected.
+In `llm.options.mode: batch` the client queues every request it has no answer for (`LlmClient._queue`),
+and the work that needs it waits for a later run. When the stage ends its run, `submit_queued` writes the
+requests as JSONL files (one model per file, split by `batch.max_requests_per_file` and
+`batch.max_file_bytes`) and, per file: records the job and marks its requests 'in_batch' in the call cache
+in one transaction, before anything is sent; uploads the file; creates the job (its metadata naming our
+batch id); records the provider's ids. A request in a batch is never sent again until its job is collected.
 
-`collect` asks the provider about every unfinished job of the configured endpoint. A job that ended
-(completed, expired, cancelled, failed) has its output and error files read: every answer lands in the
-call cache as a live answer does (its cost at batch prices); a failed line leaves its call failed with
-BATCH_LINE_FAILED (asked again in the next batch, or live: `batch.failed_lines`); a malformed line, and
-a request the job never answered (expiry, cancel), are counted and released for the next batch. The
-next run of the stage finds the answers and commits its units as usual.
+`collect` reads the output and error files of every ended job of the configured endpoint into the call
+cache, as live answers are stored (at batch prices). A failed line leaves its call failed with
+BATCH_LINE_FAILED (asked again in the next batch, or live: `batch.failed_lines`); a malformed line, and a
+request the job never answered (expiry, cancel), are counted and released for the next batch.
 
-A process killed between recording a job and recording the provider's ids leaves it 'uploading': the
-next submit or collect finds the job at the provider by its metadata, or its uploaded file by name, and
-goes on from there; only a job the provider never got has its requests released. Batch submissions
-take nothing from the live rate limiter; `batch.enqueued_tokens` caps what waits in unfinished jobs.
-Batch files hold requests only: the API key travels in the HTTP header, never in a file or a row.
+A process killed between recording a job and recording the provider's ids leaves it 'uploading': the next
+submit or collect finds the job by its metadata, or its file by name, and goes on; only a job the provider
+never got has its requests released. Batch submissions take nothing from the live rate limiter;
+`batch.enqueued_tokens` caps what waits in unfinished jobs. Batch files hold requests only: the API key
+travels in the HTTP header, never in a file or a row.
 """
 
 from __future__ import annotations
@@ -28,14 +24,13 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple
 
 from benchsmith.console import errors
-from benchsmith.llm import (BATCH_LINE_FAILED, QUEUED, LlmClient, LlmError, LlmRequest, Price, _describe,
-                            _openai, _owner_gone, answered, cost_of, rate_bucket)
+from benchsmith.llm import (BATCH_LINE_FAILED, QUEUED, LlmClient, LlmError, LlmRequest, Price, answered, describe,
+                            openai_sdk, owner_gone, rate_bucket)
 from benchsmith.records import aware, utcnow
 from benchsmith.secrets import scrub
 from benchsmith.store.llm_batches import UNFINISHED
@@ -115,10 +110,10 @@ def batch_files(requests: Sequence[LlmRequest], max_requests: int, max_bytes: in
 
 def _submit_file(client: LlmClient, provider, endpoint: str, model: str, lines: list[Line]) -> list[str]:
     price = client.options.prices.get(model) or Price()
-    live = sum(cost_of(client.options.prices, model, line.tokens - (line.request.max_tokens or 256),
-                       line.request.max_tokens or 256) for line in lines)
+    live = sum(price.cost(line.tokens - (line.request.max_tokens or 256), line.request.max_tokens or 256)
+               for line in lines)
     batch = {"id": uuid.uuid4().hex[:24], "endpoint": endpoint, "model": model, "status": "uploading",
-             "owner": client._owner, "estimated_tokens": sum(line.tokens for line in lines),
+             "owner": client.owner, "estimated_tokens": sum(line.tokens for line in lines),
              "prices": {"input_per_mtok": price.input_per_mtok, "output_per_mtok": price.output_per_mtok,
                         "batch_factor": price.batch_factor},
              "live_cost_usd": live, "cost_usd": live * price.batch_factor}  # estimates until collected
@@ -131,9 +126,9 @@ def _submit_file(client: LlmClient, provider, endpoint: str, model: str, lines: 
         file = provider.files.create(file=(file_name(batch["id"]), data), purpose="batch")
         client.store.update_llm_batch(batch["id"], input_file_id=file.id)
         _create_job(client, provider, batch["id"], file.id)
-    except _openai().NotFoundError as exc:
+    except openai_sdk().NotFoundError as exc:
         _abandon(client.store, batch["id"], "its endpoint offers no batch jobs")
-        raise LlmError(NO_BATCHES.format(url=client.base_url or "", why=_describe(exc))) from None
+        raise LlmError(NO_BATCHES.format(url=client.base_url or "", why=describe(exc))) from None
     return [batch["id"]]
 
 
@@ -158,8 +153,8 @@ def resume(client: LlmClient, provider) -> None:
     its requests when the provider never got the file."""
     now = utcnow()
     left = [b for b in client.store.get_llm_batches(["uploading"])
-            if b["endpoint"] == _endpoint(client.base_url) and b["owner"] != client._owner
-            and (_owner_gone(b["owner"]) or aware(b["created_at"]) < now - ORPHANED_AFTER)]
+            if b["endpoint"] == _endpoint(client.base_url) and b["owner"] != client.owner
+            and (owner_gone(b["owner"]) or aware(b["created_at"]) < now - ORPHANED_AFTER)]
     if not left:
         return
     jobs = {(job.metadata or {}).get(METADATA_KEY): job for job in provider.batches.list(limit=100)}
@@ -167,9 +162,9 @@ def resume(client: LlmClient, provider) -> None:
     for batch in left:
         if (job := jobs.get(batch["id"])) is not None:
             client.store.update_llm_batch(batch["id"], job_id=job.id, input_file_id=job.input_file_id,
-                                          status=job.status, owner=client._owner)
+                                          status=job.status, owner=client.owner)
         elif (file_id := files.get(file_name(batch["id"]))) is not None:
-            client.store.update_llm_batch(batch["id"], input_file_id=file_id, owner=client._owner)
+            client.store.update_llm_batch(batch["id"], input_file_id=file_id, owner=client.owner)
             _create_job(client, provider, batch["id"], file_id)
         else:
             _abandon(client.store, batch["id"], "its batch never reached the provider")
@@ -185,7 +180,7 @@ def collect(client: LlmClient, *, wait: bool = False, poll_s: float = 30.0, max_
     endpoint = _endpoint(client.base_url)
     seen: set[str] = set()
     while True:
-        running = [b for b in client.store.get_llm_batches(UNFINISHED) if b["endpoint"] == endpoint and b["job_id"]]
+        running = [b for b in _running(client.store, endpoint) if b["job_id"]]
         answered_now = 0
         for batch in running:
             seen.add(batch["id"])
@@ -220,38 +215,22 @@ def _enqueued_room(store, endpoint: str, model: str, limit: int) -> float:
 def store_output(store, provider, batch: dict, job) -> None:
     """Read an ended job's output and error files into the call cache and close the job."""
     calls = store.llm_batch_calls(batch["id"])
-    prices = {batch["model"]: Price(**batch["prices"])}
-    rows: list[dict] = []
-    counts: Counter = Counter()
-    live_cost = 0.0
-    for file_id in (job.output_file_id, job.error_file_id):
-        if not file_id:
-            continue
-        for text in provider.files.content(file_id).text.splitlines():
-            if not text.strip():
-                continue
-            row = answer_row(text, calls)
-            if row is None:
-                counts["malformed"] += 1
-                continue
-            if row["status"] == "ok":
-                counts["answered"] += 1
-                live = cost_of(prices, batch["model"], row["tokens_in"], row["tokens_out"])
-                live_cost += live
-                row["cost_usd"] = live * prices[batch["model"]].batch_factor
-            else:
-                counts["failed"] += 1
-            rows.append(row)
+    price = Price(**batch["prices"])
+    lines = [text for file_id in (job.output_file_id, job.error_file_id) if file_id
+             for text in provider.files.content(file_id).text.splitlines() if text.strip()]
+    rows = [row for text in lines if (row := answer_row(text, calls, price)) is not None]
+    ok = [row for row in rows if row["status"] == "ok"]
     store.finish_llm_batch(batch["id"], rows, f"not answered by its batch job ({job.status}); asked again in the "
-                                              "next batch", status=job.status, answered=counts["answered"],
-                           failed=counts["failed"], malformed=counts["malformed"], live_cost_usd=live_cost,
-                           cost_usd=sum(r["cost_usd"] for r in rows if r["status"] == "ok"))
+                                              "next batch", status=job.status, answered=len(ok),
+                           failed=len(rows) - len(ok), malformed=len(lines) - len(rows),
+                           live_cost_usd=sum(price.cost(r["tokens_in"], r["tokens_out"]) for r in ok),
+                           cost_usd=sum(r["cost_usd"] for r in ok))
 
 
-def answer_row(text: str, calls: dict[str, dict]) -> dict[str, Any] | None:
+def answer_row(text: str, calls: dict[str, dict], price: Price) -> dict[str, Any] | None:
     """The call-cache row one line of a job's output or error file makes of the call it answers (whose
-    waiting row is in `calls`, by key), or None for a line that is not one (malformed, or about no call
-    of this job). The cost is left for the caller."""
+    waiting row is in `calls`, by key), at `price`'s batch price, or None for a line that is not one
+    (malformed, or about no call of this job)."""
     try:
         line = json.loads(text)
         call = calls[line["custom_id"]]
@@ -267,7 +246,7 @@ def answer_row(text: str, calls: dict[str, dict]) -> dict[str, Any] | None:
                       "error": scrub(f"{BATCH_LINE_FAILED}: {json.dumps(why)[:400]}")}
     if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
         return None
-    return row | answered(body) | {"cost_usd": 0.0}
+    return row | answered(body, price, price.batch_factor)
 
 
 def _endpoint(base_url: str | None) -> str:
@@ -276,5 +255,5 @@ def _endpoint(base_url: str | None) -> str:
 
 def _provider(client: LlmClient):
     """The openai SDK's client for the batch endpoints (a few calls per job: its own retries do)."""
-    return _openai().OpenAI(base_url=client.base_url, api_key=client._key_for_http(),
+    return openai_sdk().OpenAI(base_url=client.base_url, api_key=client.api_key(),
                             max_retries=client.options.max_retries, timeout=client.options.timeout_s)

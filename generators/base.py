@@ -4,21 +4,30 @@ asks the runner for windows, and how a job's outcome becomes its ledger entry.""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel
 
 from benchsmith import runner
-from benchsmith.llm import CallTally, LlmClient, LlmOptions
+from benchsmith.llm import CallTally, LlmClient, LlmOptions, LlmResult
 from benchsmith.settings import NoSettings, Settings
 
 WAITING_FOR_FACTS = "waiting for facts"
 
 
-class JobOutcome(Protocol):
-    failure: str
-    raw: str
-    finished: bool
+@dataclass
+class Outcome:
+    """What one job produced: its items (questions, a conversation), or a failed draft (reason, raw), or
+    nothing yet (retry later); `skipped` names the source annotations that gave no item, with the
+    reason (reform)."""
+
+    items: list = field(default_factory=list)
+    failure: str = ""
+    raw: str = ""
+    finished: bool = True
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 class GeneratorStage(runner.Stage):
@@ -57,18 +66,36 @@ class GeneratorStage(runner.Stage):
         item's other jobs, so they must come in the order a local run gives them."""
         return subject.split(":", 1)[0]
 
+    def outcome_of(self, result: LlmResult, make: Callable[[], Outcome | None], prefix: str = "") -> Outcome | None:
+        """Count the call; the outcome `make` builds from its answer, or a failed draft when the answer is
+        not usable (`prefix` says which), or, when no answer came at all, an outcome that waits for a rerun."""
+        if not self.tally.count(result):
+            return Outcome(failure=result.reason, finished=False)
+        if not result.ok:
+            return Outcome(failure=prefix + result.reason, raw=result.content)
+        try:
+            return make()
+        except ValueError as exc:  # e.g. a record-level check the schema cannot express
+            return Outcome(failure=f"{prefix}unusable: {exc}".splitlines()[0], raw=result.content)
+
     def unlisted(self) -> Counter:
         """Source records that never became a job, by reason (e.g. an unknown annotation kind)."""
         return Counter()
 
 
-def ledger_entry(subject: str, outcome: JobOutcome, report: runner.StageReport,
+def ledger_entry(subject: str, outcome: Outcome, report: runner.StageReport,
                  done: dict[str, Any]) -> runner.Outcome:
-    """An unfinished job is tried again later (no record); a failed draft is recorded with its raw text;
-    anything else is done, with `done` as its details."""
+    """An unfinished job is tried again later (no record); a failed draft is recorded with its raw text,
+    a job whose source annotations all gave no item with them (`skipped`); anything else is done, with
+    `done` (and what was skipped) as its details."""
+    report.counters.update(f"skipped: {reason}" for reason in outcome.skipped.values())
+    skipped = {"skipped": outcome.skipped} if outcome.skipped else {}
     if not outcome.finished:
         report.counters["waiting_for_facts"] += outcome.failure == WAITING_FOR_FACTS
         return runner.Outcome(subject, "retry", outcome.failure)
     if outcome.failure:
         return runner.Outcome(subject, "failed", outcome.failure, {"raw": outcome.raw})
-    return runner.Outcome(subject, "done", details=done)
+    if skipped and not outcome.items:
+        return runner.Outcome(subject, "failed", f"no usable annotation: {next(iter(outcome.skipped.values()))}",
+                              skipped)
+    return runner.Outcome(subject, "done", details=done | skipped)

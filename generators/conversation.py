@@ -19,73 +19,30 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from benchsmith import runner
-from benchsmith.llm import LlmOptions, LlmRequest, LlmResult, stream
+from benchsmith.llm import LlmRequest, LlmResult, stream
 from benchsmith.records import LEVELS, Conversation, Fact, Image, Provenance, Turn, stable_hash
-from benchsmith.settings import UNKEYED, Settings, keyed, parse_yaml
+from benchsmith.settings import UNKEYED, Settings, keyed
+from extractors.context import visual_context
 from generators import quality
 from generators.quality import QualitySettings
-from generators.base import WAITING_FOR_FACTS, GeneratorStage, ledger_entry
-from generators.llm import fenced
+from generators.base import WAITING_FOR_FACTS, GeneratorStage, Outcome, ledger_entry
+from generators.llm import LlmWriterSettings, fenced, template_for
 
 BACKEND = "conversation"
 PROMPTS_DIR = Path(__file__).with_name("prompts") / "conversation"
 
 
-class ConversationSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ConversationSettings(LlmWriterSettings):
+    default_prompts: ClassVar[Path] = PROMPTS_DIR
 
     model: str = Field("gpt-4o", json_schema_extra=UNKEYED)  # in each job's subject
-    temperature: float = 0.7
-    seed: int = 0
     max_tokens: int = 1200
-    context_chars: int = Field(4000, ge=200)   # cap on the facts block
-    batch_size: int = Field(64, ge=1, json_schema_extra=UNKEYED)  # images whose calls are in flight together
-    prompts: Path | None = Field(None, json_schema_extra=UNKEYED)  # _shared.yaml and one file per level
-    options: LlmOptions = Field(LlmOptions(), json_schema_extra=UNKEYED)  # concurrency, limits, retries, prices
-
-    @property
-    def prompts_dir(self) -> Path:
-        return self.prompts or PROMPTS_DIR
-
-
-@dataclass(frozen=True)
-class TurnTemplate:
-    version: str
-    system: str
-    user: str
-    goal: str
-
-
-def template_for(level: str, prompts_dir: Path = PROMPTS_DIR) -> TurnTemplate:
-    """The shared prompt joined with one level's goal; read again whenever a file changes."""
-    shared, own = prompts_dir / "_shared.yaml", prompts_dir / f"{level}.yaml"
-    for path in (shared, own):
-        if not path.exists():
-            raise KeyError(f"no conversation prompt template {path.name}: add {path}")
-    return _template(shared, own, shared.stat().st_mtime_ns, own.stat().st_mtime_ns)
-
-
-@lru_cache(maxsize=16)
-def _template(shared_path: Path, path: Path, _shared_mtime: int, _mtime: int) -> TurnTemplate:
-    shared = parse_yaml(shared_path.read_text(encoding="utf-8"))
-    own = parse_yaml(path.read_text(encoding="utf-8"))
-    return TurnTemplate(version=f"{shared['version']}+{own['version']}", system=shared["system"].strip(),
-                        user=shared["user"].strip(), goal=own["goal"].strip())
-
-
-def prompt_version(prompts_dir: Path = PROMPTS_DIR) -> str:
-    return "|".join(template_for(level, prompts_dir).version for level in LEVELS)
-
-
-def prompts_hash(prompts_dir: Path = PROMPTS_DIR) -> str:
-    return stable_hash([(prompts_dir / f"{name}.yaml").read_text(encoding="utf-8")
-                        for name in ("_shared", *LEVELS)], length=12)
 
 
 TURN_SCHEMA = {"type": "json_schema", "json_schema": {"name": "turn", "strict": True, "schema": {
@@ -111,14 +68,12 @@ def earlier_block(turns: Sequence[Turn]) -> str:
 def request_for_turn(image: Image, facts: list[Fact], earlier: Sequence[Turn],
                      settings: ConversationSettings) -> LlmRequest:
     """The call that writes the next turn after `earlier` (0, 1 or 2 turns)."""
-    from extractors.context import visual_context
-
     level = LEVELS[len(earlier)]
-    template = template_for(level, settings.prompts_dir)
+    template = template_for(level, settings.prompts_dir, "goal")
     user = template.user.format_map({
         "facts": fenced(visual_context(image, facts, settings.context_chars)),
         "earlier": fenced(earlier_block(earlier)), "number": len(earlier) + 1, "level": level,
-        "goal": template.goal})
+        "goal": template.own})
     return LlmRequest(purpose="generate", model=settings.model,
                       messages=[{"role": "system", "content": template.system}, {"role": "user", "content": user}],
                       temperature=settings.temperature, seed=settings.seed, max_tokens=settings.max_tokens,
@@ -136,7 +91,8 @@ def conversation_from(image: Image, turns: list[Turn], results: list[LlmResult],
                       settings: ConversationSettings) -> Conversation:
     """The conversation record, with the three calls' tokens and cost as its provenance."""
     return Conversation(item_id=image.id, turns=turns, meta={"generator": BACKEND}, provenance=Provenance(
-        backend=BACKEND, model=settings.model, prompt_version=prompt_version(settings.prompts_dir),
+        backend=BACKEND, model=settings.model,
+        prompt_version="|".join(template_for(level, settings.prompts_dir, "goal").version for level in LEVELS),
         temperature=settings.temperature, seed=settings.seed,
         params={"max_tokens": settings.max_tokens, "llm_calls": [r.key for r in results]},
         tokens_in=sum(r.tokens_in for r in results), tokens_out=sum(r.tokens_out for r in results),
@@ -146,16 +102,6 @@ def conversation_from(image: Image, turns: list[Turn], results: list[LlmResult],
 @dataclass(frozen=True)
 class Job:
     item: Image
-
-
-@dataclass
-class Outcome:
-    """A conversation, or a failed draft (reason, raw), or nothing yet (retry later)."""
-
-    conversation: Conversation | None = None
-    failure: str = ""
-    raw: str = ""
-    finished: bool = True
 
 
 @dataclass
@@ -175,7 +121,8 @@ class ConversationStage(GeneratorStage):
         super().__init__(settings, options.options)
         self.options = options
         self.gate = gate
-        self._subject_key = stable_hash(prompts_hash(options.prompts_dir), options.model, length=12)
+        texts = [(options.prompts_dir / f"{name}.yaml").read_text(encoding="utf-8") for name in ("_shared", *LEVELS)]
+        self._subject_key = stable_hash(stable_hash(texts, length=12), options.model, length=12)
 
     @classmethod
     def stages(cls, settings: Settings, options) -> list[ConversationStage]:
@@ -217,24 +164,19 @@ class ConversationStage(GeneratorStage):
 
     def _next_turn(self, job: Job, draft: _Draft, level: str, result: LlmResult) -> Outcome | None:
         """Add the turn in `result` to the draft: the job's outcome when it is over, None when it goes on."""
-        if not self.tally.count(result):  # no answer at all: the job waits for a rerun
-            return Outcome(failure=result.reason, finished=False)
-        if not result.ok:
-            return Outcome(failure=f"turn {level}: {result.reason}", raw=result.content)
-        try:
-            draft.turns.append(turn_from(result, level))
-        except ValueError as exc:
-            return Outcome(failure=f"turn {level}: unusable: {exc}".splitlines()[0], raw=result.content)
+        failed = self.outcome_of(result, lambda: draft.turns.append(turn_from(result, level)), f"turn {level}: ")
+        if failed is not None:
+            return failed
         draft.results.append(result)
         if len(draft.turns) < len(LEVELS):
             return None
-        return Outcome(conversation_from(job.item, draft.turns, draft.results, self.options))
+        return Outcome([conversation_from(job.item, draft.turns, draft.results, self.options)])
 
     def commit(self, context: runner.StageContext, pairs: list[tuple[Job, Outcome]],
                report: runner.StageReport) -> list[runner.Outcome]:
         store = context.store
-        made = [o.conversation.model_copy(update={"meta": o.conversation.meta | {"config": self._subject_key}})
-                for _job, o in pairs if o.finished and o.conversation is not None]
+        made = [c.model_copy(update={"meta": c.meta | {"config": self._subject_key}})
+                for _job, o in pairs if o.finished for c in o.items]
         report.counters["conversations"] += len(made)
         finished = sorted({job.item.id for job, o in pairs if o.finished and not o.failure})
         older = [c.id for item_id in finished for c in store.get_conversations(item_id=item_id, status="candidate")
@@ -248,5 +190,5 @@ class ConversationStage(GeneratorStage):
         report.counters["new_conversations"] += store.add_conversations(
             kept + [c for c, _v in dropped], stage="generate", verdicts_for_new=[v for _c, v in dropped])
         return [ledger_entry(self.subject(job), outcome, report,
-                             {"conversation": outcome.conversation.id} if outcome.conversation else {})
+                             {"conversation": outcome.items[0].id} if outcome.items else {})
                 for job, outcome in pairs]

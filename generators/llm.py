@@ -15,70 +15,80 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith.dimensions import Dimension
 from benchsmith.llm import LlmOptions, LlmRequest, LlmResult
-from benchsmith.records import LETTERS, Fact, Image, Provenance, Question
+from benchsmith.records import LETTERS, Image, Provenance, Question
 from benchsmith.settings import UNKEYED, parse_yaml
 
 BACKEND = "llm"
 PROMPTS_DIR = Path(__file__).with_name("prompts")
 
 
-class LlmGeneratorSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class LlmWriterSettings(BaseModel):
+    """What the settings of a generator whose LLM writes from an image's facts share."""
 
-    model: str = "gpt-4o-mini"                         # for every dimension not named in `models`
-    models: dict[str, str] = Field(default_factory=dict, json_schema_extra=UNKEYED)  # dimension key -> model
+    model_config = ConfigDict(extra="forbid")
+    default_prompts: ClassVar[Path] = PROMPTS_DIR
+
     temperature: float = 0.7
     seed: int = 0
-    max_tokens: int = 1500
-    questions_per_call: int = Field(3, ge=1, le=10)
     context_chars: int = Field(4000, ge=200)         # cap on the facts block
     batch_size: int = Field(64, ge=1, json_schema_extra=UNKEYED)  # the least number of jobs whose calls are in flight together
-    prompts: Path | None = Field(None, json_schema_extra=UNKEYED)  # prompt templates' folder; None: generators/prompts
+    prompts: Path | None = Field(None, json_schema_extra=UNKEYED)  # prompt templates' folder; None: `default_prompts`
     options: LlmOptions = Field(LlmOptions(), json_schema_extra=UNKEYED)  # concurrency, limits, retries, prices
+
+    @property
+    def prompts_dir(self) -> Path:
+        return self.prompts or self.default_prompts
+
+
+class LlmGeneratorSettings(LlmWriterSettings):
+    model: str = "gpt-4o-mini"                         # for every dimension not named in `models`
+    models: dict[str, str] = Field(default_factory=dict, json_schema_extra=UNKEYED)  # dimension key -> model
+    max_tokens: int = 1500
+    questions_per_call: int = Field(3, ge=1, le=10)
 
     def model_for(self, dimension: Dimension) -> str:
         return self.models.get(dimension.key, self.model)
 
-    @property
-    def prompts_dir(self) -> Path:
-        return self.prompts or PROMPTS_DIR
-
 
 @dataclass(frozen=True)
 class Template:
+    """A prompt: the shared instruction of its folder (`_shared.yaml`) joined with one file's own part
+    (a dimension's focus, a conversation turn's goal)."""
+
     version: str
     system: str
     user: str
-    focus: str
+    own: str
 
     def render(self, dimension: Dimension, facts_block: str, n_questions: int) -> list[dict]:
         return [{"role": "system", "content": self.system},
                 {"role": "user", "content": self.user.format_map({
                     "dimension_name": dimension.name, "definition": dimension.definition,
-                    "focus": self.focus, "n_questions": n_questions, "facts": facts_block})}]
+                    "focus": self.own, "n_questions": n_questions, "facts": facts_block})}]
 
 
-def template_for(dimension_key: str, prompts_dir: Path = PROMPTS_DIR) -> Template:
-    """The shared instruction joined with one dimension's focus; a missing file is a clear error. Read
+def template_for(name: str, prompts_dir: Path = PROMPTS_DIR, part: str = "focus") -> Template:
+    """The shared instruction joined with file `name`'s `part`; a missing file is a clear error. Read
     again whenever either file changes, so an edited template takes effect in a running process too."""
-    path = prompts_dir / f"{dimension_key}.yaml"
-    if not path.exists():
-        raise KeyError(f"no prompt template for dimension {dimension_key!r}: add {path}")
-    shared = prompts_dir / "_shared.yaml"
-    return _template(shared, path, shared.stat().st_mtime_ns, path.stat().st_mtime_ns)
+    shared, path = prompts_dir / "_shared.yaml", prompts_dir / f"{name}.yaml"
+    for needed in (shared, path):
+        if not needed.exists():
+            raise KeyError(f"no prompt template {needed.name} in {prompts_dir}: add {needed}")
+    return _template(shared, path, part, shared.stat().st_mtime_ns, path.stat().st_mtime_ns)
 
 
 @lru_cache(maxsize=64)
-def _template(shared_path: Path, path: Path, _shared_mtime: int, _mtime: int) -> Template:
+def _template(shared_path: Path, path: Path, part: str, _shared_mtime: int, _mtime: int) -> Template:
     shared = parse_yaml(shared_path.read_text(encoding="utf-8"))
     own = parse_yaml(path.read_text(encoding="utf-8"))
     return Template(version=f"{shared['version']}+{own['version']}", system=shared["system"].strip(),
-                    user=shared["user"].strip(), focus=own["focus"].strip())
+                    user=shared["user"].strip(), own=own[part].strip())
 
 
 def supports(dimension: Dimension, prompts_dir: Path = PROMPTS_DIR) -> bool:
@@ -104,15 +114,8 @@ def fenced(context: str) -> str:
     return context.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def facts_block(image: Image, facts: list[Fact], settings: LlmGeneratorSettings) -> str:
-    """The fenced facts block of an image: the same for every dimension asked about it."""
-    from extractors.context import visual_context
-
-    return fenced(visual_context(image, facts, settings.context_chars))
-
-
 def request_for(image: Image, block: str, dimension: Dimension, settings: LlmGeneratorSettings) -> LlmRequest:
-    """The call asking for one dimension's questions about an image, given its `facts_block`."""
+    """The call asking for one dimension's questions about an image, given its facts `block` (`fenced`)."""
     template = template_for(dimension.key, settings.prompts_dir)
     return LlmRequest(
         purpose="generate", model=settings.model_for(dimension),

@@ -1,28 +1,22 @@
 """The generate stage: questions for every (item, dimension) a generator has not done under its settings.
 
-Each question generator is one stage class of the runner (`benchsmith.runner`), named
-`generate:<generator>`: `ProgrammaticStage`, `LlmStage`, `TemporalStage` and `ReformStage` share
-`QuestionStage`'s gating and storing and differ in what they support and how they do a window of jobs
-(conversations are `generators.conversation.ConversationStage`). A job is one item and one dimension; its ledger subject carries a hash of everything that shapes that
-dimension's questions (the prompt template's text and the model for the LLM; the template version and
-vocabulary for programmatic questions), and the stage's config key carries the generator-wide
-settings. So editing one prompt template makes exactly that dimension's jobs pending again, and
-switching the model or the seed makes all of them pending. The questions a redone job replaces are kept
-with status `superseded`, never deleted; questions already in review stay.
+Each question generator is one runner stage (`benchsmith.runner`), `generate:<generator>`:
+`ProgrammaticStage`, `LlmStage`, `TemporalStage` and `ReformStage` share `QuestionStage`'s gating and
+storing (conversations: `generators.conversation`). A job is one item and one dimension; its ledger
+subject carries a hash of what shapes that dimension's questions (the prompt template and the model; the
+template version and vocabulary), and the stage's config key the generator-wide settings. So editing one
+prompt template makes exactly that dimension's jobs pending again; switching the model or the seed, all of
+them. The questions a redone job replaces are kept as `superseded`; questions in review stay.
 
-A job whose LLM call failed at the HTTP level (still 429/5xx/timeout after the retries) gets no ledger
-row, so the next run tries it again; calls that did succeed are in the LLM cache and are not paid for
-twice. An image with no facts yet is left for later (counted as waiting for facts). A job whose output
+A job whose LLM call failed at the HTTP level gets no ledger row, so the next run tries it again (the
+calls that succeeded are in the LLM cache); an image with no facts yet waits for them; a job whose output
 was malformed is recorded as failed, with the reason and the raw LLM text.
 
-LLM calls stay in flight across commits: the runner hands a whole window of jobs to `process` (a window
-never splits an image's jobs), which yields an image's jobs together, in job order, once all their
-answers have arrived, and results are committed in small groups meanwhile. So an image's questions meet
-the gate's per-item rules in one order whatever order the answers came in; when one of its jobs waits
-for a retry, all of them wait. Each group's
-questions pass the quality gate, have their answer letters balanced, and are stored (kept ones as
-candidates, the rest as dropped with their verdicts); question ids are content-derived, so doing a group
-again adds no duplicates.
+LLM calls stay in flight across commits: `process` gets a window of jobs (never splitting an image's)
+and yields an image's jobs together, in job order, once all their answers are in, so the gate's per-item
+rules meet its questions in one order whatever order the answers came in. Each group of results passes
+the quality gate, has its answer letters balanced, and is stored (kept ones as candidates, the rest as
+dropped with their verdicts); ids are content-derived, so storing a group again adds nothing.
 """
 
 from __future__ import annotations
@@ -32,11 +26,11 @@ import os
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field
 
 from benchsmith.dimensions import Dimension, registry
 from benchsmith import plugins, runner
@@ -44,11 +38,12 @@ from benchsmith.errors import BenchsmithError
 from benchsmith.llm import LlmRequest, LlmResult, stream
 from benchsmith.records import Image, Question, Video, stable_hash
 from benchsmith.settings import Settings, WithParts, keyed
+from extractors.context import visual_context
 from generators import quality
 from generators.quality import QualitySettings
 from generators import llm as llm_generator
 from generators import programmatic, reform, temporal
-from generators.base import WAITING_FOR_FACTS, GeneratorStage, ledger_entry
+from generators.base import WAITING_FOR_FACTS, GeneratorStage, Outcome, ledger_entry
 from generators.llm import LlmGeneratorSettings
 from generators.programmatic import ProgrammaticSettings
 from generators.reform import ReformSettings
@@ -57,38 +52,38 @@ from generators.temporal import TemporalSettings
 STAGE = "generate"
 
 
+class GenerateError(BenchsmithError, ValueError):
+    """A generate request that names something unknown."""
+
+
+def installed(generators: list[str]) -> list[str]:
+    """`generators` (names in the plugin group generators), when every one is installed."""
+    if unknown := [name for name in generators if name not in plugins.names("generators")]:
+        raise GenerateError(f"{', '.join(unknown)}: not an installed generator "
+                            f"(installed: {', '.join(plugins.names('generators'))})")
+    return generators
+
+
+def dimension_keys(dimensions: list[str]) -> list[str]:
+    """The keys of `dimensions` (keys or ids)."""
+    try:
+        return [registry().get(d).key for d in dimensions]
+    except KeyError as exc:
+        raise GenerateError(exc.args[0]) from None
+
+
 class GenerateSettings(WithParts):
     """The `generate` section: the keys below, shared by every generator, and one key per generator
     (`generate.<name>`), validated by the settings model its stage declares (`settings_model`)."""
 
     parts: ClassVar[str] = "generators"
 
-    generators: list[str] = ["programmatic", "temporal"]    # installed generators (plugin group generators)
-    dimensions: list[str] = Field(default_factory=list)   # dimension keys; empty: every one a generator supports
+    generators: Annotated[list[str], AfterValidator(installed)] = ["programmatic", "temporal"]
+    # dimension keys; empty: every one a generator supports
+    dimensions: Annotated[list[str], AfterValidator(dimension_keys)] = Field(default_factory=list)
     seed: int = 0                                         # for templates, distractor picks and letter balance
     batch_size: int = Field(64, ge=1)                     # (item, dimension) jobs handed over and stored together
     quality: QualitySettings = QualitySettings()
-
-    @field_validator("generators")
-    @classmethod
-    def _installed_generators(cls, names: list[str]) -> list[str]:
-        unknown = [name for name in names if name not in plugins.names("generators")]
-        if unknown:
-            raise ValueError(f"{', '.join(unknown)}: not an installed generator "
-                             f"(installed: {', '.join(plugins.names('generators'))})")
-        return names
-
-    @field_validator("dimensions")
-    @classmethod
-    def _known_dimensions(cls, keys: list[str]) -> list[str]:
-        try:
-            return [registry().get(key).key for key in keys]
-        except KeyError as exc:
-            raise ValueError(exc.args[0]) from None
-
-
-class GenerateError(BenchsmithError, ValueError):
-    """A generate request that names something unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,18 +99,6 @@ class Job:
     generator: str
     item: Image | Video | ItemRef
     dimension: Dimension
-
-
-@dataclass
-class Outcome:
-    """What one job produced: questions, or a failed draft (reason, raw), or nothing yet (retry later);
-    `skipped` names the source annotations that gave no question, with the reason (reform)."""
-
-    questions: list[Question] = field(default_factory=list)
-    failure: str = ""
-    raw: str = ""
-    finished: bool = True
-    skipped: dict[str, str] = field(default_factory=dict)
 
 
 class QuestionStage(GeneratorStage):
@@ -199,7 +182,7 @@ class QuestionStage(GeneratorStage):
         generated = []
         for job, o in finished:
             config = self._dimension_keys[job.dimension.key]
-            for q in o.questions:  # made for this commit alone: marked in place, a copy each cost more
+            for q in o.items:  # made for this commit alone: marked in place, a copy each cost more
                 q.meta = q.meta | {"config": config}
                 generated.append(q)
         report.counters["generated"] += len(generated)
@@ -208,31 +191,26 @@ class QuestionStage(GeneratorStage):
             stored[question.item_id].append(question)
         known = {q.id for qs in stored.values() for q in qs}
         fresh = [q for q in generated if q.id not in known]  # already stored by an interrupted run
-        existing = {item_id: [q for q in qs if q.status not in ("dropped", "superseded")]
-                    for item_id, qs in stored.items()}
-        replaced = _replaced(finished, stored, {q.id for q in generated}, self._dimension_keys)
+        # candidates of the finished jobs' (item, dimension, generator) made under other settings
+        jobs, new_ids = {(job.item.id, job.dimension.id): job for job, _o in finished}, {q.id for q in generated}
+        replaced = [q.id for qs in stored.values() for q in qs
+                    if (job := jobs.get((q.item_id, q.dimension_id))) is not None and q.status == "candidate"
+                    and q.meta.get("generator") == job.generator and q.id not in new_ids
+                    and q.meta.get("config") != self._dimension_keys[job.dimension.key]]
         if replaced:
             report.counters["superseded"] += store.move("question",
                 replaced, "superseded", stage=STAGE, reason="generated again after its settings changed")
-            existing = {i: [q for q in qs if q.id not in set(replaced)] for i, qs in existing.items()}
+        gone = set(replaced)
+        existing = {item_id: [q for q in qs if q.status not in ("dropped", "superseded") and q.id not in gone]
+                    for item_id, qs in stored.items()}
         kept, dropped = quality.gate(fresh, existing, self.options.quality)
         kept = quality.balance_answers(kept, seed=self.options.seed)
         report.counters["kept"] += len(kept)
         report.counters.update(f"dropped: {v.rule}" for _q, v in dropped)
         report.counters["new_questions"] += store.add_questions(
             kept + [q for q, _v in dropped], stage=STAGE, verdicts_for_new=[v for _q, v in dropped])
-        outcomes = []
-        for job, outcome in pairs:
-            subject = self.subject(job)
-            report.counters.update(f"skipped: {reason}" for reason in outcome.skipped.values())
-            if outcome.finished and outcome.skipped and not outcome.questions:
-                first = next(iter(outcome.skipped.values()))
-                outcomes.append(runner.Outcome(subject, "failed", f"no usable annotation: {first}",
-                                               {"skipped": outcome.skipped}))
-                continue
-            done = {"questions": len(outcome.questions)} | ({"skipped": outcome.skipped} if outcome.skipped else {})
-            outcomes.append(ledger_entry(subject, outcome, report, done))
-        return outcomes
+        return [ledger_entry(self.subject(job), outcome, report, {"questions": len(outcome.items)})
+                for job, outcome in pairs]
 
 
 class ProgrammaticStage(QuestionStage):
@@ -295,31 +273,21 @@ class LlmStage(QuestionStage):
                 yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
                 continue
             if job.item.id not in blocks:
-                blocks[job.item.id] = llm_generator.facts_block(job.item, facts, self.llm)
+                blocks[job.item.id] = llm_generator.fenced(visual_context(job.item, facts, self.llm.context_chars))
             calls.append((job, llm_generator.request_for(job.item, blocks[job.item.id], job.dimension,
                                                          self.llm)))
-        # An image's jobs are handed on together, in job order, once every one of them is answered: the gate's
-        # per-item rules (cap, near-duplicates) then meet its questions in one order, whatever order the
-        # answers arrived in. The calls all stay in flight meanwhile.
+        # an image's jobs are handed on together, in job order, once all are answered (`_together`)
         left = Counter(job.item.id for job, _request in calls)
         answered: dict[str, list[tuple[int, Job, Outcome]]] = {}
         for index, result in stream(self.client(context), [request for _job, request in calls]):
             job, request = calls[index]
-            answered.setdefault(job.item.id, []).append((index, job, self._questions(job, request, result)))
+            outcome = self.outcome_of(result, lambda: Outcome(llm_generator.questions_from(
+                result, request, job.item, job.dimension, self.llm.prompts_dir)))
+            answered.setdefault(job.item.id, []).append((index, job, outcome))
             left[job.item.id] -= 1
             if not left[job.item.id]:
                 yield from _together(sorted(answered.pop(job.item.id), key=lambda answer: answer[0]))
 
-    def _questions(self, job: Job, request: LlmRequest, result: LlmResult) -> Outcome:
-        if not self.tally.count(result):
-            return Outcome(failure=result.reason, finished=False)
-        if not result.ok:
-            return Outcome(failure=result.reason, raw=result.content)
-        try:
-            return Outcome(llm_generator.questions_from(result, request, job.item, job.dimension,
-                                                        self.llm.prompts_dir))
-        except ValueError as exc:  # e.g. a record-level check the schema cannot express
-            return Outcome(failure=f"unusable question: {exc}".splitlines()[0], raw=result.content)
 
 
 class TemporalStage(QuestionStage):
@@ -356,12 +324,12 @@ class TemporalStage(QuestionStage):
         wanted = [(position, temporal.distractor_request(
             question, job.item, job.dimension, model=llm.model_for(job.dimension), temperature=llm.temperature,
             seed=llm.seed, max_tokens=llm.max_tokens))
-            for position, question in enumerate(outcome.questions) if temporal.wants_llm_distractors(question)]
+            for position, question in enumerate(outcome.items) if temporal.wants_llm_distractors(question)]
         results = self.client(context).run([request for _position, request in wanted])
         if (waiting := self._llm_distractors_missing(results)) is not None:
             return waiting
         for (position, request), result in zip(wanted, results):
-            outcome.questions[position] = temporal.with_llm_distractors(outcome.questions[position], request, result)
+            outcome.items[position] = temporal.with_llm_distractors(outcome.items[position], request, result)
         return outcome
 
 
@@ -454,39 +422,37 @@ class ReformStage(QuestionStage):
 
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         with _rare_collections():  # the runner's commits run between the yields, under it too
-            yield from self._process(jobs, context)
+            pools, seed = self.pools(context), self.options.seed
+            parsed = [pools.readings[job.item.id].of(job.dimension) for job in jobs]
+            pools.prepare([p for found, _skipped in parsed for p in found])  # MiniLM vectors for the window at once
+            if not self._frozen:
+                # the pools, the readings and the jobs live as long as the run: out of the collector's full passes,
+                # which otherwise walk them all again every few thousand questions (a tenth of a run's time).
+                # (gc.get_freeze_count() would walk every frozen object, ~50 ms a window)
+                gc.freeze()
+                self._frozen = True
+            for job, (found, skipped) in zip(jobs, parsed):
+                result = reform.generate(job.item.id, job.dimension, found, skipped, pools, seed=seed)
+                yield job, self._with_llm_distractors(job, result, pools, context)
 
-    def _process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
-        pools, seed = self.pools(context), self.options.seed
-        parsed = [pools.readings[job.item.id].of(job.dimension) for job in jobs]
-        pools.prepare([p for found, _skipped in parsed for p in found])  # MiniLM vectors for the window at once
-        if not self._frozen:
-            # the pools, the readings and the jobs live as long as the run: out of the collector's full passes,
-            # which otherwise walk them all again every few thousand questions (a tenth of a run's time).
-            # (gc.get_freeze_count() would walk every frozen object, ~50 ms a window)
-            gc.freeze()
-            self._frozen = True
-        for job, (found, skipped) in zip(jobs, parsed):
-            item_id = job.item.id
-            result = reform.generate(item_id, job.dimension, found, skipped, pools, seed=seed)
-            if not result.short:
-                yield job, Outcome(result.questions, skipped=result.skipped)
-                continue
-            llm = self.llm
-            requests = [reform.distractor_request(short, item_id, job.dimension, model=llm.model_for(job.dimension),
-                                                  temperature=llm.temperature, seed=llm.seed,
-                                                  max_tokens=llm.max_tokens) for short in result.short]
-            answers = self.client(context).run(requests)
-            if (waiting := self._llm_distractors_missing(answers)) is not None:
-                yield job, waiting
-                continue
-            for short, request, answer in zip(result.short, requests, answers):
-                made = reform.with_llm_distractors(short, item_id, job.dimension, request, answer, pools, seed)
-                if isinstance(made, str):
-                    result.skipped[short.parsed.annotation] = made
-                else:
-                    result.questions.append(made)
-            yield job, Outcome(result.questions, skipped=result.skipped)
+    def _with_llm_distractors(self, job: Job, result: reform.questions.Result, pools: reform.Pools,
+                              context: runner.StageContext) -> Outcome:
+        """The job's questions, with those short of distractors completed by the LLM (`result.short`)."""
+        llm, item_id = self.llm, job.item.id
+        requests = [reform.distractor_request(short, item_id, job.dimension, model=llm.model_for(job.dimension),
+                                              temperature=llm.temperature, seed=llm.seed, max_tokens=llm.max_tokens)
+                    for short in result.short]
+        answers = self.client(context).run(requests) if requests else []
+        if (waiting := self._llm_distractors_missing(answers)) is not None:
+            return waiting
+        for short, request, answer in zip(result.short, requests, answers):
+            made = reform.with_llm_distractors(short, item_id, job.dimension, request, answer, pools,
+                                               self.options.seed)
+            if isinstance(made, str):
+                result.skipped[short.parsed.annotation] = made
+            else:
+                result.questions.append(made)
+        return Outcome(result.questions, skipped=result.skipped)
 
 
 def _together(answers: list[tuple[int, Job, Outcome]]) -> Iterator[tuple[Job, Outcome]]:
@@ -513,35 +479,14 @@ def _rare_collections(young: int = 100_000) -> Iterator[None]:
         gc.set_threshold(*thresholds)
 
 
-def _replaced(finished: list[tuple[Job, Outcome]], stored: dict[str, list[Question]], new_ids: set[str],
-              dimension_keys: dict[str, str]) -> list[str]:
-    """Candidates of the finished jobs' (item, dimension, generator) made under other settings."""
-    jobs = {(job.item.id, job.dimension.id): job for job, _o in finished}
-    out = []
-    for item_id, questions in stored.items():
-        for q in questions:
-            job = jobs.get((item_id, q.dimension_id))
-            if (job is not None and q.status == "candidate" and q.meta.get("generator") == job.generator
-                    and q.meta.get("config") != dimension_keys[job.dimension.key] and q.id not in new_ids):
-                out.append(q.id)
-    return out
-
-
 def build_stages(settings: Settings, *, generators: Sequence[str] = (),
                  dimensions: Sequence[str] = ()) -> list[GeneratorStage]:
     """A stage per generator in the settings (or `generators`), over the settings' dimensions (or
     `dimensions`, keys or ids). Each generator is a class in the plugin group `generators` whose
     `stages(settings, options)` gives its stages (none when it has nothing to do for those dimensions)."""
     options = settings.section(STAGE, GenerateSettings)
-    unknown = [name for name in generators if name not in plugins.names("generators")]
-    if unknown:
-        raise GenerateError(f"unknown generator {', '.join(unknown)}; choose from {', '.join(plugins.names('generators'))}")
-    try:
-        keys = [registry().get(d).key for d in dimensions]
-    except KeyError as exc:
-        raise GenerateError(str(exc.args[0])) from None
-    options = options.model_copy(update={"dimensions": keys or options.dimensions})
-    return [stage for name in list(generators) or options.generators
+    options = options.model_copy(update={"dimensions": dimension_keys(list(dimensions)) or options.dimensions})
+    return [stage for name in installed(list(generators)) or options.generators
             for stage in plugins.load("generators", name).stages(settings, options)]
 
 
@@ -564,9 +509,9 @@ def run_stages(store, stages: Sequence[GeneratorStage], *, limit: int | None = N
     out = {k: total.get(k, 0) for k in ("jobs", "finished", "retry_later", "waiting_for_facts", "failed_drafts",
                                         *counts)}
     out["retry_later"] -= out["waiting_for_facts"]
-    out["dropped"] = {k.removeprefix("dropped: "): v for k, v in total.items() if k.startswith("dropped: ")}
-    # source annotations (reform) that gave no question, by reason; each job's are in the work ledger
-    out["skipped"] = {k.removeprefix("skipped: "): v for k, v in total.items() if k.startswith("skipped: ")}
+    # questions dropped by the gate, and source annotations (reform) that gave none, by reason
+    for what in ("dropped", "skipped"):
+        out[what] = {k.removeprefix(f"{what}: "): v for k, v in total.items() if k.startswith(f"{what}: ")}
     out["http_failures"] = dict(sum((stage.tally.http_failures for stage in stages), Counter()))
     out |= {k: total.get(k, 0) for k in ("llm_requests", "llm_cached", "http_calls", "tokens_in", "tokens_out")}
     out["cost_usd"] = round(total.get("cost_usd", 0.0), 6)

@@ -9,7 +9,8 @@ import sqlalchemy as sa
 
 from benchsmith.records import utcnow
 from benchsmith.store.schema import llm_batches, llm_calls
-from benchsmith.store.sql import chunks, insert_new, upsert
+from benchsmith.store.llm_calls import mark_calls
+from benchsmith.store.sql import insert_new, upsert
 
 IN_BATCH = "in_batch"
 UNFINISHED = ("uploading", "validating", "in_progress", "finalizing", "cancelling")
@@ -28,16 +29,9 @@ class LlmBatchesMixin:
         waiting in it, in one transaction, before anything is sent. A call answered meanwhile, or already
         in another batch, is left alone. Returns the keys the batch carries."""
         now = utcnow()
-        c = llm_calls.c
-        keys = [call["key"] for call in calls]
-        mark = {"status": IN_BATCH, "error": in_batch(batch["id"]), "created_at": now}
         with self.engine.begin() as conn:
-            insert_new(conn, llm_calls, [call | mark for call in calls])
-            for part in chunks(keys):
-                conn.execute(llm_calls.update().where(c.key.in_(part), c.status == "error").values(**mark))
-            taken: set[str] = set()
-            for part in chunks(keys):
-                taken.update(conn.scalars(sa.select(c.key).where(c.key.in_(part), c.error == mark["error"])))
+            taken = mark_calls(conn, calls, {"status": IN_BATCH, "error": in_batch(batch["id"]), "created_at": now},
+                               sa.false())
             if taken:
                 insert_new(conn, llm_batches, [batch | {"requests": len(taken), "created_at": now}])
         return taken

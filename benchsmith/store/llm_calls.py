@@ -43,23 +43,11 @@ class LlmCallsMixin:
         if not rows:
             return set()
         now = utcnow()
-        keys = [row["key"] for row in rows]
         c = llm_calls.c
+        taken_over = ((c.status == IN_FLIGHT) & (c.error != owner)
+                      & ((c.created_at < now - timedelta(seconds=stale_after_s)) | c.error.in_(list(dead_owners) or [""])))
         with self.engine.begin() as conn:
-            insert_new(conn, llm_calls, [row | {"status": IN_FLIGHT, "error": owner, "created_at": now} for row in rows])
-            for batch in chunks(keys):
-                conn.execute(llm_calls.update()
-                             .where(c.key.in_(batch),
-                                    (c.status == "error")
-                                    | ((c.status == IN_FLIGHT) & (c.error != owner)
-                                       & ((c.created_at < now - timedelta(seconds=stale_after_s))
-                                          | c.error.in_(list(dead_owners) or [""]))))
-                             .values(status=IN_FLIGHT, error=owner, created_at=now))
-            claimed: set[str] = set()
-            for batch in chunks(keys):
-                claimed.update(conn.scalars(sa.select(c.key).where(c.key.in_(batch), c.status == IN_FLIGHT,
-                                                                   c.error == owner)))
-        return claimed
+            return mark_calls(conn, rows, {"status": IN_FLIGHT, "error": owner, "created_at": now}, taken_over)
 
     def llm_totals(self) -> dict[tuple[str, str, str], dict]:
         """(purpose, model, status) -> calls, tokens in/out and cost."""
@@ -69,3 +57,18 @@ class LlmCallsMixin:
         with self.engine.connect() as conn:
             return {(p, m, s): {"calls": n, "tokens_in": ti or 0, "tokens_out": to or 0, "cost_usd": cost or 0.0}
                     for p, m, s, n, ti, to, cost in conn.execute(query)}
+
+
+def mark_calls(conn: sa.Connection, calls: Sequence[dict], mark: dict, or_where: sa.ColumnElement) -> set[str]:
+    """Give `mark` (status, error, created_at) to the call-cache rows of `calls` (key, purpose, model,
+    request) that are new, failed, or match `or_where`; returns the keys that carry it."""
+    c = llm_calls.c
+    keys = [call["key"] for call in calls]
+    insert_new(conn, llm_calls, [call | mark for call in calls])
+    for part in chunks(keys):
+        conn.execute(llm_calls.update().where(c.key.in_(part), (c.status == "error") | or_where).values(**mark))
+    marked: set[str] = set()
+    for part in chunks(keys):
+        marked.update(conn.scalars(sa.select(c.key).where(c.key.in_(part), c.status == mark["status"],
+                                                          c.error == mark["error"])))
+    return marked

@@ -9,7 +9,7 @@ from collections import Counter
 
 import sqlalchemy as sa
 
-from benchsmith.llm import _owner_gone
+from benchsmith.llm import owner_gone
 from benchsmith.store import Store
 from benchsmith.store.schema import llm_calls
 from tests.generators.test_resume import BENCHSMITH, generate_env, key_of, two_questions
@@ -53,7 +53,7 @@ def test_a_claim_is_held_against_others_until_it_goes_stale(store):
     gone = subprocess.Popen(["true"])
     gone.wait()  # a process of this machine that has ended
     dead = f"in flight: {socket.gethostname()}:{gone.pid}:x"
-    assert _owner_gone(dead) and not _owner_gone("in flight: a") and not _owner_gone(
+    assert owner_gone(dead) and not owner_gone("in flight: a") and not owner_gone(
         f"in flight: {socket.gethostname()}:{os.getpid()}:y")
     assert store.claim_llm_calls([row], "in flight: b", stale_after_s=60, dead_owners=[dead]) == set()  # a's
     store.put_llm_calls([{"key": "k1", "purpose": "generate", "model": "m", "request": {}, "response": None,

@@ -58,7 +58,7 @@ def test_images_without_facts_are_pointed_at_extract(tmp_path):
 
 
 def test_bad_requests_are_one_line_errors(tmp_path):
-    for args, message in ((("generate", "--generator", "magic"), "unknown generator magic"),
+    for args, message in ((("generate", "--generator", "magic"), "magic: not an installed generator"),
                           (("generate", "--dimension", "colourfulness"), "unknown dimension 'colourfulness'"),
                           (("videos", "add", "nowhere.jsonl"), "video manifest not found")):
         result = run(tmp_path, *args)

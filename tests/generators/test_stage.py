@@ -92,7 +92,7 @@ def test_images_without_facts_wait_for_extraction_instead_of_being_marked_done(t
 
 def test_narrowing_to_unknown_generators_or_dimensions_is_a_clear_error(tmp_path, store):
     settings = settings_with(tmp_path)
-    with pytest.raises(GenerateError, match="unknown generator magic"):
+    with pytest.raises(GenerateError, match="magic: not an installed generator"):
         build_stages(settings, generators=["magic"])
     with pytest.raises(GenerateError, match="unknown dimension 'colourfulness'"):
         build_stages(settings, dimensions=["colourfulness"])
