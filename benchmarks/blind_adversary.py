@@ -210,10 +210,6 @@ def run(scenes: int = 200, seed: int = 5) -> dict:
     return result
 
 
-def main() -> None:
+if __name__ == "__main__":
     args = arguments(__doc__, scenes=200, seed=5).parse_args()
     save("blind_adversary", run(args.scenes, args.seed))
-
-
-if __name__ == "__main__":
-    main()

@@ -189,10 +189,6 @@ def run(scenes: int = 120, seed: int = 3) -> dict:
     return result
 
 
-def main() -> None:
+if __name__ == "__main__":
     args = arguments(__doc__, {"scenes": 20}, scenes=120, seed=3).parse_args()
     save("blind_leaks", run(args.scenes, args.seed))
-
-
-if __name__ == "__main__":
-    main()

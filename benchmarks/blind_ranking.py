@@ -95,12 +95,8 @@ def run(n_questions: int = 500, repeats: int = 3, batch_size: int = 32, device: 
     }
 
 
-def main() -> None:
+if __name__ == "__main__":
     # batch_size: questions per batch (x4 option rows)
     args = arguments(__doc__, {"questions": 100, "repeats": 1}, questions=500, repeats=3, batch_size=32,
                      device="auto").parse_args()
     save("blind_ranking", run(args.questions, args.repeats, args.batch_size, args.device))
-
-
-if __name__ == "__main__":
-    main()

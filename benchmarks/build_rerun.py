@@ -75,10 +75,6 @@ def run(scenes: int = 40, delay: float = 0.5) -> dict:
             "meets_target": ratio <= TARGET_RATIO and rerun["tokens"] == 0 and rerun["http_calls"] == 0}
 
 
-def main() -> None:
+if __name__ == "__main__":
     args = arguments(__doc__, {"scenes": 8, "delay": 0.1}, scenes=40, delay=0.5).parse_args()
     save("build_rerun", run(args.scenes, args.delay))
-
-
-if __name__ == "__main__":
-    main()

@@ -127,10 +127,15 @@ def add_captioned_images(store, n: int) -> None:
             provenance=Provenance(backend="supplied"))])
 
 
-def in_child(script: str, *args: str, **run) -> dict:
-    """Run `script` with `args` in a fresh interpreter (so its peak memory is its own); the JSON object it
-    printed last."""
-    done = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, **run)
+CHILD = ("import json, runpy, sys; function = runpy.run_path(sys.argv[1])[sys.argv[2]]; "
+         "print(json.dumps(function(*json.loads(sys.argv[3]))))")
+
+
+def in_child(script: str, function: str, *args, **run) -> dict:
+    """`function(*args)` of the benchmark `script`, called in a fresh interpreter (so its peak memory is
+    its own; paths arrive as strings); what it returned."""
+    done = subprocess.run([sys.executable, "-c", CHILD, script, function, json.dumps(args, default=str)],
+                          capture_output=True, text=True, **run)
     if done.returncode:
         raise RuntimeError(done.stderr[-3000:])
     return json.loads(done.stdout.strip().splitlines()[-1])

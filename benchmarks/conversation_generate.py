@@ -64,10 +64,6 @@ def run(scenes: int = 40, delay: float = 0.5, concurrency: int = 32, repeats: in
     return result
 
 
-def main() -> None:
+if __name__ == "__main__":
     args = arguments(__doc__, {"scenes": 8, "repeats": 1}, scenes=40, delay=0.5, concurrency=32, repeats=3).parse_args()
     save("conversation_generate", run(args.scenes, args.delay, args.concurrency, args.repeats))
-
-
-if __name__ == "__main__":
-    main()

@@ -188,22 +188,17 @@ def estimate(result: dict, images: int = 1_000_000) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+if __name__ == "__main__":
     parser = arguments(__doc__, {"scenes": 40, "llm_scenes": 20}, scenes=400, llm_scenes=100, delay=0.5)
     parser.add_argument("--only", choices=("extract", "generate"), help="run one workload (no estimate is written)")
     parser.add_argument("--estimate-only", action="store_true",
                         help="write scale_estimate.md again from the last results/distributed_scaling.json")
     args = parser.parse_args()
     if args.estimate_only:
-        (RESULTS / "scale_estimate.md").write_text(estimate(json.loads((RESULTS / "distributed_scaling.json").read_text())))
-        print((RESULTS / "scale_estimate.md").read_text())
-        return
-    result = save("distributed_scaling", run(args.scenes, args.llm_scenes, args.delay,
-                                             (args.only,) if args.only else ("extract", "generate")))
+        result = json.loads((RESULTS / "distributed_scaling.json").read_text())
+    else:
+        result = save("distributed_scaling", run(args.scenes, args.llm_scenes, args.delay,
+                                                 (args.only,) if args.only else ("extract", "generate")))
     if not args.only:
         (RESULTS / "scale_estimate.md").write_text(estimate(result))
         print((RESULTS / "scale_estimate.md").read_text())
-
-
-if __name__ == "__main__":
-    main()

@@ -78,11 +78,7 @@ def run(passes: int, delay: float, concurrency: int, repeats: int, scenes: int) 
     return result
 
 
-def main() -> None:
+if __name__ == "__main__":
     args = arguments(__doc__, {"passes": 64, "repeats": 1, "scenes": 10},
                      passes=600, delay=0.5, concurrency=32, repeats=3, scenes=40).parse_args()
     save("eval_api", run(args.passes, args.delay, args.concurrency, args.repeats, args.scenes))
-
-
-if __name__ == "__main__":
-    main()

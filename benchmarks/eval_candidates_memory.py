@@ -86,7 +86,7 @@ def measure(n: int, runs: int) -> dict:
             "peak_rss_mb_median": round(statistics.median(peaks), 1), "seconds_median": round(statistics.median(times), 1)}
 
 
-def main() -> None:
+if __name__ == "__main__":
     # label: a name for this code state, written with the results and in the file's name
     args = arguments(__doc__, {"n": 800}, n=3000, runs=3, label="").parse_args()
     small, large = measure(args.n // 10, args.runs), measure(args.n, args.runs)
@@ -96,7 +96,3 @@ def main() -> None:
               "images_added_mb": round(added, 1), "growth_per_image_mb": round(growth / added, 3),
               "meets_target": growth <= 0.25 * added}
     save("eval_candidates_memory" + (f"_{args.label}" if args.label else ""), result)
-
-
-if __name__ == "__main__":
-    main()

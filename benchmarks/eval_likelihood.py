@@ -123,12 +123,8 @@ def run(n_questions: int = 300, repeats: int = 3, batch_size: int = 16, device: 
     }
 
 
-def main() -> None:
+if __name__ == "__main__":
     # batch_size: questions per batch (x4 options)
     args = arguments(__doc__, {"questions": 60, "repeats": 1}, questions=300, repeats=3, batch_size=16,
                      device="auto").parse_args()
     save("eval_likelihood", run(args.questions, args.repeats, args.batch_size, args.device))
-
-
-if __name__ == "__main__":
-    main()

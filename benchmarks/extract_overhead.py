@@ -98,10 +98,6 @@ def run(scenes: int = 200, seed: int = 17, repeats: int = 3) -> dict:
     }
 
 
-def main() -> None:
+if __name__ == "__main__":
     args = arguments(__doc__, {"scenes": 30}, scenes=200, seed=17, repeats=3).parse_args()
     save("extract_overhead", run(args.scenes, args.seed, args.repeats))
-
-
-if __name__ == "__main__":
-    main()

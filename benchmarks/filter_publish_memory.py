@@ -11,8 +11,6 @@ and `publish`. Results: benchmarks/results/filter_publish_memory.json.
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import sys
 import tempfile
@@ -90,20 +88,11 @@ def run(n_questions: int = 100_000) -> dict:
         start = time.perf_counter()
         setup(workspace, n_questions)
         setup_s = round(time.perf_counter() - start, 1)
-        measured = in_child(__file__, "--child", str(workspace))
+        measured = in_child(__file__, "measure", workspace)
     return {"case": "P6 filter_publish_memory", "questions": n_questions, "setup_s": setup_s, **measured,
             "target_peak_rss_mb": TARGET_MB, "meets_target": measured["peak_rss_mb"] <= TARGET_MB}
 
 
-def main() -> None:
-    parser = arguments(__doc__, {"n": 5000}, n=100_000)  # n: candidate questions
-    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        print(json.dumps(measure(args.child)))
-        return
-    save("filter_publish_memory", run(args.n))
-
-
 if __name__ == "__main__":
-    main()
+    args = arguments(__doc__, {"n": 5000}, n=100_000).parse_args()  # n: candidate questions
+    save("filter_publish_memory", run(args.n))

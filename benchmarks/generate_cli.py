@@ -66,10 +66,6 @@ def run(scenes: int = 40, delay: float = 0.5, concurrency: int = 32, repeats: in
             "targets": {"speedup": 25.0, "stage_times_physical_limit": 1.4}}
 
 
-def main() -> None:
+if __name__ == "__main__":
     args = arguments(__doc__, {"scenes": 8, "repeats": 1}, scenes=40, delay=0.5, concurrency=32, repeats=3).parse_args()
     save("generate_cli", run(args.scenes, args.delay, args.concurrency, args.repeats))
-
-
-if __name__ == "__main__":
-    main()

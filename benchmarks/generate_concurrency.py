@@ -92,11 +92,7 @@ def run(calls: int = 32, delay: float = 0.5, concurrency: int = 32, repeats: int
     return result
 
 
-def main() -> None:
+if __name__ == "__main__":
     args = arguments(__doc__, {"calls": 16, "delay": 0.2, "repeats": 1},
                      calls=32, delay=0.5, concurrency=32, repeats=3).parse_args()
     save("generate_concurrency", run(args.calls, args.delay, args.concurrency, args.repeats, args.quick))
-
-
-if __name__ == "__main__":
-    main()

@@ -67,10 +67,6 @@ def run(items: int = 40, delay: float = 0.05) -> dict:
                                  for n in ("rerun_done", "rerun_from_cache"))}
 
 
-def main() -> None:
+if __name__ == "__main__":
     args = arguments(__doc__, {"items": 8}, items=40, delay=0.05).parse_args()
     save("generate_rerun", run(args.items, args.delay))
-
-
-if __name__ == "__main__":
-    main()

@@ -15,9 +15,7 @@ Results: benchmarks/results/ingest_hf_memory.json.
 
 from __future__ import annotations
 
-import argparse
 import io
-import json
 import resource
 import sys
 import tempfile
@@ -67,21 +65,12 @@ def one(n: int) -> dict:
             "peak_rss_mb": round(peak, 1), "seconds": round(seconds, 1)}
 
 
-def main() -> None:
-    parser = arguments(__doc__, sizes=[5000, 10000, 20000])
-    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.one:
-        print(json.dumps(one(args.one)))
-        return
-    runs = [in_child(__file__, "--one", str(n)) for n in args.sizes]
+if __name__ == "__main__":
+    args = arguments(__doc__, sizes=[5000, 10000, 20000]).parse_args()
+    runs = [in_child(__file__, "one", n) for n in args.sizes]
     result = {"runs": runs,
               "anon_ratio_largest_to_smallest": round(runs[-1]["peak_anon_mb"] / runs[0]["peak_anon_mb"], 2),
               "rss_ratio_largest_to_smallest": round(runs[-1]["peak_rss_mb"] / runs[0]["peak_rss_mb"], 2),
               "target_ratio": 1.25}
     result["flat"] = result["anon_ratio_largest_to_smallest"] <= result["target_ratio"]
     save("ingest_hf_memory", result)
-
-
-if __name__ == "__main__":
-    main()

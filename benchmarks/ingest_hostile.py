@@ -12,8 +12,6 @@ the huge file was never read. Results: benchmarks/results/ingest_hostile.json.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import subprocess
 import sys
@@ -59,7 +57,7 @@ def make_bad_files(folder: Path, copies: int) -> dict[str, str]:
     return expected
 
 
-def measure(folder: Path, n: int, workers: int, expected: dict[str, str]) -> dict:
+def measure(folder: str, n: int, workers: int, expected: dict[str, str]) -> dict:
     """Ingest the folder into a new store (in a child process, so its peak RSS is its own)."""
     from ingest.candidates import folder_candidates
     from ingest.stage import ingest
@@ -69,7 +67,7 @@ def measure(folder: Path, n: int, workers: int, expected: dict[str, str]) -> dic
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(f"sqlite:///{tmp}/bench.db")
         start = time.perf_counter()
-        report = ingest(store, Path(tmp) / "media", folder_candidates(folder), IngestSettings(), label="h",
+        report = ingest(store, Path(tmp) / "media", folder_candidates(Path(folder)), IngestSettings(), label="h",
                         workers=workers)
         seconds = time.perf_counter() - start
         verdicts = store.get_verdicts(stage="ingest")
@@ -85,28 +83,15 @@ def measure(folder: Path, n: int, workers: int, expected: dict[str, str]) -> dic
             "peak_rss_mb": peak_rss_mb()}
 
 
-def main() -> None:
+if __name__ == "__main__":
     # n good images, copies of each bad kind, timeout: seconds before the run counts as hung
-    parser = arguments(__doc__, n=10_000, copies=3, workers=2, timeout=900.0)
-    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        folder, expected_file = Path(args.child[0]), Path(args.child[1])
-        print(json.dumps(measure(folder, args.n, args.workers, json.loads(expected_file.read_text()))))
-        return
+    args = arguments(__doc__, n=10_000, copies=3, workers=2, timeout=900.0).parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "photos"
         make_images(folder, args.n)
         expected = make_bad_files(folder, args.copies)
-        expected_file = Path(tmp) / "expected.json"
-        expected_file.write_text(json.dumps(expected))
         try:
-            result = in_child(__file__, "--n", str(args.n), "--workers", str(args.workers),
-                              "--child", str(folder), str(expected_file), timeout=args.timeout)
+            result = in_child(__file__, "measure", folder, args.n, args.workers, expected, timeout=args.timeout)
         except subprocess.TimeoutExpired:
             result = {"good_images": args.n, "hung": True, "timeout_s": args.timeout}
     save("ingest_hostile", result)
-
-
-if __name__ == "__main__":
-    main()

@@ -9,8 +9,6 @@ Each size runs in its own process so its peak RSS is its own. Results: benchmark
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import tempfile
 import time
@@ -37,7 +35,7 @@ def make_images(folder: Path, n: int) -> None:
         Image.fromarray(pixels).save(name, "JPEG" if i % 2 else "PNG")
 
 
-def measure(folder: Path, n: int, workers: int) -> dict:
+def measure(folder: str, n: int, workers: int) -> dict:
     """Ingest the first n files of folder into a new store (run in a child process)."""
     from ingest.candidates import folder_candidates
     from ingest.stage import ingest
@@ -46,7 +44,7 @@ def measure(folder: Path, n: int, workers: int) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(f"sqlite:///{tmp}/bench.db")
-        candidates = [c for _, c in zip(range(n), folder_candidates(folder))]
+        candidates = [c for _, c in zip(range(n), folder_candidates(Path(folder)))]
         start = time.perf_counter()
         report = ingest(store, Path(tmp) / "media", candidates, IngestSettings(), label="bench", workers=workers)
         seconds = time.perf_counter() - start
@@ -60,7 +58,7 @@ def run(sizes: list[int], workers: int = 2) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "images"
         make_images(folder, max(sizes))
-        rows = [in_child(__file__, "--child", str(folder), "--n", str(n), "--workers", str(workers)) for n in sizes]
+        rows = [in_child(__file__, "measure", folder, n, workers) for n in sizes]
     largest = rows[-1]
     return {
         "case": "ingest_throughput", "runs": rows,
@@ -70,17 +68,7 @@ def run(sizes: list[int], workers: int = 2) -> dict:
     }
 
 
-def main() -> None:
-    # workers: decoding processes, one per core
-    parser = arguments(__doc__, {"sizes": [250, 500, 1000]}, sizes=[2500, 5000, 10000], workers=2)
-    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        print(json.dumps(measure(args.child, args.n, args.workers)))
-        return
-    save("ingest_throughput", run(args.sizes, workers=args.workers))
-
-
 if __name__ == "__main__":
-    main()
+    # workers: decoding processes, one per core
+    args = arguments(__doc__, {"sizes": [250, 500, 1000]}, sizes=[2500, 5000, 10000], workers=2).parse_args()
+    save("ingest_throughput", run(args.sizes, workers=args.workers))

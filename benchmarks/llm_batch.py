@@ -92,12 +92,8 @@ def submit_seconds(n: int, workdir: Path) -> dict:
             "submit_seconds": round(done - queued, 2), "total_seconds": round(done - started, 2)}
 
 
-def main() -> None:
+if __name__ == "__main__":
     args = arguments(__doc__, {"scenes": 2, "requests": 10_000}, scenes=8, requests=100_000).parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         save("llm_batch", {"cost": cost_per_kept_question(args.scenes, Path(tmp)),
                            "submit": submit_seconds(args.requests, Path(tmp))})
-
-
-if __name__ == "__main__":
-    main()

@@ -91,12 +91,8 @@ def run(scenes: int = 100, seed: int = 11, backends: tuple[str, ...] = BACKENDS)
     return result
 
 
-def main() -> None:
+if __name__ == "__main__":
     parser = arguments(__doc__, {"scenes": 20}, scenes=100, seed=11)
     parser.add_argument("--backend", action="append", choices=BACKENDS, help="only this backend (repeatable)")
     args = parser.parse_args()
     save("ocr_accuracy", run(args.scenes, args.seed, tuple(args.backend or BACKENDS)))
-
-
-if __name__ == "__main__":
-    main()

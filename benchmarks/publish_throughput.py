@@ -15,8 +15,6 @@ Results: benchmarks/results/publish_throughput.json.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import sys
@@ -57,7 +55,7 @@ def _accepted_store(workspace: Path, n_questions: int):
     return store, settings
 
 
-def _child(n_questions: int, repeats: int) -> dict:
+def publish_sizes(n_questions: int, repeats: int) -> dict:
     from publish.release import publish
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -80,24 +78,15 @@ def _child(n_questions: int, repeats: int) -> dict:
 
 def run(sizes: list[int], repeats: int) -> dict:
     """Each size in its own process, so peak RSS belongs to that size alone."""
-    by_size = {n: in_child(__file__, "--child", str(n), "--repeats", str(repeats), cwd=ROOT,
-                           env=os.environ | {"HF_HUB_OFFLINE": "1"}) for n in sizes}
+    by_size = {n: in_child(__file__, "publish_sizes", n, repeats, cwd=ROOT, env=os.environ | {"HF_HUB_OFFLINE": "1"})
+               for n in sizes}
     small, large = by_size[min(sizes)], by_size[max(sizes)]
     growth = (large["peak_rss_mb"] - large["rss_before_publish_mb"]) / max(
         1.0, small["peak_rss_mb"] - small["rss_before_publish_mb"])
     return {"sizes": by_size, "size_ratio": max(sizes) / min(sizes), "rss_growth_vs_size": round(growth, 2)}
 
 
-def main() -> None:
-    # repeats: builds of each size, the first cold
-    parser = arguments(__doc__, {"sizes": [90, 360], "repeats": 2}, sizes=[600, 2400], repeats=4)
-    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        print(json.dumps(_child(args.child, args.repeats)))
-        return
-    save("publish_throughput", run(args.sizes, args.repeats))
-
-
 if __name__ == "__main__":
-    main()
+    # repeats: builds of each size, the first cold
+    args = arguments(__doc__, {"sizes": [90, 360], "repeats": 2}, sizes=[600, 2400], repeats=4).parse_args()
+    save("publish_throughput", run(args.sizes, args.repeats))

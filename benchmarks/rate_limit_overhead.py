@@ -52,7 +52,7 @@ def _summary(runs: list[list[float]]) -> dict:
             "p90_s": every[int(0.9 * (len(every) - 1))], "acquires": len(every)}
 
 
-def main() -> None:
+if __name__ == "__main__":
     args = arguments(__doc__, {"acquires": 100, "repeats": 1}, acquires=300, repeats=3,
                      pg_url=os.environ.get("BENCHSMITH_TEST_PG_URL", "")).parse_args()
 
@@ -76,7 +76,3 @@ def main() -> None:
                 runs.append(_times(RateLimiter(NEVER_BINDS, NEVER_BINDS, store, bucket), args.acquires))
     result["postgresql"] = _summary(runs)
     save("rate_limit_overhead", result)
-
-
-if __name__ == "__main__":
-    main()

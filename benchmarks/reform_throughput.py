@@ -212,10 +212,6 @@ def run(n: int = 100_000, repeats: int = 3) -> dict:
     return result
 
 
-def main() -> None:
+if __name__ == "__main__":
     args = arguments(__doc__, {"annotations": 10_000, "repeats": 1}, annotations=100_000, repeats=3).parse_args()
     save("reform_throughput", run(args.annotations, args.repeats))
-
-
-if __name__ == "__main__":
-    main()

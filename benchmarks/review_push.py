@@ -129,11 +129,7 @@ def run(n: int = 10_000, repeats: int = 3, batch_size: int = 1000, one_by_one_sa
     }
 
 
-def main() -> None:
+if __name__ == "__main__":
     args = arguments(__doc__, {"n": 1000, "repeats": 1, "one_by_one_sample": 20}, n=10_000, repeats=3,
                      one_by_one_sample=50).parse_args()
     save("review_push", run(args.n, args.repeats, one_by_one_sample=args.one_by_one_sample))
-
-
-if __name__ == "__main__":
-    main()
