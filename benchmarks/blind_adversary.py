@@ -24,9 +24,6 @@ Results: benchmarks/results/blind_adversary.json.
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
 import re
 import sys
 from collections import Counter, defaultdict
@@ -34,18 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.blind_leaks import oracle_drafts  # noqa: E402
+from benchmarks.common import arguments, save  # noqa: E402
+
 FOLDS = 5
 SMOOTHING = 4.0  # pseudo-counts at the 1/4 base rate behind every key-rate feature
-
-
-def _leaks_module():
-    spec = importlib.util.spec_from_file_location("blind_leaks", Path(__file__).with_name("blind_leaks.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _form(text: str) -> str:
@@ -157,7 +148,7 @@ def run(scenes: int = 200, seed: int = 5) -> dict:
     from filters.solvers.learned import Labelled, PoolModel
     from filters.solvers.priors import centroid
 
-    drafts = _leaks_module().oracle_drafts(scenes, seed)
+    drafts = oracle_drafts(scenes, seed)
     generated, dropped_at_gate = gate(drafts, {}, QualitySettings())
     questions = balance_answers(generated, seed=seed)
     config = blind_settings(load_settings(profile="local", env={}))
@@ -216,18 +207,9 @@ def run(scenes: int = 200, seed: int = 5) -> dict:
                                and all(c["accuracy"] <= 0.35 for c in strongest["by_dimension"].values())
                                and result["counting_key_rank"]["chi2_p"] > 0.05
                                and all(v["kept"] > 0 for v in result["per_dimension"].values()))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "blind_adversary.json").write_text(json.dumps(result, indent=2))
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenes", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=5)
-    args = parser.parse_args()
-    print(json.dumps(run(args.scenes, args.seed), indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    args = arguments(__doc__, scenes=200, seed=5).parse_args()
+    save("blind_adversary", run(args.scenes, args.seed))

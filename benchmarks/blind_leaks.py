@@ -14,14 +14,16 @@ Results: benchmarks/results/blind_leaks.json.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import arguments, save  # noqa: E402
+
 PROGRAMMATIC_DIMENSIONS = ["instances_counting", "instance_location", "spatial_relation", "instance_attributes",
                            "instance_identity", "text_understanding"]
 # How a careless writer gives the answer away in the question itself.
@@ -187,17 +189,6 @@ def run(scenes: int = 120, seed: int = 3) -> dict:
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="20 scenes instead of 120")
-    parser.add_argument("--scenes", type=int, default=120)
-    parser.add_argument("--seed", type=int, default=3)
-    args = parser.parse_args()
-    result = run(20 if args.quick else args.scenes, args.seed)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "blind_leaks.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    args = arguments(__doc__, {"scenes": 20}, scenes=120, seed=3).parse_args()
+    save("blind_leaks", run(args.scenes, args.seed))

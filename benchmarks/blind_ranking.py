@@ -12,37 +12,23 @@ Results: benchmarks/results/blind_ranking.json.
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
-import statistics
+import sys
 import tempfile
-import time
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
-
-
-def load_sibling(name: str):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.blind_leaks import oracle_questions  # noqa: E402
+from benchmarks.common import arguments, byte_level_tokenizer, save, timed  # noqa: E402
 
 
 def save_small_llama(folder: Path, texts: list[str]) -> Path:
     """A small random LLaMA-style model (4 layers, width 256) with a byte-level BPE tokenizer
     trained on the questions, saved like any checkpoint."""
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import LlamaConfig, LlamaForCausalLM
 
-    raw = Tokenizer(models.BPE())
-    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    raw.decoder = decoders.ByteLevel()
-    raw.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=2000, special_tokens=["<s>", "</s>", "<unk>"],
-                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    tokenizer = byte_level_tokenizer(texts, ["<s>", "</s>", "<unk>"], bos_token="<s>", eos_token="</s>",
+                                     unk_token="<unk>")
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
                          num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=512,
@@ -73,21 +59,11 @@ def naive_choices(solver, queries) -> list[int]:
     return choices
 
 
-def timed(fn, repeats: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
-
-
 def run(n_questions: int = 500, repeats: int = 3, batch_size: int = 32, device: str = "auto") -> dict:
     from filters.solvers import LikelihoodConfig, Query
     from filters.solvers.likelihood import LikelihoodSolver
 
-    leaks = load_sibling("blind_leaks")
-    questions = leaks.oracle_questions(max(20, n_questions // 4), seed=5)
+    questions = oracle_questions(max(20, n_questions // 4), seed=5)
     queries = [Query(q.text, tuple(q.options)) for q in questions][:n_questions]
     assert len(queries) == n_questions, f"only {len(queries)} oracle questions; ask for fewer"
     with tempfile.TemporaryDirectory() as tmp:
@@ -119,20 +95,8 @@ def run(n_questions: int = 500, repeats: int = 3, batch_size: int = 32, device: 
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="100 questions, one repeat")
-    parser.add_argument("--questions", type=int, default=500)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=32, help="questions per batch (x4 option rows)")
-    parser.add_argument("--device", default="auto")
-    args = parser.parse_args()
-    result = run(100, 1, args.batch_size, args.device) if args.quick else run(
-        args.questions, args.repeats, args.batch_size, args.device)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "blind_ranking.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    # batch_size: questions per batch (x4 option rows)
+    args = arguments(__doc__, {"questions": 100, "repeats": 1}, questions=500, repeats=3, batch_size=32,
+                     device="auto").parse_args()
+    save("blind_ranking", run(args.questions, args.repeats, args.batch_size, args.device))

@@ -12,27 +12,21 @@ rerun. Results: benchmarks/results/build_rerun.json.
 
 from __future__ import annotations
 
-import argparse
+import hashlib
 import json
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-RESULTS = Path(__file__).parent / "results"
-BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
-TARGET_RATIO = 0.10
-
-from benchmarks.user_env import user_env  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import arguments, cli, save, user_env  # noqa: E402
 from tests.support.services import prefect_server  # noqa: E402
 
+TARGET_RATIO = 0.10
 
-def _reply(delay: float):
-    import hashlib
 
+def llm_reply(delay: float):
+    """One question per call, its text tagged by the prompt (so every question is new), after `delay` s."""
     from tests.support.openai_server import json_completion
 
     def respond(request: dict):
@@ -58,7 +52,7 @@ def run(scenes: int = 40, delay: float = 0.5) -> dict:
     from ingest.scenes import make_scenes
     from tests.support.openai_server import ScriptedOpenAI
 
-    with tempfile.TemporaryDirectory() as tmp, ScriptedOpenAI(_reply(delay)) as llm, \
+    with tempfile.TemporaryDirectory() as tmp, ScriptedOpenAI(llm_reply(delay)) as llm, \
             prefect_server(Path(tmp) / "prefect-home") as api:
         tmp = Path(tmp)
         manifest = make_scenes(tmp / "scenes", scenes, seed=8)
@@ -70,12 +64,7 @@ def run(scenes: int = 40, delay: float = 0.5) -> dict:
         runs = []
         for _ in range(2):
             calls_before = llm.calls
-            started = time.perf_counter()
-            done = subprocess.run([BENCHSMITH, "build", str(manifest)], env=env, cwd=tmp, capture_output=True,
-                                  text=True)
-            seconds = time.perf_counter() - started
-            if done.returncode:
-                raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
+            seconds, _ = cli("build", str(manifest), cwd=tmp, env=env)
             runs.append({"seconds": round(seconds, 2), "http_calls": llm.calls - calls_before,
                          "tokens_paid_so_far": tokens_paid(tmp / "bench")})
     first, rerun = runs
@@ -86,15 +75,6 @@ def run(scenes: int = 40, delay: float = 0.5) -> dict:
             "meets_target": ratio <= TARGET_RATIO and rerun["tokens"] == 0 and rerun["http_calls"] == 0}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="8 scenes at 100 ms per call")
-    args = parser.parse_args()
-    result = run(8, 0.1) if args.quick else run()
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "build_rerun.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    args = arguments(__doc__, {"scenes": 8, "delay": 0.1}, scenes=40, delay=0.5).parse_args()
+    save("build_rerun", run(args.scenes, args.delay))

@@ -15,72 +15,43 @@ Results: benchmarks/results/conversation_generate.json.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-RESULTS = Path(__file__).parent / "results"
-BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import (arguments, cli, prepared, reported, save, scripted_server,  # noqa: E402
+                               server_stats, user_env)
+
 TURN = json.dumps({"task": "scene description", "instruction": "Tell me what stands out in this picture.",
                    "reference": "A reference answer written for the benchmark.",
                    "focus_points": ["names the main shapes"]})
-
-from benchmarks.generate_cli import _cli, _prepared  # noqa: E402
-from benchmarks.user_env import user_env  # noqa: E402
-
-
-@contextmanager
-def scripted_server(delay: float):
-    server = subprocess.Popen([sys.executable, "-m", "tests.support.openai_server", "--delay", str(delay),
-                               "--content", TURN], cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        yield server.stdout.readline().strip()
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-
-
-def _requests(base_url: str) -> int:
-    import httpx
-
-    return httpx.get(base_url + "/_stats").json()["calls"]
-
-
-def _row(printed: str, name: str) -> float:
-    found = re.search(rf"{name}\s*\S\s*([\d.]+)", printed)
-    return float(found.group(1)) if found else float("nan")
 
 
 def run(scenes: int = 40, delay: float = 0.5, concurrency: int = 32, repeats: int = 3) -> dict:
     env = user_env("PREFECT_API")
     env |= {"BENCHSMITH__GENERATE__CONVERSATION__OPTIONS__CONCURRENCY": str(concurrency)}
     walls, stages, rerun_walls, rerun_requests, kept = [], [], [], [], []
-    with scripted_server(delay) as base_url, tempfile.TemporaryDirectory() as tmp:
+    with scripted_server(delay, TURN) as base_url, tempfile.TemporaryDirectory() as tmp:
         env |= {"OPENAI_BASE_URL": base_url}
-        template = _prepared(Path(tmp) / "template", scenes, env)
+        template = prepared(Path(tmp) / "template", scenes, env)
         for repeat in range(repeats):
             workdir = Path(tmp) / f"run{repeat}"
             shutil.copytree(template, workdir)
-            wall, printed = _cli("generate", "-g", "conversation", cwd=workdir, env=env)
+            wall, printed = cli("generate", "-g", "conversation", cwd=workdir, env=env)
             walls.append(wall)
-            stages.append(_row(printed, "seconds"))
-            kept.append(_row(printed, "conversations_kept"))
-            before = _requests(base_url)
+            stages.append(reported(printed, "seconds"))
+            kept.append(reported(printed, "conversations_kept"))
+            before = server_stats(base_url)["calls"]
             started = time.perf_counter()
-            _cli("generate", "-g", "conversation", cwd=workdir, env=env)
+            cli("generate", "-g", "conversation", cwd=workdir, env=env)
             rerun_walls.append(time.perf_counter() - started)
-            rerun_requests.append(_requests(base_url) - before)
+            rerun_requests.append(server_stats(base_url)["calls"] - before)
     limit = 3 * math.ceil(scenes / concurrency) * delay
     result = {"scenes": scenes, "calls": 3 * scenes, "server_delay_s": delay, "concurrency": concurrency,
               "repeats": repeats, "conversations_kept": kept, "cli_seconds": [round(s, 2) for s in walls],
@@ -90,22 +61,9 @@ def run(scenes: int = 40, delay: float = 0.5, concurrency: int = 32, repeats: in
               "stage_times_physical_limit": round(statistics.median(stages) / limit, 2),
               "rerun_cli_seconds": [round(s, 2) for s in rerun_walls], "rerun_requests": rerun_requests}
     result["meets_target"] = result["stage_times_physical_limit"] <= 2.0 and not any(rerun_requests)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "conversation_generate.json").write_text(json.dumps(result, indent=2))
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenes", type=int, default=40)
-    parser.add_argument("--delay", type=float, default=0.5, help="seconds the server adds to every call")
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="8 scenes, one repeat")
-    args = parser.parse_args()
-    scenes, repeats = (8, 1) if args.quick else (args.scenes, args.repeats)
-    print(json.dumps(run(scenes, args.delay, args.concurrency, repeats), indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    args = arguments(__doc__, {"scenes": 8, "repeats": 1}, scenes=40, delay=0.5, concurrency=32, repeats=3).parse_args()
+    save("conversation_generate", run(args.scenes, args.delay, args.concurrency, args.repeats))

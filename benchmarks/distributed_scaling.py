@@ -27,42 +27,31 @@ workers. Results: benchmarks/results/distributed_scaling.json.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from contextlib import ExitStack
 from pathlib import Path
 
 import sqlalchemy as sa
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-RESULTS = Path(__file__).parent / "results"
-BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.build_rerun import llm_reply  # noqa: E402
+from benchmarks.common import RESULTS, arguments, cli, save, user_env  # noqa: E402
+from tests.support.services import fresh_database, postgres_server, prefect_server  # noqa: E402
+
 CONCURRENCY = 8  # LLM calls in flight per process
 RUNNERS = {"local": {}, "dask-1": {"TASK_RUNNER": "dask", "DASK__WORKERS": "1"},
            "dask-2": {"TASK_RUNNER": "dask", "DASK__WORKERS": "2"}}
 # the store's tables a build writes, counted per image for the estimate
 TABLES = ("items", "facts", "questions", "verdicts", "work_ledger", "llm_calls", "stage_runs")
 
-from benchmarks.build_rerun import _reply  # noqa: E402
-from benchmarks.user_env import user_env  # noqa: E402
-from tests.support.services import fresh_database, postgres_server, prefect_server  # noqa: E402
-
 
 def _build(manifest: Path, db_url: str, workdir: Path, env: dict) -> dict:
     """One `benchsmith build` of `manifest` into `db_url`: wall seconds, stage spans, rows per table."""
     env = env | {"BENCHSMITH_WORKSPACE": str(workdir), "BENCHSMITH_DB_URL": db_url}
-    started = time.perf_counter()
-    done = subprocess.run([BENCHSMITH, "build", str(manifest)], env=env, cwd=workdir.parent, capture_output=True,
-                          text=True)
-    seconds = time.perf_counter() - started
-    if done.returncode:
-        raise RuntimeError(f"build failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    seconds, _ = cli("build", str(manifest), cwd=workdir.parent, env=env)
     engine = sa.create_engine(db_url)
     try:
         with engine.connect() as conn:
@@ -110,7 +99,7 @@ def run(scenes: int, llm_scenes: int, delay: float, workloads: tuple[str, ...] =
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         admin_url = os.environ.get("BENCHSMITH_TEST_PG_URL") or stack.enter_context(postgres_server())
         api = stack.enter_context(prefect_server(tmp / "prefect-home"))
-        llm = stack.enter_context(ScriptedOpenAI(_reply(delay)))
+        llm = stack.enter_context(ScriptedOpenAI(llm_reply(delay)))
         env = user_env("LABEL_STUDIO", "OPENAI", "PREFECT_API") | {
             "PREFECT_API_URL": api, "PREFECT_HOME": str(tmp / "prefect-home"),
             "OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-benchmark"}
@@ -199,28 +188,17 @@ def estimate(result: dict, images: int = 1_000_000) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="40 + 20 scenes")
-    parser.add_argument("--scenes", type=int, default=400, help="scenes of the extract workload")
-    parser.add_argument("--llm-scenes", type=int, default=100, help="scenes of the generate workload")
-    parser.add_argument("--delay", type=float, default=0.5, help="seconds the scripted LLM server takes per call")
+if __name__ == "__main__":
+    parser = arguments(__doc__, {"scenes": 40, "llm_scenes": 20}, scenes=400, llm_scenes=100, delay=0.5)
     parser.add_argument("--only", choices=("extract", "generate"), help="run one workload (no estimate is written)")
     parser.add_argument("--estimate-only", action="store_true",
                         help="write scale_estimate.md again from the last results/distributed_scaling.json")
     args = parser.parse_args()
     if args.estimate_only:
-        (RESULTS / "scale_estimate.md").write_text(estimate(json.loads((RESULTS / "distributed_scaling.json").read_text())))
-        print((RESULTS / "scale_estimate.md").read_text())
-        return
-    scenes, llm_scenes = (40, 20) if args.quick else (args.scenes, args.llm_scenes)
-    result = run(scenes, llm_scenes, args.delay, (args.only,) if args.only else ("extract", "generate"))
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "distributed_scaling.json").write_text(json.dumps(result, indent=2, default=str))
+        result = json.loads((RESULTS / "distributed_scaling.json").read_text())
+    else:
+        result = save("distributed_scaling", run(args.scenes, args.llm_scenes, args.delay,
+                                                 (args.only,) if args.only else ("extract", "generate")))
     if not args.only:
         (RESULTS / "scale_estimate.md").write_text(estimate(result))
         print((RESULTS / "scale_estimate.md").read_text())
-
-
-if __name__ == "__main__":
-    main()

@@ -15,32 +15,18 @@ Results: benchmarks/results/eval_api.json.
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-import httpx
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-RESULTS = Path(__file__).parent / "results"
-
-from benchmarks.generate_cli import _cli  # noqa: E402
-from benchmarks.generate_concurrency import scripted_server  # noqa: E402
-from benchmarks.user_env import user_env  # noqa: E402
-
-
-def _workspace(folder: Path, scenes: int, env: dict) -> None:
-    folder.mkdir(parents=True)
-    _cli("scenes", "make", "--n", str(scenes), "--out", "scenes", cwd=folder, env=env)
-    _cli("ingest", "scenes/manifest.jsonl", cwd=folder, env=env)
-    _cli("extract", cwd=folder, env=env)
-    _cli("generate", cwd=folder, env=env)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import (arguments, cli, prepared, save, scripted_server, server_stats,  # noqa: E402
+                               user_env)
+from benchmarks.generate_concurrency import QUESTIONS  # noqa: E402
 
 
 def _settings(folder: Path, concurrency: int) -> None:
@@ -48,17 +34,15 @@ def _settings(folder: Path, concurrency: int) -> None:
         "vlm": {"kind": "openai", "model": "scripted-vl", "llm": {"concurrency": concurrency}}}}}))
 
 
-def _calls(base_url: str) -> int:
-    return httpx.get(base_url.rstrip("/") + "/_stats").json()["calls"]
-
-
 def run(passes: int, delay: float, concurrency: int, repeats: int, scenes: int) -> dict:
     env = user_env() | {"HF_HUB_OFFLINE": "1"}
-    with tempfile.TemporaryDirectory() as tmp, scripted_server(delay) as base_url:
+    with tempfile.TemporaryDirectory() as tmp, scripted_server(delay, QUESTIONS) as base_url:
         env |= {"OPENAI_BASE_URL": base_url}
-        template = Path(tmp) / "template"
-        _workspace(template, scenes, env)
+        template = prepared(Path(tmp) / "template", scenes, env, ["generate"])
         command = ["eval", "run", "-m", "vlm", "--candidates", "--limit"]
+
+        def calls() -> int:
+            return server_stats(base_url)["calls"]
 
         def fresh(name: str, in_flight: int) -> Path:
             folder = Path(tmp) / name
@@ -67,21 +51,21 @@ def run(passes: int, delay: float, concurrency: int, repeats: int, scenes: int) 
             return folder
 
         sequential_passes = max(8, passes // 8)
-        before = _calls(base_url)
-        sequential, _ = _cli(*command, str(sequential_passes), cwd=fresh("sequential", 1), env=env)
-        assert _calls(base_url) - before == sequential_passes
+        before = calls()
+        sequential, _ = cli(*command, str(sequential_passes), cwd=fresh("sequential", 1), env=env)
+        assert calls() - before == sequential_passes
         concurrent = []
         for k in range(repeats):
             folder = fresh(f"concurrent{k}", concurrency)
-            before = _calls(base_url)
-            seconds, out = _cli(*command, str(passes), cwd=folder, env=env)
-            assert _calls(base_url) - before == passes, out
+            before = calls()
+            seconds, out = cli(*command, str(passes), cwd=folder, env=env)
+            assert calls() - before == passes, out
             concurrent.append(seconds)
         everything = command[:-1]
-        _cli(*everything, cwd=folder, env=env)                  # finish every pass of the candidates
-        before = _calls(base_url)
-        rerun, _ = _cli(*everything, cwd=folder, env=env)
-        rerun_requests = _calls(base_url) - before
+        cli(*everything, cwd=folder, env=env)                  # finish every pass of the candidates
+        before = calls()
+        rerun, _ = cli(*everything, cwd=folder, env=env)
+        rerun_requests = calls() - before
     sequential_scaled = sequential * passes / sequential_passes
     median = statistics.median(concurrent)
     result = {"passes": passes, "delay_s": delay, "concurrency": concurrency, "repeats": repeats,
@@ -91,24 +75,10 @@ def run(passes: int, delay: float, concurrency: int, repeats: int, scenes: int) 
               "physical_limit_s": round(passes * delay / concurrency, 2),
               "rerun_s": round(rerun, 2), "rerun_requests": rerun_requests}
     result["meets_target"] = result["speedup"] >= 25 and rerun_requests == 0
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "eval_api.json").write_text(json.dumps(result, indent=2))
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--passes", type=int, default=600)
-    parser.add_argument("--delay", type=float, default=0.5)
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--scenes", type=int, default=40)
-    parser.add_argument("--quick", action="store_true", help="64 passes, one repeat")
-    args = parser.parse_args()
-    if args.quick:
-        args.passes, args.repeats, args.scenes = 64, 1, 10
-    print(json.dumps(run(args.passes, args.delay, args.concurrency, args.repeats, args.scenes), indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    args = arguments(__doc__, {"passes": 64, "repeats": 1, "scenes": 10},
+                     passes=600, delay=0.5, concurrency=32, repeats=3, scenes=40).parse_args()
+    save("eval_api", run(args.passes, args.delay, args.concurrency, args.repeats, args.scenes))

@@ -14,8 +14,6 @@ Results: benchmarks/results/eval_candidates_memory.json.
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import statistics
 import subprocess
@@ -25,10 +23,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.user_env import user_env  # noqa: E402
+from benchmarks.common import ROOT, arguments, save, user_env  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results"
-ROOT = Path(__file__).resolve().parent.parent
 PEAK = ("import atexit, resource, sys; atexit.register(lambda: sys.stderr.write("
         "f'PEAK_RSS_KB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')); "
         "from flows.app import main; main()")
@@ -90,24 +86,13 @@ def measure(n: int, runs: int) -> dict:
             "peak_rss_mb_median": round(statistics.median(peaks), 1), "seconds_median": round(statistics.median(times), 1)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--label", default="", help="a name for this code state, written with the results")
-    args = parser.parse_args()
-    n = 800 if args.quick else 3000
-    small, large = measure(n // 10, args.runs), measure(n, args.runs)
+if __name__ == "__main__":
+    # label: a name for this code state, written with the results and in the file's name
+    args = arguments(__doc__, {"n": 800}, n=3000, runs=3, label="").parse_args()
+    small, large = measure(args.n // 10, args.runs), measure(args.n, args.runs)
     growth = large["peak_rss_mb_median"] - small["peak_rss_mb_median"]
     added = large["image_mb"] - small["image_mb"]
     result = {"label": args.label, "small": small, "large": large, "rss_growth_mb": round(growth, 1),
               "images_added_mb": round(added, 1), "growth_per_image_mb": round(growth / added, 3),
               "meets_target": growth <= 0.25 * added}
-    RESULTS.mkdir(exist_ok=True)
-    name = "eval_candidates_memory" + (f"_{args.label}" if args.label else "")
-    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1))
-
-
-if __name__ == "__main__":
-    main()
+    save("eval_candidates_memory" + (f"_{args.label}" if args.label else ""), result)

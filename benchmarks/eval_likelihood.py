@@ -14,43 +14,28 @@ row, for models whose cache cannot be shared) is timed beside them. Each time is
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import io
-import json
 import random
-import statistics
+import sys
 import tempfile
-import time
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.blind_leaks import oracle_questions  # noqa: E402
+from benchmarks.common import arguments, byte_level_tokenizer, save, timed  # noqa: E402
+
 IMAGE_SIZE, PATCH = 64, 8      # 64 image tokens per question, a prefix the image dominates as in LLaVA-1.5
-
-
-def load_sibling(name: str):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def save_small_llava(folder: Path, texts: list[str]) -> Path:
     """A small random LLaVA (CLIP vision tower 2 layers width 64; LLaMA 4 layers width 128) with a
     byte-level BPE tokenizer trained on the questions, saved like any checkpoint."""
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import (CLIPImageProcessorPil, CLIPVisionConfig, LlamaConfig, LlavaConfig,
-                              LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast)
+                              LlavaForConditionalGeneration, LlavaProcessor)
 
-    raw = Tokenizer(models.BPE())
-    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    raw.decoder = decoders.ByteLevel()
-    raw.train_from_iterator(texts, trainers.BpeTrainer(
-        vocab_size=2000, special_tokens=["<pad>", "<s>", "</s>", "<unk>", "<image>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
-                                        unk_token="<unk>")
+    tokenizer = byte_level_tokenizer(texts, ["<pad>", "<s>", "</s>", "<unk>", "<image>"], pad_token="<pad>",
+                                     bos_token="<s>", eos_token="</s>", unk_token="<unk>")
     tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
     torch.manual_seed(0)
     config = LlavaConfig(
@@ -84,21 +69,11 @@ def eval_questions(n_questions: int):
     """The blind benchmarks' programmatic oracle questions, each with a photo-sized image."""
     from evaluation.records import EvalQuestion
 
-    leaks = load_sibling("blind_leaks")
     rng = random.Random(7)
-    found = leaks.oracle_questions(max(20, n_questions // 4), seed=5)[:n_questions]
+    found = oracle_questions(max(20, n_questions // 4), seed=5)[:n_questions]
     assert len(found) == n_questions, f"only {len(found)} oracle questions; ask for fewer"
     return [EvalQuestion(f"q{i}", q.text, tuple(q.options), q.answer, str(q.dimension_id),
                          frames=(noisy_png(rng),), content_hash=str(i)) for i, q in enumerate(found)]
-
-
-def timed(fn, repeats: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
 
 
 def run(n_questions: int = 300, repeats: int = 3, batch_size: int = 16, device: str = "auto") -> dict:
@@ -148,20 +123,8 @@ def run(n_questions: int = 300, repeats: int = 3, batch_size: int = 16, device: 
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="60 questions, one repeat")
-    parser.add_argument("--questions", type=int, default=300)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=16, help="questions per batch (x4 options)")
-    parser.add_argument("--device", default="auto")
-    args = parser.parse_args()
-    result = run(60, 1, args.batch_size, args.device) if args.quick else run(
-        args.questions, args.repeats, args.batch_size, args.device)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "eval_likelihood.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    # batch_size: questions per batch (x4 options)
+    args = arguments(__doc__, {"questions": 60, "repeats": 1}, questions=300, repeats=3, batch_size=16,
+                     device="auto").parse_args()
+    save("eval_likelihood", run(args.questions, args.repeats, args.batch_size, args.device))

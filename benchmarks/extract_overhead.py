@@ -17,21 +17,15 @@ Results: benchmarks/results/extract_overhead.json.
 
 from __future__ import annotations
 
-import argparse
-import json
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.user_env import user_env  # noqa: E402
-
-RESULTS = Path(__file__).parent / "results"
-BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
+from benchmarks.common import arguments, cli, save, user_env  # noqa: E402
 
 
 def _children_cpu() -> float:
@@ -41,13 +35,9 @@ def _children_cpu() -> float:
 
 def _benchsmith(workspace: Path, *args: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one `benchsmith` command."""
-    env = user_env() | {"HF_HUB_OFFLINE": "1"}
-    started, cpu = time.perf_counter(), _children_cpu()
-    done = subprocess.run([BENCHSMITH, "--workspace", str(workspace), *args], env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - started, _children_cpu() - cpu
-    if done.returncode != 0:
-        raise RuntimeError(f"benchsmith {' '.join(args)} failed: {done.stderr[-2000:]}")
-    return seconds
+    cpu = _children_cpu()
+    wall, _ = cli("--workspace", str(workspace), *args, cwd=workspace, env=user_env() | {"HF_HUB_OFFLINE": "1"})
+    return wall, _children_cpu() - cpu
 
 
 def raw_loop(paths: list[Path]) -> tuple[float, float]:
@@ -108,18 +98,6 @@ def run(scenes: int = 200, seed: int = 17, repeats: int = 3) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenes", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=17)
-    parser.add_argument("--repeats", type=int, default=3, help="runs, each in a fresh workspace; medians reported")
-    parser.add_argument("--quick", action="store_true", help="30 scenes")
-    args = parser.parse_args()
-    result = run(scenes=30 if args.quick else args.scenes, seed=args.seed, repeats=args.repeats)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "extract_overhead.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    args = arguments(__doc__, {"scenes": 30}, scenes=200, seed=17, repeats=3).parse_args()
+    save("extract_overhead", run(args.scenes, args.seed, args.repeats))

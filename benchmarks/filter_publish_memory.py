@@ -11,17 +11,15 @@ and `publish`. Results: benchmarks/results/filter_publish_memory.json.
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
-import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import arguments, in_child, peak_rss_mb, save  # noqa: E402
+
 PER_SCENE = 50
 TARGET_MB = 2048
 
@@ -68,7 +66,7 @@ def measure(workspace: Path) -> dict:
         config = blind.blind_settings(settings)
         result = blind.apply(store, config, blind.solvers_from(config, settings=settings, store=store))
         times["filter_s"] = round(time.perf_counter() - start, 1)
-        filtered_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        filtered_rss = peak_rss_mb()
 
         start = time.perf_counter()
         kept = [q.id for q in store.get_questions(status="candidate")]
@@ -81,8 +79,7 @@ def measure(workspace: Path) -> dict:
         times["publish_s"] = round(time.perf_counter() - start, 1)
     return {"filter": blind.counts(result), "kept": len(kept),
             "published": release.n_questions, **times,
-            "peak_rss_after_filter_mb": round(filtered_rss, 1),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+            "peak_rss_after_filter_mb": filtered_rss, "peak_rss_mb": peak_rss_mb()}
 
 
 def run(n_questions: int = 100_000) -> dict:
@@ -91,29 +88,11 @@ def run(n_questions: int = 100_000) -> dict:
         start = time.perf_counter()
         setup(workspace, n_questions)
         setup_s = round(time.perf_counter() - start, 1)
-        child = subprocess.run([sys.executable, __file__, "--child", str(workspace)], capture_output=True,
-                               text=True)
-        if child.returncode:
-            raise RuntimeError(child.stderr[-3000:])
-        measured = json.loads(child.stdout.strip().splitlines()[-1])
+        measured = in_child(__file__, "measure", workspace)
     return {"case": "P6 filter_publish_memory", "questions": n_questions, "setup_s": setup_s, **measured,
             "target_peak_rss_mb": TARGET_MB, "meets_target": measured["peak_rss_mb"] <= TARGET_MB}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="5,000 questions")
-    parser.add_argument("--n", type=int, default=100_000, help="candidate questions (default 100,000)")
-    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        print(json.dumps(measure(args.child)))
-        return
-    result = run(5000 if args.quick else args.n)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "filter_publish_memory.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    args = arguments(__doc__, {"n": 5000}, n=100_000).parse_args()  # n: candidate questions
+    save("filter_publish_memory", run(args.n))

@@ -13,42 +13,21 @@ Results: benchmarks/results/generate_concurrency.json.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-RESULTS = Path(__file__).parent / "results"
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import add_captioned_images, arguments, save, scripted_server, server_stats  # noqa: E402
 
 QUESTIONS = json.dumps({"questions": [
     {"question": "How many shapes are there in the drawing?", "options": ["2", "3", "4", "5"], "answer": "B"}]})
 
 
-@contextmanager
-def scripted_server(delay: float):
-    """The scripted OpenAI-compatible server in its own process, as a real LLM server would be: its
-    threads then never compete with the client for this process's interpreter lock."""
-    server = subprocess.Popen([sys.executable, "-m", "tests.support.openai_server", "--delay", str(delay),
-                               "--content", QUESTIONS], cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        yield server.stdout.readline().strip()
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-
-
 def _stage_seconds(base_url: str, calls: int, concurrency: int, workdir: Path) -> float:
-    from benchsmith.records import Fact, Image, Provenance
     from benchsmith.settings import load_settings
     from benchsmith.store import Store
     from benchsmith import runner
@@ -60,11 +39,7 @@ def _stage_seconds(base_url: str, calls: int, concurrency: int, workdir: Path) -
         "BENCHSMITH__GENERATE__LLM__BATCH_SIZE": str(calls),
         "BENCHSMITH__GENERATE__LLM__OPTIONS__CONCURRENCY": str(concurrency)})
     with Store(settings.db_url) as store:
-        for i in range(calls + 1):  # a caption each: an image with no facts waits for extraction
-            store.add_items([Image(id=f"img{i:04d}", path=f"img{i:04d}.png", width=640, height=480)])
-            store.add_facts("supplied", [Fact(
-                item_id=f"img{i:04d}", kind="caption", text=f"Drawing number {i} with {i % 7 + 2} shapes.",
-                provenance=Provenance(backend="supplied"))])
+        add_captioned_images(store, calls + 1)  # an image with no facts would wait for extraction
         stages = build_stages(settings, generators=["llm"])
         assert len(runner.pending(stages[0], store)) == calls + 1
         # One job first, untimed, in both modes: it pays the once-per-process costs (SQL statement
@@ -93,18 +68,16 @@ def _client_seconds(base_url: str, calls: int, concurrency: int) -> float:
 
 
 def run(calls: int = 32, delay: float = 0.5, concurrency: int = 32, repeats: int = 3, quick: bool = False) -> dict:
-    if quick:
-        calls, delay, repeats = 16, 0.2, 1
-        concurrency = min(concurrency, calls)
+    concurrency = min(concurrency, calls)
     timings: dict[str, list[float]] = {"stage_sequential": [], "stage_concurrent": [],
                                        "client_sequential": [], "client_concurrent": []}
-    with scripted_server(delay) as base_url, tempfile.TemporaryDirectory() as tmp:
+    with scripted_server(delay, QUESTIONS) as base_url, tempfile.TemporaryDirectory() as tmp:
         for repeat in range(repeats):
             for mode, width in (("sequential", 1), ("concurrent", concurrency)):
                 workdir = Path(tmp) / f"{mode}-{repeat}"
                 timings[f"stage_{mode}"].append(_stage_seconds(base_url, calls, width, workdir))
                 timings[f"client_{mode}"].append(_client_seconds(base_url, calls, width))
-        max_in_flight = httpx.get(f"{base_url}/_stats", timeout=10).json()["max_in_flight"]
+        max_in_flight = server_stats(base_url)["max_in_flight"]
     medians = {name: statistics.median(values) for name, values in timings.items()}
     result = {
         "calls": calls, "server_delay_s": delay, "concurrency": concurrency, "repeats": repeats,
@@ -116,21 +89,10 @@ def run(calls: int = 32, delay: float = 0.5, concurrency: int = 32, repeats: int
         "target_speedup": 25.0,
     }
     result["meets_target"] = result["stage_speedup"] >= 25.0 if not quick else None
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "generate_concurrency.json").write_text(json.dumps(result, indent=2))
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--calls", type=int, default=32)
-    parser.add_argument("--delay", type=float, default=0.5, help="seconds the server adds to every call")
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="16 calls at 200 ms, one repeat")
-    args = parser.parse_args()
-    print(json.dumps(run(args.calls, args.delay, args.concurrency, args.repeats, args.quick), indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    args = arguments(__doc__, {"calls": 16, "delay": 0.2, "repeats": 1},
+                     calls=32, delay=0.5, concurrency=32, repeats=3).parse_args()
+    save("generate_concurrency", run(args.calls, args.delay, args.concurrency, args.repeats, args.quick))

@@ -12,16 +12,13 @@ Results: benchmarks/results/generate_rerun.json.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import add_captioned_images, arguments, save  # noqa: E402
 
 
 def _reply(delay: float):
@@ -40,26 +37,19 @@ def _reply(delay: float):
     return respond
 
 
-def run(items: int = 40, delay: float = 0.05, quick: bool = False) -> dict:
-    from benchsmith.records import Fact, Image, Provenance
+def run(items: int = 40, delay: float = 0.05) -> dict:
     from benchsmith.settings import load_settings
     from benchsmith.store import Store
     from benchsmith.store.schema import work_ledger
     from generators.stage import run_generate
     from tests.support.openai_server import ScriptedOpenAI
 
-    if quick:
-        items = 8
     timings = {}
     with ScriptedOpenAI(_reply(delay)) as server, tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(env={"BENCHSMITH_WORKSPACE": tmp, "OPENAI_BASE_URL": server.base_url,
                                       "BENCHSMITH__GENERATE__LLM__OPTIONS__CONCURRENCY": "32"})
         with Store(settings.db_url) as store:
-            for i in range(items):  # a caption each, so no two prompts are the same (calls are keyed by content)
-                store.add_items([Image(id=f"img{i:04d}", path=f"img{i:04d}.png", width=640, height=480)])
-                store.add_facts("supplied", [Fact(
-                    item_id=f"img{i:04d}", kind="caption", text=f"Drawing number {i} with {i % 7 + 2} shapes.",
-                    provenance=Provenance(backend="supplied"))])
+            add_captioned_images(store, items)
             reports = {}
             for name in ("first", "rerun_done", "rerun_from_cache"):
                 if name == "rerun_from_cache":
@@ -72,22 +62,11 @@ def run(items: int = 40, delay: float = 0.05, quick: bool = False) -> dict:
                                  "http_calls": server.calls - calls, "jobs": reports[name]["jobs"],
                                  "new_questions": reports[name]["new_questions"],
                                  "llm_cached": reports[name]["llm_cached"]}
-    result = {"items": items, "server_delay_s": delay, "runs": timings,
+    return {"items": items, "server_delay_s": delay, "runs": timings,
               "reruns_free": all(timings[n]["http_calls"] == 0 and timings[n]["new_questions"] == 0
                                  for n in ("rerun_done", "rerun_from_cache"))}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "generate_rerun.json").write_text(json.dumps(result, indent=2))
-    return result
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--items", type=int, default=40)
-    parser.add_argument("--delay", type=float, default=0.05)
-    parser.add_argument("--quick", action="store_true", help="8 images")
-    args = parser.parse_args()
-    print(json.dumps(run(args.items, args.delay, args.quick), indent=2))
 
 
 if __name__ == "__main__":
-    main()
+    args = arguments(__doc__, {"items": 8}, items=40, delay=0.05).parse_args()
+    save("generate_rerun", run(args.items, args.delay))

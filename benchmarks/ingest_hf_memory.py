@@ -15,24 +15,17 @@ Results: benchmarks/results/ingest_hf_memory.json.
 
 from __future__ import annotations
 
-import argparse
 import io
-import json
 import resource
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.process_tree import sample_mb, tree  # noqa: E402
-from benchmarks.user_env import user_env  # noqa: E402
-
-RESULTS = Path(__file__).parent / "results"
-BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
+from benchmarks.common import BENCHSMITH, arguments, in_child, save, user_env  # noqa: E402
+from benchmarks.process_tree import run_sampled  # noqa: E402
 
 
 def make_dataset(folder: Path, n: int) -> Path:
@@ -54,22 +47,13 @@ def make_dataset(folder: Path, n: int) -> Path:
 
 def ingest_peaks_mb(dataset: Path, workdir: Path) -> tuple[float, float, float]:
     """(peak anonymous MB of the command's process tree, peak RSS MB, seconds)."""
-    env = user_env()
-    env |= {"BENCHSMITH__INGEST__RICHNESS__ENABLED": "false"}
-    started = time.perf_counter()
-    child = subprocess.Popen([BENCHSMITH, "ingest", str(dataset)], cwd=workdir, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
-    anon = 0.0
-    while child.poll() is None:
-        anon = max(anon, sample_mb(tree(child.pid))["anon"])
-        time.sleep(0.05)
-    printed = child.stdout.read()
-    seconds = time.perf_counter() - started
-    if child.returncode != 0:
-        raise RuntimeError(printed)
+    env = user_env() | {"BENCHSMITH__INGEST__RICHNESS__ENABLED": "false"}
+    seconds, peaks, out, err, code = run_sampled([BENCHSMITH, "ingest", str(dataset)], cwd=workdir, env=env)
+    if code != 0:
+        raise RuntimeError(out + err)
     # ru_maxrss of the children waited for so far: each size runs after the previous, so it only grows;
     # run one size per process of this script (see main) to read each size's own peak
-    return anon, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, seconds
+    return peaks["anon"], resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, seconds
 
 
 def one(n: int) -> dict:
@@ -81,25 +65,12 @@ def one(n: int) -> dict:
             "peak_rss_mb": round(peak, 1), "seconds": round(seconds, 1)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[5000, 10000, 20000])
-    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.one:
-        print(json.dumps(one(args.one)))
-        return
-    runs = [json.loads(subprocess.run([sys.executable, __file__, "--one", str(n)], capture_output=True, text=True,
-                                      check=True).stdout) for n in args.sizes]
+if __name__ == "__main__":
+    args = arguments(__doc__, sizes=[5000, 10000, 20000]).parse_args()
+    runs = [in_child(__file__, "one", n) for n in args.sizes]
     result = {"runs": runs,
               "anon_ratio_largest_to_smallest": round(runs[-1]["peak_anon_mb"] / runs[0]["peak_anon_mb"], 2),
               "rss_ratio_largest_to_smallest": round(runs[-1]["peak_rss_mb"] / runs[0]["peak_rss_mb"], 2),
               "target_ratio": 1.25}
     result["flat"] = result["anon_ratio_largest_to_smallest"] <= result["target_ratio"]
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "ingest_hf_memory.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
-
-
-if __name__ == "__main__":
-    main()
+    save("ingest_hf_memory", result)

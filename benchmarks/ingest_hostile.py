@@ -12,20 +12,16 @@ the huge file was never read. Results: benchmarks/results/ingest_hostile.json.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from ingest_throughput import make_images  # noqa: E402
-
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import arguments, in_child, peak_rss_mb, save  # noqa: E402
+from benchmarks.ingest_throughput import make_images  # noqa: E402
 
 
 def make_bad_files(folder: Path, copies: int) -> dict[str, str]:
@@ -61,7 +57,7 @@ def make_bad_files(folder: Path, copies: int) -> dict[str, str]:
     return expected
 
 
-def measure(folder: Path, n: int, workers: int, expected: dict[str, str]) -> dict:
+def measure(folder: str, n: int, workers: int, expected: dict[str, str]) -> dict:
     """Ingest the folder into a new store (in a child process, so its peak RSS is its own)."""
     from ingest.candidates import folder_candidates
     from ingest.stage import ingest
@@ -71,7 +67,7 @@ def measure(folder: Path, n: int, workers: int, expected: dict[str, str]) -> dic
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(f"sqlite:///{tmp}/bench.db")
         start = time.perf_counter()
-        report = ingest(store, Path(tmp) / "media", folder_candidates(folder), IngestSettings(), label="h",
+        report = ingest(store, Path(tmp) / "media", folder_candidates(Path(folder)), IngestSettings(), label="h",
                         workers=workers)
         seconds = time.perf_counter() - start
         verdicts = store.get_verdicts(stage="ingest")
@@ -84,38 +80,18 @@ def measure(folder: Path, n: int, workers: int, expected: dict[str, str]) -> dic
             "verdicts": len(verdicts),
             "one_verdict_per_bad_file": {name: [rule] for name, rule in expected.items()} == found,
             "refused_by_rule": dict(sorted(report.rejected.items())),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+            "peak_rss_mb": peak_rss_mb()}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=10_000, help="good images")
-    parser.add_argument("--copies", type=int, default=3, help="files of each bad kind")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=900, help="seconds before the run counts as hung")
-    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        folder, expected_file = Path(args.child[0]), Path(args.child[1])
-        print(json.dumps(measure(folder, args.n, args.workers, json.loads(expected_file.read_text()))))
-        return
+if __name__ == "__main__":
+    # n good images, copies of each bad kind, timeout: seconds before the run counts as hung
+    args = arguments(__doc__, n=10_000, copies=3, workers=2, timeout=900.0).parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "photos"
         make_images(folder, args.n)
         expected = make_bad_files(folder, args.copies)
-        expected_file = Path(tmp) / "expected.json"
-        expected_file.write_text(json.dumps(expected))
-        command = [sys.executable, __file__, "--n", str(args.n), "--workers", str(args.workers),
-                   "--child", str(folder), str(expected_file)]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, check=True)
-            result = json.loads(done.stdout.strip().splitlines()[-1])
+            result = in_child(__file__, "measure", folder, args.n, args.workers, expected, timeout=args.timeout)
         except subprocess.TimeoutExpired:
             result = {"good_images": args.n, "hung": True, "timeout_s": args.timeout}
-    print(json.dumps(result, indent=2))
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "ingest_hostile.json").write_text(json.dumps(result, indent=2) + "\n")
-
-
-if __name__ == "__main__":
-    main()
+    save("ingest_hostile", result)

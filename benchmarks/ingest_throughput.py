@@ -9,10 +9,6 @@ Each size runs in its own process so its peak RSS is its own. Results: benchmark
 
 from __future__ import annotations
 
-import argparse
-import json
-import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,7 +17,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import arguments, in_child, peak_rss_mb, save  # noqa: E402
 
 
 def make_images(folder: Path, n: int) -> None:
@@ -38,7 +35,7 @@ def make_images(folder: Path, n: int) -> None:
         Image.fromarray(pixels).save(name, "JPEG" if i % 2 else "PNG")
 
 
-def measure(folder: Path, n: int, workers: int) -> dict:
+def measure(folder: str, n: int, workers: int) -> dict:
     """Ingest the first n files of folder into a new store (run in a child process)."""
     from ingest.candidates import folder_candidates
     from ingest.stage import ingest
@@ -47,25 +44,21 @@ def measure(folder: Path, n: int, workers: int) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(f"sqlite:///{tmp}/bench.db")
-        candidates = [c for _, c in zip(range(n), folder_candidates(folder))]
+        candidates = [c for _, c in zip(range(n), folder_candidates(Path(folder)))]
         start = time.perf_counter()
         report = ingest(store, Path(tmp) / "media", candidates, IngestSettings(), label="bench", workers=workers)
         seconds = time.perf_counter() - start
         store.close()
     assert report.added == n, report.summary()
     return {"n": n, "workers": workers, "seconds": round(seconds, 3), "images_per_s": round(n / seconds, 1),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+            "peak_rss_mb": peak_rss_mb()}
 
 
-def run(sizes: tuple[int, ...] = (2500, 5000, 10000), workers: int = 2) -> dict:
+def run(sizes: list[int], workers: int = 2) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "images"
         make_images(folder, max(sizes))
-        rows = []
-        for n in sizes:
-            out = subprocess.run([sys.executable, __file__, "--child", str(folder), "--n", str(n),
-                                  "--workers", str(workers)], capture_output=True, text=True, check=True)
-            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        rows = [in_child(__file__, "measure", folder, n, workers) for n in sizes]
     largest = rows[-1]
     return {
         "case": "ingest_throughput", "runs": rows,
@@ -75,21 +68,7 @@ def run(sizes: tuple[int, ...] = (2500, 5000, 10000), workers: int = 2) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="small sizes for a fast check")
-    parser.add_argument("--workers", type=int, default=2, help="decoding processes (default 2, one per core)")
-    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        print(json.dumps(measure(args.child, args.n, args.workers)))
-        return
-    result = run((250, 500, 1000) if args.quick else (2500, 5000, 10000), workers=args.workers)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "ingest_throughput.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    # workers: decoding processes, one per core
+    args = arguments(__doc__, {"sizes": [250, 500, 1000]}, sizes=[2500, 5000, 10000], workers=2).parse_args()
+    save("ingest_throughput", run(args.sizes, workers=args.workers))

@@ -16,19 +16,13 @@ Results: benchmarks/results/llm_batch.json.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-RESULTS = Path(__file__).parent / "results"
-BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import arguments, cli, save, user_env  # noqa: E402
 
 
 def cost_per_kept_question(scenes: int, workdir: Path) -> dict:
@@ -50,12 +44,12 @@ def cost_per_kept_question(scenes: int, workdir: Path) -> dict:
         if mode == "batch":
             steps[1:1] = [["llm", "batches", "collect", "--wait", "--poll-s", "0.1"], ["generate", "-g", "llm"]]
         with ScriptedOpenAI(siblings_that_compete) as server:
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH", "OPENAI"))} | {
+            env = user_env("OPENAI") | {
                 "BENCHSMITH_WORKSPACE": str(workspace), "OPENAI_BASE_URL": server.base_url,
                 "BENCHSMITH__GENERATE__LLM__OPTIONS__MODE": mode}
             started = time.perf_counter()
             for step in steps:
-                subprocess.run([BENCHSMITH, *step], env=env, check=True, capture_output=True)
+                cli(*step, cwd=workdir, env=env)
             seconds = time.perf_counter() - started
         with Store(db_url) as store:
             totals = store.llm_totals().values()
@@ -98,20 +92,8 @@ def submit_seconds(n: int, workdir: Path) -> dict:
             "submit_seconds": round(done - queued, 2), "total_seconds": round(done - started, 2)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="2 scenes and 10,000 requests")
-    parser.add_argument("--scenes", type=int, default=None)
-    parser.add_argument("--requests", type=int, default=None)
-    args = parser.parse_args()
-    scenes = args.scenes or (2 if args.quick else 8)
-    n = args.requests or (10_000 if args.quick else 100_000)
-    with tempfile.TemporaryDirectory() as tmp:
-        result = {"cost": cost_per_kept_question(scenes, Path(tmp)), "submit": submit_seconds(n, Path(tmp))}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "llm_batch.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    args = arguments(__doc__, {"scenes": 2, "requests": 10_000}, scenes=8, requests=100_000).parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        save("llm_batch", {"cost": cost_per_kept_question(args.scenes, Path(tmp)),
+                           "submit": submit_seconds(args.requests, Path(tmp))})

@@ -14,16 +14,18 @@ Results: benchmarks/results/ocr_accuracy.json.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import arguments, save  # noqa: E402
+
 BACKENDS = ("rapidocr", "paddleocr")
 
 
@@ -89,19 +91,8 @@ def run(scenes: int = 100, seed: int = 11, backends: tuple[str, ...] = BACKENDS)
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenes", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--backend", action="append", choices=BACKENDS, help="only this backend (repeatable)")
-    parser.add_argument("--quick", action="store_true", help="20 scenes")
-    args = parser.parse_args()
-    result = run(scenes=20 if args.quick else args.scenes, seed=args.seed,
-                 backends=tuple(args.backend) if args.backend else BACKENDS)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "ocr_accuracy.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    parser = arguments(__doc__, {"scenes": 20}, scenes=100, seed=11)
+    parser.add_argument("--backend", action="append", choices=BACKENDS, help="only this backend (repeatable)")
+    args = parser.parse_args()
+    save("ocr_accuracy", run(args.scenes, args.seed, tuple(args.backend or BACKENDS)))

@@ -15,19 +15,16 @@ Results: benchmarks/results/publish_throughput.json.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import ROOT, arguments, in_child, peak_rss_mb, save  # noqa: E402
+
 QUESTIONS_PER_SCENE = 3
 
 
@@ -58,12 +55,12 @@ def _accepted_store(workspace: Path, n_questions: int):
     return store, settings
 
 
-def _child(n_questions: int, repeats: int) -> dict:
+def publish_sizes(n_questions: int, repeats: int) -> dict:
     from publish.release import publish
 
     with tempfile.TemporaryDirectory() as tmp:
         store, settings = _accepted_store(Path(tmp) / "bench", n_questions)
-        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        rss_before = peak_rss_mb()
         seconds = []
         for _ in range(repeats):
             start = time.perf_counter()
@@ -76,39 +73,20 @@ def _child(n_questions: int, repeats: int) -> dict:
             "cold_questions_per_second": round(result.n_questions / cold, 1),
             "warm_questions_per_second": round(result.n_questions / warm, 1) if warm else None,
             "bytes_per_question": round(size / result.n_questions),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "rss_before_publish_mb": round(rss_before / 1024, 1)}
+            "peak_rss_mb": peak_rss_mb(), "rss_before_publish_mb": rss_before}
 
 
-def run(sizes: tuple[int, ...] = (600, 2400), repeats: int = 4) -> dict:
+def run(sizes: list[int], repeats: int) -> dict:
     """Each size in its own process, so peak RSS belongs to that size alone."""
-    by_size = {}
-    for n in sizes:
-        done = subprocess.run([sys.executable, __file__, "--child", str(n), "--repeats", str(repeats)],
-                              capture_output=True, text=True, check=True, cwd=ROOT,
-                              env=dict(os.environ, HF_HUB_OFFLINE="1"))
-        by_size[n] = json.loads(done.stdout.strip().splitlines()[-1])
+    by_size = {n: in_child(__file__, "publish_sizes", n, repeats, cwd=ROOT, env=os.environ | {"HF_HUB_OFFLINE": "1"})
+               for n in sizes}
     small, large = by_size[min(sizes)], by_size[max(sizes)]
     growth = (large["peak_rss_mb"] - large["rss_before_publish_mb"]) / max(
         1.0, small["peak_rss_mb"] - small["rss_before_publish_mb"])
     return {"sizes": by_size, "size_ratio": max(sizes) / min(sizes), "rss_growth_vs_size": round(growth, 2)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="90 and 360 questions, 2 builds")
-    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--repeats", type=int, default=4, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        sys.path.insert(0, str(ROOT))
-        print(json.dumps(_child(args.child, args.repeats)))
-        return
-    result = run((90, 360), 2) if args.quick else run()
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "publish_throughput.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    # repeats: builds of each size, the first cold
+    args = arguments(__doc__, {"sizes": [90, 360], "repeats": 2}, sizes=[600, 2400], repeats=4).parse_args()
+    save("publish_throughput", run(args.sizes, args.repeats))

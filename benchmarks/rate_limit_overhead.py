@@ -16,9 +16,7 @@ Results: benchmarks/results/rate_limit_overhead.json.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
@@ -27,12 +25,11 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-RESULTS = Path(__file__).parent / "results"
-NEVER_BINDS = 1e12  # requests and tokens per minute: every acquire is granted at once
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import arguments, save  # noqa: E402
 from tests.support.services import fresh_database, postgres_server  # noqa: E402
+
+NEVER_BINDS = 1e12  # requests and tokens per minute: every acquire is granted at once
 
 
 def _times(limiter, acquires: int) -> list[float]:
@@ -55,16 +52,9 @@ def _summary(runs: list[list[float]]) -> dict:
             "p90_s": every[int(0.9 * (len(every) - 1))], "acquires": len(every)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--acquires", type=int, default=300)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--pg-url", default=os.environ.get("BENCHSMITH_TEST_PG_URL", ""),
-                        help="a PostgreSQL server URL with the right to create databases (default: start one)")
-    parser.add_argument("--quick", action="store_true", help="100 acquires, 1 repeat")
-    args = parser.parse_args()
-    if args.quick:
-        args.acquires, args.repeats = 100, 1
+if __name__ == "__main__":
+    args = arguments(__doc__, {"acquires": 100, "repeats": 1}, acquires=300, repeats=3,
+                     pg_url=os.environ.get("BENCHSMITH_TEST_PG_URL", "")).parse_args()
 
     from benchsmith.llm import RateLimiter
     from benchsmith.store import Store
@@ -85,11 +75,4 @@ def main() -> None:
             with fresh_database(admin_url) as url, Store(url) as store:
                 runs.append(_times(RateLimiter(NEVER_BINDS, NEVER_BINDS, store, bucket), args.acquires))
     result["postgresql"] = _summary(runs)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "rate_limit_overhead.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps({name: value["median_s"] if isinstance(value, dict) else value
-                      for name, value in result.items() if name not in ("acquires", "repeats")}, indent=2))
-
-
-if __name__ == "__main__":
-    main()
+    save("rate_limit_overhead", result)

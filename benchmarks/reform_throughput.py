@@ -24,8 +24,6 @@ Targets: >= 2,000 questions/s, peak memory (summed PSS) <= 1 GB, rerun adds 0. R
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import random
 import re
@@ -37,15 +35,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-RESULTS = Path(__file__).parent / "results"
-# the console script beside this interpreter, as a user runs it; BENCHSMITH_CLI names another command
-BENCHSMITH = os.environ.get("BENCHSMITH_CLI", str(Path(sys.executable).with_name("benchsmith")))
-SHARES = {"vqa": 0.40, "classification": 0.20, "matching": 0.15, "grounding": 0.10, "text_reading": 0.15}
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import BENCHSMITH, ROOT, arguments, reported, save, user_env  # noqa: E402
 from benchmarks.process_tree import run_sampled  # noqa: E402
-from benchmarks.user_env import user_env  # noqa: E402
+
+SHARES = {"vqa": 0.40, "classification": 0.20, "matching": 0.15, "grounding": 0.10, "text_reading": 0.15}
 
 
 def _words(rng: random.Random, n: int, letters: str = "abcdefghiklmnoprstuvw") -> list[str]:
@@ -174,7 +168,7 @@ def floor(db_url: str, env: dict) -> dict:
 
 
 def _count(name: str, printed: str) -> int:
-    return int(re.search(rf"{name}\s+│\s+(\d+) ", printed).group(1))
+    return int(reported(printed, name))
 
 
 def run(n: int = 100_000, repeats: int = 3) -> dict:
@@ -215,20 +209,9 @@ def run(n: int = 100_000, repeats: int = 3) -> dict:
               "targets": {"questions_per_s": 2000, "peak_memory_mb": 1024, "rerun_new_questions": 0},
               "meets_targets": speed >= 2000 and peak_mb <= 1024 and rerun["new_questions"] == 0,
               "cpus": os.cpu_count()}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "reform_throughput.json").write_text(json.dumps(result, indent=2))
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--annotations", type=int, default=100_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="10,000 annotations, 1 repeat")
-    args = parser.parse_args()
-    n, repeats = (10_000, 1) if args.quick else (args.annotations, args.repeats)
-    print(json.dumps(run(n, repeats), indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    args = arguments(__doc__, {"annotations": 10_000, "repeats": 1}, annotations=100_000, repeats=3).parse_args()
+    save("reform_throughput", run(args.annotations, args.repeats))

@@ -13,8 +13,6 @@ Writes benchmarks/results/review_push.json.
 
 from __future__ import annotations
 
-import argparse
-import json
 import socket
 import statistics
 import sys
@@ -36,9 +34,8 @@ from benchsmith.settings import Settings, load_settings
 from benchsmith.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.user_env import user_env  # noqa: E402
+from benchmarks.common import arguments, save, user_env  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results" / "review_push.json"
 TARGET_S = 15.0
 
 
@@ -119,7 +116,7 @@ def run(n: int = 10_000, repeats: int = 3, batch_size: int = 1000, one_by_one_sa
         if process is not None:
             stop(process)
     median_s = statistics.median(r["push_s"] for r in runs)
-    result = {
+    return {
         "n_tasks": n, "batch_size": batch_size, "repeats": repeats,
         "push_s_median": round(median_s, 3), "push_s_runs": [round(r["push_s"], 3) for r in runs],
         "tasks_per_s": round(n / median_s, 1), "target_s": TARGET_S, "within_target": median_s <= TARGET_S * n / 10_000,
@@ -130,20 +127,9 @@ def run(n: int = 10_000, repeats: int = 3, batch_size: int = 1000, one_by_one_sa
         "one_by_one_estimate_s": round(per_task_s * n, 1),
         "speedup_vs_one_by_one": round(per_task_s * n / median_s, 1),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2))
-    return result
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1,000 tasks, one push")
-    parser.add_argument("--n", type=int, default=10_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    options = {"n": 1000, "repeats": 1, "one_by_one_sample": 20} if args.quick else {"n": args.n, "repeats": args.repeats}
-    print(json.dumps(run(**options), indent=2))
 
 
 if __name__ == "__main__":
-    main()
+    args = arguments(__doc__, {"n": 1000, "repeats": 1, "one_by_one_sample": 20}, n=10_000, repeats=3,
+                     one_by_one_sample=50).parse_args()
+    save("review_push", run(args.n, args.repeats, one_by_one_sample=args.one_by_one_sample))

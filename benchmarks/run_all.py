@@ -70,7 +70,7 @@ def run_case(module: str, quick: bool) -> dict:
     return {"result": result, "seconds": seconds}
 
 
-def main() -> None:
+if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes for a fast check")
     parser.add_argument("--only", nargs="*", choices=list(CASES), help="run only these cases")
@@ -92,7 +92,3 @@ def main() -> None:
               f" in {outcome['seconds']} s", flush=True)
         (RESULTS / "suite.json").write_text(json.dumps(suite, indent=2))
     print(json.dumps({case: o.get("meets_target") for case, o in suite["cases"].items()}, indent=2))
-
-
-if __name__ == "__main__":
-    main()
