@@ -127,7 +127,8 @@ def render_table(rng: random.Random) -> tuple[Image.Image, dict]:
     page.put((MARGIN, MARGIN), title, "title", font=page.big)
     bottom = page.table(MARGIN + page.big.size + 18, columns, rows, numeric)
     truth = {"kind": "table", "layout": layout, "title": title, "columns": columns, "rows": rows}
-    caption = f"A {'table' if layout == 'table' else 'timetable'} titled \"{title}\" with columns {', '.join(columns)}."
+    caption = (f"A {'table' if layout == 'table' else 'timetable'} titled \"{title}\" with columns {', '.join(columns)} "
+               f"and rows for {', '.join(row[0] for row in rows)}.")
     return page.cut(bottom), row_of(caption, page.texts, truth)
 
 
@@ -161,7 +162,7 @@ def _invoice(rng: random.Random) -> tuple[Image.Image, dict]:
     truth = {"kind": "document", "layout": "invoice", "title": company, "fields": fields | totals,
              "columns": ["Item", "Qty", "Price", "Amount"], "rows": rows}
     return page.cut(bottom + 14 + 3 * (page.size + 10)), row_of(
-        f"An invoice from {company} to {customer} for {len(rows)} items.", page.texts, truth)
+        f"An invoice from {company} to {customer} for {', '.join(row[0] for row in rows)}.", page.texts, truth)
 
 
 def _receipt(rng: random.Random) -> tuple[Image.Image, dict]:
@@ -180,7 +181,7 @@ def _receipt(rng: random.Random) -> tuple[Image.Image, dict]:
     columns = ["Item", "Price"]
     truth = {"kind": "document", "layout": "receipt", "title": shop, "fields": fields, "columns": columns,
              "rows": rows}
-    return page.cut(bottom + 14 + page.size + 6), row_of(f"A receipt from {shop} for {len(rows)} items.",
+    return page.cut(bottom + 14 + page.size + 6), row_of(f"A receipt from {shop} for {', '.join(row[0] for row in rows)}.",
                                                          page.texts, truth)
 
 
@@ -205,4 +206,4 @@ def _form(rng: random.Random) -> tuple[Image.Image, dict]:
         page.put((x + PAD, y + page.size + 14), value, "field_value", field=name)
     truth = {"kind": "document", "layout": "form", "title": form["title"], "fields": fields}
     return page.cut(y0 + (len(fields) + 1) // 2 * block), row_of(
-        f"A filled-in form titled \"{form['title']}\".", page.texts, truth)
+        f"A filled-in form titled \"{form['title']}\" with the fields {', '.join(fields)}.", page.texts, truth)
