@@ -197,13 +197,24 @@ def _overlap(a, b) -> bool:
     return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
 
 
+def _clear(texts: list[dict], marks: list[dict]) -> bool:
+    """Every text inside the canvas and apart from the others, and no point's marker on another's."""
+    boxes = [t["box_px"] for t in texts]
+    points = [[x1 - 4, y1 - 4, x2 + 4, y2 + 4] for x1, y1, x2, y2 in (m["box_px"] for m in marks if m["role"] == "point")]
+    return all(0 <= b[0] and 0 <= b[1] and b[2] <= WIDTH and b[3] <= HEIGHT for b in boxes) and not any(
+        _overlap(a, b) for group in (boxes, points) for i, a in enumerate(group) for b in group[i + 1:])
+
+
 def _mark_box(ax, target) -> list[float]:
-    """A mark's pixel box: a bar's or wedge's own extent; for a point (x, y in data), the marker's centre
-    square, which its line or its neighbours' labels never cover."""
+    """A mark's pixel box: a bar's or wedge's own extent within the axes (a bar from 0 on a log axis
+    reaches far below them); for a point (x, y in data), the marker's centre square, which its line or
+    its neighbours' labels never cover."""
+    from matplotlib.transforms import Bbox
+
     if isinstance(target, tuple):
         x, y = ax.transData.transform(target)
         return [x - 2, HEIGHT - y - 2, x + 2, HEIGHT - y + 2]
-    return px_box(target.get_window_extent(), HEIGHT)
+    return px_box(Bbox.intersection(target.get_window_extent(), ax.get_window_extent()), HEIGHT)
 
 
 def render(rng: random.Random) -> tuple[Image.Image, dict]:
@@ -217,16 +228,13 @@ def render(rng: random.Random) -> tuple[Image.Image, dict]:
             fig, ax, marks, texts = _figure(spec)
             drawn = [{"role": role, "text": t.get_text(), "box_px": px_box(t.get_window_extent(), HEIGHT)}
                      for role, t in texts if t.get_visible() and t.get_text().strip()]
-            boxes = [t["box_px"] for t in drawn]
-            if all(0 <= b[0] and 0 <= b[1] and b[2] <= WIDTH and b[3] <= HEIGHT for b in boxes) and not any(
-                    _overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]):
+            drawn_marks = [{"role": role, "series": series, "category": category, "value": value,
+                            "box_px": [round(v, 1) for v in _mark_box(ax, target)], "colour": colour}
+                           for role, series, category, value, target, colour in marks]
+            if _clear(drawn, drawn_marks):
                 break
     else:
         raise RuntimeError("no chart laid out without overlapping text")  # never met with the shipped themes
-    drawn_marks = []
-    for role, series, category, value, target, colour in marks:
-        drawn_marks.append({"role": role, "series": series, "category": category, "value": value,
-                            "box_px": [round(v, 1) for v in _mark_box(ax, target)], "colour": colour})
     image = Image.fromarray(np.asarray(fig.canvas.buffer_rgba())[..., :3].copy())
     truth = {"kind": "chart", "chart": spec.chart, "title": spec.title,
              "axis": spec.axis if spec.chart not in ("pie", "scatter") else "",
