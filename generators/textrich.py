@@ -181,7 +181,7 @@ class Pools:
                 continue
             found[f"title:{noun(truth)}"].add(truth["title"])
             found["legend"].update(truth.get("legend", ()))
-            found["heading"].update(truth.get("columns", ()) if truth["kind"] != "chart" else ())
+            found["heading"].update(headings(truth))
             for name, value in truth.get("fields", {}).items():
                 found[f"field:{name}"].add(value)
         return cls({role: tuple(sorted(values)) for role, values in sorted(found.items())})
@@ -192,15 +192,19 @@ class Pools:
         return [t for t in self.texts.get(role, ()) if normalise_text(t) not in shown]
 
 
+def headings(truth: dict) -> list[str]:
+    """The column headings drawn on the page (a receipt may list its items under none)."""
+    return [t["text"] for t in truth.get("texts", ()) if t["role"] == "column_heading"]
+
+
 def reading(truth, pools: Pools, _settings, rng) -> list[Draft]:
     shown = [t["text"] for t in truth.get("texts", ())]
     kind = noun(truth)
     asks = [(f"What is the title of the {kind}?", truth["title"], f"title:{kind}", "title")]
     asks += [(f"Which of these is an entry in the legend of the chart?", entry, "legend", "legend")
              for entry in truth.get("legend", ())]
-    if truth["kind"] != "chart":
-        asks += [(f"Which of these is a column heading in the {kind}?", heading, "heading", "heading")
-                 for heading in truth.get("columns", ())]
+    asks += [(f"Which of these is a column heading in the {kind}?", heading, "heading", "heading")
+             for heading in headings(truth)]
     asks += [(f"What is written for {name} on the {kind}?", value, f"field:{name}", "field")
              for name, value in truth.get("fields", {}).items()]
     drafts = []
