@@ -67,7 +67,10 @@ class Column:
 
 
 def noun(truth: dict) -> str:
-    return truth.get("layout") if truth["kind"] == "document" else truth["kind"]
+    """What the questions call the page: chart, table, timetable, invoice, receipt or form."""
+    if truth["kind"] == "document":
+        return truth["layout"]
+    return "timetable" if truth.get("layout") == "schedule" else truth["kind"]
 
 
 def columns(truth: dict) -> list[Column]:
@@ -168,8 +171,9 @@ def arithmetic(truth, _pools, _settings, rng) -> list[Draft]:
 
 @dataclass(frozen=True)
 class Pools:
-    """Texts of each role over the collection's pages (titles by page kind, legend entries, column
-    headings, each field's values): the distractors of reading questions."""
+    """Texts of each role over the collection's pages of one kind (`noun`: a receipt's total among other
+    receipts' totals, never among invoices'): titles, legend entries, column headings, each field's
+    values. The distractors of reading questions."""
 
     texts: dict[str, tuple[str, ...]]
 
@@ -179,11 +183,12 @@ class Pools:
         for truth in truths:
             if truth.get("kind") not in PAGE_KINDS:
                 continue
-            found[f"title:{noun(truth)}"].add(truth["title"])
-            found["legend"].update(truth.get("legend", ()))
-            found["heading"].update(headings(truth))
+            kind = noun(truth)
+            found[f"title:{kind}"].add(truth["title"])
+            found[f"legend:{kind}"].update(truth.get("legend", ()))
+            found[f"heading:{kind}"].update(headings(truth))
             for name, value in truth.get("fields", {}).items():
-                found[f"field:{name}"].add(value)
+                found[f"field:{kind}:{name}"].add(value)
         return cls({role: tuple(sorted(values)) for role, values in sorted(found.items())})
 
     def others(self, role: str, present: Sequence[str]) -> list[str]:
@@ -201,11 +206,11 @@ def reading(truth, pools: Pools, _settings, rng) -> list[Draft]:
     shown = [t["text"] for t in truth.get("texts", ())]
     kind = noun(truth)
     asks = [(f"What is the title of the {kind}?", truth["title"], f"title:{kind}", "title")]
-    asks += [(f"Which of these is an entry in the legend of the chart?", entry, "legend", "legend")
+    asks += [("Which of these is an entry in the legend of the chart?", entry, f"legend:{kind}", "legend")
              for entry in truth.get("legend", ())]
-    asks += [(f"Which of these is a column heading in the {kind}?", heading, "heading", "heading")
+    asks += [(f"Which of these is a column heading in the {kind}?", heading, f"heading:{kind}", "heading")
              for heading in headings(truth)]
-    asks += [(f"What is written for {name} on the {kind}?", value, f"field:{name}", "field")
+    asks += [(f"What is written for {name} on the {kind}?", value, f"field:{kind}:{name}", "field")
              for name, value in truth.get("fields", {}).items()]
     drafts = []
     for text, key, role, template in asks:
