@@ -241,7 +241,7 @@ def render(rng: random.Random) -> tuple[Image.Image, dict]:
              "categories": list(spec.categories),
              "series": [{"name": name, "values": list(values)} for name, values in spec.series],
              "legend": [t["text"] for t in drawn if t["role"] == "legend"],
-             "scale": "log" if spec.log_scale else "linear", "value_labels": spec.value_labels or spec.chart == "pie",
+             "scale": "log" if spec.log_scale else "linear", "value_labels": any(t["role"] == "value_label" for t in drawn),
              "orientation": "horizontal" if spec.horizontal else "vertical",
              "style": spec.style, "font": spec.font, "rotation": spec.rotation if not spec.horizontal else 0,
              "marks": drawn_marks}

@@ -109,6 +109,8 @@ def test_options_of_values_names_and_rows_come_from_the_same_page(asked):
             shown |= {f"{v}{'%' if truth['chart'] == 'pie' else ''}" for s in truth["series"] for v in s["values"]}
         if q.meta["template"] in ("retrieval", "comparison", "layout"):
             assert set(q.options) <= shown, (q.text, q.options)
+        if q.meta["template"] == "retrieval":  # a value is asked for only where the page writes it
+            assert q.options[q.answer] in {t["text"] for t in truth["texts"]}, q.text
         if q.meta["template"] == "reading":  # the distractors are other pages' texts, never this page's
             assert sum(o in shown for o in q.options) == 1, (q.text, q.options)
 

@@ -63,6 +63,16 @@ def test_every_chart_mark_lies_on_its_own_colour(rendered):
     assert set(roles) == {"bar", "segment", "wedge", "point"}
 
 
+def test_a_chart_says_its_values_are_written_only_when_each_one_is(rendered):
+    for _pixels, row in rendered["chart"]:
+        truth = row["truth"]
+        written = Counter(t["text"] for t in truth["texts"] if t["role"] == "value_label")
+        suffix = "%" if truth["chart"] == "pie" else ""
+        values = Counter(f"{m['value']}{suffix}" for m in truth["marks"])
+        assert truth["value_labels"] == (written == values), row["path"]
+        assert not written or written == values
+
+
 def test_table_and_document_cells_are_the_rows_of_their_truth(rendered):
     for kind in ("table", "document"):
         for _pixels, row in rendered[kind]:
