@@ -128,6 +128,7 @@ def test_the_new_dimensions_are_appended_in_the_charts_group():
     assert registry().get(9).key == "text_understanding" and registry().get(9).group == ""
 
 
+@pytest.mark.slow  # the blind filter's solvers: ~3 minutes on 2 busy cores
 def test_pages_in_questions_out_through_the_installed_command(tmp_path):
     from tests.generators.test_cli import run
 
