@@ -14,7 +14,7 @@
 | R1   | `generate -g reform` over 100,000 dataset annotations      | >= 2,000 q/s, RSS <= 1 GB, rerun adds 0 |
 | S1   | `build` on 1 vs 2 Dask workers: RapidOCR, LLM at 500 ms     | ratios reported; 1M-image estimate |
 
-Also run: ingest throughput, OCR word accuracy, blind-filter leak catching, publish throughput, the cost of
+Also run: ingest throughput, OCR word accuracy, text-rich page rendering and reading, blind-filter leak catching, publish throughput, the cost of
 the store-held LLM rate limit. Each case
 runs in its own process (its memory and imports are its own); a failing case is recorded, not fatal.
 Results: benchmarks/results/suite.json (each case also writes its own file).
@@ -53,6 +53,7 @@ CASES = {
     "S1": ("distributed_scaling", lambda r: r["extract"]["same_rows"] and r["generate"]["same_rows"]),
     "ingest": ("ingest_throughput", lambda r: r["meets_target"]),
     "ocr": ("ocr_accuracy", lambda r: r["target_met"]),
+    "textrich": ("textrich", lambda r: r["meets_target"]),
     "leaks": ("blind_leaks", lambda r: r["meets_targets"]),
     "publish": ("publish_throughput", lambda r: True),
     "rate": ("rate_limit_overhead", lambda r: True),

@@ -20,6 +20,7 @@ class Dimension(BaseModel):
     name: str
     modality: Literal["image", "video"]
     definition: str
+    group: str = ""  # the SEED-Bench-2-Plus category of a text-rich dimension: charts, maps or web
 
 
 class Registry:

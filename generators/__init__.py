@@ -6,6 +6,8 @@
 - `temporal`: questions about videos from their action segments and steps;
 - `reform`: questions reformulated from annotated datasets (VQA answers, class labels, captions,
   referring expressions, OCR ground truth), task kinds in `data/reform_tasks.yaml`;
+- `textrich`: exact questions about rendered charts, tables and documents (`ingest.textrich`) from the
+  structure they were drawn from (the `charts` group of dimensions);
 - `conversation`: three-turn conversations (perception, reasoning, creation) written turn by turn from
   an image's facts, with the templates in `prompts/conversation/`;
 - `stage`: finds the (generator, item, dimension) jobs not done yet, runs them in batches, passes the

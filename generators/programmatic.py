@@ -521,14 +521,20 @@ def generate(item: Image, facts: list[Fact], dimension: Dimension, vocabulary: V
     them as dropped questions)."""
     rng = random.Random(stable_hash(seed, item.id, dimension.id))
     drafts = TEMPLATES[dimension.key](things_in(facts), facts, vocabulary, settings, rng)
+    provenance = Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed, params=keyed(settings))
+    return questions_from(drafts, item, dimension, settings.per_dimension, provenance, rng)
+
+
+def questions_from(drafts: list[Draft], item: Image, dimension: Dimension, per_dimension: int,
+                   provenance: Provenance, rng: random.Random) -> list[Question]:
+    """Up to `per_dimension` of `drafts`, drawn at random, as questions of `provenance.backend`; the drafts
+    not asked (`dropped`) that the draw met on the way come too."""
     chosen, asked = [], 0
     for draft in rng.sample(drafts, len(drafts)):
-        if asked == settings.per_dimension:
+        if asked == per_dimension:
             break
         chosen.append(draft)
         asked += not draft.dropped
-    provenance = Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed,
-                            params=keyed(settings))
     return [Question(item_id=item.id, dimension_id=dimension.id, text=d.text, options=list(d.options), answer=0,
-                     provenance=provenance, meta=d.meta | {"generator": BACKEND}
+                     provenance=provenance, meta=d.meta | {"generator": provenance.backend}
                      | ({"dropped": d.dropped} if d.dropped else {})) for d in chosen]

@@ -72,17 +72,33 @@ def register(app: typer.Typer, context) -> None:
         out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the images and manifest.jsonl into.")],
         n: Annotated[int, typer.Option("--n", min=1, help="How many scenes.")] = 50,
         seed: Annotated[int, typer.Option(help="Seed; the same seed always renders the same scenes.")] = 0,
+        kind: Annotated[str, typer.Option("--kind", help="shapes: the oracle scenes; chart, table, document "
+                                          "(or a plugin's, entry-point group benchsmith.renderers): text-rich "
+                                          "pages; mix: every text-rich kind in turn.")] = "shapes",
+        workers: Annotated[int, typer.Option("--workers", min=1, help="Processes that render text-rich pages.")] = 1,
     ) -> None:
-        """Render synthetic scenes with exact ground truth (shapes, colours, sizes, positions, counts, sign text).
+        """Render synthetic scenes with exact ground truth: oracle scenes (shapes, colours, sizes, positions,
+        counts, sign text) or text-rich pages (charts, tables, documents: every text with its box, and the
+        data they were drawn from).
 
         The manifest is in ingest format, so `benchsmith ingest OUT/manifest.jsonl` brings the truth in as
         supplied annotations.
         """
         from benchsmith.console import console, progress_bar
-        from ingest.scenes import make_scenes
 
-        with progress_bar("rendering scenes", n) as advance:
-            manifest = make_scenes(out, n, seed, progress=advance)
+        if kind == "shapes":
+            from ingest.scenes import make_scenes
+
+            with progress_bar("rendering scenes", n) as advance:
+                manifest = make_scenes(out, n, seed, progress=advance)
+        else:
+            from ingest import textrich
+
+            if kind not in (*textrich.kinds(), textrich.MIX):
+                raise typer.BadParameter(f"unknown kind {kind!r}; known: shapes, {', '.join(textrich.kinds())}, "
+                                         f"{textrich.MIX}", param_hint="--kind")
+            with progress_bar(f"rendering {kind} pages", n) as advance:
+                manifest = textrich.make_pages(out, kind, n, seed, progress=advance, workers=workers)
         console.print(f"wrote {n} scenes and {manifest}")
 
     @videos_app.command("add")

@@ -19,7 +19,9 @@ def test_the_registry_holds_seed_benchs_twelve_dimensions_with_their_ids():
 
 def test_dimensions_added_after_seed_benchs_follow_them():
     added = {d.id: d.key for d in registry() if d.id > 12}
-    assert added == {13: "visual_question_answering", 14: "image_text_matching", 15: "visual_grounding"}
+    assert added == {13: "visual_question_answering", 14: "image_text_matching", 15: "visual_grounding",
+                     16: "chart_retrieval", 17: "chart_comparison", 18: "chart_arithmetic", 19: "chart_reading",
+                     20: "chart_layout"}
     assert all(d.modality == "image" for d in registry() if d.id > 12)
 
 
@@ -34,8 +36,9 @@ def test_a_maintainer_adds_a_dimension_by_adding_an_entry(tmp_path):
     from benchsmith.paths import DATA_DIR
 
     text = (DATA_DIR / "dimensions.yaml").read_text() + (
-        "  - id: 99\n    key: chart_reading\n    name: Chart Reading\n    modality: image\n"
-        "    definition: Reading values and trends off charts and plots shown in the image.\n")
+        "  - id: 99\n    key: map_reading\n    name: Map Reading\n    modality: image\n    group: maps\n"
+        "    definition: Reading places, roads and routes off a map shown in the image.\n")
     (tmp_path / "dims.yaml").write_text(text)
     extended = load_registry(tmp_path / "dims.yaml")
-    assert len(extended) == len(registry()) + 1 and extended.get(99).name == "Chart Reading"
+    assert len(extended) == len(registry()) + 1 and extended.get(99).name == "Map Reading"
+    assert extended.get(99).group == "maps"

@@ -1,0 +1,106 @@
+"""How fast are text-rich pages rendered, and how much of their text does RapidOCR read?
+
+- throughput: `benchsmith scenes make --kind K --n N --workers W` for chart, table and document, timed
+  from outside (process start included) and per page once started (the same command with --n 1 gives
+  the start-up cost, subtracted). Target: >= 20 chart or table pages per second on a 2-core machine.
+- word accuracy: per kind (and per chart type or page layout), the share of drawn words (the manifest's
+  OCR lines, split on spaces, compared case-insensitively, each read word used once) that RapidOCR reads
+  on the rendered image. Target: >= 0.95 per kind.
+The load average at the start is recorded: other work on the machine slows rendering down.
+Results: benchmarks/results/textrich.json.
+
+    .venv/bin/python benchmarks/textrich.py            # 200 pages per kind, 60 per kind read
+    .venv/bin/python benchmarks/textrich.py --quick    # 40 and 15
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+RESULTS = Path(__file__).parent / "results"
+KINDS = ("chart", "table", "document")
+BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
+
+
+def _make(out: Path, kind: str, n: int, workers: int) -> float:
+    started = time.perf_counter()
+    subprocess.run([BENCHSMITH, "scenes", "make", "--kind", kind, "--n", str(n), "--out", str(out),
+                    "--workers", str(workers), "--seed", "7"], check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def throughput(tmp: Path, n: int, workers: int) -> dict:
+    out = {}
+    for kind in KINDS:
+        start_up = _make(tmp / f"{kind}-one", kind, 1, 1)
+        seconds = _make(tmp / f"{kind}-{workers}", kind, n, workers)
+        out[kind] = {"pages": n, "workers": workers, "seconds": round(seconds, 2),
+                     "pages_per_second": round(n / seconds, 1),
+                     "pages_per_second_once_started": round(n / max(seconds - start_up, 1e-9), 1)}
+    return out
+
+
+def word_accuracy(tmp: Path, n: int) -> dict:
+    from benchsmith.images import open_rgb
+    from benchsmith.records import Image
+    from benchsmith.settings import load_settings
+    from extractors.base import Loaded, build_extractors
+
+    extractor, = build_extractors(load_settings(profile="local"), only=["rapidocr"])
+    extractor.load()
+    out = {}
+    for kind in KINDS:
+        folder = tmp / f"{kind}-read"
+        _make(folder, kind, n, 2)
+        totals: dict[str, Counter] = defaultdict(Counter)
+        missed: Counter = Counter()
+        for line in (folder / "manifest.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            image = open_rgb(folder / row["path"])
+            facts, = extractor.extract([Loaded(Image(id=row["path"], path=row["path"], width=image.width,
+                                                     height=image.height), image)])
+            read = Counter(w.casefold() for f in facts for w in f.text.split())
+            true = Counter(w.casefold() for ocr in row["ocr"] for w in ocr["text"].split())
+            variant = row["truth"].get("chart") or row["truth"].get("layout", kind)
+            for group in (kind, f"{kind}:{variant}"):
+                totals[group].update(words=sum(true.values()), found=sum((true & read).values()))
+            missed.update(true - read)
+        for group, t in sorted(totals.items()):
+            out[group] = {"words": t["words"], "word_accuracy": round(t["found"] / max(t["words"], 1), 4)}
+        out[kind]["most_missed"] = dict(missed.most_common(8))
+    return out
+
+
+def run(render: int, read: int, workers: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        result = {"case": "textrich", "cores": os.cpu_count(), "load_average": os.getloadavg()[0],
+                  "throughput": throughput(tmp, render, workers), "rapidocr": word_accuracy(tmp, read)}
+    result["meets_target"] = (max(result["throughput"][k]["pages_per_second"] for k in ("chart", "table")) >= 20
+                              and all(result["rapidocr"][k]["word_accuracy"] >= 0.95 for k in KINDS))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--render", type=int, default=200, help="pages per kind to time")
+    parser.add_argument("--read", type=int, default=60, help="pages per kind to read with RapidOCR")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="40 pages timed, 15 read, per kind")
+    args = parser.parse_args()
+    result = run(40 if args.quick else args.render, 15 if args.quick else args.read, args.workers)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "textrich.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

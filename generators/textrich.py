@@ -1,0 +1,287 @@
+"""Exact questions about text-rich pages (charts, tables, documents) from the structure they were drawn from.
+
+A page rendered by `ingest.textrich` carries its truth in its annotations (`truth`: series and values,
+columns and rows, fields, and every drawn text with its role). One template per dimension of the
+`charts` group turns that structure into questions, the correct option first, in the programmatic
+generator's drafts; the quality gate, the letter balance and the blind filter then treat them like any
+other question. The options alone say nothing:
+- values, names and rows are drawn from the same page: a bar's value among other values of its series,
+  a highest entry among other entries, the next bar among other bars, so each is the key as often as it is
+  shown and its rank among the four is uniform;
+- sums and differences have for distractors the same operation over other pairs of the same page;
+- titles, legend entries, column headings and field values have for distractors the same kind of text
+  from other pages of the collection (`Pools`), never from this page.
+A comparison read off an axis (no value written on the chart) is asked only when the key leads the next
+option by `min_gap` of the largest value, so it can be seen.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchsmith import runner
+from benchsmith.dimensions import Dimension
+from benchsmith.records import Image, Provenance, Question, normalise_text, stable_hash
+from benchsmith.settings import keyed
+from generators.programmatic import Draft, _pick, _shuffled, questions_from
+from generators.stage import Job, Outcome, QuestionStage
+
+BACKEND = "textrich"
+VERSION = "textrich-v1"
+PAGE_KINDS = ("chart", "table", "document")
+
+
+class TextRichSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    per_dimension: int = Field(3, ge=1)        # at most this many questions per page and dimension
+    min_gap: float = Field(0.08, ge=0, le=1)   # a comparison read off an axis: the key's lead over the next, of the largest
+
+
+@dataclass(frozen=True)
+class Column:
+    """Named entries a page shows one value for each: a chart series over its categories, a table column
+    over its rows. `retrieve` asks for one entry's value (`{name}`); `measure` names what is compared and
+    added ("value", "Market value", "Price"); `scope` ends each question ("in the chart")."""
+
+    names: tuple[str, ...]
+    cells: tuple[str, ...]
+    retrieve: str
+    measure: str
+    scope: str
+    readable: bool  # every value is written on the page, not only read off an axis
+    log_scale: bool = False  # read off a log axis: no comparison by eye
+
+    def numbers(self) -> tuple[Decimal, ...] | None:
+        try:
+            return tuple(Decimal(c.rstrip("%")) for c in self.cells)
+        except InvalidOperation:
+            return None
+
+
+def noun(truth: dict) -> str:
+    """What the questions call the page: chart, table, timetable, invoice, receipt or form."""
+    if truth["kind"] == "document":
+        return truth["layout"]
+    return "timetable" if truth.get("layout") == "schedule" else truth["kind"]
+
+
+def columns(truth: dict) -> list[Column]:
+    """The page's columns of values (a chart's series; a table's columns after the first)."""
+    if truth["kind"] == "chart":
+        series = truth["series"] if truth["chart"] != "scatter" else truth["series"][1:]  # a scatter: its y values
+        multi = len(truth["series"]) > 1  # a scatter's y values are named by their axis
+        suffix = "%" if truth["chart"] == "pie" else ""
+        return [Column(tuple(truth["categories"]), tuple(f"{v}{suffix}" for v in s["values"]),
+                       "What value does the chart show for {name}"
+                       + (f" in the {s['name']} series?" if multi and truth["chart"] != "scatter" else "?"),
+                       f"{s['name']} value" if multi else "value", "in the chart",
+                       truth["value_labels"], truth["scale"] == "log") for s in series]
+    if "rows" not in truth:
+        return []
+    scope = f"in the {noun(truth)}"
+    names = tuple(row[0] for row in truth["rows"])
+    return [Column(names, tuple(row[i] for row in truth["rows"]),
+                   f"What does the {noun(truth)} show under {heading} for {{name}}?", heading, scope, True)
+            for i, heading in enumerate(truth["columns"]) if i > 0]
+
+
+def _four(rng: random.Random, key: str, others: Sequence[str]) -> tuple[str, str, str, str] | None:
+    picked = _pick(_shuffled(rng, others), 3, avoid=[key])
+    return (key, *picked) if len(picked) == 3 else None
+
+
+# -- Chart Value Retrieval ------------------------------------------------------------------------
+
+def retrieval(truth, _pools, _settings, rng) -> list[Draft]:
+    drafts = []
+    for column in columns(truth):
+        if not column.readable or len(set(column.names)) != len(column.names):
+            continue
+        for name, cell in zip(column.names, column.cells):
+            options = _four(rng, cell, column.cells)
+            if options:
+                drafts.append(Draft(column.retrieve.format(name=name), options,
+                                    {"template": "retrieval", "target": {"name": name}}))
+    return drafts
+
+
+# -- Chart Comparison -----------------------------------------------------------------------------
+
+def comparison(truth, _pools, settings, rng) -> list[Draft]:
+    drafts = []
+    for column in columns(truth):
+        numbers = column.numbers()
+        if (numbers is None or len(column.names) < 4 or len(set(column.names)) != len(column.names)
+                or (column.log_scale and not column.readable)):
+            continue
+        value = dict(zip(column.names, numbers))
+        visible = 0 if column.readable else Decimal(str(settings.min_gap)) * max(numbers)
+        for _ in range(len(column.names)):
+            four = rng.sample(column.names, 4)
+            for word, best in (("highest", max), ("lowest", min)):
+                key = best(four, key=value.__getitem__)
+                lead = min(abs(value[key] - value[n]) for n in four if n != key)
+                if lead == 0 or lead < visible:
+                    continue
+                drafts.append(Draft(f"Which of these has the {word} {column.measure} {column.scope}?",
+                                    (key, *(n for n in four if n != key)),
+                                    {"template": "comparison", "extreme": word}))
+    return drafts
+
+
+# -- Chart Arithmetic -----------------------------------------------------------------------------
+
+def _format(value: Decimal, like: Sequence[str]) -> str:
+    """A computed value written as the page writes its values (decimals, a percent sign)."""
+    places = max((len(c.rstrip("%").partition(".")[2]) for c in like), default=0)
+    return f"{value:.{places}f}" + ("%" if like and like[0].endswith("%") else "")
+
+
+def arithmetic(truth, _pools, _settings, rng) -> list[Draft]:
+    drafts = []
+    for column in columns(truth):
+        numbers = column.numbers()
+        if not column.readable or numbers is None or len(set(column.names)) != len(column.names) or len(numbers) < 4:
+            continue
+        pairs = list(itertools.combinations(range(len(numbers)), 2))
+        for operation in ("sum", "difference"):
+            result = {p: _format(numbers[p[0]] + numbers[p[1]] if operation == "sum"
+                                 else abs(numbers[p[0]] - numbers[p[1]]), column.cells) for p in pairs}
+            for pair in rng.sample(pairs, min(len(pairs), 4)):
+                a, b = (column.names[i] for i in pair)
+                options = _four(rng, result[pair], [r for p, r in result.items() if not set(p) & set(pair)])
+                if options is None:
+                    continue
+                text = (f"What is the sum of the {column.measure} for {a} and for {b} {column.scope}?"
+                        if operation == "sum" else
+                        f"What is the difference between the {column.measure} for {a} and for {b} {column.scope}?")
+                drafts.append(Draft(text, options, {"template": "arithmetic", "operation": operation}))
+    return drafts
+
+
+# -- Chart Text Reading ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Pools:
+    """Texts of each role over the collection's pages of one kind (`noun`: a receipt's total among other
+    receipts' totals, never among invoices'): titles, legend entries, column headings, each field's
+    values. The distractors of reading questions."""
+
+    texts: dict[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, truths: Sequence[dict]) -> Pools:
+        found: dict[str, set[str]] = defaultdict(set)
+        for truth in truths:
+            if truth.get("kind") not in PAGE_KINDS:
+                continue
+            kind = noun(truth)
+            found[f"title:{kind}"].add(truth["title"])
+            found[f"legend:{kind}"].update(truth.get("legend", ()))
+            found[f"heading:{kind}"].update(headings(truth))
+            for name, value in truth.get("fields", {}).items():
+                found[f"field:{kind}:{name}"].add(value)
+        return cls({role: tuple(sorted(values)) for role, values in sorted(found.items())})
+
+    def others(self, role: str, present: Sequence[str]) -> list[str]:
+        """The role's texts over the collection that this page does not show."""
+        shown = {normalise_text(p) for p in present}
+        return [t for t in self.texts.get(role, ()) if normalise_text(t) not in shown]
+
+
+def headings(truth: dict) -> list[str]:
+    """The column headings drawn on the page (a receipt may list its items under none)."""
+    return [t["text"] for t in truth.get("texts", ()) if t["role"] == "column_heading"]
+
+
+def reading(truth, pools: Pools, _settings, rng) -> list[Draft]:
+    shown = [t["text"] for t in truth.get("texts", ())]
+    kind = noun(truth)
+    asks = [(f"What is the title of the {kind}?", truth["title"], f"title:{kind}", "title")]
+    asks += [("Which of these is an entry in the legend of the chart?", entry, f"legend:{kind}", "legend")
+             for entry in truth.get("legend", ())]
+    asks += [(f"Which of these is a column heading in the {kind}?", heading, f"heading:{kind}", "heading")
+             for heading in headings(truth)]
+    asks += [(f"What is written for {name} on the {kind}?", value, f"field:{kind}:{name}", "field")
+             for name, value in truth.get("fields", {}).items()]
+    drafts = []
+    for text, key, role, template in asks:
+        options = _four(rng, key, pools.others(role, shown))
+        if options:
+            drafts.append(Draft(text, options, {"template": "reading", "role": template}))
+    return drafts
+
+
+# -- Chart Layout ---------------------------------------------------------------------------------
+
+def sequence(truth: dict) -> tuple[tuple[str, ...], str]:
+    """The page's entries in the order they are drawn, and the words for going to the next one."""
+    if truth["kind"] == "chart":
+        # a line chart's periods (months, years) follow each other whatever is drawn: not asked about
+        order = {"pie": "going clockwise around the chart", "scatter": "", "line": ""}.get(truth["chart"])
+        if order is None:
+            order = ("going down the chart" if truth["orientation"] == "horizontal"
+                     else "going from left to right across the chart")
+        return tuple(truth["categories"]), order
+    return tuple(row[0] for row in truth.get("rows", ())), f"going down the {noun(truth)}"
+
+
+def layout(truth, _pools, _settings, rng) -> list[Draft]:
+    names, order = sequence(truth)
+    drafts = []
+    if order and len(names) >= 5 and len(set(names)) == len(names):
+        for here, after in zip(names, names[1:]):
+            options = _four(rng, after, [n for n in names if n != here])
+            if options:
+                drafts.append(Draft(f"Which entry comes directly after {here}, {order}?", options,
+                                    {"template": "layout", "relation": "next"}))
+    return drafts
+
+
+TEMPLATES = {"chart_retrieval": retrieval, "chart_comparison": comparison, "chart_arithmetic": arithmetic,
+             "chart_reading": reading, "chart_layout": layout}
+
+
+def page_truth(item: Image) -> dict | None:
+    truth = item.annotations.get("truth") or {}
+    return truth if truth.get("kind") in PAGE_KINDS else None
+
+
+def generate(item: Image, dimension: Dimension, pools: Pools, settings: TextRichSettings,
+             seed: int = 0) -> list[Question]:
+    """Up to `settings.per_dimension` questions about a text-rich page; none about another image."""
+    truth = page_truth(item)
+    if truth is None:
+        return []
+    rng = random.Random(stable_hash(seed, item.id, dimension.id))
+    drafts = TEMPLATES[dimension.key](truth, pools, settings, rng)
+    provenance = Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed, params=keyed(settings))
+    return questions_from(drafts, item, dimension, settings.per_dimension, provenance, rng)
+
+
+class TextRichStage(QuestionStage):
+    """Template questions about rendered charts, tables and documents, from the truth they were drawn from."""
+
+    generator = "textrich"
+    settings_model = TextRichSettings
+
+    def supports(self, dimension: Dimension) -> bool:
+        return dimension.key in TEMPLATES
+
+    def dimension_key(self, dimension: Dimension) -> str:
+        return stable_hash(VERSION, dimension.definition, length=12)
+
+    def prepare(self, context: runner.StageContext, jobs: Sequence[Job]) -> None:
+        self.pools = Pools.of([item.annotations.get("truth") or {} for item in context.store.get_items(kind="image")])
+
+    def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
+        for job in jobs:
+            yield job, Outcome(generate(job.item, job.dimension, self.pools, self.own, seed=self.options.seed))

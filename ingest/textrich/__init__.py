@@ -1,0 +1,86 @@
+"""Text-rich pages with exact truth: charts, tables and documents rendered from data they keep.
+
+A renderer is a function `render(rng: random.Random) -> (PIL image, manifest row)` registered under a
+kind in the entry-point group `benchsmith.renderers` (ours: `chart`, `table`, `document`); another
+package adds a kind the same way. Its row holds, in the format `benchsmith ingest` reads:
+- `ocr`: every text as drawn, each line with its pixel box (`box_px`);
+- `captions`: one sentence saying what the page is;
+- `truth`: the structure it was drawn from (`kind`, then series and values, rows and cells, or fields),
+  with `texts`: each OCR line's role (title, legend, column heading, ...), text and box.
+
+`make_pages` writes the images and `manifest.jsonl`; one seed always gives the same pages.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+from PIL import Image
+
+from benchsmith import plugins
+from benchsmith.paths import DATA_DIR
+from benchsmith.settings import parse_yaml
+
+Renderer = Callable[[random.Random], tuple[Image.Image, dict]]
+MIX = "mix"  # every installed renderer in turn
+
+
+@lru_cache(maxsize=1)
+def page_data() -> dict:
+    """The themes, names and prices pages are drawn from (data/textrich.yaml)."""
+    return parse_yaml((DATA_DIR / "textrich.yaml").read_text(encoding="utf-8"))
+
+
+def px_box(bbox, height: int) -> list[float]:
+    """A matplotlib display box (origin bottom left) as pixel xyxy from the top left."""
+    return [round(float(v), 1) for v in (bbox.x0, height - bbox.y1, bbox.x1, height - bbox.y0)]
+
+
+def row_of(caption: str, texts: list[dict], truth: dict) -> dict:
+    """A manifest row from a page's caption, its drawn texts (each a dict with `role`, `text`, pixel
+    `box_px` and what else places it: row, column, field) and its structure."""
+    texts = [t | {"box_px": [round(v, 1) for v in t["box_px"]]} for t in texts]
+    return {"captions": [caption], "ocr": [{"text": t["text"], "box_px": t["box_px"]} for t in texts],
+            "truth": truth | {"texts": texts}}
+
+
+def kinds() -> list[str]:
+    """The installed renderers' kinds."""
+    return plugins.names("renderers")
+
+
+def renderer(kind: str) -> Renderer:
+    return plugins.load("renderers", kind, where="--kind")
+
+
+def _render_page(job: tuple[Path, str, int, int]) -> str:
+    """Render page `index` of kind `name` into out_dir; its manifest line."""
+    out_dir, name, seed, index = job
+    image, row = renderer(name)(random.Random(f"{seed}:{name}:{index}"))
+    path = f"{name}_{seed}_{index:05d}.png"
+    image.save(out_dir / path, "PNG", compress_level=1)  # fast: the pages are re-encoded at ingest anyway
+    return json.dumps({"path": path, "source": "benchsmith-textrich", "license": "CC0-1.0"} | row)
+
+
+def make_pages(out_dir: Path, kind: str, n: int, seed: int = 0, progress=None, workers: int = 1) -> Path:
+    """Render n pages of `kind` (or of every kind in turn: `mix`) into out_dir with manifest.jsonl, in
+    `workers` processes; return the manifest path. Page i of a kind is the same whatever else is
+    rendered beside it and however many processes render."""
+    names = kinds() if kind == MIX else [kind]
+    for name in names:
+        renderer(name)  # an unknown kind fails before any work
+    out_dir.mkdir(parents=True, exist_ok=True)
+    jobs = [(out_dir, names[index % len(names)], seed, index) for index in range(n)]
+    manifest = out_dir / "manifest.jsonl"
+    with manifest.open("w", encoding="utf-8") as handle, ProcessPoolExecutor(workers) if workers > 1 else nullcontext() as pool:
+        for line in (pool.map(_render_page, jobs, chunksize=4) if pool else map(_render_page, jobs)):
+            handle.write(line + "\n")
+            if progress:
+                progress(1)
+    return manifest
