@@ -20,7 +20,7 @@ from benchsmith.dimensions import registry
 from benchsmith.records import stable_hash
 from benchsmith.status import BATCH_COLUMNS, batch_jobs
 from benchsmith.store.schema import metadata, stage_runs, work_ledger
-from publish.stats import FUNNEL_STEPS, answer_balance, plot_answer_balance, question_frame
+from publish.stats import FUNNEL_STEPS, answer_balance, question_frame, write_plots
 from benchsmith.store import Store
 
 def funnel_by_dimension(frame: pd.DataFrame) -> pd.DataFrame:
@@ -133,7 +133,7 @@ def write_report(store: Store, out_dir: Path, run_id: str | None = None,
                  *review_section(store, review or ReviewSettings()),
                  "## Answer balance (questions still in play)\n", _markdown(balance)]
     if int(balance["count"].sum()):
-        plot_answer_balance(balance, out_dir / "answer_balance.png")
+        write_plots({"answer_balance": balance}, out_dir)
         sections.append("![answer balance](answer_balance.png)\n")
     total_cost = float(costs["cost_usd"].sum()) if not costs.empty else 0.0
     sections += [f"## Tokens and cost (total ${total_cost:.4f})\n", _markdown(costs)]

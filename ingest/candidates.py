@@ -113,10 +113,7 @@ def _read_row_image(dataset, root: Path, index: int, column: str, max_bytes: int
         if not inside(root, path):
             return Rejected("escapes_root", f"path leaves the dataset's folder {root}")
         return read_regular_file(path, max_bytes)  # checked like any file: kind, size
-    return _read_bytes(data or b"", max_bytes)
-
-
-def _read_bytes(data: bytes, max_bytes: int) -> bytes | Rejected:
+    data = data or b""
     if len(data) > max_bytes:
         return Rejected("too_large", f"{len(data):,} bytes is more than ingest.max_bytes ({max_bytes:,})")
     return data

@@ -23,9 +23,12 @@ def check_task_kind(settings, task: str) -> None:
     """A `--task` that names no known reform task kind is a usage error listing the known ones."""
     if not task:
         return
-    from ingest.tasks import load_tasks, tasks_file
+    from ingest.tasks import load_tasks
 
-    known = load_tasks(tasks_file(settings))
+    # the file `generate.reform.tasks` names (default data/reform_tasks.yaml), read from the settings as loaded
+    # (every section is validated at load), so ingest needs no generator's settings model
+    path = settings.raw["generate"]["reform"]["tasks"]
+    known = load_tasks(Path(path) if path else None)
     if task not in known:
         raise typer.BadParameter(f"unknown task kind {task!r}; known: {', '.join(sorted(known))}", param_hint="--task")
 

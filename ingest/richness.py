@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from benchsmith import runner
 from benchsmith.errors import BenchsmithError
-from benchsmith.records import Image, Verdict, stable_hash
+from benchsmith.records import Verdict, stable_hash
 from benchsmith.settings import Richness
 from benchsmith.store import Store
 
@@ -40,17 +40,6 @@ def count_nouns(captions: Sequence[str], model: str) -> int:
     """Nouns in the richest caption."""
     nlp = _nlp(model)
     return max((sum(tok.pos_ in ("NOUN", "PROPN") for tok in doc) for doc in nlp.pipe(captions)), default=0)
-
-
-def judge(image_id: str, nouns: int, settings: Richness) -> Verdict:
-    passed = nouns >= settings.min_nouns
-    return Verdict(subject_id=image_id, subject_kind="item", stage=STAGE, rule="min_nouns", passed=passed,
-                   reason="" if passed else f"richest caption has {nouns} nouns, fewer than {settings.min_nouns}",
-                   details={"nouns": nouns, "spacy_model": settings.spacy_model})
-
-
-def captions_of(image: Image, caption_facts: Sequence[str]) -> list[str]:
-    return [c for c in [*image.annotations.get("captions", []), *caption_facts] if c.strip()]
 
 
 def _outcome(verdict: Verdict | None) -> tuple | None:
@@ -94,18 +83,22 @@ class RichnessStage(runner.Stage):
                    if v.details.get("spacy_model") == self.settings.spacy_model}
         images = store.get_items(kind="image", status=None)
         facts = store.get_facts([i.id for i in images if i.id not in counted], kinds=["caption"])
-        units = [Judged(i.id, earlier.get(i.id), counted.get(i.id),
-                        () if i.id in counted else tuple(captions_of(i, [f.text for f in facts.get(i.id, [])])))
-                 for i in images]
+        units = [Judged(i.id, earlier.get(i.id), counted.get(i.id), () if i.id in counted else tuple(
+                        c for c in [*i.annotations.get("captions", []), *(f.text for f in facts.get(i.id, []))]
+                        if c.strip())) for i in images]
         return [u for u in units if u.nouns is not None or u.captions]
 
     def subject(self, unit: Judged) -> str:
         return _subject(unit.id, unit.verdict)
 
     def process(self, units: Sequence[Judged], _context: runner.StageContext) -> Iterator[tuple[Judged, Verdict]]:
+        s = self.settings
         for unit in units:
-            nouns = unit.nouns if unit.nouns is not None else count_nouns(unit.captions, self.settings.spacy_model)
-            yield unit, judge(unit.id, nouns, self.settings)
+            nouns = unit.nouns if unit.nouns is not None else count_nouns(unit.captions, s.spacy_model)
+            passed = nouns >= s.min_nouns
+            yield unit, Verdict(subject_id=unit.id, subject_kind="item", stage=STAGE, rule="min_nouns", passed=passed,
+                                reason="" if passed else f"richest caption has {nouns} nouns, fewer than {s.min_nouns}",
+                                details={"nouns": nouns, "spacy_model": s.spacy_model})
 
     def commit(self, context: runner.StageContext, pairs: list[tuple[Judged, Verdict]],
                report: runner.StageReport) -> list[runner.Outcome]:

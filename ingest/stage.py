@@ -66,17 +66,6 @@ def _inspect(args: tuple[bytes, int, int]) -> Accepted | Rejected:
     return inspect_image(data, min_side=min_side, max_pixels=max_pixels)
 
 
-def _read(candidate: Candidate, max_bytes: int) -> bytes | Rejected:
-    try:
-        return candidate.read(max_bytes)
-    except IsADirectoryError:
-        return Rejected("not_a_file", "is a directory")
-    except PermissionError:
-        return Rejected("unreadable", "permission denied")
-    except OSError as exc:
-        return Rejected("unreadable", f"cannot be read: {exc.strerror or exc}")
-
-
 def _write_atomic(path: Path, data: bytes) -> None:
     if path.exists() and path.stat().st_size == len(data):
         return
@@ -141,7 +130,14 @@ class IngestStage(runner.Stage):
             if candidate.refused:
                 yield candidate, candidate.refused
                 continue
-            data = _read(candidate, self.settings.max_bytes)
+            try:
+                data = candidate.read(self.settings.max_bytes)
+            except IsADirectoryError:
+                data = Rejected("not_a_file", "is a directory")
+            except PermissionError:
+                data = Rejected("unreadable", "permission denied")
+            except OSError as exc:
+                data = Rejected("unreadable", f"cannot be read: {exc.strerror or exc}")
             if isinstance(data, Rejected):
                 yield candidate, data
             else:
@@ -166,9 +162,10 @@ class IngestStage(runner.Stage):
         for candidate, outcome in pairs:
             subject, name = self.subject(candidate), printable_name(candidate.name)
             records = candidate.annotations.get("reform") or []
-            if isinstance(outcome, Accepted) and records and (outcome.id in new_items or outcome.id in stored_names):
+            earlier = new_items.get(outcome.id) if isinstance(outcome, Accepted) else None
+            seen = earlier is not None or (isinstance(outcome, Accepted) and outcome.id in stored_names)
+            if seen and records:
                 # another annotation of an image already here (VQA: several questions per image): add it there
-                earlier = new_items.get(outcome.id)
                 target = earlier.annotations.setdefault("reform", []) if earlier else more_records.setdefault(outcome.id, [])
                 fresh = [r for r in records if r not in target]
                 target.extend(fresh)
@@ -176,18 +173,11 @@ class IngestStage(runner.Stage):
                     report.annotated += len(fresh)
                 else:
                     report.unchanged += 1
-                outcomes.append(runner.Outcome(subject, "done", details={"name": name, "item": outcome.id}))
-                continue
-            if isinstance(outcome, Accepted):
-                first = new_items.get(outcome.id)
-                first_name = first.original_name if first else stored_names.get(outcome.id)
-                if first_name is not None and first_name != name:
-                    outcome = Rejected("duplicate", f"same bytes as {first_name}", outcome.id)
-                elif first_name is not None:
-                    report.unchanged += 1
-                    outcomes.append(runner.Outcome(subject, "done", details={"name": name, "item": outcome.id}))
-                    continue
-            if isinstance(outcome, Accepted):
+            elif seen and (first_name := earlier.original_name if earlier else stored_names[outcome.id]) != name:
+                outcome = Rejected("duplicate", f"same bytes as {first_name}", outcome.id)
+            elif seen:
+                report.unchanged += 1
+            elif isinstance(outcome, Accepted):
                 try:
                     annotations = normalise_annotations(candidate.annotations, outcome.width, outcome.height)
                 except ValueError as exc:
@@ -199,12 +189,13 @@ class IngestStage(runner.Stage):
                                         details={"sha256": outcome.id} if outcome.id else {}))
                 outcomes.append(runner.Outcome(subject, "failed", outcome.rule, {"name": name}))
                 continue
-            report.dropped.update(d["kind"] for d in annotations.get("dropped", []))
-            relative = f"{outcome.id[:2]}/{outcome.id}{outcome.extension}"
-            _write_atomic(self.media_dir / relative, outcome.data)
-            new_items[outcome.id] = Image(id=outcome.id, path=relative, width=outcome.width, height=outcome.height,
-                                          source=candidate.source, license=candidate.license, original_name=name,
-                                          annotations=annotations)
+            if not seen:
+                report.dropped.update(d["kind"] for d in annotations.get("dropped", []))
+                relative = f"{outcome.id[:2]}/{outcome.id}{outcome.extension}"
+                _write_atomic(self.media_dir / relative, outcome.data)
+                new_items[outcome.id] = Image(id=outcome.id, path=relative, width=outcome.width, height=outcome.height,
+                                              source=candidate.source, license=candidate.license, original_name=name,
+                                              annotations=annotations)
             outcomes.append(runner.Outcome(subject, "done", details={"name": name, "item": outcome.id}))
         report.added += store.add_items(list(new_items.values()))
         if more_records:

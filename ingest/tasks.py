@@ -29,13 +29,6 @@ class TaskKind(BaseModel):
     fields: dict[str, tuple[str, ...]]
 
 
-def tasks_file(settings) -> Path | None:
-    """The task kinds file that `generate.reform.tasks` names; None: data/reform_tasks.yaml. Read from the
-    settings as loaded (every section is validated at load), so ingest needs no generator's settings model."""
-    path = settings.raw["generate"]["reform"]["tasks"]
-    return Path(path) if path else None
-
-
 @lru_cache(maxsize=4)
 def load_tasks(path: Path | None = None) -> dict[str, TaskKind]:
     data = parse_yaml((path or TASKS_FILE).read_text(encoding="utf-8"))

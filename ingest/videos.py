@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from benchsmith import runner
 from benchsmith.errors import BenchsmithError
+from benchsmith.images import Rejected
 from benchsmith.records import Verdict, Video, stable_hash
 from ingest.candidates import file_problem, file_version, inside
 from ingest.stage import IngestReport
@@ -63,26 +64,19 @@ class VideoRow(BaseModel):
     license: str = ""
 
 
-@dataclass(frozen=True)
-class Probe:
-    fps: float
-    n_frames: int
-    width: int
-    height: int
-
-
-def probe(path: Path) -> Probe:
+def probe(path: Path) -> tuple[float, int, int, int]:
+    """The video's frame rate, frame count, width and height."""
     capture = cv2.VideoCapture(str(path))
     try:
         if not capture.isOpened():
             raise ValueError("not a video this machine can decode")
-        found = Probe(capture.get(cv2.CAP_PROP_FPS) or 0.0, int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0),
-                      int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+        fps, n_frames = capture.get(cv2.CAP_PROP_FPS) or 0.0, int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
+        size = int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT))
     finally:
         capture.release()
-    if found.n_frames <= 0 or found.fps <= 0:
+    if n_frames <= 0 or fps <= 0:
         raise ValueError("the video has no frames or no frame rate")
-    return found
+    return fps, n_frames, *size
 
 
 def frame_indices(n_frames: int, count: int) -> list[int]:
@@ -117,14 +111,6 @@ class VideoLine:
     version: str   # the line itself and its file's size and times
 
 
-@dataclass(frozen=True)
-class VideoOutcome:
-    video: Video | None = None
-    unchanged: bool = False
-    rule: str = ""
-    reason: str = ""
-
-
 class VideoStage(runner.Stage):
     """The rows of one video manifest as a runner stage (ledger stage `ingest`, subject = the manifest, the
     row number and its version), so a rerun probes, hashes and samples only new or changed rows."""
@@ -156,66 +142,67 @@ class VideoStage(runner.Stage):
         return 1, None
 
     def process(self, lines: Sequence[VideoLine],
-                context: runner.StageContext) -> Iterator[tuple[VideoLine, VideoOutcome]]:
+                context: runner.StageContext) -> Iterator[tuple[VideoLine, Video | Rejected | None]]:
         for line in lines:
             yield line, self._one(line, context.store)
 
-    def _one(self, line: VideoLine, store) -> VideoOutcome:
+    def _one(self, line: VideoLine, store) -> Video | Rejected | None:
+        """The row's new video, why it is refused, or None when the store has it already."""
         number = line.number
         try:
             row = VideoRow.model_validate(json.loads(line.text))
         except json.JSONDecodeError as exc:
-            return VideoOutcome(rule="bad_row", reason=f"row {number}: not JSON: {exc.msg}")
+            return Rejected("bad_row", f"row {number}: not JSON: {exc.msg}")
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'row'}: {e['msg']}" for e in exc.errors())
-            return VideoOutcome(rule="bad_row", reason=f"row {number}: {problems}")
+            return Rejected("bad_row", f"row {number}: {problems}")
         source = self.manifest.parent / row.path
         if not inside(self.manifest.parent, source):
-            return VideoOutcome(rule="path_outside_root", reason=f"row {number}: {row.path!r} leaves the manifest's folder")
+            return Rejected("path_outside_root", f"row {number}: {row.path!r} leaves the manifest's folder")
         problem = file_problem(source)  # before any open: a FIFO would block, a link loop would raise
         if problem is not None and problem.rule == "missing":
-            return VideoOutcome(rule="missing_file", reason=f"row {number}: {row.path} not found")
+            return Rejected("missing_file", f"row {number}: {row.path} not found")
         if problem is not None:
-            return VideoOutcome(rule=problem.rule, reason=f"row {number}: {row.path} {problem.reason}")
+            return Rejected(problem.rule, f"row {number}: {row.path} {problem.reason}")
         try:
-            found = probe(source)
+            fps, n_frames, width, height = probe(source)
         except ValueError as exc:
-            return VideoOutcome(rule="bad_video", reason=f"row {number}: {exc}")
+            return Rejected("bad_video", f"row {number}: {exc}")
         with source.open("rb") as handle:  # streamed: a video can be larger than memory
             video_id = hashlib.file_digest(handle, "sha256").hexdigest()
         if store.known_item_ids([video_id]):
-            return VideoOutcome(unchanged=True)
+            return None
         stored = Path("videos") / f"{video_id}{source.suffix.lower()}"
         (self.media_dir / stored).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, self.media_dir / stored)
         try:
-            sampled = sample_frames(source, self.frames, self.media_dir / "frames" / video_id, found.fps, found.n_frames)
+            sampled = sample_frames(source, self.frames, self.media_dir / "frames" / video_id, fps, n_frames)
         except ValueError as exc:
-            return VideoOutcome(rule="bad_video", reason=f"row {number}: {exc}")
+            return Rejected("bad_video", f"row {number}: {exc}")
         segments = sorted(row.segments, key=lambda s: (s.start, s.end))
-        return VideoOutcome(Video(
-            id=video_id, path=str(stored), width=found.width, height=found.height, fps=found.fps,
-            n_frames=found.n_frames, frames=[str(p.relative_to(self.media_dir)) for p, _t in sampled],
+        return Video(
+            id=video_id, path=str(stored), width=width, height=height, fps=fps,
+            n_frames=n_frames, frames=[str(p.relative_to(self.media_dir)) for p, _t in sampled],
             source=row.source, license=row.license, original_name=source.name,
             annotations={"segments": [s.model_dump() for s in segments], "steps": row.steps,
-                         "frame_times": [t for _p, t in sampled], "duration": round(found.n_frames / found.fps, 3)}))
+                         "frame_times": [t for _p, t in sampled], "duration": round(n_frames / fps, 3)})
 
-    def commit(self, context: runner.StageContext, pairs: list[tuple[VideoLine, VideoOutcome]],
+    def commit(self, context: runner.StageContext, pairs: list[tuple[VideoLine, Video | Rejected | None]],
                stage_report: runner.StageReport) -> list[runner.Outcome]:
         store = context.store
         refusals, outcomes = [], []
         for line, outcome in pairs:
             subject = self.subject(line)
-            if outcome.rule:
+            if isinstance(outcome, Rejected):
                 self.report.rejected[outcome.rule] += 1
                 refusals.append(Verdict(subject_id=f"{self.manifest}:{line.number}", subject_kind="input",
                                         stage=STAGE, rule=outcome.rule, passed=False, reason=outcome.reason))
                 outcomes.append(runner.Outcome(subject, "failed", outcome.rule))
                 continue
-            if outcome.unchanged:
+            if outcome is None:
                 self.report.unchanged += 1
             else:
-                self.report.added += store.add_items([outcome.video])
+                self.report.added += store.add_items([outcome])
             outcomes.append(runner.Outcome(subject, "done"))
         if refusals:
             store.add_verdicts(refusals)

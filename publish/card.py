@@ -20,6 +20,7 @@ from publish.settings import PublishSettings
 
 TEMPLATE = Path(__file__).with_name("card.md")
 ALL = "all"
+SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
 
 
 class _PlainDumper(yaml.SafeDumper):
@@ -39,36 +40,24 @@ class Changes:
     kinds: dict[str, str] = field(default_factory=dict)  # item id -> its kind, for items not questions
 
 
-def size_category(n: int) -> str:
-    for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
-                         (1_000_000, "100K<n<1M")):
-        if n < bound:
-            return label
-    return "1M<n<10M"
-
-
 def metadata(settings: PublishSettings, shards: dict[str, list[str]], counts: dict[str, int],
              sizes: dict[str, int], conversation_shards: Sequence[str] = ()) -> dict:
     """The card's YAML block: configs (each dimension, `all` over every question shard, and
     `conversations` when there are any), features, sizes.
     `datasets` ignores (with a warning) a split that lacks its name, num_examples or num_bytes."""
-    features = FEATURES._to_yaml_list()
-    configs = [{"config_name": ALL, "default": True,
-                "data_files": [{"split": settings.split, "path": f"data/*/{settings.split}-*.parquet"}]}]
-    configs += [{"config_name": config, "data_files": [{"split": settings.split, "path": paths}]}
-                for config, paths in shards.items()]
-    infos = [{"config_name": name, "features": features,
-              "splits": [{"name": settings.split, "num_bytes": sizes[name], "num_examples": counts[name]}]}
-             for name in [ALL, *shards]]
+    split = settings.split
+    files = {ALL: f"data/*/{split}-*.parquet", **shards}
+    features = dict.fromkeys(files, FEATURES)
     if conversation_shards:
-        name = conversation_config.CONFIG
-        configs.append({"config_name": name, "data_files": [{"split": settings.split,
-                                                             "path": list(conversation_shards)}]})
-        infos.append({"config_name": name, "features": conversation_config.FEATURES._to_yaml_list(),
-                      "splits": [{"name": settings.split, "num_bytes": sizes[name], "num_examples": counts[name]}]})
+        files[conversation_config.CONFIG] = list(conversation_shards)
+        features[conversation_config.CONFIG] = conversation_config.FEATURES
+    configs = [{"config_name": name, **({"default": True} if name == ALL else {}),
+                "data_files": [{"split": split, "path": path}]} for name, path in files.items()]
+    infos = [{"config_name": name, "features": features[name]._to_yaml_list(),
+              "splits": [{"name": split, "num_bytes": sizes[name], "num_examples": counts[name]}]} for name in files]
     return {"pretty_name": settings.pretty_name, "license": settings.license, "language": settings.language,
             "task_categories": settings.task_categories, "tags": settings.tags,
-            "size_categories": [size_category(counts[ALL])], "configs": configs, "dataset_info": infos}
+            "size_categories": [next((label for bound, label in SIZE_CATEGORIES if counts[ALL] < bound), "1M<n<10M")], "configs": configs, "dataset_info": infos}
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -111,15 +100,8 @@ def changes_text(changes: Changes) -> str:
             f"{len(changes.changed)} changed. `CHANGELOG.md` lists the ids.")
 
 
-def lmms_eval_hub_note(task: str, repo: str, version: str, hub_task: bool) -> str:
-    if not hub_task:
-        return ""
-    return (f"Without downloading the data first, `--tasks {task}_hub` reads `{repo}` at tag `{version}` from "
-            "the Hub; then only the `lmms_eval/` folder is needed locally.")
-
-
 def render_card(*, settings: PublishSettings, version: str, date: str, repo: str, tsv: str, lmms_task: str,
-                hub_task: bool, shards: dict[str, list[str]], sizes: dict[str, int], entries: Sequence[Entry],
+                shards: dict[str, list[str]], sizes: dict[str, int], entries: Sequence[Entry],
                 tables: dict[str, pd.DataFrame], extractors: Sequence[str], blind: dict, checks: pd.DataFrame,
                 signal: pd.DataFrame, changes: Changes, blind_accuracy: pd.DataFrame,
                 conversations: Sequence[conversation_config.ConversationEntry] = (),
@@ -140,7 +122,9 @@ def render_card(*, settings: PublishSettings, version: str, date: str, repo: str
         where_note="" if repo else "# the path of this release's folder (it is not on the Hub)",
         download=f"hf download {repo} --repo-type dataset --local-dir {settings.name}" if repo else "",
         local_folder=settings.name if repo else where, example_config=next(iter(shards)), tsv=tsv,
-        lmms_task=lmms_task, lmms_hub=lmms_eval_hub_note(lmms_task, repo, version, hub_task),
+        lmms_task=lmms_task, lmms_hub=(f"Without downloading the data first, `--tasks {lmms_task}_hub` reads `{repo}` "
+                                       f"at tag `{version}` from the Hub; then only the `lmms_eval/` folder is "
+                                       "needed locally.") if repo else "",
         dimension_table=markdown_table(tables["dimension_counts"]), extractors=_listing(extractors),
         generators=_listing(generators), filter_summary=filter_summary(blind), checks_table=markdown_table(checks),
         blind_table=markdown_table(blind_accuracy),

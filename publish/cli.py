@@ -46,11 +46,11 @@ def register(app: typer.Typer, context) -> None:
 
         c = context(ctx)
         with c.store() as store:
-            counts = store.question_counts()
-            total = sum(n for (_dimension, status), n in counts.items() if status in ("accepted", "published"))
-        with c.store() as store, progress_bar("publishing", total) as advance:
-            result = build_release(store, c.settings, version, out=out, repo=push or "",
-                                   allow_changes=allow_changes, withdraw=withdraw or (), progress=advance)
+            total = sum(n for (_dimension, status), n in store.question_counts().items()
+                        if status in ("accepted", "published"))
+            with progress_bar("publishing", total) as advance:
+                result = build_release(store, c.settings, version, out=out, repo=push or "",
+                                       allow_changes=allow_changes, withdraw=withdraw or (), progress=advance)
         console.print(release_table(result.version, result.n_questions, result.folder, result.per_config))
         if result.changes.previous:
             console.print(f"since {result.changes.previous}: {len(result.changes.added)} added, "

@@ -11,13 +11,14 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import datasets
 
 from publish.dataset import write_shards
 from publish.entries import media_of, public_name
 from publish.settings import PublishSettings
-from benchsmith.records import LEVELS, Conversation, Image, Turn, Video, stable_hash
+from benchsmith.records import LEVELS, Conversation, Turn, stable_hash
 from benchsmith.store import Store
 
 CONFIG = "conversations"
@@ -53,13 +54,6 @@ class ConversationEntry:
         return stable_hash([t.model_dump() for t in self.turns], self.data_id, self.media)
 
 
-def entry_for(conversation: Conversation, item: Image | Video, annotators: int) -> ConversationEntry:
-    return ConversationEntry(
-        conversation_id=conversation.id, turns=tuple(conversation.final_turns), media=media_of(item), data_id=item.id,
-        source=public_name(item.source), generator=conversation.provenance.backend,
-        model=public_name(conversation.provenance.model), annotators=annotators)
-
-
 def collect(store: Store, conversations: Sequence[Conversation] | None = None) -> list[ConversationEntry]:
     """Every accepted or published conversation (or those given) whose image is still in use, in id order."""
     if conversations is None:
@@ -67,29 +61,23 @@ def collect(store: Store, conversations: Sequence[Conversation] | None = None) -
     items = {item.id: item for item in store.get_items(sorted({c.item_id for c in conversations}))}
     reviews = store.get_reviews([c.id for c in conversations], kind="conversation")
     reviewers = Counter(cid for cid, _annotation in {(r.conversation_id, r.annotation_id) for r in reviews})
-    entries = [entry_for(c, items[c.item_id], reviewers[c.id]) for c in conversations if c.item_id in items]
+    entries = [ConversationEntry(conversation_id=c.id, turns=tuple(c.final_turns), media=media_of(item), data_id=item.id,
+                                 source=public_name(item.source), generator=c.provenance.backend,
+                                 model=public_name(c.provenance.model), annotators=reviewers[c.id])
+               for c in conversations if (item := items.get(c.item_id))]
     return sorted(entries, key=lambda e: e.conversation_id)
 
 
-def _columns(entries: Sequence[ConversationEntry], images: list[list[bytes]]) -> dict[str, list]:
-    columns: dict[str, list] = {"conversation_id": [e.conversation_id for e in entries],
-                                "image": [[{"bytes": data, "path": None} for data in frames] for frames in images]}
-    for n in TURNS:
-        columns[f"level_{n}"] = [e.turns[n - 1].level for e in entries]
-        columns[f"task_{n}"] = [e.turns[n - 1].task for e in entries]
-        columns[f"instruction_{n}"] = [e.turns[n - 1].instruction for e in entries]
-        columns[f"reference_{n}"] = [e.turns[n - 1].reference for e in entries]
-        columns[f"focus_points_{n}"] = [list(e.turns[n - 1].focus_points) for e in entries]
-    for name in ("data_id", "source", "generator", "model", "annotators"):
-        columns[name] = [getattr(e, name) for e in entries]
-    return columns
+def _fields(entry: ConversationEntry) -> dict[str, Any]:
+    return vars(entry) | {f"{name}_{n}": getattr(turn, name) for n, turn in zip(TURNS, entry.turns)
+                          for name in ("level", "task", "instruction", "reference", "focus_points")}
 
 
 def write(entries: Sequence[ConversationEntry], folder: Path, encoded: Callable[[str], bytes],
           settings: PublishSettings) -> list[str]:
     """Write the shards; return their paths relative to `folder`."""
     return write_shards(entries, folder, lambda shard, n: f"{CONFIG}/{settings.split}-{shard:05d}-of-{n:05d}.parquet",
-                        _columns, FEATURES, settings.shard_rows, encoded)
+                        _fields, FEATURES, settings.shard_rows, encoded)
 
 
 def card_section(entries: Sequence[ConversationEntry], repo: str, split: str) -> str:

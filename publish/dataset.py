@@ -43,27 +43,8 @@ TSV_COLUMNS = ["index", "image", "question", *LETTERS, "answer", "category", "qu
 VLMEVAL_REFERENCE_MAX = 64
 
 
-def shard_path(config: str, split: str, shard: int, n_shards: int) -> str:
-    return f"data/{config}/{split}-{shard:05d}-of-{n_shards:05d}.parquet"
-
-
-def _columns(entries: Sequence[Entry], images: list[list[bytes]]) -> dict[str, list]:
-    return {
-        "question_id": [e.question_id for e in entries],
-        "question": [e.question for e in entries],
-        **{f"choice_{letter.lower()}": [e.choices[i] for e in entries] for i, letter in enumerate(LETTERS)},
-        "answer": [e.answer for e in entries],
-        "image": [[{"bytes": data, "path": None} for data in frames] for frames in images],
-        "data_type": [e.data_type for e in entries],
-        "question_type_id": [e.question_type_id for e in entries],
-        "category": [e.category for e in entries],
-        "data_id": [e.data_id for e in entries],
-        "source": [e.source for e in entries],
-        "generator": [e.generator for e in entries],
-        "model": [e.model for e in entries],
-        "agreement": [e.agreement for e in entries],
-        "annotators": [e.annotators for e in entries],
-    }
+def _fields(entry: Entry) -> dict[str, Any]:
+    return vars(entry) | {f"choice_{letter.lower()}": choice for letter, choice in zip(LETTERS, entry.choices)}
 
 
 class TsvWriter:
@@ -123,8 +104,8 @@ def write_data(by_config: dict[str, list[Entry]], folder: Path, encoded: Callabl
     try:
         for config, entries in by_config.items():
             shards[config] = write_shards(
-                entries, folder, lambda shard, n, config=config: shard_path(config, settings.split, shard, n),
-                _columns, FEATURES, settings.shard_rows, encoded, written)
+                entries, folder, lambda shard, n, config=config: f"data/{config}/{settings.split}-{shard:05d}-of-{n:05d}.parquet",
+                _fields, FEATURES, settings.shard_rows, encoded, written)
     finally:
         tsv.close()
         if bars_were_on:
@@ -133,20 +114,24 @@ def write_data(by_config: dict[str, list[Entry]], folder: Path, encoded: Callabl
 
 
 def write_shards(entries: Sequence[Any], folder: Path, path_of: Callable[[int, int], str],
-                 columns: Callable[[Sequence[Any], list[list[bytes]]], dict[str, list]], features: datasets.Features,
+                 fields: Callable[[Any], dict[str, Any]], features: datasets.Features,
                  shard_rows: int, encoded: Callable[[str], bytes],
                  written: Callable[[Sequence[Any], list[list[bytes]]], None] = lambda chunk, images: None) -> list[str]:
-    """Write `entries` as parquet shards of `shard_rows` rows, each entry's media read through `encoded`;
-    `written(chunk, images)` after each shard. Returns the shards' paths (`path_of(shard, n_shards)`),
-    relative to `folder`. One shard's images are in memory at a time."""
+    """Write `entries` as parquet shards of `shard_rows` rows: each feature's column from `fields(entry)`,
+    and `image` from the entry's media read through `encoded`; `written(chunk, images)` after each shard.
+    Returns the shards' paths (`path_of(shard, n_shards)`), relative to `folder`. One shard's images are in
+    memory at a time."""
     n_shards = -(-len(entries) // shard_rows)
     paths = []
     for shard in range(n_shards):
         chunk = entries[shard * shard_rows:(shard + 1) * shard_rows]
         images = [[encoded(relative) for relative in entry.media] for entry in chunk]
+        rows = [fields(entry) for entry in chunk]
+        columns = {name: [[{"bytes": data, "path": None} for data in frames] for frames in images] if name == "image"
+                   else [row[name] for row in rows] for name in features}
         relative_path = path_of(shard, n_shards)
         (folder / relative_path).parent.mkdir(parents=True, exist_ok=True)
-        datasets.Dataset.from_dict(columns(chunk, images), features=features).to_parquet(str(folder / relative_path))
+        datasets.Dataset.from_dict(columns, features=features).to_parquet(str(folder / relative_path))
         written(chunk, images)
         paths.append(relative_path)
     return paths

@@ -54,9 +54,7 @@ class CleanImages:
 
     def __call__(self, relative: str) -> bytes:
         source, cached = self._paths(relative)
-        if cached.is_file():
-            return cached.read_bytes()
-        return self._encode(source, cached)
+        return cached.read_bytes() if cached.is_file() else self._encode(source, cached)
 
     def ensure(self, relative: str) -> bool:
         """Put the clean encoding of `relative` in the cache; True when it was encoded now, False when it

@@ -3,6 +3,7 @@ with the version. The token comes from the environment (HF_TOKEN) only."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -24,10 +25,8 @@ HTTP_CLIENTS = (("httpx2", "TransportError"), ("httpx", "TransportError"), ("req
 def _connection_errors() -> tuple[type[BaseException], ...]:
     found: list[type[BaseException]] = [OSError]
     for module, name in HTTP_CLIENTS:
-        try:
+        with contextlib.suppress(ImportError):
             found.append(getattr(importlib.import_module(module), name))
-        except ImportError:
-            continue
     return tuple(found)
 
 

@@ -106,12 +106,8 @@ def extractor_name(key: str) -> str:
 
 
 def _check_table(store: Store) -> pd.DataFrame:
-    def outcome(passed: bool, reason: str) -> str:
-        if passed:
-            return "passed"
-        return "tied, sent for a deciding review" if reason.startswith(ADJUDICATION) else "failed"
-
-    rows = [(stage, rule, outcome(passed, reason), n)
+    rows = [(stage, rule, "passed" if passed else "tied, sent for a deciding review"
+             if reason.startswith(ADJUDICATION) else "failed", n)
             for (stage, rule, passed, reason), n in store.verdict_counts().items() if stage not in NOT_A_FILTER]
     frame = pd.DataFrame(rows, columns=["stage", "rule", "outcome", "n"])
     return frame.groupby(["stage", "rule", "outcome"], as_index=False)["n"].sum()
@@ -131,9 +127,7 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
     released = frame[frame["question_id"].isin(hashes)]
     tables = stats.stats_tables(frame) | {"dimension_counts": stats.dimension_counts(released),
                                          "answer_balance": stats.answer_balance(released)}
-    stats.plot_dimension_counts(tables["dimension_counts"], folder / "plots" / "dimension_counts.png")
-    stats.plot_funnel(tables["funnel"], folder / "plots" / "funnel.png")
-    stats.plot_answer_balance(tables["answer_balance"], folder / "plots" / "answer_balance.png")
+    stats.write_plots(tables, folder / "plots")
 
     date = datetime.now(timezone.utc).date().isoformat()
     sizes = {config: uncompressed_bytes(folder, paths) for config, paths in shards.items()}
@@ -143,7 +137,7 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
     extractors = sorted({extractor_name(key) for key, _status in store.extraction_counts()})
     (folder / "README.md").write_text(render_card(
         settings=options, version=release.version, date=date, repo=repo,
-        tsv=tsv_name, lmms_task=lmms_task, hub_task=bool(repo), shards=shards, sizes=sizes, entries=entries,
+        tsv=tsv_name, lmms_task=lmms_task, shards=shards, sizes=sizes, entries=entries,
         tables=tables, extractors=extractors,
         blind=(settings.raw.get("filter") or {}).get("blind") or {}, checks=_check_table(store),
         signal=pd.DataFrame(review_signal(store, registry()), columns=SIGNAL_COLUMNS),

@@ -48,14 +48,6 @@ def question_frame(store) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def at_status(frame: pd.DataFrame, statuses: str | list[str] | None) -> pd.DataFrame:
-    """The questions in the given status(es); all of them for None."""
-    if statuses is None:
-        return frame
-    wanted = [statuses] if isinstance(statuses, str) else list(statuses)
-    return frame[frame["status"].isin(wanted)]
-
-
 def dimension_counts(frame: pd.DataFrame) -> pd.DataFrame:
     """Questions per dimension, in dimension order."""
     counts = frame.groupby(["dimension_id", "category"]).size().rename("count").reset_index()
@@ -98,34 +90,32 @@ def _bar_chart(labels: list[str], values: list[int], title: str, path: Path, hor
     return path
 
 
-def plot_dimension_counts(counts: pd.DataFrame, path: Path) -> Path:
-    return _bar_chart(list(counts["category"]), list(counts["count"]), "Questions per dimension", path, True)
+PLOTS = {"dimension_counts": ("category", "Questions per dimension", True),  # table -> label column, title, horizontal
+         "funnel": ("step", "From generated to published", True),
+         "answer_balance": ("answer", "Correct answer letter", False)}
 
 
-def plot_funnel(steps: pd.DataFrame, path: Path) -> Path:
-    return _bar_chart(list(steps["step"]), list(steps["count"]), "From generated to published", path, True)
-
-
-def plot_answer_balance(balance: pd.DataFrame, path: Path) -> Path:
-    return _bar_chart(list(balance["answer"]), list(balance["count"]), "Correct answer letter", path, False)
+def write_plots(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
+    """The standard plot of each of `tables` that has one, as `<name>.png` in `out_dir`."""
+    return [_bar_chart(list(tables[name][label]), list(tables[name]["count"]), title, out_dir / f"{name}.png", horizontal)
+            for name, (label, title, horizontal) in PLOTS.items() if name in tables]
 
 
 def stats_tables(frame: pd.DataFrame, statuses: str | list[str] | None = None) -> dict[str, pd.DataFrame]:
     """The standard tables: status x dimension and the funnel over everything, counts and answer
     balance over the chosen statuses."""
-    chosen = at_status(frame, statuses)
+    chosen = frame if statuses is None else frame[frame["status"].isin(
+        [statuses] if isinstance(statuses, str) else list(statuses))]
     return {"status_by_dimension": status_table(frame), "funnel": funnel(frame),
             "dimension_counts": dimension_counts(chosen), "answer_balance": answer_balance(chosen)}
 
 
 def write_stats(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
-    """Each table as CSV, and the three standard plots as PNG."""
+    """Each table as CSV, and the standard plots as PNG."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, table in tables.items():
         table.to_csv(out_dir / f"{name}.csv", index=False)
         written.append(out_dir / f"{name}.csv")
-    written += [plot_dimension_counts(tables["dimension_counts"], out_dir / "dimension_counts.png"),
-                plot_funnel(tables["funnel"], out_dir / "funnel.png"),
-                plot_answer_balance(tables["answer_balance"], out_dir / "answer_balance.png")]
+    written += write_plots(tables, out_dir)
     return written

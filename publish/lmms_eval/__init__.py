@@ -34,17 +34,13 @@ def task_name(name: str, version: str) -> str:
     return slug if slug[:1].isalpha() else f"bench_{slug}"
 
 
-def _metrics(names: Iterable[str]) -> str:
-    return "\n".join(f"  - metric: {name}\n    aggregation: !function utils.accuracy\n    higher_is_better: true"
-                     for name in names)
-
-
 def _render(*, task: str, dataset: dict, usage: str, pretty_name: str, version: str, split: str,
             metrics: list[str]) -> str:
     return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
         task=task, dataset=yaml.safe_dump(dataset, sort_keys=False, default_flow_style=False, width=1000).strip(),
         usage=usage, pretty_name=" ".join(pretty_name.split()), version=version, split=split,
-        metrics=_metrics(metrics), post_prompt=json.dumps(POST_PROMPT))
+        metrics="\n".join(f"  - metric: {name}\n    aggregation: !function utils.accuracy\n    higher_is_better: true"
+                          for name in metrics), post_prompt=json.dumps(POST_PROMPT))
 
 
 def write_task(folder: Path, *, name: str, pretty_name: str, version: str, split: str,
