@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import sqlalchemy as sa
@@ -31,10 +32,8 @@ class EvalsMixin:
         """Prediction rows; one already there for its run and subject is kept as it was."""
         now = utcnow()
         rows = [{**row, "created_at": now} for row in rows]
-        if conn is not None:
+        with nullcontext(conn) if conn is not None else self.engine.begin() as conn:
             return len(insert_new(conn, eval_predictions, rows))
-        with self.engine.begin() as own:
-            return len(insert_new(own, eval_predictions, rows))
 
     def predictions(self, run_ids: Sequence[str]) -> list[dict[str, Any]]:
         return self._rows_of_runs(eval_predictions, run_ids)
