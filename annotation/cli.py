@@ -51,7 +51,7 @@ def register(app: typer.Typer, context) -> None:
         """
         from annotation import conversations as review_conversations
         from annotation.client import connect
-        from annotation.push import FIRST, push, questions_to_push
+        from annotation.push import FIRST, Round, push, questions_to_push
         from annotation.settings import ReviewSettings
         from benchsmith.dimensions import registry
 
@@ -62,7 +62,7 @@ def register(app: typer.Typer, context) -> None:
                 from annotation.second_look import flagged_plan
 
                 second = flagged_plan(store)
-                questions, round_ = second.questions, second.as_round()
+                questions, round_ = second.questions, Round(second.round, second.notes)
             else:
                 questions = questions_to_push(store, c.settings.section("review", ReviewSettings))
                 round_ = FIRST
@@ -225,12 +225,6 @@ def register(app: typer.Typer, context) -> None:
         console.print("stopped")
 
 
-def signal_table(rows) -> object:
-    from annotation.signal import COLUMNS
-
-    return table("reviewed answers against the generators' keys", COLUMNS, rows)
-
-
 def print_adjudication_hint(n_flagged: int, overlap: int) -> None:
     """What to do about ties: they wait for one more annotation, which the overlap or a reviewer gives."""
     if n_flagged:
@@ -245,11 +239,11 @@ def print_round(store, settings, n_flagged: int) -> None:
     """What a pull leaves a maintainer to look at: agreement, the generators' signal, and open ties."""
     from annotation.pull import agreement
     from annotation.settings import ReviewSettings
-    from annotation.signal import review_signal
+    from annotation.signal import COLUMNS, review_signal
     from benchsmith.dimensions import registry
 
     console.print(agreement_table(agreement(store)))
-    console.print(signal_table(review_signal(store, registry())))
+    console.print(table("reviewed answers against the generators' keys", COLUMNS, review_signal(store, registry())))
     print_adjudication_hint(n_flagged, settings.section("review", ReviewSettings).overlap)
 
 

@@ -74,9 +74,13 @@ def calls(server: Server) -> Iterator[None]:
             f"Label Studio at {server.url} answered HTTP {exc.status_code}: {str(exc.body)[:300]}") from None
 
 
-def submitted_annotations(server: Server, project_ids: set[int], data_key: str) -> Iterator[tuple[dict, dict]]:
-    """(task, annotation) for every submitted, not skipped, annotation on these projects' tasks whose data
-    holds `data_key` (`question_id`, `conversation_id`), each annotation's `completed_by` given its email."""
+def read_annotations(server: Server, project_ids: set[int], data_key: str,
+                     parse: Callable[[dict, dict], T]) -> tuple[list[T], list[str]]:
+    """Every submitted, not skipped, annotation on these projects' tasks whose data holds `data_key`
+    (`question_id`, `conversation_id`), its `completed_by` given its email, as `parse(task, annotation)`;
+    and why any could not be read (`parse` raised ValueError: a choice the current config does not have),
+    so one odd annotation does not stop a pull."""
+    parsed, unreadable = [], []
     with calls(server):
         emails = {u.id: u.email for u in server.client.users.list()}
         for project_id in sorted(project_ids):
@@ -90,18 +94,8 @@ def submitted_annotations(server: Server, project_ids: set[int], data_key: str) 
                     who = annotation.get("completed_by")
                     if isinstance(who, int):
                         annotation = annotation | {"completed_by": {"id": who, "email": emails.get(who, "")}}
-                    yield task, annotation
-
-
-def read_annotations(server: Server, project_ids: set[int], data_key: str,
-                     parse: Callable[[dict, dict], T]) -> tuple[list[T], list[str]]:
-    """Every submitted annotation on these projects, each `parse(task, annotation)`d; and why any could not
-    be read (`parse` raised ValueError: a choice the current config does not have), so one odd annotation
-    does not stop a pull."""
-    parsed, unreadable = [], []
-    for task, annotation in submitted_annotations(server, project_ids, data_key):
-        try:
-            parsed.append(parse(task, annotation))
-        except ValueError as exc:
-            unreadable.append(str(exc))
+                    try:
+                        parsed.append(parse(task, annotation))
+                    except ValueError as exc:
+                        unreadable.append(str(exc))
     return parsed, unreadable

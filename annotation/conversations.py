@@ -17,20 +17,20 @@ away) is not accepted: the conversation waits with a verdict saying why, until a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from annotation.client import Server, read_annotations
 from annotation.lifecycle import Decision
-from annotation.labeling import KEEP, annotator_of, image_urls, keep_or_discard, saved_at
-from annotation.push import PushReport, image_base, open_project, run_push
+from annotation.labeling import KEEP, annotator_of, image_urls, keep_or_discard, results, saved_at
+from annotation.push import PushReport, PushStage, image_base, open_project
 from annotation.settings import ReviewSettings
+from benchsmith import runner
 from benchsmith.records import LEVELS, Conversation, ConversationReview, Image, Turn
 from benchsmith.settings import Settings
 from benchsmith.store import Store
 from generators.quality import QualitySettings, conversation_rule
 
-STAGE = "review"
 FIELDS = ("instruction", "reference", "focus_points")
 TURNS = range(1, len(LEVELS) + 1)
 
@@ -70,14 +70,8 @@ def to_task(conversation: Conversation, item, base: str) -> dict:
 
 def to_review(task: dict, annotation: dict, settings: ReviewSettings) -> ConversationReview:
     """One annotation as a review version: each field as edited, or as sent when left alone."""
-    texts: dict[str, str] = {}
-    picked: dict[str, list[str]] = {}
-    for result in annotation.get("result", []):
-        value = result.get("value", {})
-        if "text" in value:
-            texts[result["from_name"]] = "\n".join(value["text"]).strip()
-        elif "choices" in value:
-            picked[result["from_name"]] = value["choices"]
+    picked, lines = results(annotation)
+    texts = {name: "\n".join(text).strip() for name, text in lines.items()}
     data = task["data"]
 
     def field_text(name: str) -> str:
@@ -118,17 +112,8 @@ class ConversationTasks:
     key: str = "conversation_id"
     round: str = ""
 
-    def subject_id(self, conversation: Conversation) -> str:
-        return conversation.id
-
-    def item_id(self, conversation: Conversation) -> str:
-        return conversation.item_id
-
     def task(self, conversation: Conversation, item: Image) -> dict:
         return to_task(conversation, item, self.base)
-
-    def to_review(self, store: Store, ids: Sequence[str], project_id: int) -> None:
-        store.move("conversation", ids, "in_review", stage=STAGE, reason=f"sent to Label Studio project {project_id}")
 
 
 def push(store: Store, server: Server, settings: Settings,
@@ -136,8 +121,9 @@ def push(store: Store, server: Server, settings: Settings,
     """Send every candidate conversation (they passed the generation gate) to Label Studio, once each."""
     review = settings.section("review", ReviewSettings)
     project_id, created = ensure_project(server, settings, review)
-    done = run_push(store, server, ConversationTasks(image_base(settings, review)), project_id,
-                    store.get_conversations(status="candidate"), review.batch_size, progress)
+    stage = PushStage(server, ConversationTasks(image_base(settings, review)), project_id,
+                      store.get_conversations(status="candidate"), review.batch_size)
+    done = runner.run(stage, store, progress=progress)
     return PushReport(project_id, created, done.counters["sent"], done.counters["recovered"], "conversation")
 
 

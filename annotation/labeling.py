@@ -140,14 +140,7 @@ def to_task(question: Question, item: Image | Video, registry: Registry, setting
 def to_review(task: dict, annotation: dict, registry: Registry, settings: ReviewSettings) -> Review:
     """An exported annotation as a Review; choices map back to an option index, a dimension id and
     reason keys. A choice this config does not know is an error, not a silent None."""
-    picked: dict[str, list[str]] = {}
-    comment = ""
-    for result in annotation.get("result", []):
-        value = result.get("value", {})
-        if "choices" in value:
-            picked[result["from_name"]] = value["choices"]
-        elif "text" in value:
-            comment = " ".join(value["text"]).strip()
+    picked, texts = results(annotation)
     options = {o["value"]: i for i, o in enumerate(task["data"]["options"])}
     # tasks pushed before options were letters store "A. text"; where Label Studio filled in a `$name`
     # it stored the altered text ("A. SALE undefined"), and only option A starts with "A. "
@@ -168,8 +161,21 @@ def to_review(task: dict, annotation: dict, registry: Registry, settings: Review
         question_id=task["data"]["question_id"], task_id=task["id"], annotation_id=annotation["id"],
         annotator=annotator_of(annotation), answer=answer, dimension_id=dimension_id, keep=keep,
         reasons=[] if keep else [known("discard reason", label, reason_keys) for label in picked.get("reasons", [])],
-        comment="" if keep else comment, submitted_at=saved_at(annotation),
+        comment="" if keep else " ".join(texts.get("comment", [])).strip(), submitted_at=saved_at(annotation),
     )
+
+
+def results(annotation: dict) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """What an annotation holds, by the name of its control: the choices picked, and the lines of text."""
+    picked: dict[str, list[str]] = {}
+    texts: dict[str, list[str]] = {}
+    for result in annotation.get("result", []):
+        value = result.get("value", {})
+        if "choices" in value:
+            picked[result["from_name"]] = value["choices"]
+        elif "text" in value:
+            texts[result["from_name"]] = value["text"]
+    return picked, texts
 
 
 def annotator_of(annotation: dict) -> str:

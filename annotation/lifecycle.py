@@ -21,16 +21,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from annotation.reconcile import Outcome
 from benchsmith.records import Verdict, stable_hash
 from benchsmith.store import Store
 
 STAGE = "review"
 RULE = "human_review"
 DECIDED = ("accepted", "published")  # what a newer review can still revise or withdraw
-
-Outcome = Literal["accepted", "rejected", "flagged", "waiting"]
 
 
 @dataclass(frozen=True)

@@ -157,9 +157,7 @@ def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dic
         f"in review, waiting for {review.overlap} review(s) each (review.overlap)": pending["waiting"],
         "in review, flagged for adjudication": pending["flagged"],
         "in review, decided at next pull": pending["accepted"] + pending["rejected"],
-        "accepted": by_status.get("accepted", 0),
-        "rejected": by_status.get("rejected", 0),
-        "withdrawn": by_status.get("withdrawn", 0),
+        **{status: by_status.get(status, 0) for status in ("accepted", "rejected", "withdrawn")},
         **second_look_counts(store),
         **{f"conversations {status.replace('_', ' ')}": conversations.get(status, 0)
            for status in ("in_review", "accepted", "rejected", "published", "withdrawn") if conversations},

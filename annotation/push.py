@@ -37,10 +37,6 @@ class Round:
     key: str = ""
     notes: Mapping[str, str] = field(default_factory=dict)
 
-    @property
-    def first(self) -> bool:
-        return not self.key
-
 
 FIRST = Round()
 
@@ -57,9 +53,6 @@ class PushReport:
         made = "created" if self.project_created else "reused"
         return (f"{self.kind + ' ' if self.kind else ''}project {self.project_id} ({made}): {self.sent} tasks sent, "
                 f"{self.recovered} recovered from an interrupted push")
-
-    def as_dict(self) -> dict:
-        return dict(vars(self))
 
 
 def image_base(settings: Settings, review: ReviewSettings) -> str:
@@ -143,20 +136,16 @@ def questions_to_push(store: Store, review: ReviewSettings) -> list[Question]:
 
 class Tasks(Protocol):
     """What the push stage needs to know about one kind of thing it sends (questions in a round, or
-    conversations): its ledger name, its kind, the task field naming a subject, and its round."""
+    conversations; each has an `id` and an `item_id`): its ledger name, its kind, the task field naming a
+    subject, its round, and the task it becomes. Only a first review (round "") moves what it sends to
+    `in_review`: a second look leaves a published question published."""
 
     name: str            # the push's ledger stage, e.g. `review:push`
     kind: str            # the lifecycle's kind of item: where its review tasks are recorded
     key: str             # the task data field holding the subject id
     round: str           # "" for a first review; else the round every task carries
 
-    def subject_id(self, subject: Any) -> str: ...
-
-    def item_id(self, subject: Any) -> str: ...
-
     def task(self, subject: Any, item: Image | Video) -> dict: ...
-
-    def to_review(self, store: Store, ids: Sequence[str], project_id: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -189,7 +178,7 @@ class PushStage(runner.Stage):
 
     def units(self, context: runner.StageContext) -> list[_Unit]:
         store = context.store
-        ids = [self.tasks.subject_id(s) for s in self.subjects]
+        ids = [s.id for s in self.subjects]
         recorded = store.get_review_tasks(self.tasks.kind, ids, self.tasks.round)
         known = {sid: task for sid, (_project, task) in recorded.items() if task is not None}
         unconfirmed: dict[int, set[str]] = {}
@@ -201,7 +190,7 @@ class PushStage(runner.Stage):
         return [_Unit(s, known.get(sid)) for s, sid in zip(self.subjects, ids)]
 
     def subject(self, unit: _Unit) -> str:
-        return self.tasks.subject_id(unit.subject)
+        return unit.subject.id
 
     def windows(self) -> tuple[int, int | None]:
         return self.batch_size, None
@@ -211,17 +200,17 @@ class PushStage(runner.Stage):
         fresh = [u.subject for u in units if u.task_id is None]
         if not fresh:
             return
-        wanted = sorted({self.tasks.item_id(s) for s in fresh} - set(self._items))
+        wanted = sorted({s.item_id for s in fresh} - set(self._items))
         self._items |= {item.id: item for item in context.store.get_items(wanted, status=None)}
-        missing = sorted({self.tasks.item_id(s) for s in fresh} - set(self._items))
+        missing = sorted({s.item_id for s in fresh} - set(self._items))
         if missing:
             raise LabelStudioError(f"{self.tasks.key.removesuffix('_id')}s refer to items missing from the "
                                    f"store: {missing[:3]}")
-        ids = [self.tasks.subject_id(s) for s in fresh]
+        ids = [s.id for s in fresh]
         context.store.record_review_intents(self.tasks.kind, ids, self.project_id, self.tasks.round)
         with calls(self.server):
             task_ids = self.server.import_tasks(
-                self.project_id, [self.tasks.task(s, self._items[self.tasks.item_id(s)]) for s in fresh])
+                self.project_id, [self.tasks.task(s, self._items[s.item_id]) for s in fresh])
         if len(task_ids) != len(ids):  # the server did not say which task is which; ask it
             found = server_task_ids(self.server, self.project_id, set(ids), self.tasks.round, key=self.tasks.key)
             task_ids = [found.get(sid) for sid in ids]
@@ -232,18 +221,14 @@ class PushStage(runner.Stage):
                report: runner.StageReport) -> list[runner.Outcome]:
         found = {self.subject(u): task_id for u, task_id in pairs if task_id is not None}
         context.store.set_review_task_ids(found, self.tasks.round)
-        self.tasks.to_review(context.store, sorted(found), self.project_id)
+        if not self.tasks.round:
+            context.store.move(self.tasks.kind, sorted(found), "in_review", stage=STAGE,
+                               reason=f"sent to Label Studio project {self.project_id}")
         report.counters["recovered"] += sum(u.task_id is not None for u, _t in pairs)
         report.counters["sent"] += sum(u.task_id is None and t is not None for u, t in pairs)
         return [runner.Outcome(self.subject(u), "done", details={"task": task_id}) if task_id is not None
                 else runner.Outcome(self.subject(u), "retry", "the server did not confirm the task")
                 for u, task_id in pairs]
-
-
-def run_push(store: Store, server: Server, tasks: Tasks, project_id: int, subjects: Sequence[Any], batch_size: int,
-             progress: Callable[[int], None] = lambda n: None) -> runner.StageReport:
-    """Send every subject not yet on the server, `batch_size` tasks to an import."""
-    return runner.run(PushStage(server, tasks, project_id, subjects, batch_size), store, progress=progress)
 
 
 @dataclass(frozen=True)
@@ -253,28 +238,15 @@ class QuestionTasks:
     registry: Registry
     review: ReviewSettings
     base: str
-    round_: Round = FIRST
+    round: str = ""
+    notes: Mapping[str, str] = field(default_factory=dict)  # question id -> why it is back (a second look)
     name: str = "review:push"
     kind: str = "question"
     key: str = "question_id"
 
-    @property
-    def round(self) -> str:
-        return self.round_.key
-
-    def subject_id(self, question: Question) -> str:
-        return question.id
-
-    def item_id(self, question: Question) -> str:
-        return question.item_id
-
     def task(self, question: Question, item: Image | Video) -> dict:
         return to_task(question, item, self.registry, self.review, self.base, round=self.round,
-                       note=self.round_.notes.get(question.id, ""))
-
-    def to_review(self, store: Store, ids: Sequence[str], project_id: int) -> None:
-        if self.round_.first:  # a second look leaves a published question published
-            store.move("question", ids, "in_review", stage=STAGE, reason=f"sent to Label Studio project {project_id}")
+                       note=self.notes.get(question.id, ""))
 
 
 def push(store: Store, server: Server, settings: Settings, registry: Registry, questions: Sequence[Question],
@@ -282,7 +254,7 @@ def push(store: Store, server: Server, settings: Settings, registry: Registry, q
     """Push `questions` (from `questions_to_push`, or a second look's plan) in batches; `progress(n)`
     after each. Only a first review moves questions to `in_review`; a published question stays published."""
     review = settings.section("review", ReviewSettings)
-    project_id, created = ensure_project(server, settings, review, round.first)
-    tasks = QuestionTasks(registry, review, image_base(settings, review), round)
-    done = run_push(store, server, tasks, project_id, questions, review.batch_size, progress)
+    project_id, created = ensure_project(server, settings, review, first=not round.key)
+    tasks = QuestionTasks(registry, review, image_base(settings, review), round.key, round.notes)
+    done = runner.run(PushStage(server, tasks, project_id, questions, review.batch_size), store, progress=progress)
     return PushReport(project_id, created, sent=done.counters["sent"], recovered=done.counters["recovered"])

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotation.pull import change_text
-from annotation.push import Round
 from annotation.reconcile import decide
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import Registry
@@ -66,9 +65,6 @@ class Plan:
     questions: list[Question]
     notes: dict[str, str]
     skipped: Counter = field(default_factory=Counter)   # reason -> questions not sent
-
-    def as_round(self) -> Round:
-        return Round(self.round, self.notes)
 
 
 def flagged_plan(store: Store) -> Plan:

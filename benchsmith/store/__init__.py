@@ -209,23 +209,18 @@ class Store(
                 raise StoreError(_missing_message(str(path)))
             path.parent.mkdir(parents=True, exist_ok=True)
         self.engine = _make_engine(url)
+        shown = sa.make_url(url).render_as_string(hide_password=True)
         try:
             if path is None and not create and _stored_revision(self.engine) is None:
-                raise StoreError(_missing_message(sa.make_url(url).render_as_string(hide_password=True)))
+                raise StoreError(_missing_message(shown))
             migrate(self.engine)
-        except StoreError:
+        except (StoreError, sa.exc.DatabaseError) as exc:
             self.engine.dispose()
-            raise
-        except sa.exc.OperationalError as exc:
-            self.engine.dispose()
-            raise StoreError(
-                f"cannot open the store at {sa.make_url(url).render_as_string(hide_password=True)}: "
-                f"{exc.orig}".strip()
-            ) from None
-        except sa.exc.DatabaseError as exc:
-            self.engine.dispose()
-            raise StoreError(damaged_store_message(
-                f" at {sa.make_url(url).render_as_string(hide_password=True)}", exc)) from None
+            if isinstance(exc, StoreError):
+                raise
+            if isinstance(exc, sa.exc.OperationalError):
+                raise StoreError(f"cannot open the store at {shown}: {exc.orig}".strip()) from None
+            raise StoreError(damaged_store_message(f" at {shown}", exc)) from None
 
     @property
     def dialect(self) -> str:

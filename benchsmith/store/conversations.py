@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from benchsmith.records import Conversation, Verdict, utcnow
 from benchsmith.store.schema import conversations
-from benchsmith.store.sql import chunks
+from benchsmith.store.sql import select_in, where_status
 
 
 def _to_row(c: Conversation) -> dict:
@@ -39,17 +39,9 @@ class ConversationsMixin:
 
     def get_conversations(self, *, status: str | Sequence[str] | None = None, ids: Sequence[str] | None = None,
                           item_id: str | None = None) -> list[Conversation]:
-        query = sa.select(conversations).order_by(conversations.c.created_at, conversations.c.id)
-        if isinstance(status, str):
-            query = query.where(conversations.c.status == status)
-        elif status is not None:
-            query = query.where(conversations.c.status.in_(list(status)))
+        query = where_status(sa.select(conversations).order_by(conversations.c.created_at, conversations.c.id),
+                             conversations.c.status, status)
         if item_id is not None:
             query = query.where(conversations.c.item_id == item_id)
         with self.engine.connect() as conn:
-            if ids is None:
-                return [_from_row(r) for r in conn.execute(query)]
-            out: list[Conversation] = []
-            for batch in chunks(list(ids)):
-                out.extend(_from_row(r) for r in conn.execute(query.where(conversations.c.id.in_(batch))))
-            return out
+            return [_from_row(r) for r in select_in(conn, query, conversations.c.id, ids)]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import sqlalchemy as sa
 
 from benchsmith.records import utcnow
 from benchsmith.store.schema import conversation_evals, eval_predictions, eval_runs
-from benchsmith.store.sql import chunks, insert_new
+from benchsmith.store.sql import insert_new, select_in
 
 
 class EvalsMixin:
@@ -31,19 +32,11 @@ class EvalsMixin:
         """Prediction rows; one already there for its run and subject is kept as it was."""
         now = utcnow()
         rows = [{**row, "created_at": now} for row in rows]
-        if conn is not None:
+        with nullcontext(conn) if conn is not None else self.engine.begin() as conn:
             return len(insert_new(conn, eval_predictions, rows))
-        with self.engine.begin() as own:
-            return len(insert_new(own, eval_predictions, rows))
 
     def predictions(self, run_ids: Sequence[str]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        with self.engine.connect() as conn:
-            for batch in chunks(list(run_ids)):
-                query = sa.select(eval_predictions).where(eval_predictions.c.run_id.in_(batch)).order_by(
-                    eval_predictions.c.run_id, eval_predictions.c.subject)
-                out.extend(dict(r._mapping) for r in conn.execute(query))
-        return out
+        return self._rows_of_runs(eval_predictions, run_ids)
 
     def add_conversation_evals(self, rows: Sequence[dict[str, Any]]) -> int:
         """ConvEval rows (one per conversation and setting of a run); one already there is kept."""
@@ -52,10 +45,9 @@ class EvalsMixin:
             return len(insert_new(conn, conversation_evals, [{**row, "created_at": now} for row in rows]))
 
     def conversation_evals(self, run_ids: Sequence[str]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+        return self._rows_of_runs(conversation_evals, run_ids)
+
+    def _rows_of_runs(self, table: sa.Table, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+        query = sa.select(table).order_by(table.c.run_id, table.c.subject)
         with self.engine.connect() as conn:
-            for batch in chunks(list(run_ids)):
-                query = sa.select(conversation_evals).where(conversation_evals.c.run_id.in_(batch)).order_by(
-                    conversation_evals.c.run_id, conversation_evals.c.subject)
-                out.extend(dict(r._mapping) for r in conn.execute(query))
-        return out
+            return [dict(r._mapping) for r in select_in(conn, query, table.c.run_id, run_ids)]

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from benchsmith.records import Fact, utcnow
 from benchsmith.store.schema import facts
-from benchsmith.store.sql import chunks, insert_new
+from benchsmith.store.sql import insert_new, select_in
 
 EXTRACT_STAGE = "extract"
 
@@ -39,13 +39,12 @@ class FactsMixin:
 
     def get_facts(self, item_ids: Sequence[str], *, kinds: Sequence[str] | None = None) -> dict[str, list[Fact]]:
         out: dict[str, list[Fact]] = {i: [] for i in item_ids}
+        query = sa.select(facts).order_by(facts.c.created_at, facts.c.id)
+        if kinds:
+            query = query.where(facts.c.kind.in_(list(kinds)))
         with self.engine.connect() as conn:
-            for batch in chunks(list(item_ids)):
-                query = sa.select(facts).where(facts.c.item_id.in_(batch)).order_by(facts.c.created_at, facts.c.id)
-                if kinds:
-                    query = query.where(facts.c.kind.in_(list(kinds)))
-                for row in conn.execute(query):
-                    out[row.item_id].append(_fact_from_row(row))
+            for row in select_in(conn, query, facts.c.item_id, item_ids):
+                out[row.item_id].append(_fact_from_row(row))
         return out
 
     def extraction_counts(self) -> dict[tuple[str, str], int]:

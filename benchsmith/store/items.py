@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from benchsmith.records import Image, Video, utcnow
 from benchsmith.store.schema import items
-from benchsmith.store.sql import chunks, insert_new
+from benchsmith.store.sql import chunks, insert_new, select_in
 
 _COLUMNS = ("id", "kind", "path", "width", "height", "source", "license", "original_name", "annotations")
 
@@ -26,6 +26,14 @@ def _from_row(row) -> Image | Video:
     return Video(**fields, **row.meta)
 
 
+def _query(kind: str | None, status: str | None) -> sa.Select:
+    """Items of this kind and status (either None: any), oldest first."""
+    query = sa.select(items).order_by(items.c.created_at, items.c.id)
+    if kind:
+        query = query.where(items.c.kind == kind)
+    return query.where(items.c.status == status) if status else query
+
+
 class ItemsMixin:
     engine: sa.Engine
 
@@ -35,11 +43,8 @@ class ItemsMixin:
             return len(insert_new(conn, items, [_to_row(r) for r in records]))
 
     def known_item_ids(self, ids: Sequence[str]) -> set[str]:
-        found: set[str] = set()
         with self.engine.connect() as conn:
-            for batch in chunks(list(ids)):
-                found.update(conn.scalars(sa.select(items.c.id).where(items.c.id.in_(batch))))
-        return found
+            return {row.id for row in select_in(conn, sa.select(items.c.id), items.c.id, ids)}
 
     def item_ids(self, *, kind: str, status: str = "ok") -> list[str]:
         """Ids of the items of this kind and status, oldest first."""
@@ -50,18 +55,9 @@ class ItemsMixin:
 
     def get_items(self, ids: Sequence[str] | None = None, *, kind: str | None = None,
                   status: str | None = "ok") -> list[Image | Video]:
-        query = sa.select(items).order_by(items.c.created_at, items.c.id)
-        if kind:
-            query = query.where(items.c.kind == kind)
-        if status:
-            query = query.where(items.c.status == status)
+        query = _query(kind, status)
         with self.engine.connect() as conn:
-            if ids is None:
-                return [_from_row(r) for r in conn.execute(query)]
-            out = []
-            for batch in chunks(list(ids)):
-                out.extend(_from_row(r) for r in conn.execute(query.where(items.c.id.in_(batch))))
-            return out
+            return [_from_row(r) for r in select_in(conn, query, items.c.id, ids)]
 
     def add_item_annotations(self, key: str, entries: dict[str, list[dict]]) -> int:
         """Append entries to the list `annotations[key]` of stored items, skipping those already there;
@@ -84,11 +80,7 @@ class ItemsMixin:
                    chunk: int = 2000) -> Iterator[Image | Video]:
         """Like `get_items()`, but read from the database `chunk` rows at a time: a stage that only
         needs each item once never holds the whole collection."""
-        query = sa.select(items).order_by(items.c.created_at, items.c.id)
-        if kind:
-            query = query.where(items.c.kind == kind)
-        if status:
-            query = query.where(items.c.status == status)
+        query = _query(kind, status)
         with self.engine.connect() as conn:
             for row in conn.execution_options(stream_results=True, yield_per=chunk).execute(query):
                 yield _from_row(row)

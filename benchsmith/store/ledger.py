@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import sqlalchemy as sa
@@ -34,11 +35,8 @@ class LedgerMixin:
         rows = [{"stage": stage, "config_key": config_key, "subject": o["subject"], "status": o["status"],
                  "reason": o.get("reason", ""), "details": o.get("details", {}), "created_at": now}
                 for o in latest.values()]
-        if conn is not None:
+        with nullcontext(conn) if conn is not None else self.engine.begin() as conn:
             upsert(conn, work_ledger, rows)
-        else:
-            with self.engine.begin() as own:
-                upsert(own, work_ledger, rows)
         return len(rows)
 
     def ledger_rows(self, stage: str, config_key: str | None = None) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from benchsmith.records import TRANSITIONS, Verdict, utcnow
 from benchsmith.store.schema import conversations, events, questions, release_entries, review_tasks
-from benchsmith.store.sql import chunks, insert_new, upsert
+from benchsmith.store.sql import chunks, insert_new, select_in, upsert
 
 TABLES: dict[str, sa.Table] = {"question": questions, "conversation": conversations}
 # What review may change on an item after it was generated: the content that makes its id never moves.
@@ -133,12 +133,7 @@ class LifecycleMixin:
         t = review_tasks
         query = sa.select(t.c.subject_id, t.c.project_id, t.c.task_id).where(t.c.round == round, t.c.kind == kind)
         with self.engine.connect() as conn:
-            if ids is None:
-                return {s: (p, k) for s, p, k in conn.execute(query)}
-            out = {}
-            for batch in chunks(list(ids)):
-                out.update({s: (p, k) for s, p, k in conn.execute(query.where(t.c.subject_id.in_(batch)))})
-            return out
+            return {s: (p, k) for s, p, k in select_in(conn, query, t.c.subject_id, ids)}
 
     def get_second_look_tasks(self) -> dict[tuple[str, str], tuple[int, int | None]]:
         """(question id, round) -> (project id, task id or None) for every round after the first."""

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from benchsmith.records import utcnow
 from benchsmith.store.schema import llm_calls
-from benchsmith.store.sql import chunks, insert_new, upsert
+from benchsmith.store.sql import chunks, insert_new, select_in, upsert
 
 IN_FLIGHT = "in_flight"
 
@@ -19,12 +19,9 @@ class LlmCallsMixin:
 
     def get_llm_calls(self, keys: Sequence[str]) -> dict[str, dict]:
         """Stored calls by key, in one query per few hundred keys; keys never called are absent."""
-        found: dict[str, dict] = {}
         with self.engine.connect() as conn:
-            for batch in chunks(list(dict.fromkeys(keys))):
-                for row in conn.execute(sa.select(llm_calls).where(llm_calls.c.key.in_(batch))):
-                    found[row.key] = dict(row._mapping)
-        return found
+            return {row.key: dict(row._mapping)
+                    for row in select_in(conn, sa.select(llm_calls), llm_calls.c.key, list(dict.fromkeys(keys)))}
 
     def put_llm_calls(self, rows: Sequence[dict]) -> None:
         """Store finished calls (status 'ok' with the response, or 'error' with the reason), in one transaction."""

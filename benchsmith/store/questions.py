@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from benchsmith.records import Question, Verdict, utcnow
 from benchsmith.store.schema import questions
-from benchsmith.store.sql import chunks
+from benchsmith.store.sql import select_in, where_status
 
 
 def _to_row(q: Question) -> dict:
@@ -47,23 +47,15 @@ class QuestionsMixin:
                       ids: Sequence[str] | None = None, item_id: str | None = None,
                       item_ids: Sequence[str] | None = None) -> list[Question]:
         """Questions in a stable order (a stage's missing work is what the work ledger lacks)."""
-        query = sa.select(questions).order_by(questions.c.created_at, questions.c.id)
-        if isinstance(status, str):
-            query = query.where(questions.c.status == status)
-        elif status is not None:
-            query = query.where(questions.c.status.in_(list(status)))
+        query = where_status(sa.select(questions).order_by(questions.c.created_at, questions.c.id),
+                             questions.c.status, status)
         if dimension_id is not None:
             query = query.where(questions.c.dimension_id == dimension_id)
         if item_id is not None:
             query = query.where(questions.c.item_id == item_id)
+        column, wanted = (questions.c.id, ids) if ids is not None else (questions.c.item_id, item_ids)
         with self.engine.connect() as conn:
-            if ids is None and item_ids is None:
-                return [_from_row(r) for r in conn.execute(query)]
-            column, wanted = (questions.c.id, ids) if ids is not None else (questions.c.item_id, item_ids)
-            out: list[Question] = []
-            for batch in chunks(list(wanted)):
-                out.extend(_from_row(r) for r in conn.execute(query.where(column.in_(batch))))
-            return out
+            return [_from_row(r) for r in select_in(conn, query, column, wanted)]
 
     def question_counts(self) -> dict[tuple[int, str], int]:
         """(dimension_id, status) -> count."""

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from benchsmith.records import REVIEW_KINDS, ReviewVersion, aware, utcnow
 from benchsmith.store.schema import reviews
-from benchsmith.store.sql import chunks, insert_new
+from benchsmith.store.sql import insert_new, select_in
 
 _COMMON = ("task_id", "annotation_id", "annotator", "keep", "reasons", "comment")  # what every kind's review says
 
@@ -35,11 +35,7 @@ class ReviewsMixin:
         query = sa.select(reviews).where(reviews.c.kind == kind).order_by(
             reviews.c.subject_id, reviews.c.annotation_id, reviews.c.submitted_at, reviews.c.created_at)
         with self.engine.connect() as conn:
-            if subject_ids is None:
-                found = list(conn.execute(query))
-            else:
-                found = [row for batch in chunks(list(subject_ids))
-                         for row in conn.execute(query.where(reviews.c.subject_id.in_(batch)))]
+            found = select_in(conn, query, reviews.c.subject_id, subject_ids)
         versions = [made(**{field: getattr(row, field) for field in (*_COMMON, *made.content_fields)
                             if getattr(row, field) is not None},
                          **{made.subject_field: row.subject_id},

@@ -1,4 +1,4 @@
-"""Dialect-neutral insert helpers shared by the store mixins."""
+"""Dialect-neutral query and insert helpers shared by the store mixins."""
 
 from __future__ import annotations
 
@@ -13,6 +13,21 @@ CHUNK = 500  # keeps IN lists and parameter counts well under every backend's li
 def chunks(values: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]:
     for start in range(0, len(values), size):
         yield values[start:start + size]
+
+
+def select_in(conn: sa.Connection, query: sa.Select, column: sa.Column, values: Sequence[Any] | None) -> list:
+    """The rows of `query`: all of them when `values` is None, else those whose `column` is in `values`
+    (asked in chunks, each chunk in the query's order)."""
+    if values is None:
+        return list(conn.execute(query))
+    return [row for batch in chunks(list(values)) for row in conn.execute(query.where(column.in_(batch)))]
+
+
+def where_status(query: sa.Select, column: sa.Column, status: str | Sequence[str] | None) -> sa.Select:
+    """`query` narrowed to one status, to any of several, or (None) left as it is."""
+    if status is None:
+        return query
+    return query.where(column == status if isinstance(status, str) else column.in_(list(status)))
 
 
 def _insert(conn: sa.Connection, table: sa.Table):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 
 import sqlalchemy as sa
 
@@ -17,11 +18,8 @@ class VerdictsMixin:
     def add_verdicts(self, records: Sequence[Verdict], conn: sa.Connection | None = None) -> None:
         """Record verdicts; a check made again on the same subject replaces its earlier outcome."""
         rows = [r.model_dump() | {"id": r.id, "created_at": utcnow()} for r in records]
-        if conn is not None:
+        with nullcontext(conn) if conn is not None else self.engine.begin() as conn:
             upsert(conn, verdicts, rows)
-            return
-        with self.engine.begin() as own:
-            upsert(own, verdicts, rows)
 
     def get_verdicts(self, *, stage: str | None = None, passed: bool | None = None,
                      subject_kind: str | None = None, subject_id: str | None = None) -> list[Verdict]:
