@@ -33,10 +33,6 @@ class RunScores:
     instability: bool = False        # its protocol reports the spread of choices over a question's passes
 
     @property
-    def label(self) -> str:
-        return self.run["model"] if self.run["protocol"] == "single" else f"{self.run['model']} ({self.run['protocol']})"
-
-    @property
     def blind(self) -> bool:
         return self.run["adapter"] == "blind"
 
@@ -105,7 +101,8 @@ def leaderboard(runs: Sequence[RunScores], source: Source, resamples: int) -> Bo
         overall = frame["score"].to_numpy(dtype=float)
         low, high = bootstrap_interval(overall, resamples)
         row: dict[str, Any] = {
-            "model": scores.label, "adapter": scores.run["adapter"], "protocol": scores.run["protocol"],
+            "model": scores.run["model"] + ("" if scores.run["protocol"] == "single" else f" ({scores.run['protocol']})"),
+            "adapter": scores.run["adapter"], "protocol": scores.run["protocol"],
             "blind": scores.blind, "questions": int(len(frame)), "of": len(source.items),
             "overall": float(overall.mean()) if len(overall) else None, "overall_ci": [low, high],
             "format_hit": float(scores.questions["matched"].sum() / max(1, scores.questions["passes"].sum())),

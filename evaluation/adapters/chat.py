@@ -3,7 +3,7 @@
 Each pass is one chat request: the prompt template with the question and its options as shown, and the
 image (or up to `max_frames` of a video's frames, evenly spread) as base64 data URLs. The reply is
 matched to an option (`evaluation.matching`); replies that match nothing go, when `matcher_model` is
-set, to an LLM that says which option they mean (llm_matcher.py). Every call goes through
+set, to an LLM that says which option they mean. Every call goes through
 `benchsmith.llm.LlmClient`: concurrent, rate limited, retried and kept in the store, so a rerun pays for
 nothing twice.
 
@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LETTERS
 from evaluation.adapters import EvalError, VlmChatConfig
-from evaluation.adapters.llm_matcher import LlmMatcher
+from evaluation.matching import LlmMatcher
 from evaluation.judge import judge_request, read_vote
 from evaluation.records import ModelAnswer, Pass, spread
 from evaluation.templates import Templates

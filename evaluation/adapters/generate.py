@@ -1,8 +1,8 @@
 """Black-box evaluation with a local transformers vision-language model: the model answers each pass
 in words with greedy `generate` (at most `max_new_tokens` new tokens), prompted with the same choice
 templates as a chat endpoint, and the reply is matched to an option by `evaluation.matching`. A reply
-that matches nothing goes to the LLM matcher when `matcher_model` is set (llm_matcher.py, as for the
-`openai` kind); otherwise, or when the matcher says none, it is stored as it came (a format miss,
+that matches nothing goes to the LLM matcher when `matcher_model` is set (as for the `openai` kind);
+otherwise, or when the matcher says none, it is stored as it came (a format miss,
 counted in the board's format-hit rate).
 
 Loading, prompting, images and batching are transformers_vlm.py's, as for the likelihood adapter.
@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 
 from benchsmith.llm import LlmClient, LlmOptions
 from evaluation.adapters import VlmGenerateConfig
-from evaluation.adapters.llm_matcher import LlmMatcher
+from evaluation.matching import LlmMatcher
 from evaluation.adapters.transformers_vlm import TransformersVlm
 from evaluation.records import ModelAnswer, Pass
 from evaluation.templates import Templates
