@@ -11,6 +11,7 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -30,10 +31,6 @@ class RunScores:
     run: dict[str, Any]
     questions: pd.DataFrame          # question_id, dimension, score, entropy, choice, passes, matched, skipped
     instability: bool = False        # its protocol reports the spread of choices over a question's passes
-
-    @property
-    def label(self) -> str:
-        return self.run["model"] if self.run["protocol"] == "single" else f"{self.run['model']} ({self.run['protocol']})"
 
     @property
     def blind(self) -> bool:
@@ -104,7 +101,8 @@ def leaderboard(runs: Sequence[RunScores], source: Source, resamples: int) -> Bo
         overall = frame["score"].to_numpy(dtype=float)
         low, high = bootstrap_interval(overall, resamples)
         row: dict[str, Any] = {
-            "model": scores.label, "adapter": scores.run["adapter"], "protocol": scores.run["protocol"],
+            "model": scores.run["model"] + ("" if scores.run["protocol"] == "single" else f" ({scores.run['protocol']})"),
+            "adapter": scores.run["adapter"], "protocol": scores.run["protocol"],
             "blind": scores.blind, "questions": int(len(frame)), "of": len(source.items),
             "overall": float(overall.mean()) if len(overall) else None, "overall_ci": [low, high],
             "format_hit": float(scores.questions["matched"].sum() / max(1, scores.questions["passes"].sum())),
@@ -133,20 +131,19 @@ def write_board(store, settings, source: Source, folder) -> tuple[str, dict[str,
     return markdown, board.as_dict(), len(board.rows)
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None or value != value else f"{100 * value:.1f}"
+def cell(value: float | None, spec: str = ".2f", scale: float = 1) -> str:
+    """A table cell: `value` times `scale` formatted by `spec`; "-" for none (or NaN)."""
+    return "-" if value is None or value != value else format(scale * value, spec)
+
+
+_pct = partial(cell, spec=".1f", scale=100)
 
 
 def board_markdown(board: Board) -> str:
     from benchsmith.dimensions import registry
 
-    names = {}
-    for key in board.dimensions:
-        try:
-            names[key] = registry().get(key).name
-        except KeyError:
-            names[key] = key
-    head = ["model", *[names[d] for d in board.dimensions], "overall (95% CI)"]
+    names = {d.key: d.name for d in registry()} | {str(d.id): d.name for d in registry()}
+    head = ["model", *[names.get(d, d) for d in board.dimensions], "overall (95% CI)"]
     lines = [f"# Leaderboard: {board.source}", "",
              f"Accuracy in % per dimension and over all questions; chance is {100 * CHANCE:.0f}%. "
              "Rows marked *blind* never see the image.", "",
@@ -161,8 +158,7 @@ def board_markdown(board: Board) -> str:
                   "skipped passes |", "|---|---|---|---|---|---|---|"]
     for row in board.rows:
         lines.append(f"| {row['model']} | {row['protocol']} | {row['questions']} of {row['of']} | "
-                     f"{_pct(row['format_hit'])} | "
-                     f"{'-' if row['instability'] is None else format(row['instability'], '.3f')} | "
+                     f"{_pct(row['format_hit'])} | {cell(row['instability'], '.3f')} | "
                      f"{_pct(row['judge_unparseable'])} | {row['skipped']} |")
     return "\n".join(lines) + "\n"
 

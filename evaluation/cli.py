@@ -156,7 +156,7 @@ def register(app: typer.Typer, context) -> None:
         """
         from annotation.second_look import outcomes_on
         from benchsmith.console import console, table
-        from evaluation.board import collect
+        from evaluation.board import cell, collect
         from evaluation.items import STAGE, flag_verdicts, item_table
 
         c = context(ctx)
@@ -170,12 +170,8 @@ def register(app: typer.Typer, context) -> None:
         items.to_csv(folder / "items.csv", index=False)
         console.print(table(f"Flagged questions: {len(shown)} of {len(items)}",
                             ["question", "dimension", "difficulty", "discrimination", "flags"],
-                            [(r.question_id, r.dimension, _fmt(r.difficulty), _fmt(r.discrimination),
+                            [(r.question_id, r.dimension, cell(r.difficulty), cell(r.discrimination),
                               r.flags + (f" ({looked[r.question_id]} at a second look)"
                                          if r.question_id in looked else ""))
                              for r in shown.head(show).itertuples()]))
         console.print(f"written to {folder}")
-
-
-def _fmt(value) -> str:
-    return "-" if value is None or value != value else f"{value:.2f}"

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,19 +42,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchsmith import runner
 from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LEVELS, Turn, stable_hash
-from evaluation.adapters import Adapter, EvalError, build_adapter
+from evaluation.adapters import Adapter, EvalError
+from evaluation.board import cell
 from evaluation.judge import judge_request, pooled_outcome, pooled_score, read_rating, read_verdict
 from evaluation.protocols import Protocol
 from evaluation.records import EvalConversation
 from evaluation.settings import EvalSettings
-from evaluation.stage import EvalRun
+from evaluation.stage import EvalRun, RunStage
 from evaluation.templates import load_prompt_file, load_templates
 
 STAGE = "evaluate:conversations"
 PROMPTS = Path(__file__).with_name("conveval.yaml")
 GIVEN: dict[str, int] = {"model": 0, "perception_given": 1, "perception_reasoning_given": 2}
 OVERALL = 0                     # the target number of the conversation as a whole; turns are 1-3
-WINDOW = 16                     # conversation-settings handed over at a time: up to ~60 calls each
 Setting = Literal["model", "perception_given", "perception_reasoning_given"]
 
 
@@ -133,27 +133,23 @@ def reference_block(turns: Sequence[Turn]) -> str:
                      for n, t in enumerate(turns, 1))
 
 
-def direct_requests(model: str, prompts: JudgePrompts, unit: Unit, answers: Sequence[str],
-                    max_tokens: int) -> list[tuple[tuple[str, int, int], LlmRequest]]:
+def judge_requests(model: str, prompts: JudgePrompts, unit: Unit, answers: Sequence[str], opponent: Sequence[str],
+                   max_tokens: int) -> list[tuple[tuple[str, int, int], LlmRequest]]:
+    """Every judge call on a graded conversation: each target under each direct prompt, then under each
+    pairwise one; each keyed by (grading, target, prompt number)."""
     turns = unit.conversation.turns
     talk = dialogue(turns, answers, references=True)
-    return [(("direct", target, k), judge_request(model, prompt.format(
-        dialogue=talk, target=_target_name(target), focus_points=_focus(turns, target)), max_tokens, unit.subject))
-            for target in unit.targets for k, prompt in enumerate(prompts.direct)]
-
-
-def pairwise_requests(model: str, prompts: JudgePrompts, unit: Unit, answers: Sequence[str],
-                      opponent: Sequence[str], max_tokens: int) -> list[tuple[tuple[str, int, int], LlmRequest]]:
-    turns = unit.conversation.turns
     mine, theirs = dialogue(turns, answers, references=False), dialogue(turns, opponent, references=False)
-    out = []
+    calls = [(("direct", target, k), prompt.format(dialogue=talk, target=_target_name(target),
+                                                   focus_points=_focus(turns, target)))
+             for target in unit.targets for k, prompt in enumerate(prompts.direct)]
     for target in unit.targets:
         for k, prompt in enumerate(prompts.pairwise):
             a, b = (mine, theirs) if model_is_a(unit.subject, target, k) else (theirs, mine)
-            text = prompt.format(references=reference_block(turns), dialogue_a=a, dialogue_b=b,
-                                 target=_target_name(target), focus_points=_focus(turns, target))
-            out.append((("pairwise", target, k), judge_request(model, text, max_tokens, unit.subject)))
-    return out
+            calls.append((("pairwise", target, k), prompt.format(
+                references=reference_block(turns), dialogue_a=a, dialogue_b=b, target=_target_name(target),
+                focus_points=_focus(turns, target))))
+    return [(key, judge_request(model, text, max_tokens, unit.subject)) for key, text in calls]
 
 
 # -- the stage ----------------------------------------------------------------------------------------
@@ -169,57 +165,31 @@ class Graded:
     retry: str = ""
 
 
-def plan_run(models: dict[str, Any], options: ConvEvalSettings, prompts: JudgePrompts, model: str,
-             source: str) -> EvalRun:
-    opponent = models[options.reference_model].identity() if options.reference_model else "references"
-    config = {"model": models[model].identity(), "opponent": opponent, "judge_model": options.judge_model,
-              "prompts": prompts.model_dump(), "answer_max_tokens": options.answer_max_tokens,
-              "judge_max_tokens": options.judge_max_tokens}
-    return EvalRun(stable_hash("conveval", model, source, config), model, "openai", source, "conveval", config)
-
-
-class ConvEvalStage(runner.Stage):
+class ConvEvalStage(RunStage):
     name = STAGE
+    window = 16                     # conversation-settings handed over at a time: up to ~60 calls each
 
     def __init__(self, run: EvalRun, conversations: Sequence[EvalConversation], settings, adapters: dict[str, Adapter],
                  options: ConvEvalSettings, prompts: JudgePrompts, store=None) -> None:
-        self.run = run
-        self.units_ = [Unit(c, s) for c in conversations for s in options.settings]
+        super().__init__(run, [Unit(c, s) for c in conversations for s in options.settings])
         self.adapters = adapters    # the model's and the reference model's: each has `converse`
         self.options = options
         self.prompts = prompts
         self.judge = LlmClient(settings, LlmOptions.model_validate(options.llm), store=store)
         self.calls: Counter = Counter()
 
-    def config_key(self) -> str:
-        return self.run.id
-
-    def units(self, context: runner.StageContext) -> list[Unit]:
-        return self.units_
-
-    def subject(self, unit: Unit) -> str:
-        return unit.subject
-
-    @property
-    def http_calls(self) -> int:
-        return self.judge.http_calls + sum(adapter.client.http_calls for adapter in self.adapters.values())
-
-    def windows(self) -> tuple[int, int | None]:
-        return WINDOW, None
-
     def process(self, units: Sequence[Unit], context: runner.StageContext) -> Iterator[tuple[Unit, Graded]]:
-        graded = {u.subject: Graded(answers=[t.reference for t in u.conversation.turns[:GIVEN[u.setting]]])
-                  for u in units}
-        for state, u in ((graded[u.subject], u) for u in units):
-            state.opponent = list(state.answers) if self.options.reference_model else \
-                [t.reference for t in u.conversation.turns]
+        graded = {}
+        for u in units:
+            given = [t.reference for t in u.conversation.turns[:GIVEN[u.setting]]]
+            graded[u.subject] = Graded(given, list(given) if self.options.reference_model
+                                       else [t.reference for t in u.conversation.turns])
         speakers = [self.run.model] + ([self.options.reference_model] if self.options.reference_model else [])
         for turn in range(len(LEVELS)):
             for name in speakers:
                 self._answer_turn(name, turn, [u for u in units if not graded[u.subject].retry], graded)
-        ready = [u for u in units if not graded[u.subject].retry]
         yield from ((u, graded[u.subject]) for u in units if graded[u.subject].retry)
-        yield from self._judge(ready, graded)
+        yield from self._judge([u for u in units if not graded[u.subject].retry], graded)
 
     def _answer_turn(self, name: str, turn: int, units: Sequence[Unit], graded: dict[str, Graded]) -> None:
         mine = name == self.run.model
@@ -237,14 +207,9 @@ class ConvEvalStage(runner.Stage):
             (state.answers if mine else state.opponent).append(result.content)
 
     def _judge(self, units: Sequence[Unit], graded: dict[str, Graded]) -> Iterator[tuple[Unit, Graded]]:
-        calls: list[tuple[Unit, tuple[str, int, int], LlmRequest]] = []
-        for u in units:
-            state = graded[u.subject]
-            calls += [(u, key, r) for key, r in direct_requests(self.options.judge_model, self.prompts, u,
-                                                                state.answers, self.options.judge_max_tokens)]
-            calls += [(u, key, r) for key, r in pairwise_requests(self.options.judge_model, self.prompts, u,
-                                                                  state.answers, state.opponent,
-                                                                  self.options.judge_max_tokens)]
+        calls = [(u, key, r) for u in units for key, r in judge_requests(
+            self.options.judge_model, self.prompts, u, graded[u.subject].answers, graded[u.subject].opponent,
+            self.options.judge_max_tokens)]
         left = Counter(u.subject for u, _key, _r in calls)
         votes: dict[str, dict[tuple[str, int, int], str | None]] = {u.subject: {} for u in units}
         for index, result in stream(self.judge, [r for _u, _key, r in calls]):
@@ -291,7 +256,7 @@ class ConvEvalStage(runner.Stage):
             report.counters["graded"] += 1
         context.store.add_conversation_evals(rows)
         report.counters.update(self.calls)
-        report.counters["http_calls"] = self.http_calls
+        report.counters["http_calls"] = self.judge.http_calls + sum(a.client.http_calls for a in self.adapters.values())
         self.calls.clear()
         return outcomes
 
@@ -313,14 +278,20 @@ class ConvEval(Protocol):
         templates = load_templates(options.prompts or None)
         adapters = {}
         for name in dict.fromkeys([model, self.settings.reference_model or model]):
-            adapters[name] = build_adapter(name, options.model(name), templates=templates, settings=settings,
-                                           store=store)
+            adapters[name] = options.model(name).build(name, templates=templates, settings=settings, store=store)
             if not hasattr(adapters[name], "converse"):  # an adapter that can hold a conversation has `converse`
                 adapters[name].release()
                 raise EvalError(f"model {name!r} is of kind {options.models[name].kind}; conversations need a "
                                 "chat model (kind: openai)")
-        run = plan_run(options.models, self.settings, prompts, model, source.label)
-        store.add_eval_run(run.row())
+        reference = self.settings.reference_model
+        config = {"model": options.models[model].identity(),
+                  "opponent": options.models[reference].identity() if reference else "references",
+                  "judge_model": self.settings.judge_model, "prompts": prompts.model_dump(),
+                  "answer_max_tokens": self.settings.answer_max_tokens,
+                  "judge_max_tokens": self.settings.judge_max_tokens}
+        run = EvalRun(stable_hash("conveval", model, source.label, config), model, "openai", source.label, "conveval",
+                      config)
+        store.add_eval_run(asdict(run))
         return ConvEvalStage(run, source.items, settings, adapters, self.settings, prompts, store)
 
     def board(self, store, settings, source, folder: Path) -> tuple[str, dict[str, Any], int]:
@@ -368,25 +339,20 @@ def scores(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def board_markdown(runs: dict[str, dict[str, dict[str, Any]]], opponent: str) -> str:
     """One table per grading: rows are models x settings, columns the turns and the whole conversation."""
-    def cell(value, percent=False):
-        return "-" if value is None else f"{value:.1%}" if percent else f"{value:.2f}"
-
-    lines = ["# ConvEval", "", "Direct grading (1-10, median of the judge prompts, mean over conversations). "
-             "S1 perception, S2 reasoning, S3 creation, S0 the whole conversation; R2 = mean(S1..S3), "
-             "R1 = (R2 + S0) / 2.", "",
-             "| model | setting | n | S1 | S2 | S3 | S0 | R2 | R1 |", "|---|---|---|---|---|---|---|---|---|"]
+    direct, pairwise = [], []
     for model, by_setting in runs.items():
         for setting, e in by_setting.items():
-            lines.append(f"| {model} | {setting} | {e['conversations']} | " + " | ".join(
+            direct.append(f"| {model} | {setting} | {e['conversations']} | " + " | ".join(
                 cell(e.get(f"direct_{k}")) for k in ("S1", "S2", "S3", "S0", "R2", "R1")) + " |")
-    lines += ["", f"Pairwise against {opponent}: win rate (tie rate) per target.", "",
-              "| model | setting | S1 | S2 | S3 | S0 |", "|---|---|---|---|---|---|"]
-    for model, by_setting in runs.items():
-        for setting, e in by_setting.items():
-            lines.append(f"| {model} | {setting} | " + " | ".join(
-                "-" if e.get(f"win_{k}") is None else f"{cell(e[f'win_{k}'], True)} ({cell(e[f'tie_{k}'], True)})"
+            pairwise.append(f"| {model} | {setting} | " + " | ".join(
+                "-" if e.get(f"win_{k}") is None else f"{cell(e[f'win_{k}'], '.1%')} ({cell(e[f'tie_{k}'], '.1%')})"
                 for k in ("S1", "S2", "S3", "S0")) + " |")
-    lines += ["", "Settings: `model`, the model's own answers throughout; `perception_given`, turn 1 replaced by "
-              "its reference; `perception_reasoning_given`, turns 1 and 2 replaced. A rise on S2 from `model` to "
-              "`perception_given` is reasoning lost to perception errors.", ""]
-    return "\n".join(lines)
+    return "\n".join(["# ConvEval", "", "Direct grading (1-10, median of the judge prompts, mean over conversations). "
+                      "S1 perception, S2 reasoning, S3 creation, S0 the whole conversation; R2 = mean(S1..S3), "
+                      "R1 = (R2 + S0) / 2.", "",
+                      "| model | setting | n | S1 | S2 | S3 | S0 | R2 | R1 |", "|---|---|---|---|---|---|---|---|---|",
+                      *direct, "", f"Pairwise against {opponent}: win rate (tie rate) per target.", "",
+                      "| model | setting | S1 | S2 | S3 | S0 |", "|---|---|---|---|---|---|", *pairwise, "",
+                      "Settings: `model`, the model's own answers throughout; `perception_given`, turn 1 replaced by "
+                      "its reference; `perception_reasoning_given`, turns 1 and 2 replaced. A rise on S2 from "
+                      "`model` to `perception_given` is reasoning lost to perception errors.", ""])

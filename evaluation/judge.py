@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from typing import Literal
 
 from benchsmith.llm import LlmRequest
-from evaluation.templates import JudgePrompt
 
 Outcome = Literal["win", "tie", "lose"]
 _SCORE = re.compile(r"score\s*[:=]?\s*\**\s*([01])\b", re.IGNORECASE)
@@ -34,12 +33,6 @@ _VERDICT = re.compile(r"verdict\s*[:=]\s*\**\s*(a|b|tie)\b", re.IGNORECASE)
 def judge_request(model: str, text: str, max_tokens: int, tag: str = "") -> LlmRequest:
     return LlmRequest(purpose="judge", model=model, temperature=0.0, max_tokens=max_tokens, tag=tag,
                       messages=[{"role": "user", "content": text}])
-
-
-def judge_requests(model: str, prompts: Sequence[JudgePrompt], question: str, reference: str, reply: str,
-                   tag: str = "") -> list[LlmRequest]:
-    return [judge_request(model, prompt.text.format(question=question, reference=reference, reply=reply), 400, tag)
-            for prompt in prompts]
 
 
 def _last(pattern: re.Pattern, judgement: str) -> str | None:

@@ -3,9 +3,8 @@
 A protocol is a `Protocol` subclass registered in the entry-point group `benchsmith.protocols`
 (benchsmith/plugins.py); ours are registered there as another package's would be. `evaluate.protocol`
 (or `eval run --protocol`) names it, and its own settings, if it has any, live under `evaluate.<name>`.
-A protocol says which kind of item it evaluates (`items`), plans its runner stage for a model on a
-source (`stage`) and writes its board (`board`). The question protocols share the question machinery
-(evaluation/stage.py, board.py) and only say which passes a question gets and how they score:
+The question protocols share the question machinery (evaluation/stage.py, board.py: the `Protocol`
+defaults) and only say which passes a question gets and how they score:
 
 - `single` (SEED-Bench): one pass, options in their published order, the first prompt template.
 - `circular` (MMBench's CircularEval): one pass per rotation of the options; a question counts as

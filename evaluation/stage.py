@@ -10,24 +10,26 @@ stage (this one, or ConvEval's).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from benchsmith import runner
 from benchsmith.records import stable_hash
-from evaluation.adapters import Adapter, EvalError, build_adapter
+from evaluation.adapters import Adapter, EvalError
 from evaluation.judge import decide
 from evaluation.protocols import Protocol, passes
 from evaluation.records import ModelAnswer, Pass
 from evaluation.settings import EvalSettings
 from evaluation.sources import Source
-from evaluation.templates import Templates, load_templates
+from evaluation.templates import load_templates
 
 STAGE = "evaluate"
 
 
 @dataclass
 class EvalRun:
+    """One model on one source under one protocol and configuration: the row the store keeps."""
+
     id: str
     model: str
     adapter: str
@@ -35,55 +37,43 @@ class EvalRun:
     protocol: str
     config: dict[str, Any]
 
-    def row(self) -> dict[str, Any]:
-        return {"id": self.id, "model": self.model, "adapter": self.adapter, "source": self.source,
-                "protocol": self.protocol, "config": self.config}
 
+class RunStage(runner.Stage):
+    """The stage of one eval run: its units are planned with it, and its config key is the run's id."""
 
-def plan_run(options: EvalSettings, templates: Templates, model: str, source: str, shown: Protocol) -> EvalRun:
-    """The run of `model` on `source` under protocol `shown`; its id hashes everything that shapes its answers."""
-    adapter = options.model(model)
-    kind = "likelihood" if adapter.kind == "likelihood" else "choice"   # answering in words: choice wordings
-    wordings = getattr(templates, kind)
-    used = shown.templates()
-    if used > len(wordings):
-        raise EvalError(f"protocol {shown.name} asks for {used} prompt wordings but the prompt file has only "
-                        f"{len(wordings)} {kind} templates")
-    config = {"adapter": adapter.identity(), "templates": wordings[:used] if adapter.kind != "blind" else [],
-              "protocol": shown.identity(),
-              "matcher": templates.matcher if getattr(adapter, "matcher_model", "") else "",
-              "judge": [p.model_dump() for p in templates.judge] if getattr(adapter, "judge_model", "") else []}
-    run_id = stable_hash(model, source, shown.name, config)
-    return EvalRun(run_id, model, adapter.kind, source, shown.name, config)
+    window = 64
 
-
-class EvalStage(runner.Stage):
-    name = STAGE
-
-    def __init__(self, run: EvalRun, units: Sequence[Pass], make_adapter: Callable[[], Adapter], window: int) -> None:
+    def __init__(self, run: EvalRun, units: Sequence[Any]) -> None:
         self.run = run
-        self.passes = list(units)
-        self._make_adapter = make_adapter
-        self.window = window
-        self.adapter: Adapter | None = None
+        self.planned = list(units)
 
     def config_key(self) -> str:
         return self.run.id
 
-    def units(self, context: runner.StageContext) -> list[Pass]:
-        return self.passes
+    def units(self, context: runner.StageContext) -> list[Any]:
+        return self.planned
 
-    def subject(self, unit: Pass) -> str:
+    def subject(self, unit: Any) -> str:
         return unit.subject
 
     def windows(self) -> tuple[int, int | None]:
         return self.window, None
 
+
+class EvalStage(RunStage):
+    name = STAGE
+
+    def __init__(self, run: EvalRun, units: Sequence[Pass], make_adapter: Callable[[], Adapter], window: int) -> None:
+        super().__init__(run, units)
+        self._make_adapter = make_adapter
+        self.window = window
+        self.adapter: Adapter | None = None
+
     def prepare(self, context: runner.StageContext, units: Sequence[Pass]) -> None:
         """The adapter, built only when something is pending."""
         self.adapter = self._make_adapter()
         if hasattr(self.adapter, "prepare"):
-            self.adapter.prepare(list({p.question.question_id: p.question for p in self.passes}.values()))
+            self.adapter.prepare(list({p.question.question_id: p.question for p in self.planned}.values()))
 
     def process(self, units: Sequence[Pass], context: runner.StageContext) -> Iterator[tuple[Pass, ModelAnswer]]:
         yield from self.adapter.predict(units)
@@ -117,16 +107,25 @@ class EvalStage(runner.Stage):
 
 def plan_stage(store, settings, source: Source, model: str, shown: Protocol) -> EvalStage:
     """The stage that evaluates `model` on `source`'s questions under question protocol `shown`, its run
-    recorded; nothing is loaded yet."""
+    recorded under an id that hashes everything that shapes the answers; nothing is loaded yet."""
     options = settings.section(STAGE, EvalSettings)
     templates = load_templates(options.prompts or None)
-    run = plan_run(options, templates, model, source.label, shown)
-    store.add_eval_run(run.row())
-
-    def make_adapter() -> Adapter:
-        return build_adapter(model, options.models[model], templates=templates, settings=settings, store=store)
-
-    return EvalStage(run, passes(source.items, shown), make_adapter, options.window)
+    adapter = options.model(model)
+    kind = "likelihood" if adapter.kind == "likelihood" else "choice"   # answering in words: choice wordings
+    wordings = getattr(templates, kind)
+    used = shown.templates()
+    if used > len(wordings):
+        raise EvalError(f"protocol {shown.name} asks for {used} prompt wordings but the prompt file has only "
+                        f"{len(wordings)} {kind} templates")
+    config = {"adapter": adapter.identity(), "templates": wordings[:used] if adapter.kind != "blind" else [],
+              "protocol": shown.identity(),
+              "matcher": templates.matcher if getattr(adapter, "matcher_model", "") else "",
+              "judge": [p.model_dump() for p in templates.judge] if getattr(adapter, "judge_model", "") else []}
+    run = EvalRun(stable_hash(model, source.label, shown.name, config), model, adapter.kind, source.label,
+                  shown.name, config)
+    store.add_eval_run(asdict(run))
+    return EvalStage(run, passes(source.items, shown),
+                     lambda: adapter.build(model, templates=templates, settings=settings, store=store), options.window)
 
 
 def evaluate(store, stage, *, limit: int | None = None,

@@ -122,8 +122,3 @@ class BlindBaselineConfig(AdapterConfig):
 
 
 AnyAdapterConfig = Annotated[Union[plugins.load_all("adapters")], Field(discriminator="kind")]
-
-
-def build_adapter(name: str, config: AdapterConfig, *, templates, settings, store=None) -> Adapter:
-    """The adapter a settings entry describes. Models load lazily, on the first `predict`."""
-    return config.build(name, templates=templates, settings=settings, store=store)

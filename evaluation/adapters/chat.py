@@ -3,7 +3,7 @@
 Each pass is one chat request: the prompt template with the question and its options as shown, and the
 image (or up to `max_frames` of a video's frames, evenly spread) as base64 data URLs. The reply is
 matched to an option (`evaluation.matching`); replies that match nothing go, when `matcher_model` is
-set, to an LLM that says which option they mean (llm_matcher.py). Every call goes through
+set, to an LLM that says which option they mean. Every call goes through
 `benchsmith.llm.LlmClient`: concurrent, rate limited, retried and kept in the store, so a rerun pays for
 nothing twice.
 
@@ -21,9 +21,8 @@ from collections.abc import Iterator, Sequence
 from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LETTERS
 from evaluation.adapters import EvalError, VlmChatConfig
-from evaluation.adapters.llm_matcher import LlmMatcher
-from evaluation.judge import judge_requests, read_vote
-from evaluation.matching import match_choice
+from evaluation.matching import LlmMatcher
+from evaluation.judge import judge_request, read_vote
 from evaluation.records import ModelAnswer, Pass, spread
 from evaluation.templates import Templates
 
@@ -52,41 +51,38 @@ class ChatAdapter:
 
     def request(self, p: Pass) -> LlmRequest:
         prompt = self.templates.choice[p.template].format(question=p.question.text, options=p.options_block())
-        images = [{"type": "image_url", "image_url": {"url": data_url(frame), "detail": self.config.image_detail}}
-                  for frame in p.question.encoded(self.config.max_frames)]
         return LlmRequest(purpose="evaluate", model=self.config.model, temperature=0.0,
                           max_tokens=self.config.max_tokens, tag=p.subject,
-                          messages=[{"role": "user", "content": [*images, {"type": "text", "text": prompt}]}])
+                          messages=[self.shown(p.question.encoded(self.config.max_frames), prompt)])
+
+    def shown(self, frames: Sequence[bytes], text: str) -> dict:
+        """The user message that shows the images (base64 data URLs), then the text."""
+        images = [{"type": "image_url", "image_url": {"url": data_url(frame), "detail": self.config.image_detail}}
+                  for frame in frames]
+        return {"role": "user", "content": [*images, {"type": "text", "text": text}]}
 
     def predict(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
-        answers = self._answers(passes)
+        answers = self.matcher.matched(self._replies(passes))
         yield from (self._judged(list(answers)) if self.config.judge_model else answers)
 
-    def _answers(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
-        unmatched: list[tuple[Pass, str]] = []
+    def _replies(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, str | ModelAnswer]]:
+        """Each pass's reply, or the answer that asks for it again later; a refused pass gets neither."""
         for index, result in self.converse([self.request(p) for p in passes]):
-            p = passes[index]
-            if not result.ok:
-                if not REFUSED.match(result.reason):
-                    yield p, ModelAnswer(retry=result.reason)
-                continue
-            choice, form = match_choice(result.content, p.options)
-            if choice is None and self.config.matcher_model:
-                unmatched.append((p, result.content))
-                continue
-            yield p, ModelAnswer(choice=choice, raw=result.content, matched_by=form)
-        yield from self.matcher.match(unmatched)
+            if result.ok:
+                yield passes[index], result.content
+            elif not REFUSED.match(result.reason):
+                yield passes[index], ModelAnswer(retry=result.reason)
 
     def _judged(self, answers: list[tuple[Pass, ModelAnswer]]) -> Iterator[tuple[Pass, ModelAnswer]]:
         """Each reply graded under every judge prompt; the votes go with the answer."""
         prompts = self.templates.judge
         graded = [(p, a) for p, a in answers if not a.retry]
         yield from ((p, a) for p, a in answers if a.retry)
-        requests = []
-        for p, answer in graded:
-            reference = f"({LETTERS[p.key_shown]}) {p.options[p.key_shown]}"
-            requests += judge_requests(self.config.judge_model, prompts, f"{p.question.text}\n{p.options_block()}",
-                                       reference, answer.raw, tag=p.subject)
+        requests = [judge_request(self.config.judge_model, prompt.text.format(
+                        question=f"{p.question.text}\n{p.options_block()}",
+                        reference=f"({LETTERS[p.key_shown]}) {p.options[p.key_shown]}", reply=answer.raw),
+                        400, p.subject)
+                    for p, answer in graded for prompt in prompts]
         votes: dict[int, dict[int, int | None]] = {}
         failed: set[int] = set()
         for index, result in stream(self.client, requests):
@@ -107,9 +103,7 @@ class ChatAdapter:
         """The call for the answer to the next turn of a conversation (ConvEval) after `earlier` answers:
         the image with the first instruction, then each earlier answer as the assistant's and each next
         instruction as the user's."""
-        images = [{"type": "image_url", "image_url": {"url": data_url(frame), "detail": self.config.image_detail}}
-                  for frame in spread(frames, self.config.max_frames)]
-        messages: list[dict] = [{"role": "user", "content": [*images, {"type": "text", "text": instructions[0]}]}]
+        messages = [self.shown(spread(frames, self.config.max_frames), instructions[0])]
         for n, answer in enumerate(earlier, 1):
             messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": instructions[n]}]
         return LlmRequest(purpose="evaluate", model=self.config.model, temperature=0.0, max_tokens=max_tokens,

@@ -1,8 +1,8 @@
 """Black-box evaluation with a local transformers vision-language model: the model answers each pass
 in words with greedy `generate` (at most `max_new_tokens` new tokens), prompted with the same choice
 templates as a chat endpoint, and the reply is matched to an option by `evaluation.matching`. A reply
-that matches nothing goes to the LLM matcher when `matcher_model` is set (llm_matcher.py, as for the
-`openai` kind); otherwise, or when the matcher says none, it is stored as it came (a format miss,
+that matches nothing goes to the LLM matcher when `matcher_model` is set (as for the `openai` kind);
+otherwise, or when the matcher says none, it is stored as it came (a format miss,
 counted in the board's format-hit rate).
 
 Loading, prompting, images and batching are transformers_vlm.py's, as for the likelihood adapter.
@@ -15,9 +15,8 @@ from collections.abc import Iterator, Sequence
 
 from benchsmith.llm import LlmClient, LlmOptions
 from evaluation.adapters import VlmGenerateConfig
-from evaluation.adapters.llm_matcher import LlmMatcher
+from evaluation.matching import LlmMatcher
 from evaluation.adapters.transformers_vlm import TransformersVlm
-from evaluation.matching import match_choice
 from evaluation.records import ModelAnswer, Pass
 from evaluation.templates import Templates
 
@@ -28,26 +27,14 @@ class GenerateAdapter(TransformersVlm):
     def __init__(self, name: str, config: VlmGenerateConfig, templates: Templates, *, settings=None,
                  store=None) -> None:
         super().__init__(name, config, templates.choice)
-        self.matcher = (LlmMatcher(LlmClient(settings, LlmOptions.model_validate(config.llm), store=store),
-                                   config.matcher_model, templates.matcher) if config.matcher_model else None)
+        client = config.matcher_model and LlmClient(settings, LlmOptions.model_validate(config.llm), store=store)
+        self.matcher = LlmMatcher(client or None, config.matcher_model, templates.matcher)
 
     def predict(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
-        skipped: list[tuple[Pass, str]] = []
-        ready = self.ready(passes, skipped)
-        yield from ((p, ModelAnswer(skipped=reason)) for p, reason in skipped)
-        unmatched: list[tuple[Pass, str]] = []
-        for batch in self.batches(ready):
-            for p, reply in zip(batch, self.replies(batch)):
-                choice, form = match_choice(reply, p.options)
-                if choice is None and self.matcher is not None:
-                    unmatched.append((p, reply))
-                else:
-                    yield p, ModelAnswer(choice=choice, raw=reply, matched_by=form)
-        if unmatched:
-            yield from self.matcher.match(unmatched)
+        return self.matcher.matched(super().predict(passes))
 
-    def replies(self, batch: Sequence[Pass]) -> list[str]:
-        """Each pass's greedy reply, decoded without special tokens."""
+    def answer(self, batch: Sequence[Pass]) -> Iterator[tuple[Pass, str]]:
+        """Each pass's greedy reply, decoded without special tokens (`predict` matches it to an option)."""
         import torch
 
         texts, images = zip(*map(self.inputs, batch))
@@ -58,4 +45,4 @@ class GenerateAdapter(TransformersVlm):
             out = self.model.generate(**self.on_model(encoded), do_sample=False, num_beams=1,
                                       max_new_tokens=self.config.max_new_tokens, pad_token_id=tokenizer.pad_token_id)
         new = out[:, encoded["input_ids"].shape[1]:]
-        return [reply.strip() for reply in tokenizer.batch_decode(new, skip_special_tokens=True)]
+        return zip(batch, [reply.strip() for reply in tokenizer.batch_decode(new, skip_special_tokens=True)])

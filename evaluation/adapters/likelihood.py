@@ -38,13 +38,9 @@ class LikelihoodAdapter(TransformersVlm):
         positions themselves (Qwen2-VL style, `get_rope_index`) would not take the plain positions it needs."""
         return not hasattr(getattr(self.model, "model", self.model), "get_rope_index")
 
-    def predict(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
-        skipped: list[tuple[Pass, str]] = []
-        ready = self.ready(passes, skipped)
-        yield from ((p, ModelAnswer(skipped=reason)) for p, reason in skipped)
-        for batch in self.batches(ready):
-            for p, scores in zip(batch, self.score(batch)):
-                yield p, ModelAnswer(choice=choose(scores), scores=tuple(scores), matched_by="likelihood")
+    def answer(self, batch: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]:
+        for p, scores in zip(batch, self.score(batch)):
+            yield p, ModelAnswer(choice=choose(scores), scores=tuple(scores), matched_by="likelihood")
 
     def score(self, batch: Sequence[Pass]) -> list[list[float]]:
         """Each shown option's log-likelihood after its pass's images and prompt."""

@@ -14,7 +14,7 @@ from itertools import groupby
 
 from benchsmith.models import load_pretrained
 from evaluation.adapters import EvalError, TransformersVlmConfig
-from evaluation.records import Pass
+from evaluation.records import ModelAnswer, Pass
 
 
 class TransformersVlm:
@@ -74,18 +74,23 @@ class TransformersVlm:
                 return f"model {self.config.model!r} cannot take {len(images)} images: {str(exc).strip()[:200]}"
         return ""
 
-    def ready(self, passes: Sequence[Pass], skipped: list) -> list[Pass]:
-        """The passes the model can take, loading it first; the others go to `skipped` with their reason."""
+    def predict(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer | str]]:
+        """Loads the model, answers each pass it cannot take as skipped (with the reason), then the others a
+        batch at a time (`answer`: the subclass's answer, or its reply in words for its `predict` to match)."""
         if self.model is None:
             self.load()
-        out: list[Pass] = []
+        ready = []
         for p in passes:
             reason = self.cannot_take(p)
             if reason:
-                skipped.append((p, reason))
+                yield p, ModelAnswer(skipped=reason)
             else:
-                out.append(p)
-        return out
+                ready.append(p)
+        for batch in self.batches(ready):
+            yield from self.answer(batch)
+
+    def answer(self, batch: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer | str]]:
+        raise NotImplementedError
 
     def batches(self, passes: Sequence[Pass]) -> Iterator[list[Pass]]:
         """Up to `batch_size` passes with the same number of options, similar ones together so that
