@@ -13,6 +13,8 @@ DEMO   ?= demo
 SCENES ?= 40
 IMAGES ?=
 VERSION ?= v1
+# pytest-xdist workers for `make test`: each starts its own services (Label Studio, Prefect) as it needs them
+TEST_WORKERS ?= 2
 # The demo's local Label Studio: random admin credentials and a free port, made once and kept in
 # $(DEMO)/labelstudio.env, readable by you alone.
 DEMO_ENV := $(DEMO)/labelstudio.env
@@ -83,5 +85,5 @@ test-deps: install-dev system-deps   ## Label Studio's and lmms-eval's own venvs
 	$(BIN)/python -m tests.support.lmms_eval_venv
 	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error
 
-test: check-locks test-deps     ## the whole test suite against real services
-	$(BIN)/python -m pytest
+test: check-locks test-deps     ## the whole test suite against real services, TEST_WORKERS processes side by side
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile

@@ -152,4 +152,5 @@ def test_clients_in_processes_send_at_most_the_rate_between_them(store_url, tmp_
     assert server.calls == 18 and per_process == [[True] * 9] * 2
     # a request reaches the server after its take from the bucket: the arrivals fit the budget too
     within_the_budget(arrivals, capacity=0, per_s=6.0, since=drained[0])
-    assert max(at for at, _ in arrivals) - drained[0] < 18 / 6.0 + 0.5
+    # and not much slower: a limiter that halved the rate would take 6 s; 2 s of slack covers two loaded cores
+    assert max(at for at, _ in arrivals) - drained[0] < 18 / 6.0 + 2.0
