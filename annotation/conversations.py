@@ -107,6 +107,7 @@ class ConversationTasks:
     """Conversations as review tasks (the push stage `review:push:conversations`)."""
 
     base: str
+    review: ReviewSettings
     name: str = "review:push:conversations"
     kind: str = "conversation"
     key: str = "conversation_id"
@@ -115,14 +116,18 @@ class ConversationTasks:
     def task(self, conversation: Conversation, item: Image) -> dict:
         return to_task(conversation, item, self.base)
 
+    def project(self, server: Server, settings: Settings) -> tuple[int, bool]:
+        """`review.conversation_project`, with the conversation labeling config: (id, created)."""
+        return ensure_project(server, settings, self.review)
+
 
 def push(store: Store, server: Server, settings: Settings,
          progress: Callable[[int], None] = lambda n: None) -> PushReport:
     """Send every candidate conversation (they passed the generation gate) to Label Studio, once each."""
     review = settings.section("review", ReviewSettings)
-    project_id, created = ensure_project(server, settings, review)
-    stage = PushStage(server, ConversationTasks(image_base(settings, review)), project_id,
-                      store.get_conversations(status="candidate"), review.batch_size)
+    tasks = ConversationTasks(image_base(settings, review), review)
+    project_id, created = tasks.project(server, settings)
+    stage = PushStage(server, tasks, project_id, store.get_conversations(status="candidate"), review.batch_size)
     done = runner.run(stage, store, progress=progress)
     return PushReport(project_id, created, done.counters["sent"], done.counters["recovered"], "conversation")
 

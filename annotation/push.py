@@ -248,13 +248,17 @@ class QuestionTasks:
         return to_task(question, item, self.registry, self.review, self.base, round=self.round,
                        note=self.notes.get(question.id, ""))
 
+    def project(self, server: Server, settings: Settings) -> tuple[int, bool]:
+        """The project this round's tasks go to: (id, created)."""
+        return ensure_project(server, settings, self.review, first=not self.round)
+
 
 def push(store: Store, server: Server, settings: Settings, registry: Registry, questions: Sequence[Question],
          progress: Callable[[int], None] = lambda n: None, round: Round = FIRST) -> PushReport:
     """Push `questions` (from `questions_to_push`, or a second look's plan) in batches; `progress(n)`
     after each. Only a first review moves questions to `in_review`; a published question stays published."""
     review = settings.section("review", ReviewSettings)
-    project_id, created = ensure_project(server, settings, review, first=not round.key)
     tasks = QuestionTasks(registry, review, image_base(settings, review), round.key, round.notes)
+    project_id, created = tasks.project(server, settings)
     done = runner.run(PushStage(server, tasks, project_id, questions, review.batch_size), store, progress=progress)
     return PushReport(project_id, created, sent=done.counters["sent"], recovered=done.counters["recovered"])

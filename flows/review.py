@@ -17,7 +17,7 @@ def review_stage(settings: Settings, run_id: str) -> dict:
         return {"skipped": "LABEL_STUDIO_API_KEY is not set (see `benchsmith labelstudio up`)"}
     from annotation.client import connect
     from annotation.conversations import ConversationTasks
-    from annotation.push import PushStage, QuestionTasks, ensure_project, image_base, questions_to_push
+    from annotation.push import PushStage, QuestionTasks, image_base, questions_to_push
     from annotation.settings import ReviewSettings
     from benchsmith.dimensions import registry
 
@@ -25,13 +25,13 @@ def review_stage(settings: Settings, run_id: str) -> dict:
     base = image_base(settings, review)
     with Store(settings.db_url) as store:
         waiting = {"review questions": (QuestionTasks(registry(), review, base), questions_to_push(store, review)),
-                   "review conversations": (ConversationTasks(base), store.get_conversations(status="candidate"))}
+                   "review conversations": (ConversationTasks(base, review), store.get_conversations(status="candidate"))}
     out = {}
     for kind, (tasks, subjects) in waiting.items():
         out[kind] = {"cached": True}
         if subjects:
             server = connect(settings)
-            project_id, created = ensure_project(server, settings, review)
+            project_id, created = tasks.project(server, settings)  # each kind to its own project
             stage = PushStage(server, tasks, project_id, subjects, review.batch_size)
             out[kind] = run_stage(settings, run_id, tasks.name, stage) | {
                 "project_id": project_id, "project_created": created}

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
+from annotation.client import connect
+from annotation.settings import ReviewSettings
 from benchsmith.store import Store
 from tests.annotation.conftest import seed_questions
+from tests.annotation.test_conversations import seed_conversations
 
 
 def test_the_review_flow_pushes_new_questions_and_a_rerun_with_nothing_new_is_cached(prefect_api, label_studio):
@@ -32,3 +37,20 @@ def test_without_a_token_the_stage_says_it_skipped_and_touches_nothing(label_stu
     assert "LABEL_STUDIO_API_KEY is not set" in review_stage(unset, "run1")["skipped"]
     with Store(settings.db_url) as store:
         assert {q.status for q in store.get_questions()} == {"candidate"}
+
+
+def test_the_review_flow_sends_each_kind_to_its_own_project_with_its_own_labeling(prefect_api, label_studio):
+    from flows.review import review_flow
+
+    settings = label_studio.settings(conversation_project=f"conversations {uuid.uuid4().hex[:6]}")
+    with Store(settings.db_url) as store:
+        seed_questions(store, settings, [3])
+        seed_conversations(store, settings, 2)
+    out = review_flow(settings)
+    review = settings.section("review", ReviewSettings)
+    client = connect(settings).client
+    questions = client.projects.get(id=out["review questions"]["project_id"])
+    conversations = client.projects.get(id=out["review conversations"]["project_id"])
+    assert (questions.title, conversations.title) == (review.project, review.conversation_project)
+    assert 'name="instruction_1"' in conversations.label_config and 'name="instruction_1"' not in questions.label_config
+    assert (questions.task_number, conversations.task_number) == (1, 2)
