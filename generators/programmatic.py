@@ -235,7 +235,7 @@ class Draft:
 Template = Callable[[list[Thing], list[Fact], Vocabulary, ProgrammaticSettings, random.Random], list[Draft]]
 
 
-def _pick(pool, n: int, avoid) -> list:
+def pick(pool, n: int, avoid) -> list:
     """n distinct members of `pool` (in pool order preference, ties shuffled) not in `avoid`."""
     avoid_keys = {normalise_text(str(a)) for a in avoid}
     out: list = []
@@ -249,7 +249,7 @@ def _pick(pool, n: int, avoid) -> list:
     return out
 
 
-def _shuffled(rng: random.Random, values) -> list:
+def shuffled(rng: random.Random, values) -> list:
     values = sorted(values, key=repr)  # sets iterate in a per-process order; sort for reproducibility
     rng.shuffle(values)
     return values
@@ -428,9 +428,9 @@ def attributes(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
             if target is None:
                 continue
             # values seen on other objects in the same image are the hardest distractors
-            present = _shuffled(rng, {t.attributes.get(key) for t in things} - {value, None})
-            pool = present[:2] + _shuffled(rng, [v for v in values if v not in present])
-            others = _pick(pool, 3, avoid=[value])
+            present = shuffled(rng, {t.attributes.get(key) for t in things} - {value, None})
+            pool = present[:2] + shuffled(rng, [v for v in values if v not in present])
+            others = pick(pool, 3, avoid=[value])
             if len(others) < 3:
                 continue
             question = {"colour": f"What colour is {phrase(target)}?",
@@ -457,15 +457,15 @@ def identity(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
     for label, colour in sorted(present, key=lambda p: (p[0], p[1] or "")):
         if colour:
             crossings = [(other_label, other_colour)
-                         for other_label in _shuffled(rng, [l for l in vocabulary.labels if l != label])
-                         for other_colour in _shuffled(rng, [c for c in colours if c != colour])
+                         for other_label in shuffled(rng, [l for l in vocabulary.labels if l != label])
+                         for other_colour in shuffled(rng, [c for c in colours if c != colour])
                          if not {(label, other_colour), (other_label, colour), (other_label, other_colour)} & present]
             if not crossings:
                 continue
             other_label, other_colour = rng.choice(crossings[:20])
             others = [_name(label, other_colour), _name(other_label, colour), _name(other_label, other_colour)]
         else:
-            others = _pick(_shuffled(rng, [l for l in vocabulary.labels if l not in present_labels]), 3,
+            others = pick(shuffled(rng, [l for l in vocabulary.labels if l not in present_labels]), 3,
                            avoid=[label])
         if len(others) < 3:
             continue
@@ -492,8 +492,8 @@ def text(_things, facts, vocabulary, settings, rng) -> list[Draft]:
     for line in lines:
         same_case = [w for w in vocabulary.words if w.isupper() == line.isupper() and normalise_text(w) not in present]
         # the nearest lengths, ties broken at random: neither the shortest nor the longest gives the key away
-        pool = sorted(_shuffled(rng, same_case), key=lambda w: abs(len(w) - len(line)))[:8]
-        others = _pick(_shuffled(rng, pool), 3, avoid=[line, *lines])
+        pool = sorted(shuffled(rng, same_case), key=lambda w: abs(len(w) - len(line)))[:8]
+        others = pick(shuffled(rng, pool), 3, avoid=[line, *lines])
         if len(others) < 3:
             continue
         drafts.append(Draft(question, (line, *others), {"template": "text", "target": {"text": line}}))

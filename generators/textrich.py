@@ -30,7 +30,7 @@ from benchsmith import runner
 from benchsmith.dimensions import Dimension
 from benchsmith.records import Image, Provenance, Question, normalise_text, stable_hash
 from benchsmith.settings import keyed
-from generators.programmatic import Draft, _pick, _shuffled, questions_from
+from generators.programmatic import Draft, pick, shuffled, questions_from
 from generators.stage import Job, Outcome, QuestionStage
 
 BACKEND = "textrich"
@@ -94,7 +94,7 @@ def columns(truth: dict) -> list[Column]:
 
 
 def _four(rng: random.Random, key: str, others: Sequence[str]) -> tuple[str, str, str, str] | None:
-    picked = _pick(_shuffled(rng, others), 3, avoid=[key])
+    picked = pick(shuffled(rng, others), 3, avoid=[key])
     return (key, *picked) if len(picked) == 3 else None
 
 
