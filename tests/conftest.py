@@ -191,3 +191,10 @@ def annotators(label_studio) -> dict[str, str]:
     for email, token in users.items():
         label_studio.add_user(email, "annotator-pass-1", token)
     return users
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files holding a `slow` test run first (order within a file kept): under `--dist loadfile` a worker
+    takes whole files in collection order, and a long file started last would keep one worker busy alone."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
