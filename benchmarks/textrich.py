@@ -15,32 +15,29 @@ Results: benchmarks/results/textrich.json.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import arguments, cli, save, user_env  # noqa: E402
+
 KINDS = ("chart", "table", "document")
-BENCHSMITH = str(Path(sys.executable).with_name("benchsmith"))
 
 
 def _make(out: Path, kind: str, n: int, workers: int) -> float:
-    started = time.perf_counter()
-    subprocess.run([BENCHSMITH, "scenes", "make", "--kind", kind, "--n", str(n), "--out", str(out),
-                    "--workers", str(workers), "--seed", "7"], check=True, capture_output=True)
-    return time.perf_counter() - started
+    seconds, _printed = cli("scenes", "make", "--kind", kind, "--n", str(n), "--out", str(out),
+                            "--workers", str(workers), "--seed", "7", cwd=out.parent, env=user_env())
+    return seconds
 
 
 def throughput(tmp: Path, n: int, workers: int) -> dict:
     out = {}
     for kind in KINDS:
-        start_up = _make(tmp / f"{kind}-one", kind, 1, 1)
+        start_up = _make(tmp / f"{kind}-one", kind, 1, workers)
         seconds = _make(tmp / f"{kind}-{workers}", kind, n, workers)
         out[kind] = {"pages": n, "workers": workers, "seconds": round(seconds, 2),
                      "pages_per_second": round(n / seconds, 1),
@@ -89,18 +86,6 @@ def run(render: int, read: int, workers: int) -> dict:
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--render", type=int, default=200, help="pages per kind to time")
-    parser.add_argument("--read", type=int, default=60, help="pages per kind to read with RapidOCR")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--quick", action="store_true", help="40 pages timed, 15 read, per kind")
-    args = parser.parse_args()
-    result = run(40 if args.quick else args.render, 15 if args.quick else args.read, args.workers)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "textrich.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    args = arguments(__doc__, quick={"render": 40, "read": 15}, render=200, read=60, workers=2).parse_args()
+    save("textrich", run(args.render, args.read, args.workers))
