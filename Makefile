@@ -80,10 +80,16 @@ demo-run: $(DEMO_ENV)           ## make demo without installing: Label Studio up
 finish:                         ## after review: pull, reconcile, publish VERSION, report
 	cd $(DEMO) && $(WITH_LS) $(abspath $(BIN))/benchsmith finish --version $(VERSION)
 
+# The three installs are independent and mostly wait on downloads, so they run side by side.
 test-deps: install-dev system-deps   ## Label Studio's and lmms-eval's own venvs and the browser driver the tests use
-	$(BIN)/benchsmith labelstudio install
-	$(BIN)/python -m tests.support.lmms_eval_venv
-	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error
+	@$(BIN)/benchsmith labelstudio install & ls=$$!; \
+	$(BIN)/python -m tests.support.lmms_eval_venv & lmms=$$!; \
+	(cd tests/browser && npm ci --no-audit --no-fund --loglevel=error) & browser=$$!; \
+	failed=""; \
+	wait $$ls || failed="$$failed Label-Studio-venv"; \
+	wait $$lmms || failed="$$failed lmms-eval-venv"; \
+	wait $$browser || failed="$$failed browser-driver"; \
+	if [ -n "$$failed" ]; then echo "test-deps failed:$$failed" >&2; exit 1; fi
 
 test: check-locks test-deps     ## the whole test suite against real services, TEST_WORKERS processes side by side
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile

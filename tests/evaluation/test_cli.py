@@ -19,18 +19,21 @@ def test_run_board_and_items_on_the_latest_release(published: Published, tmp_pat
         env = {"OPENAI_BASE_URL": server.base_url}
         first = benchsmith(workspace, "eval", "run", "-m", "always-a", "-m", "blind-longest", env_extra=env)
         assert first.returncode == 0, first.stderr
-        assert ("always-a on release:v1 (single): 16 done of 16 pending, 0 not scored, 0 left for the next run "
-                "(16 ok)") in first.stdout
+        assert ("always-a on release:v1 (single): 17 done of 17 pending, 0 not scored, 0 left for the next run "
+                "(17 ok)") in first.stdout
         calls = server.calls
         again = benchsmith(workspace, "eval", "run", "-m", "always-a", "--json", env_extra=env)
         assert again.returncode == 0 and json.loads(again.stdout)[0]["pending"] == 0
-        assert server.calls == calls == 16                      # a finished run asks nothing again
+        assert server.calls == calls == 17                      # a finished run asks nothing again
 
     board = benchsmith(workspace, "eval", "board", "--json")
     assert board.returncode == 0, board.stderr
     rows = {row["model"]: row for row in json.loads(board.stdout)["rows"]}
     assert rows["always-a"]["questions"] == len(published.reviewed.accepted_ids)
     assert rows["always-a"]["format_hit"] == 1.0
+    [page] = published.store.get_questions(ids=[published.reviewed.page_question])  # a text-rich dimension too
+    assert rows["always-a"]["dimensions"]["chart_retrieval"] == {
+        "accuracy": float(page.answer == 0), "n": 1, "ci": [float(page.answer == 0)] * 2}
     assert rows["blind-longest"]["blind"]
     folder = workspace / "evaluations" / "release_v1"
     assert (folder / "board.png").stat().st_size > 0 and "| always-a |" in (folder / "board.md").read_text()

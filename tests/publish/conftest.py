@@ -1,7 +1,8 @@
 """A store that has been through review: oracle scenes with truth-derived questions, some accepted with
 scripted reviews (one where the annotators overrule the generator's answer, one where they move the
 question to another dimension), some dropped, rejected or still in review; one photo carrying EXIF GPS;
-and one video whose sampled frames are the images of its question."""
+one rendered table page with an exact text-rich question; and one video whose sampled frames are the
+images of its question."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from pathlib import Path
 import pytest
 from PIL import Image as PILImage
 
+from benchsmith.dimensions import registry
+from generators.textrich import Pools, TextRichSettings, generate
 from ingest.candidates import candidates_for
 from ingest.stage import ingest
+from ingest.textrich import make_pages
 from benchsmith.records import Provenance, Question, Review, Video, stable_hash
 from benchsmith.store import Store
 
@@ -35,6 +39,7 @@ class Reviewed:
     overruled: str = ""         # generator answer wrong, annotators right
     moved: str = ""             # annotators changed the dimension
     gps_item: str = ""
+    page_question: str = ""     # a text-rich dimension (16) on a rendered table
     video_question: str = ""
 
     @property
@@ -106,6 +111,8 @@ def build_reviewed(store: Store, settings, oracle_dir: Path, tmp_path: Path) -> 
     out = Reviewed(store=store, settings=settings)
     ingest(store, settings.media_dir, candidates_for(oracle_dir / "manifest.jsonl"), settings.ingest, label="oracle")
     ingest(store, settings.media_dir, candidates_for(gps_photo(tmp_path / "photos")), settings.ingest, label="photos")
+    ingest(store, settings.media_dir, candidates_for(make_pages(tmp_path / "pages", "table", 1)), settings.ingest,
+           label="pages")
     items = {item.original_name: item for item in store.get_items()}
     all_words = sorted({w for item in items.values() for w in item.annotations.get("truth", {}).get("words", [])})
 
@@ -156,6 +163,14 @@ def build_reviewed(store: Store, settings, oracle_dir: Path, tmp_path: Path) -> 
     accept(store, person, [0, 0])
     keep(person, 2, "a person")
     out.gps_item = photo.id
+
+    [page] = [item for item in store.get_items() if item.source == "benchsmith-textrich"]
+    [lookup] = generate(page, registry().get("chart_retrieval"), Pools.of([page.annotations["truth"]]),
+                        TextRichSettings(per_dimension=1))
+    store.add_questions([lookup], stage="generate")
+    accept(store, lookup, [lookup.answer, lookup.answer])
+    keep(lookup, 16, lookup.options[lookup.answer])
+    out.page_question = lookup.id
 
     video = add_video(store, settings.media_dir, ["red", "green", "blue"])
     order = Question(item_id=video.id, dimension_id=10, text="Which colour does the clip end on?",

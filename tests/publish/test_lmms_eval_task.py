@@ -29,10 +29,12 @@ TASK = "benchsmith_bench_v1_0"          # the default publish name `benchsmith-b
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 POST_PROMPT = "Answer with the option's letter from the given choices directly."
 # The fixture's release, per dimension; the hand-computed accuracies below rely on it.
-COUNTS = {"Instances Counting": 9, "Text Understanding": 4, "Instance Identity": 2, "Action Recognition": 1}
+COUNTS = {"Instances Counting": 9, "Text Understanding": 4, "Instance Identity": 2, "Action Recognition": 1,
+          "Chart Value Retrieval": 1}
 # What the scripted replies (see `scripted_replies`) must score: counting 8 of 9 right, text 2 of 4,
-# identity 2 of 2, the one video question wrong. 12 of 16 overall, 12 of the 15 image questions.
-EXPECTED = {"accuracy": 12 / 16, "accuracy_image": 12 / 15, "accuracy_video": 0.0,
+# identity 2 of 2, the table page's question right, the one video question wrong. 13 of 17 overall, 13 of
+# the 16 image questions.
+EXPECTED = {"accuracy": 13 / 17, "accuracy_image": 13 / 16, "accuracy_video": 0.0, "dim_chart_value_retrieval": 1.0,
             "dim_instances_counting": 8 / 9, "dim_text_understanding": 2 / 4, "dim_instance_identity": 1.0,
             "dim_action_recognition": 0.0}
 
@@ -103,6 +105,8 @@ def scripted_replies(rows) -> dict[str, str]:
     replies[text[3]["question_id"]] = option(text[3], wrong(text[3]))
     for row in groups["Instance Identity"]:
         replies[row["question_id"]] = f"{row['answer']}. {option(row, row['answer'])}"
+    [page] = groups["Chart Value Retrieval"]
+    replies[page["question_id"]] = f"The value is {option(page, page['answer'])}."
     [video] = groups["Action Recognition"]
     replies[video["question_id"]] = f"Answer: {wrong(video)}"
     return replies
