@@ -260,6 +260,15 @@ class LlmStage(QuestionStage):
         own = (folder / f"{dimension.key}.yaml").read_text(encoding="utf-8")
         return stable_hash(shared, own, self.llm.model_for(dimension), length=12)
 
+    def units(self, context: runner.StageContext) -> list[Job]:
+        """Every (image, dimension) but text-rich dimensions on images with too few lines of text read
+        (`min_text_lines`); OCR extracted later brings their jobs in."""
+        jobs = super().units(context)
+        if text_rich := sorted({job.item.id for job in jobs if job.dimension.group}):
+            ocr = context.store.get_facts(text_rich, kinds=["ocr"])
+            jobs = [job for job in jobs if llm_generator.asked_about(job.dimension, ocr.get(job.item.id, []), self.llm)]
+        return jobs
+
     def windows(self) -> tuple[int, int | None]:
         # a wide window keeps calls in flight while small groups of answers are stored
         return max(self.llm.batch_size, 1024), 16
@@ -270,9 +279,6 @@ class LlmStage(QuestionStage):
         for job, facts in self._with_facts(jobs, context):
             if not facts:
                 yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
-                continue
-            if not llm_generator.asked_about(job.dimension, facts, self.llm):
-                yield job, Outcome()  # no question of this kind fits the image: done, with none
                 continue
             if (block := (job.item.id, bool(job.dimension.group))) not in blocks:
                 blocks[block] = llm_generator.facts_block(job.item, facts, job.dimension, self.llm.context_chars)

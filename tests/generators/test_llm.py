@@ -58,7 +58,7 @@ def test_text_rich_prompts_hold_ocr_boxes_and_quoted_structure_and_answers_becom
         settings = settings_with(tmp_path, OPENAI_BASE_URL=server.base_url,
                                  BENCHSMITH__GENERATE__DIMENSIONS="[chart_retrieval, chart_layout]")
         report = run_generate(store, settings, generators=["llm"])
-    assert report["jobs"] == 6 and report["llm_requests"] == 4  # the photo was not asked
+    assert report["jobs"] == report["llm_requests"] == 4  # the photo is not asked: one sign is no chart
 
     users = [r["messages"][1]["content"] for r in server.requests]
     page = [u for u in users if STRUCTURE_NOTE in u]
@@ -87,5 +87,11 @@ def test_text_rich_prompts_hold_ocr_boxes_and_quoted_structure_and_answers_becom
         failed = rows[(item, "chart_layout")]
         assert failed["status"] == "failed" and failed["reason"].startswith("invalid JSON")
         assert "Sharks then Falcons" in failed["details"]["raw"]
-    assert [rows[("photo", d)]["details"]["questions"] for d in ("chart_retrieval", "chart_layout")] == [0, 0]
-    assert report["failed_drafts"] == 2
+    assert report["failed_drafts"] == 2 and not any(item == "photo" for item, _d in rows)
+
+    # OCR that reads more on the photo later brings its text-rich jobs in
+    add(store, "photo", SCREENSHOT_LINES[:4], backend="rapidocr")
+    with ScriptedOpenAI(answer) as server:
+        again = run_generate(store, settings_with(tmp_path, OPENAI_BASE_URL=server.base_url,
+                             BENCHSMITH__GENERATE__DIMENSIONS="[chart_retrieval, chart_layout]"), generators=["llm"])
+    assert again["jobs"] == server.calls == 2
