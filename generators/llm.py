@@ -31,7 +31,7 @@ from benchsmith.dimensions import Dimension
 from benchsmith.llm import LlmOptions, LlmRequest, LlmResult
 from benchsmith.records import LETTERS, Fact, Image, Provenance, Question
 from benchsmith.settings import UNKEYED, parse_yaml
-from extractors.context import quoted, text_reads, visual_context
+from extractors.context import text_reads, visual_context
 
 BACKEND = "llm"
 PROMPTS_DIR = Path(__file__).with_name("prompts")
@@ -143,22 +143,16 @@ def _unit_boxes(value, width: int, height: int):
     return out
 
 
-def structure_lines(image: Image) -> list[str]:
-    """The structure supplied with the image, one line per value or list entry, every key and text a JSON
-    literal. Its drawn `texts` are left out: the OCR lines give them with their boxes."""
-    truth = _unit_boxes(image.annotations.get("truth") or {}, image.width, image.height)
-    lines = []
-    for key, value in truth.items():
-        if key != "texts":
-            entries = value if isinstance(value, list) and value and isinstance(value[0], (list, dict)) else [value]
-            lines += [f"- {quoted(key)}: {json.dumps(entry, ensure_ascii=False)}" for entry in entries]
-    return lines
-
-
 def facts_block(image: Image, facts: list[Fact], dimension: Dimension, max_chars: int) -> str:
     """The fenced facts of one request: `visual_context`, then for a text-rich dimension the structure
-    supplied with the image in at most half of `max_chars` (whole lines; the rest counted)."""
-    lines = structure_lines(image) if dimension.group else []
+    supplied with the image (its `truth` less the drawn `texts`, which the OCR lines give with their
+    boxes), one line per value or list entry with every key and text a JSON literal, in at most half of
+    `max_chars` (whole lines; the rest counted)."""
+    truth = _unit_boxes(image.annotations.get("truth") or {}, image.width, image.height) if dimension.group else {}
+    lines = [f"- {json.dumps(key, ensure_ascii=False)}: {json.dumps(entry, ensure_ascii=False)}"
+             for key, value in truth.items() if key != "texts"
+             for entry in (value if isinstance(value, list) and value and isinstance(value[0], (list, dict))
+                           else [value])]
     if not lines:
         return fenced(visual_context(image, facts, max_chars))
     structure, left = [STRUCTURE_NOTE], max_chars // 2 - len(STRUCTURE_NOTE) - 40
