@@ -61,7 +61,7 @@ class LlmGeneratorSettings(LlmWriterSettings):
     models: dict[str, str] = Field(default_factory=dict, json_schema_extra=UNKEYED)  # dimension key -> model
     max_tokens: int = 1500
     questions_per_call: int = Field(3, ge=1, le=10)
-    min_text_lines: int = Field(5, ge=0)  # text-rich dimensions: only images with this many lines of text read
+    min_text_lines: int = Field(8, ge=0)  # text-rich dimensions: only images with this many lines of text read
 
     def model_for(self, dimension: Dimension) -> str:
         return self.models.get(dimension.key, self.model)
