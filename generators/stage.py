@@ -266,7 +266,8 @@ class LlmStage(QuestionStage):
         jobs = super().units(context)
         if text_rich := sorted({job.item.id for job in jobs if job.dimension.group}):
             ocr = context.store.get_facts(text_rich, kinds=["ocr"])
-            jobs = [job for job in jobs if llm_generator.asked_about(job.dimension, ocr.get(job.item.id, []), self.llm)]
+            jobs = [job for job in jobs
+                    if llm_generator.asked_about(job.dimension, ocr.get(job.item.id, []), self.llm)]
         return jobs
 
     def windows(self) -> tuple[int, int | None]:
