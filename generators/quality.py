@@ -3,7 +3,8 @@
 Rules, each a small function returning a reason when the question fails it:
 
 - `unbalanced_key`: the generator itself chose not to ask it (`meta["dropped"]` says why: a programmatic
-  key already asked about more often than the others of its template would be a prior a blind model learns);
+  key already asked about more often than the others of its template would be a prior a blind model learns;
+  a generator may name another rule in `meta["drop_rule"]`, e.g. `text_not_read`);
 - `options`: exactly four distinct, non-empty options and an answer that indexes one of them;
 - `catch_all_option`: no "all of the above" / "none of the above" style option;
 - `answer_in_question`: the question does not give its answer away by containing it;
@@ -185,7 +186,7 @@ def gate(questions: Sequence[Question], existing: dict[str, list[Question]],
     for question in questions:
         siblings = seen.setdefault(question.item_id, [])
         rule, reason = "", ""
-        for name, check in (("unbalanced_key", lambda q: q.meta.get("dropped", "")),
+        for name, check in ((question.meta.get("drop_rule", "unbalanced_key"), lambda q: q.meta.get("dropped", "")),
                             ("options", lambda q: options_rule(q)),
                             ("catch_all_option", lambda q: catch_all_rule(q, settings.catch_all_pattern)),
                             ("answer_in_question", answer_in_question_rule),

@@ -38,7 +38,6 @@ from benchsmith.errors import BenchsmithError
 from benchsmith.llm import LlmRequest, LlmResult, stream
 from benchsmith.records import Image, Question, Video, stable_hash
 from benchsmith.settings import Settings, WithParts, keyed
-from extractors.context import visual_context
 from generators import quality
 from generators.quality import QualitySettings
 from generators import llm as llm_generator
@@ -261,21 +260,30 @@ class LlmStage(QuestionStage):
         own = (folder / f"{dimension.key}.yaml").read_text(encoding="utf-8")
         return stable_hash(shared, own, self.llm.model_for(dimension), length=12)
 
+    def units(self, context: runner.StageContext) -> list[Job]:
+        """Every (image, dimension) but text-rich dimensions on images with too few lines of text read
+        (`min_text_lines`); OCR extracted later brings their jobs in."""
+        jobs = super().units(context)
+        if text_rich := sorted({job.item.id for job in jobs if job.dimension.group}):
+            ocr = context.store.get_facts(text_rich, kinds=["ocr"])
+            jobs = [job for job in jobs
+                    if llm_generator.asked_about(job.dimension, ocr.get(job.item.id, []), self.llm)]
+        return jobs
+
     def windows(self) -> tuple[int, int | None]:
         # a wide window keeps calls in flight while small groups of answers are stored
         return max(self.llm.batch_size, 1024), 16
 
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         calls: list[tuple[Job, LlmRequest]] = []
-        blocks: dict[str, str] = {}  # item id -> its facts block, written once for all its dimensions
+        blocks: dict[tuple[str, bool], str] = {}  # (item id, text-rich) -> its facts block, written once
         for job, facts in self._with_facts(jobs, context):
             if not facts:
                 yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
                 continue
-            if job.item.id not in blocks:
-                blocks[job.item.id] = llm_generator.fenced(visual_context(job.item, facts, self.llm.context_chars))
-            calls.append((job, llm_generator.request_for(job.item, blocks[job.item.id], job.dimension,
-                                                         self.llm)))
+            if (block := (job.item.id, bool(job.dimension.group))) not in blocks:
+                blocks[block] = llm_generator.facts_block(job.item, facts, job.dimension, self.llm.context_chars)
+            calls.append((job, llm_generator.request_for(job.item, blocks[block], job.dimension, self.llm)))
         # an image's jobs are handed on together, in job order, once all are answered (`_together`)
         left = Counter(job.item.id for job, _request in calls)
         answered: dict[str, list[tuple[int, Job, Outcome]]] = {}

@@ -13,22 +13,29 @@ other question. The options alone say nothing:
   from other pages of the collection (`Pools`), never from this page.
 A comparison read off an axis (no value written on the chart) is asked only when the key leads the next
 option by `min_gap` of the largest value, so it can be seen.
+
+With `only_ocr_text` (the `local` profile) and lines an OCR extractor read on the page, a question is asked
+only when OCR read every text of the page it shows: the texts its words name, its options drawn on the
+page (the key and, since a reader must find each option to rule it out, the distractors) and the values
+its answer is worked out from (`meta["reads"]`). A text counts as read when an OCR line over a place it
+is drawn holds its words. The others are kept as dropped (`text_not_read`) with the text OCR missed.
 """
 
 from __future__ import annotations
 
 import itertools
 import random
+import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchsmith import runner
 from benchsmith.dimensions import Dimension
-from benchsmith.records import Image, Provenance, Question, normalise_text, stable_hash
+from benchsmith.records import Fact, Image, Provenance, Question, normalise_text, stable_hash
 from benchsmith.settings import keyed
 from generators.programmatic import Draft, pick, shuffled, questions_from
 from generators.stage import Job, Outcome, QuestionStage
@@ -43,6 +50,7 @@ class TextRichSettings(BaseModel):
 
     per_dimension: int = Field(3, ge=1)        # at most this many questions per page and dimension
     min_gap: float = Field(0.08, ge=0, le=1)   # a comparison read off an axis: the key's lead over the next, of the largest
+    only_ocr_text: bool = False                # where OCR ran on a page: ask only about text it read
 
 
 @dataclass(frozen=True)
@@ -163,7 +171,8 @@ def arithmetic(truth, _pools, _settings, rng) -> list[Draft]:
                 text = (f"What is the sum of the {column.measure} for {a} and for {b} {column.scope}?"
                         if operation == "sum" else
                         f"What is the difference between the {column.measure} for {a} and for {b} {column.scope}?")
-                drafts.append(Draft(text, options, {"template": "arithmetic", "operation": operation}))
+                drafts.append(Draft(text, options, {"template": "arithmetic", "operation": operation,
+                                                    "reads": [column.cells[i] for i in pair]}))
     return drafts
 
 
@@ -250,19 +259,47 @@ TEMPLATES = {"chart_retrieval": retrieval, "chart_comparison": comparison, "char
              "chart_reading": reading, "chart_layout": layout}
 
 
+def unread_text(draft: Draft, truth: dict, ocr: Sequence[Fact], width: int, height: int) -> str:
+    """Which text of the page `draft` shows that no OCR line read, in words ("" when OCR read them all)."""
+    drawn: dict[str, list[tuple[float, ...]]] = defaultdict(list)
+    for t in truth.get("texts", ()):
+        drawn[t["text"]].append(tuple(v / side for v, side in zip(t["box_px"], (width, height) * 2)))
+    shown = [("the key", draft.options[0]), *(("the option", o) for o in draft.options[1:]),
+             *(("the operand", v) for v in draft.meta.get("reads", ()))]
+    shown += [("the question's text", t) for t in drawn if re.search(rf"(?<!\w){re.escape(t)}(?!\w)", draft.text)]
+    for what, text in shown:
+        if text in drawn and not any(_read(text, box, line) for box in drawn[text] for line in ocr):
+            return f"{what} {text!r} was not read by OCR"
+    return ""
+
+
+def _read(text: str, box: tuple[float, ...], line: Fact) -> bool:
+    """Whether OCR `line` lies over `box` (half the smaller of the two) and holds `text`'s words in a row."""
+    xs, ys = [x for x, _y in line.quad], [y for _x, y in line.quad]
+    left, top, right, bottom = max(box[0], min(xs)), max(box[1], min(ys)), min(box[2], max(xs)), min(box[3], max(ys))
+    overlap = max(0.0, right - left) * max(0.0, bottom - top)
+    smaller = min((box[2] - box[0]) * (box[3] - box[1]), (max(xs) - min(xs)) * (max(ys) - min(ys)))
+    words, read = normalise_text(text).split(), normalise_text(line.text).split()
+    return 0 < smaller <= 2 * overlap and any(read[i:i + len(words)] == words for i in range(len(read)))
+
+
 def page_truth(item: Image) -> dict | None:
     truth = item.annotations.get("truth") or {}
     return truth if truth.get("kind") in PAGE_KINDS else None
 
 
 def generate(item: Image, dimension: Dimension, pools: Pools, settings: TextRichSettings,
-             seed: int = 0) -> list[Question]:
-    """Up to `settings.per_dimension` questions about a text-rich page; none about another image."""
+             seed: int = 0, ocr: Sequence[Fact] = ()) -> list[Question]:
+    """Up to `settings.per_dimension` questions about a text-rich page; none about another image. `ocr`:
+    the lines an OCR extractor read on the page, which limit them under `only_ocr_text`."""
     truth = page_truth(item)
     if truth is None:
         return []
     rng = random.Random(stable_hash(seed, item.id, dimension.id))
     drafts = TEMPLATES[dimension.key](truth, pools, settings, rng)
+    if settings.only_ocr_text and ocr:
+        drafts = [replace(d, dropped=why, meta=d.meta | {"drop_rule": "text_not_read"})
+                  if (why := unread_text(d, truth, ocr, item.width, item.height)) else d for d in drafts]
     provenance = Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed, params=keyed(settings))
     return questions_from(drafts, item, dimension, settings.per_dimension, provenance, rng)
 
@@ -283,5 +320,6 @@ class TextRichStage(QuestionStage):
         self.pools = Pools.of([item.annotations.get("truth") or {} for item in context.store.get_items(kind="image")])
 
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
-        for job in jobs:
-            yield job, Outcome(generate(job.item, job.dimension, self.pools, self.own, seed=self.options.seed))
+        for job, facts in self._with_facts(jobs, context):
+            ocr = [f for f in facts if f.kind == "ocr" and f.provenance.backend != "supplied"]
+            yield job, Outcome(generate(job.item, job.dimension, self.pools, self.own, self.options.seed, ocr))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchsmith.dimensions import registry
-from benchsmith.records import Image
+from benchsmith.records import Fact, Image, Provenance, normalise_text
 from generators.textrich import Pools, TextRichSettings, generate
 from ingest.textrich import make_pages
 
@@ -154,3 +154,85 @@ def test_pages_in_questions_out_through_the_installed_command(tmp_path):
     assert len(letters) == 4 and min(letters.values()) >= 0.15 * sum(letters.values())
     again = run(tmp_path, "generate", "-g", "textrich")
     assert re.search(r"jobs\s+│\s+0 ", again.stdout)
+
+
+# -- only text OCR read (the local profile) --------------------------------------------------------
+
+def ocr_lines(truth: dict, texts: list[tuple[str, list[float]]]) -> list[Fact]:
+    """OCR facts as an extractor gives them: `texts`' pixel boxes (640x480) as unit quads."""
+    out = []
+    for text, (x1, y1, x2, y2) in texts:
+        x1, x2, y1, y2 = x1 / 640, x2 / 640, y1 / 480, y2 / 480
+        out.append(Fact(item_id="page", kind="ocr", text=text, quad=((x1, y1), (x2, y1), (x2, y2), (x1, y2)),
+                        provenance=Provenance(backend="rapidocr")))
+    return out
+
+
+def test_with_only_ocr_text_questions_showing_a_text_ocr_missed_are_dropped_with_that_text(rows):
+    pools = Pools.of([row["truth"] for row in rows])
+    truth = next(row["truth"] for row in rows if row["truth"]["kind"] == "table")
+    item = Image(id="page", path="page.png", width=640, height=480, annotations={"truth": truth})
+    missed = truth["rows"][1][0]  # a row's name; OCR read every other text
+    first_row = [t for t in truth["texts"] if t.get("row") == 0]
+    merged = (" ".join(t["text"] for t in first_row),  # one OCR line over the whole first row
+              [min(t["box_px"][0] for t in first_row), min(t["box_px"][1] for t in first_row),
+               max(t["box_px"][2] for t in first_row), max(t["box_px"][3] for t in first_row)])
+    read = ocr_lines(truth, [merged] + [(t["text"], t["box_px"]) for t in truth["texts"]
+                                        if t["text"] != missed and t.get("row") != 0])
+    limited, plain = TextRichSettings(only_ocr_text=True), TextRichSettings()
+    for key in DIMENSIONS:
+        dimension = registry().get(key)
+        asked = generate(item, dimension, pools, limited, ocr=read)
+        kept = [q for q in asked if not q.meta.get("dropped")]
+        assert all(missed not in q.text and missed not in q.options for q in kept)
+        if key == "chart_retrieval":  # drafts enough about other rows: as many asked as without the limit
+            assert len(kept) == len(generate(item, dimension, pools, plain, ocr=read)) == 3
+        for q in asked:
+            if q.meta.get("drop_rule") == "text_not_read":
+                assert q.meta["dropped"].endswith(f"{missed!r} was not read by OCR")
+        # without OCR facts (no OCR extractor ran) nothing is limited
+        assert ([(q.text, q.options, q.meta) for q in generate(item, dimension, pools, limited)]
+                == [(q.text, q.options, q.meta) for q in generate(item, dimension, pools, plain)])
+    dropped = [q for key in DIMENSIONS for q in generate(item, registry().get(key), pools, limited, ocr=read)
+               if q.meta.get("drop_rule") == "text_not_read"]
+    assert {q.meta["dropped"].split(" ", 2)[1] for q in dropped} >= {"key", "question's"}
+
+
+@pytest.mark.slow  # RapidOCR on a busy 2-core box: ~10 s a page
+def test_local_profile_asks_only_about_text_rapidocr_read_and_reports_what_it_dropped(tmp_path):
+    from PIL import Image as Picture, ImageDraw
+
+    from benchsmith.store import Store
+    from tests.generators.test_cli import run
+
+    assert run(tmp_path, "scenes", "make", "--kind", "mix", "--n", "3", "--out", "pages").returncode == 0
+    rows = [json.loads(line) for line in (tmp_path / "pages" / "manifest.jsonl").read_text().splitlines()]
+    table = next(row for row in rows if row["truth"]["kind"] == "table")
+    hidden = next(t for t in table["truth"]["texts"] if t.get("row") == 1 and t["column"] == 0)
+    with Picture.open(tmp_path / "pages" / table["path"]) as picture:  # paint over one row's name
+        page = picture.convert("RGB")
+    ImageDraw.Draw(page).rectangle(hidden["box_px"], fill=page.getpixel((2, 2)))
+    page.save(tmp_path / "pages" / table["path"])
+    assert run(tmp_path, "ingest", "pages/manifest.jsonl").returncode == 0
+    extracted = run(tmp_path, "extract")  # the local profile: supplied facts, then RapidOCR
+    assert extracted.returncode == 0 and "rapidocr" in extracted.stdout, extracted.stderr
+    made = run(tmp_path, "generate", "-g", "textrich")
+    assert made.returncode == 0, made.stderr
+    dropped = int(re.search(r"dropped: text_not_read\s+│\s+(\d+) ", made.stdout)[1])
+    assert dropped >= 1
+
+    with Store(f"sqlite:///{tmp_path / 'bench' / 'benchsmith.db'}") as store:
+        items = {i.id: i for i in store.get_items(kind="image")}
+        facts = store.get_facts(list(items))
+        questions = [q for q in store.get_questions() if q.meta.get("generator") == "textrich"]
+        reasons = {v.subject_id: v.reason for v in store.get_verdicts(stage="quality") if v.rule == "text_not_read"}
+    assert 0 < len(reasons) <= dropped  # the counter counts a question drafted twice (one id) twice
+    assert any(repr(hidden["text"]) in reason for reason in reasons.values())
+    kept = [q for q in questions if q.status == "candidate"]
+    assert kept
+    for q in kept:  # each text of its page a kept question shows was read, somewhere on the page, by RapidOCR
+        read = " | ".join(normalise_text(f.text) for f in facts[q.item_id] if f.provenance.backend == "rapidocr")
+        drawn = {t["text"] for t in items[q.item_id].annotations["truth"]["texts"]}
+        shown = [o for o in q.options if o in drawn] + [t for t in drawn if re.search(rf"(?<!\w){re.escape(t)}(?!\w)", q.text)]
+        assert all(normalise_text(t) in read for t in shown), (q.text, q.options)
+        assert hidden["text"] not in q.options and not re.search(rf"\b{re.escape(hidden['text'])}\b", q.text)
