@@ -289,8 +289,8 @@ def render(rng: random.Random) -> tuple[Image.Image, dict]:
     regions = [{"name": name, "polygon": [list(p) for p in polygon],
                 "places": [p["name"] for p in places if p["region"] == name]}
                for name, polygon in zip(layout["region_names"], layout["polygons"])]
-    truth = {"kind": "map", "title": title, "places": places, "routes": routes, "regions": regions,
-             "legend": legend, "compass": compass, "scale": scale}
+    truth = {"kind": "map", "title": title, "map_px": [MAP_W, HEIGHT], "places": places, "routes": routes,
+             "regions": regions, "legend": legend, "compass": compass, "scale": scale}
     caption = (f"A map of {title} with {len(places)} places joined by {', '.join(route_names)}, "
                f"in the regions {', '.join(layout['region_names'])}.")
     return image, row_of(caption, texts, truth)
