@@ -74,7 +74,8 @@ def _spots(rng: random.Random, mask: np.ndarray, n: int) -> list[tuple[int, int]
     spots: list[tuple[int, int]] = []
     for _ in range(400):
         x, y = rng.randint(40, MAP_W - 40), rng.randint(30, HEIGHT - 30)
-        if all(math.dist((x, y), s) >= 75 for s in spots) and _inside(mask, (x - R - 6, y - R - 6, x + R + 7, y + R + 7)):
+        clear = (x - R - 6, y - R - 6, x + R + 7, y + R + 7)
+        if all(math.dist((x, y), s) >= 75 for s in spots) and _inside(mask, clear):
             spots.append((x, y))
             if len(spots) == n:
                 return spots
@@ -111,7 +112,8 @@ def _routes(rng: random.Random, spots, n_routes: int) -> list[list[int]] | None:
             stops, length = [rng.randrange(len(spots))], rng.randint(3, 4)
             while len(stops) < length:
                 here = spots[stops[-1]]
-                near = sorted((k for k in range(len(spots)) if k not in stops), key=lambda k: math.dist(here, spots[k]))
+                near = sorted((k for k in range(len(spots)) if k not in stops),
+                              key=lambda k: math.dist(here, spots[k]))
                 free = [k for k in near[:3] if fits(stops[-1], k)]
                 if not free:
                     break
@@ -176,7 +178,7 @@ def _layout(rng: random.Random) -> dict | None:
     taken: list[list[float]] = []  # the texts' boxes
     labels = []
 
-    def place_text(text: str, size: int, tries, region: int | None = None, own=None) -> list[float] | None:
+    def place_text(text: str, size: int, tries, region: int | None = None, own=None) -> list | None:
         """The first try (xy, anchor) at which text fits: on the map (inside `region` when given), apart
         from the texts placed before it and the route lines, and far enough from every marker but its
         `own` that no one takes it for another place's name."""
@@ -251,8 +253,8 @@ def render(rng: random.Random) -> tuple[Image.Image, dict]:
 
     def put(xy, text: str, role: str, size: int = size, anchor: str = "lm", **about) -> None:
         draw.text(xy, text, fill=INK, font=font(size), anchor=anchor)
-        texts.append({"role": role, "text": text, "box_px": list(draw.textbbox(xy, text, font=font(size), anchor=anchor))}
-                     | about)
+        box = list(draw.textbbox(xy, text, font=font(size), anchor=anchor))
+        texts.append({"role": role, "text": text, "box_px": box} | about)
 
     put((x0, 28), title, "title", size + 7)
     y, legend = 74, []
@@ -281,7 +283,8 @@ def render(rng: random.Random) -> tuple[Image.Image, dict]:
         scale = {"text": f"{km} km", "px": length}
 
     places = [{"name": name, "kind": meanings[kind], "symbol": shapes[kind], "x": x, "y": y,
-               "box_px": [x - R, y - R, x + R, y + R], "colour": "#%02x%02x%02x" % INK, "region": layout["region_of"][name]}
+               "box_px": [x - R, y - R, x + R, y + R], "colour": "#%02x%02x%02x" % INK,
+               "region": layout["region_of"][name]}
               for name, (x, y), kind in zip(layout["names"], spots, kinds)]
     routes = [{"name": name, "colour": colour, "rgb": list(ROUTE_COLOURS[colour]),
                "stops": [layout["names"][k] for k in stops]}

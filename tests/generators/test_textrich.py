@@ -120,7 +120,8 @@ def test_options_of_values_names_and_rows_come_from_the_same_page(asked):
 def test_other_images_get_no_text_rich_questions(rows):
     pools = Pools.of([row["truth"] for row in rows])
     scene = Image(id="scene", path="s.png", width=640, height=480, annotations={"truth": {"counts": {"circle": 2}}})
-    assert all(generate(scene, registry().get(key), pools, TextRichSettings()) == [] for key in DIMENSIONS + MAP_DIMENSIONS)
+    assert all(generate(scene, registry().get(key), pools, TextRichSettings()) == []
+               for key in DIMENSIONS + MAP_DIMENSIONS)
 
 
 def test_charts_get_no_map_questions_and_maps_no_chart_questions(rows):

@@ -106,8 +106,9 @@ def share_of(pixels: np.ndarray, box, rgb) -> float:
 def inside_polygon(point, polygon) -> bool:
     """Whether point lies inside polygon: a ray from it to the right crosses the border an odd number of times."""
     x, y = point
-    edges = zip(polygon, polygon[1:] + polygon[:1])
-    return sum((y1 > y) != (y2 > y) and x < x1 + (y - y1) * (x2 - x1) / (y2 - y1) for (x1, y1), (x2, y2) in edges) % 2 == 1
+    crossed = [(y1 > y) != (y2 > y) and x < x1 + (y - y1) * (x2 - x1) / (y2 - y1)
+               for (x1, y1), (x2, y2) in zip(polygon, polygon[1:] + polygon[:1])]
+    return sum(crossed) % 2 == 1
 
 
 def test_each_map_marker_lies_on_its_colour_in_the_one_region_that_lists_its_place(rendered):
