@@ -88,7 +88,7 @@ def paid_keys(db_url: str) -> set[str]:
 
 
 SCENES = 12
-IMAGE_DIMENSIONS = 12  # with an LLM prompt: SEED-Bench's nine image dimensions and the three map ones
+IMAGE_DIMENSIONS = 9
 
 
 def test_a_build_against_a_faulty_llm_server_completes_and_a_rerun_finishes_the_rest(prefect_api, tmp_path):

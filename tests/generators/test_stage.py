@@ -126,9 +126,7 @@ def test_llm_generation_records_failed_drafts_costs_and_never_calls_twice(tmp_pa
     with ScriptedOpenAI(lambda request: scripted_questions(request, crashing=down)) as server:
         settings = settings_with(tmp_path, OPENAI_BASE_URL=server.base_url,
                                  BENCHSMITH__GENERATE__LLM__OPTIONS__MAX_RETRIES=1,
-                                 BENCHSMITH__GENERATE__LLM__OPTIONS__BACKOFF_S=0.01,
-                                 # SEED-Bench's nine image dimensions: the text-rich ones would add calls
-                                 BENCHSMITH__GENERATE__DIMENSIONS=str([str(i) for i in range(1, 10)]))
+                                 BENCHSMITH__GENERATE__LLM__OPTIONS__BACKOFF_S=0.01)
         report = run_generate(store, settings, generators=["llm"])
         assert report["jobs"] == 27 and report["llm_requests"] == 27
         assert report["http_failures"] == {"HTTP 500: model crashed": 3}
