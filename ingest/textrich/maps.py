@@ -186,10 +186,10 @@ def _layout(rng: random.Random) -> dict | None:
             left, top, right, bottom = extent(text, size, anchor)
             box = [x + left, y + top, x + right, y + bottom]
             padded = (box[0] - GAP, box[1] - GAP, box[2] + GAP, box[3] + GAP)
-            room = (_inside(mask, padded, region) if region else
-                    padded[0] >= 0 and padded[1] >= 0 and padded[2] <= MAP_W and padded[3] <= HEIGHT)
-            if (room and not any(_overlap(box, t) for t in taken) and not any(_crosses(leg, padded) for leg in legs)
-                    and all(_to_box(s, box) >= R + 12 for s in spots if s != own)):
+            if (not any(_overlap(box, t) for t in taken) and not any(_crosses(leg, padded) for leg in legs)
+                    and all(_to_box(s, box) >= R + 12 for s in spots if s != own)
+                    and (_inside(mask, padded, region) if region else  # the costliest check last
+                         padded[0] >= 0 and padded[1] >= 0 and padded[2] <= MAP_W and padded[3] <= HEIGHT)):
                 taken.append(box)
                 return [(x, y), anchor, box]
         return None
@@ -253,7 +253,7 @@ def render(rng: random.Random) -> tuple[Image.Image, dict]:
 
     def put(xy, text: str, role: str, size: int = size, anchor: str = "lm", **about) -> None:
         draw.text(xy, text, fill=INK, font=font(size), anchor=anchor)
-        box = list(draw.textbbox(xy, text, font=font(size), anchor=anchor))
+        box = [a + b for a, b in zip(extent(text, size, anchor), xy * 2)]
         texts.append({"role": role, "text": text, "box_px": box} | about)
 
     put((x0, 28), title, "title", size + 7)
