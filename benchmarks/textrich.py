@@ -1,6 +1,6 @@
 """How fast are text-rich pages rendered, and how much of their text does RapidOCR read?
 
-- throughput: `benchsmith scenes make --kind K --n N --workers W` for chart, table and document, timed
+- throughput: `benchsmith scenes make --kind K --n N --workers W` for chart, table, document and map, timed
   from outside (process start included) and per page once started (the same command with --n 1 gives
   the start-up cost, subtracted). Target: >= 20 chart or table pages per second on a 2-core machine.
 - word accuracy: per kind (and per chart type or page layout), the share of drawn words (the manifest's
@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import arguments, cli, save, user_env  # noqa: E402
 
-KINDS = ("chart", "table", "document")
+KINDS = ("chart", "table", "document", "map")
 
 
 def _make(out: Path, kind: str, n: int, workers: int) -> float:

@@ -255,6 +255,12 @@ def shuffled(rng: random.Random, values) -> list:
     return values
 
 
+def four_options(rng: random.Random, key: str, others) -> tuple[str, str, str, str] | None:
+    """The key and three of `others` drawn at random (none equal to it or to each other), or None."""
+    picked = pick(shuffled(rng, others), 3, avoid=[key])
+    return (key, *picked) if len(picked) == 3 else None
+
+
 # -- Instances Counting -----------------------------------------------------------------------------
 
 def count_groups(things: list[Thing], vocabulary: Vocabulary, rng: random.Random,

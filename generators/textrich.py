@@ -1,4 +1,5 @@
-"""Exact questions about text-rich pages (charts, tables, documents) from the structure they were drawn from.
+"""Exact questions about text-rich pages (charts, tables, documents; maps in `textrich_maps`) from the
+structure they were drawn from.
 
 A page rendered by `ingest.textrich` carries its truth in its annotations (`truth`: series and values,
 columns and rows, fields, and every drawn text with its role). One template per dimension of the
@@ -37,19 +38,22 @@ from benchsmith import runner
 from benchsmith.dimensions import Dimension
 from benchsmith.records import Fact, Image, Provenance, Question, normalise_text, stable_hash
 from benchsmith.settings import keyed
-from generators.programmatic import Draft, pick, shuffled, questions_from
+from generators import textrich_maps
+from generators.programmatic import Draft, four_options, questions_from
 from generators.stage import Job, Outcome, QuestionStage
 
 BACKEND = "textrich"
 VERSION = "textrich-v1"
 PAGE_KINDS = ("chart", "table", "document")
+GROUP_KINDS = {"charts": PAGE_KINDS, "maps": ("map",)}  # the pages each group of dimensions asks about
 
 
 class TextRichSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     per_dimension: int = Field(3, ge=1)        # at most this many questions per page and dimension
-    min_gap: float = Field(0.08, ge=0, le=1)   # a comparison read off an axis: the key's lead over the next, of the largest
+    # a comparison read off an axis or a map: the key's lead over the next, of the largest value or the map's size
+    min_gap: float = Field(0.08, ge=0, le=1)
     only_ocr_text: bool = False                # where OCR ran on a page: ask only about text it read
 
 
@@ -101,11 +105,6 @@ def columns(truth: dict) -> list[Column]:
             for i, heading in enumerate(truth["columns"]) if i > 0]
 
 
-def _four(rng: random.Random, key: str, others: Sequence[str]) -> tuple[str, str, str, str] | None:
-    picked = pick(shuffled(rng, others), 3, avoid=[key])
-    return (key, *picked) if len(picked) == 3 else None
-
-
 # -- Chart Value Retrieval ------------------------------------------------------------------------
 
 def retrieval(truth, _pools, _settings, rng) -> list[Draft]:
@@ -114,7 +113,7 @@ def retrieval(truth, _pools, _settings, rng) -> list[Draft]:
         if not column.readable or len(set(column.names)) != len(column.names):
             continue
         for name, cell in zip(column.names, column.cells):
-            options = _four(rng, cell, column.cells)
+            options = four_options(rng, cell, column.cells)
             if options:
                 drafts.append(Draft(column.retrieve.format(name=name), options,
                                     {"template": "retrieval", "target": {"name": name}}))
@@ -165,7 +164,7 @@ def arithmetic(truth, _pools, _settings, rng) -> list[Draft]:
                                  else abs(numbers[p[0]] - numbers[p[1]]), column.cells) for p in pairs}
             for pair in rng.sample(pairs, min(len(pairs), 4)):
                 a, b = (column.names[i] for i in pair)
-                options = _four(rng, result[pair], [r for p, r in result.items() if not set(p) & set(pair)])
+                options = four_options(rng, result[pair], [r for p, r in result.items() if not set(p) & set(pair)])
                 if options is None:
                     continue
                 text = (f"What is the sum of the {column.measure} for {a} and for {b} {column.scope}?"
@@ -223,7 +222,7 @@ def reading(truth, pools: Pools, _settings, rng) -> list[Draft]:
              for name, value in truth.get("fields", {}).items()]
     drafts = []
     for text, key, role, template in asks:
-        options = _four(rng, key, pools.others(role, shown))
+        options = four_options(rng, key, pools.others(role, shown))
         if options:
             drafts.append(Draft(text, options, {"template": "reading", "role": template}))
     return drafts
@@ -248,7 +247,7 @@ def layout(truth, _pools, _settings, rng) -> list[Draft]:
     drafts = []
     if order and len(names) >= 5 and len(set(names)) == len(names):
         for here, after in zip(names, names[1:]):
-            options = _four(rng, after, [n for n in names if n != here])
+            options = four_options(rng, after, [n for n in names if n != here])
             if options:
                 drafts.append(Draft(f"Which entry comes directly after {here}, {order}?", options,
                                     {"template": "layout", "relation": "next"}))
@@ -256,7 +255,7 @@ def layout(truth, _pools, _settings, rng) -> list[Draft]:
 
 
 TEMPLATES = {"chart_retrieval": retrieval, "chart_comparison": comparison, "chart_arithmetic": arithmetic,
-             "chart_reading": reading, "chart_layout": layout}
+             "chart_reading": reading, "chart_layout": layout} | textrich_maps.TEMPLATES
 
 
 def unread_text(draft: Draft, truth: dict, ocr: Sequence[Fact], width: int, height: int) -> str:
@@ -283,16 +282,17 @@ def _read(text: str, box: tuple[float, ...], line: Fact) -> bool:
     return 0 < smaller <= 2 * overlap and any(read[i:i + len(words)] == words for i in range(len(read)))
 
 
-def page_truth(item: Image) -> dict | None:
+def page_truth(item: Image, dimension: Dimension) -> dict | None:
+    """The structure of a page of a kind the dimension asks about."""
     truth = item.annotations.get("truth") or {}
-    return truth if truth.get("kind") in PAGE_KINDS else None
+    return truth if truth.get("kind") in GROUP_KINDS.get(dimension.group, ()) else None
 
 
 def generate(item: Image, dimension: Dimension, pools: Pools, settings: TextRichSettings,
              seed: int = 0, ocr: Sequence[Fact] = ()) -> list[Question]:
     """Up to `settings.per_dimension` questions about a text-rich page; none about another image. `ocr`:
     the lines an OCR extractor read on the page, which limit them under `only_ocr_text`."""
-    truth = page_truth(item)
+    truth = page_truth(item, dimension)
     if truth is None:
         return []
     rng = random.Random(stable_hash(seed, item.id, dimension.id))
@@ -305,7 +305,7 @@ def generate(item: Image, dimension: Dimension, pools: Pools, settings: TextRich
 
 
 class TextRichStage(QuestionStage):
-    """Template questions about rendered charts, tables and documents, from the truth they were drawn from."""
+    """Template questions about rendered charts, tables, documents and maps, from the truth they were drawn from."""
 
     generator = "textrich"
     settings_model = TextRichSettings

@@ -75,7 +75,7 @@ def register(app: typer.Typer, context) -> None:
         out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the images and manifest.jsonl into.")],
         n: Annotated[int, typer.Option("--n", min=1, help="How many scenes.")] = 50,
         seed: Annotated[int, typer.Option(help="Seed; the same seed always renders the same scenes.")] = 0,
-        kind: Annotated[str, typer.Option("--kind", help="shapes: the oracle scenes; chart, table, document "
+        kind: Annotated[str, typer.Option("--kind", help="shapes: the oracle scenes; chart, table, document, map "
                                           "(or a plugin's, entry-point group benchsmith.renderers): text-rich "
                                           "pages; mix: every text-rich kind in turn.")] = "shapes",
         workers: Annotated[int, typer.Option("--workers", min=1, help="Processes that render text-rich pages.")] = 1,

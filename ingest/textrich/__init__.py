@@ -1,12 +1,13 @@
-"""Text-rich pages with exact truth: charts, tables and documents rendered from data they keep.
+"""Text-rich pages with exact truth: charts, tables, documents and maps rendered from data they keep.
 
 A renderer is a function `render(rng: random.Random) -> (PIL image, manifest row)` registered under a
-kind in the entry-point group `benchsmith.renderers` (ours: `chart`, `table`, `document`); another
+kind in the entry-point group `benchsmith.renderers` (ours: `chart`, `table`, `document`, `map`); another
 package adds a kind the same way. Its row holds, in the format `benchsmith ingest` reads:
 - `ocr`: every text as drawn, each line with its pixel box (`box_px`);
 - `captions`: one sentence saying what the page is;
-- `truth`: the structure it was drawn from (`kind`, then series and values, rows and cells, or fields),
-  with `texts`: each OCR line's role (title, legend, column heading, ...), text and box.
+- `truth`: the structure it was drawn from (`kind`, then series and values, rows and cells, fields, or
+  places, routes and regions), with `texts`: each OCR line's role (title, legend, column heading, ...),
+  text and box.
 
 `make_pages` writes the images and `manifest.jsonl`; one seed always gives the same pages.
 """

@@ -21,7 +21,7 @@ def test_dimensions_added_after_seed_benchs_follow_them():
     added = {d.id: d.key for d in registry() if d.id > 12}
     assert added == {13: "visual_question_answering", 14: "image_text_matching", 15: "visual_grounding",
                      16: "chart_retrieval", 17: "chart_comparison", 18: "chart_arithmetic", 19: "chart_reading",
-                     20: "chart_layout"}
+                     20: "chart_layout", 21: "map_reading", 22: "map_routes", 23: "map_spatial"}
     assert all(d.modality == "image" for d in registry() if d.id > 12)
 
 
@@ -36,9 +36,9 @@ def test_a_maintainer_adds_a_dimension_by_adding_an_entry(tmp_path):
     from benchsmith.paths import DATA_DIR
 
     text = (DATA_DIR / "dimensions.yaml").read_text() + (
-        "  - id: 99\n    key: map_reading\n    name: Map Reading\n    modality: image\n    group: maps\n"
-        "    definition: Reading places, roads and routes off a map shown in the image.\n")
+        "  - id: 99\n    key: floor_plans\n    name: Floor Plans\n    modality: image\n    group: maps\n"
+        "    definition: Reading rooms, doors and corridors off a floor plan shown in the image.\n")
     (tmp_path / "dims.yaml").write_text(text)
     extended = load_registry(tmp_path / "dims.yaml")
-    assert len(extended) == len(registry()) + 1 and extended.get(99).name == "Map Reading"
+    assert len(extended) == len(registry()) + 1 and extended.get(99).name == "Floor Plans"
     assert extended.get(99).group == "maps"

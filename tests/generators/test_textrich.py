@@ -4,6 +4,7 @@ structure alone, options drawn from the page itself, and the whole path through 
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 from collections import Counter
@@ -18,6 +19,7 @@ from generators.textrich import Pools, TextRichSettings, generate
 from ingest.textrich import make_pages
 
 DIMENSIONS = ("chart_retrieval", "chart_comparison", "chart_arithmetic", "chart_reading", "chart_layout")
+MAP_DIMENSIONS = ("map_reading", "map_routes", "map_spatial")
 
 
 @pytest.fixture(scope="module")
@@ -118,14 +120,111 @@ def test_options_of_values_names_and_rows_come_from_the_same_page(asked):
 def test_other_images_get_no_text_rich_questions(rows):
     pools = Pools.of([row["truth"] for row in rows])
     scene = Image(id="scene", path="s.png", width=640, height=480, annotations={"truth": {"counts": {"circle": 2}}})
-    assert all(generate(scene, registry().get(key), pools, TextRichSettings()) == [] for key in DIMENSIONS)
+    assert all(generate(scene, registry().get(key), pools, TextRichSettings()) == []
+               for key in DIMENSIONS + MAP_DIMENSIONS)
+
+
+def test_charts_get_no_map_questions_and_maps_no_chart_questions(rows):
+    pools = Pools.of([row["truth"] for row in rows])
+    for i, row in enumerate(rows):
+        item = Image(id=f"page{i}", path=row["path"], width=640, height=480, annotations={"truth": row["truth"]})
+        other = DIMENSIONS if row["truth"]["kind"] == "map" else MAP_DIMENSIONS
+        assert all(generate(item, registry().get(key), pools, TextRichSettings()) == [] for key in other)
 
 
 def test_the_new_dimensions_are_appended_in_the_charts_group():
     dimensions = list(registry())
     assert [d.id for d in dimensions] == list(range(1, len(dimensions) + 1))
     assert [d.key for d in dimensions if d.group == "charts"] == list(DIMENSIONS)
+    assert [(d.id, d.key) for d in dimensions if d.group == "maps"] == list(zip((21, 22, 23), MAP_DIMENSIONS))
     assert registry().get(9).key == "text_understanding" and registry().get(9).group == ""
+
+
+@pytest.fixture(scope="module")
+def map_asked(tmp_path_factory) -> list[tuple[dict, object]]:
+    """Every map's questions (correct option first), with the map's truth."""
+    manifest = make_pages(tmp_path_factory.mktemp("maps"), "map", 24, seed=2)
+    truths = [json.loads(line)["truth"] for line in manifest.read_text().splitlines()]
+    out = []
+    for i, truth in enumerate(truths):
+        item = Image(id=f"map{i}", path=f"map{i}.png", width=680, height=480, annotations={"truth": truth})
+        for key in MAP_DIMENSIONS:
+            out += [(truth, q) for q in generate(item, registry().get(key), Pools.of(truths), TextRichSettings())]
+    return out
+
+
+def right_options(question: str, options: list[str], truth: dict) -> set[str]:
+    """The options that answer the question, worked out from its words and the map's places (positions),
+    routes (stops in order), regions (polygons) and legend alone."""
+    from tests.ingest.test_textrich import inside_polygon
+
+    at = {p["name"]: (p["x"], p["y"]) for p in truth["places"]}
+    width, height = truth["map_px"]
+    if m := re.fullmatch(r"What does the (\w+) symbol stand for on the map\?", question):
+        return {e["meaning"] for e in truth["legend"] if e["symbol"] == m[1]} & set(options)
+    if m := re.fullmatch(r"Which route is drawn as the (\w+) line on the map\?", question):
+        return {e["meaning"] for e in truth["legend"] if e.get("colour") == m[1]} & set(options)
+    if m := re.fullmatch(r"What kind of place is (.+), going by its symbol on the map\?", question):
+        symbol = next(p["symbol"] for p in truth["places"] if p["name"] == m[1])
+        return {e["meaning"] for e in truth["legend"] if e["symbol"] == symbol} & set(options)
+    if m := re.fullmatch(r"Which route runs directly between (.+) and (.+)\?", question):
+        return {r["name"] for r in truth["routes"] if {m[1], m[2]} in map(set, zip(r["stops"], r["stops"][1:]))
+                and r["name"] in options}
+    if m := re.fullmatch(r"(Route \d+) starts at (.+)\. Which stop comes directly after (.+)\?", question):
+        stops = next(r["stops"] for r in truth["routes"] if r["name"] == m[1])
+        stops = stops if stops[0] == m[2] else stops[::-1]
+        assert stops[0] == m[2]
+        return {stops[stops.index(m[3]) + 1]} & set(options)
+    if m := re.fullmatch(r"In which region of the map is (.+)\?", question):
+        return {r["name"] for r in truth["regions"] if inside_polygon(at[m[1]], r["polygon"])} & set(options)
+    if m := re.fullmatch(r"Which of these places lies in (.+)\?", question):
+        polygon = next(r["polygon"] for r in truth["regions"] if r["name"] == m[1])
+        return {o for o in options if inside_polygon(at[o], polygon)}
+    if m := re.fullmatch(r"Which of these places lies farthest (north|south|east|west) on the map\?", question):
+        axis, sign = {"north": (1, -1), "south": (1, 1), "east": (0, 1), "west": (0, -1)}[m[1]]
+        far = sorted(options, key=lambda o: -sign * at[o][axis])
+        seen = abs(at[far[0]][axis] - at[far[1]][axis]) >= 0.08 * (height if axis else width)  # visibly first
+        return {far[0]} if seen else set(options)
+    if m := re.fullmatch(r"Which of these places is nearest to (.+) in a straight line\?", question):
+        near = sorted(options, key=lambda o: math.dist(at[o], at[m[1]]))
+        seen = math.dist(at[near[1]], at[m[1]]) - math.dist(at[near[0]], at[m[1]]) >= 0.08 * width
+        return {near[0]} if seen else set(options)
+    raise AssertionError(f"no reading of {question!r}")
+
+
+def test_every_map_question_has_one_right_option_the_key(map_asked):
+    asks = Counter()
+    for truth, q in map_asked:
+        assert right_options(q.text, q.options, truth) == {q.options[q.answer]}, (q.text, q.options)
+        asks[q.meta["ask"]] += 1
+    assert set(asks) == {"symbol", "line", "kind", "connects", "next stop", "region", "in region", "farthest",
+                         "nearest"}
+    assert all(n >= 3 for n in asks.values()), asks
+
+
+def test_map_options_are_this_maps_own_and_name_no_place_of_the_question_but_the_key(map_asked):
+    for truth, q in map_asked:
+        own = ({p["name"] for p in truth["places"]} | {r["name"] for r in truth["routes"]}
+               | {r["name"] for r in truth["regions"]} | {e["meaning"] for e in truth["legend"]})
+        assert set(q.options) <= own and len(set(q.options)) == 4, (q.text, q.options)
+        key = q.options[q.answer]
+        assert not any(re.search(rf"\b{re.escape(o)}\b", q.text) for o in q.options if o != key), q.text
+
+
+def test_maps_in_questions_out_through_the_installed_command(tmp_path):
+    from tests.generators.test_cli import run
+
+    assert run(tmp_path, "scenes", "make", "--kind", "map", "--n", "6", "--out", "maps").returncode == 0
+    ingested = run(tmp_path, "ingest", "maps/manifest.jsonl")
+    assert ingested.returncode == 0 and "6 added" in ingested.stdout, ingested.stdout + ingested.stderr
+    made = run(tmp_path, "generate", "-g", "textrich", *(arg for key in MAP_DIMENSIONS for arg in ("-d", key)))
+    assert made.returncode == 0, made.stderr
+    assert re.search(r"jobs\s+│\s+18 ", made.stdout), made.stdout  # 6 maps x 3 map dimensions
+    from benchsmith.store import Store
+
+    with Store(f"sqlite:///{tmp_path / 'bench' / 'benchsmith.db'}") as store:
+        asked = Counter(q.dimension_id for q in store.get_questions() if q.meta.get("generator") == "textrich")
+    assert set(asked) == {21, 22, 23} and min(asked.values()) >= 6, asked
 
 
 @pytest.mark.slow  # the blind filter's solvers: ~3 minutes on 2 busy cores
@@ -137,12 +236,12 @@ def test_pages_in_questions_out_through_the_installed_command(tmp_path):
     assert ingested.returncode == 0 and "24 added" in ingested.stdout, ingested.stdout + ingested.stderr
     made = run(tmp_path, "generate", "-g", "textrich")
     assert made.returncode == 0, made.stderr
-    assert re.search(r"jobs\s+│\s+120 ", made.stdout)  # 24 pages x 5 dimensions
+    assert re.search(r"jobs\s+│\s+192 ", made.stdout)  # 24 pages x 8 dimensions
     kept = int(re.search(r"kept\s+│\s+(\d+) ", made.stdout)[1])
-    assert kept >= 24 * 5
+    assert kept >= 18 * 5 + 6 * 3  # 18 charts, tables and documents; 6 maps
     filtered = run(tmp_path, "filter")
     assert filtered.returncode == 0, filtered.stderr
-    assert "Chart Arithmetic" in filtered.stdout and "Chart Layout" in filtered.stdout
+    assert all(name in filtered.stdout for name in ("Chart Arithmetic", "Chart Layout", "Map Routes"))
     from benchsmith.store import Store
 
     with Store(f"sqlite:///{tmp_path / 'bench' / 'benchsmith.db'}") as store:

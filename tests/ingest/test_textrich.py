@@ -15,7 +15,7 @@ import pytest
 from benchsmith.images import open_rgb
 from ingest.textrich import make_pages
 
-KINDS = ("chart", "table", "document")
+KINDS = ("chart", "table", "document", "map")
 
 
 def pages(folder: Path) -> list[tuple[np.ndarray, dict]]:
@@ -98,6 +98,62 @@ def test_invoice_amounts_add_up(rendered):
         assert fields["Subtotal"] + fields["Tax"] == fields["Total"]
 
 
+def share_of(pixels: np.ndarray, box, rgb) -> float:
+    """The share of the box's pixels drawn in colour rgb."""
+    return float((np.abs(crop(pixels, box) - np.array(rgb)).max(axis=1) <= 12).mean())
+
+
+def inside_polygon(point, polygon) -> bool:
+    """Whether point lies inside polygon: a ray from it to the right crosses the border an odd number of times."""
+    x, y = point
+    crossed = [(y1 > y) != (y2 > y) and x < x1 + (y - y1) * (x2 - x1) / (y2 - y1)
+               for (x1, y1), (x2, y2) in zip(polygon, polygon[1:] + polygon[:1])]
+    return sum(crossed) % 2 == 1
+
+
+def test_each_map_marker_lies_on_its_colour_in_the_one_region_that_lists_its_place(rendered):
+    for pixels, row in rendered["map"]:
+        truth = row["truth"]
+        for place in truth["places"]:
+            x, y = place["x"], place["y"]
+            ink = [int(place["colour"][i:i + 2], 16) for i in (1, 3, 5)]
+            assert share_of(pixels, (x - 2, y - 2, x + 3, y + 3), ink) == 1, (row["path"], place)
+            assert [r["name"] for r in truth["regions"] if inside_polygon((x, y), r["polygon"])] == [place["region"]]
+            assert [r["name"] for r in truth["regions"] if place["name"] in r["places"]] == [place["region"]]
+
+
+def test_each_route_line_runs_straight_from_stop_to_stop_in_its_colour(rendered):
+    legs = 0
+    for pixels, row in rendered["map"]:
+        truth = row["truth"]
+        at = {p["name"]: (p["x"], p["y"]) for p in truth["places"]}
+        assert {e["meaning"]: e["colour"] for e in truth["legend"] if e["symbol"] == "line"} == {
+            r["name"]: r["colour"] for r in truth["routes"]}
+        for route in truth["routes"]:
+            assert len(route["stops"]) >= 3
+            for a, b in zip(route["stops"], route["stops"][1:]):
+                (x1, y1), (x2, y2) = at[a], at[b]
+                along = [(x1 + t * (x2 - x1), y1 + t * (y2 - y1)) for t in np.linspace(0.15, 0.85, 15)]
+                drawn = sum(share_of(pixels, (x - 1, y - 1, x + 2, y + 2), route["rgb"]) > 0 for x, y in along)
+                assert drawn >= 12, (row["path"], route["name"], a, b)  # another route may cross it
+                legs += 1
+    assert legs >= 12 * 4 * 2
+
+
+def test_map_names_cover_no_other_name_marker_or_route_line(rendered):
+    for pixels, row in rendered["map"]:
+        truth = row["truth"]
+        boxes = [t["box_px"] for t in truth["texts"]]
+        markers = [p["box_px"] for p in truth["places"]]
+        for i, box in enumerate(boxes):
+            assert not any(overlap(box, other) for other in boxes[i + 1:] + markers), (row["path"], truth["texts"][i])
+            assert all(share_of(pixels, box, route["rgb"]) == 0 for route in truth["routes"]), row["path"]
+
+
+def overlap(a, b) -> bool:
+    return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
+
+
 def test_rapidocr_reads_at_least_95_percent_of_the_drawn_words_of_each_kind(rendered, settings):
     from benchsmith.records import Image
     from extractors.base import Loaded, build_extractors
@@ -121,7 +177,7 @@ def test_a_seed_renders_the_same_pages_and_mix_takes_every_kind_in_turn(tmp_path
     first, again = make_pages(tmp_path / "a", "mix", 6, seed=5), make_pages(tmp_path / "b", "mix", 6, seed=5, workers=2)
     assert first.read_text() == again.read_text()
     rows = [json.loads(line) for line in first.read_text().splitlines()]
-    assert [row["truth"]["kind"] for row in rows] == ["chart", "document", "table"] * 2
+    assert [row["truth"]["kind"] for row in rows] == ["chart", "document", "map", "table", "chart", "document"]
     assert all((tmp_path / "a" / row["path"]).read_bytes() == (tmp_path / "b" / row["path"]).read_bytes()
                for row in rows)
     other = make_pages(tmp_path / "c", "mix", 6, seed=6)
@@ -146,11 +202,11 @@ def test_a_plugin_renderer_is_a_kind_of_page_and_joins_the_mix(tmp_path):
             return image, {"ocr": [{"text": word, "box_px": box}], "truth": {"kind": "poster", "word": word}}
         """}, "[benchsmith.renderers]\nposter = poster_pages:render\n")
     benchsmith = str(Path(sys.executable).with_name("benchsmith"))
-    made = subprocess.run([benchsmith, "scenes", "make", "--kind", "mix", "--n", "4", "--out", "pages"],
+    made = subprocess.run([benchsmith, "scenes", "make", "--kind", "mix", "--n", "5", "--out", "pages"],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert made.returncode == 0, made.stderr
     kinds = [json.loads(line)["truth"]["kind"] for line in (tmp_path / "pages" / "manifest.jsonl").read_text().splitlines()]
-    assert kinds == ["chart", "document", "poster", "table"]
-    unknown = subprocess.run([benchsmith, "scenes", "make", "--kind", "map", "--out", "maps"], env=env,
+    assert kinds == ["chart", "document", "map", "poster", "table"]
+    unknown = subprocess.run([benchsmith, "scenes", "make", "--kind", "globe", "--out", "globes"], env=env,
                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert unknown.returncode != 0 and "poster" in unknown.stderr + unknown.stdout
