@@ -179,11 +179,3 @@ def require_model(model: str, name: str, field: str = "model") -> None:
 def _where(name: str, field: str) -> dict[str, str]:
     return {"owner": f"extractor '{name}'", "setting": f"extract.extractors.{name}.{field}"}
 
-
-def unit_box(x1: float, y1: float, x2: float, y2: float, width: int, height: int) -> tuple[float, ...]:
-    """Pixel xyxy to unit xyxy, clipped to the image and rounded."""
-    def clip(value: float, size: int) -> float:
-        return round(min(max(value / size, 0.0), 1.0), 5)
-    ux1, uy1, ux2, uy2 = clip(x1, width), clip(y1, height), clip(x2, width), clip(y2, height)
-    return (min(ux1, ux2), min(uy1, uy2), max(ux1, ux2), max(uy1, uy2))
-

@@ -16,8 +16,8 @@ from pydantic import Field
 
 from benchsmith.models import pick_device
 from benchsmith.records import Fact, Image
-from extractors.base import (Backend, BackendParams, Loaded, load_pretrained, require_model,
-                             unit_box)
+from benchsmith.geometry import unit_box
+from extractors.base import Backend, BackendParams, Loaded, load_pretrained, require_model
 
 Task = Literal["<CAPTION>", "<DETAILED_CAPTION>", "<MORE_DETAILED_CAPTION>", "<OD>", "<DENSE_REGION_CAPTION>",
                "<OCR_WITH_REGION>"]
@@ -80,5 +80,6 @@ class Florence2Extractor(Backend):
                     facts.append(self.fact(image, "ocr", text, quad=points))
             return facts
         kind = "object" if task == "<OD>" else "region"
-        return [self.fact(image, kind, " ".join(label.split()), box=unit_box(*box, width, height))
+        return [self.fact(image, kind, " ".join(label.split()),
+                          box=unit_box(width, height, box_px=box, model_output=True, ndigits=5))
                 for box, label in zip(answer["bboxes"], answer["labels"]) if label.strip()]

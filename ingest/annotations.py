@@ -126,12 +126,6 @@ class SuppliedAnnotations(_Strict):
         return records
 
 
-def _stored_box(width: int, height: int, **given) -> list[float] | None:
-    """`geometry.unit_box`, rounded as the store keeps boxes."""
-    box = unit_box(width, height, **given)
-    return None if box is None else [round(v, 6) for v in box]
-
-
 def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[str, Any]:
     """Validate supplied annotations and express every box in unit coordinates. Raises ValueError.
 
@@ -147,11 +141,11 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
     objects, dropped = [], []
     for o in parsed.objects:
         try:
-            box = _stored_box(width, height, box=o.box, box_px=o.box_px, bbox=o.bbox)
+            box = unit_box(width, height, box=o.box, box_px=o.box_px, bbox=o.bbox, ndigits=6)
         except OutsideImage as exc:
             dropped.append({"kind": "object", "label": o.label, "reason": str(exc)})
             continue
-        objects.append({"label": o.label, "box": box, "attributes": o.attributes}
+        objects.append({"label": o.label, "box": list(box), "attributes": o.attributes}
                        | ({"score": o.score} if o.score is not None else {}))
     ocr = []
     for line in parsed.ocr:
@@ -159,7 +153,7 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
             quad = [list(p) for p in line.quad]
         else:
             try:
-                box = _stored_box(width, height, box=line.box, box_px=line.box_px)
+                box = unit_box(width, height, box=line.box, box_px=line.box_px, ndigits=6)
             except OutsideImage as exc:
                 dropped.append({"kind": "ocr", "text": line.text, "reason": str(exc)})
                 continue
