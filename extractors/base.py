@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from PIL.Image import Image as Pixels
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -87,26 +87,10 @@ class Loaded:
     pixels: Pixels | None
 
 
-class Extractor(Protocol):
-    name: str
-    key: str
-    needs_pixels: bool
-    uses_gpu: bool
-    batch_size: int
-
-    def check(self) -> None:
-        """Cheap checks (device, weights on disk) run for every pending extractor before any of them works."""
-
-    def load(self) -> None:
-        """Load models; raise ExtractorError saying what is missing and how to supply it."""
-
-    def extract(self, images: Sequence[Loaded]) -> list[list[Fact]]:
-        """Facts for each image, in the order given."""
-
-
 class Backend:
-    """Shared plumbing: the key, provenance and fact construction. Subclasses set Params and implement
-    `load` and `extract`."""
+    """The one protocol of an extractor, with the shared plumbing: the key, provenance and fact
+    construction. Subclasses set Params and implement `load` (models loaded; ExtractorError saying what
+    is missing and how to supply it) and `extract` (facts for each image, in the order given)."""
 
     Params: ClassVar[type[BackendParams]] = BackendParams
     needs_pixels: ClassVar[bool] = True
@@ -138,7 +122,12 @@ class Backend:
         return Fact(item_id=image.id, kind=kind, text=text, provenance=self.provenance, **shape)
 
     def check(self) -> None:
-        return None
+        """Cheap checks run for every pending extractor before any of them works: a GPU backend's device,
+        and the weights its `model` names, are there."""
+        if self.uses_gpu:
+            models.pick_device(self.params.device)
+        if model := getattr(self.params, "model", None):
+            require_model(model, self.name)
 
     def load(self) -> None:
         return None

@@ -14,10 +14,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from benchsmith.models import pick_device
 from benchsmith.records import Fact, Image
 from benchsmith.geometry import unit_box
-from extractors.base import Backend, BackendParams, Loaded, load_pretrained, require_model
+from extractors.base import Backend, BackendParams, Loaded, load_pretrained
 
 Task = Literal["<CAPTION>", "<DETAILED_CAPTION>", "<MORE_DETAILED_CAPTION>", "<OD>", "<DENSE_REGION_CAPTION>",
                "<OCR_WITH_REGION>"]
@@ -34,10 +33,6 @@ class Florence2Params(BackendParams):
 class Florence2Extractor(Backend):
     Params = Florence2Params
     uses_gpu = True
-
-    def check(self) -> None:
-        pick_device(self.params.device)
-        require_model(self.params.model, self.name)
 
     def load(self) -> None:
         self.processor, self.model, self.device, self.dtype = load_pretrained(

@@ -108,7 +108,7 @@ class _SamBackend(Backend):
         p = self.params
         load_vocabulary(p.vocabulary)
         load_attributes(p.attributes)
-        pick_device(p.device)
+        super().check()
         require_model(p.labeller, self.name, "labeller")
         if p.region_captioner:
             require_model(p.region_captioner, self.name, "region_captioner")
@@ -212,10 +212,6 @@ class TransformersSamParams(SamParams):
 
 class TransformersSamExtractor(_SamBackend):
     Params = TransformersSamParams
-
-    def check(self) -> None:
-        require_model(self.params.model, self.name)
-        super().check()
 
     def load(self) -> None:
         self.processor, self.model, self.device, self.dtype = load_pretrained(
