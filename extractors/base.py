@@ -18,20 +18,16 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from PIL.Image import Image as Pixels
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from benchsmith import models, plugins
 from benchsmith.errors import BenchsmithError
 from benchsmith.records import Fact, Image, Provenance, stable_hash
-from benchsmith.settings import UNKEYED, Settings, SettingsError, keyed
+from benchsmith.settings import UNKEYED, Settings, SettingsError, Strict, keyed
 
 
 class ExtractorError(BenchsmithError, RuntimeError):
     """An extractor cannot run as configured: missing weights, device or package."""
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
 
 class BackendParams(Strict):

@@ -20,12 +20,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from benchsmith.dimensions import Dimension
 from benchsmith.llm import LlmRequest, LlmResult
 from benchsmith.records import Provenance, Question, Video, normalise_text, stable_hash
-from benchsmith.settings import parse_yaml
+from benchsmith.settings import Strict, parse_yaml
 from benchsmith.similarity import matching_ratio, word_overlap
 
 BACKEND = "temporal"
@@ -33,9 +33,7 @@ VERSION = "temporal-v1"
 DIMENSIONS = ("action_recognition", "action_prediction", "procedure_understanding")
 
 
-class TemporalSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TemporalSettings(Strict):
     frames: int = Field(8, ge=1)                 # frames sampled per video at ingest, kept for review
     per_dimension: int = Field(2, ge=1)          # at most this many questions per video and dimension
     hard_negative_pool: int = Field(6, ge=3)     # distractors are drawn from this many most similar labels

@@ -6,13 +6,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from benchsmith.geometry import OutsideImage, unit_box
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from benchsmith.settings import Strict
 
 
 MAX_LABEL_CHARS = 200
@@ -55,7 +52,7 @@ def _unmarked_fields(value: Any, where: str) -> None:
             _unmarked_fields(inner, f"{where}[{index}]")
 
 
-class SuppliedObject(_Strict):
+class SuppliedObject(Strict):
     """An object: `label` plus one of `box` (normalised xyxy), `box_px` (pixel xyxy) or `bbox` (COCO
     pixel xywh); optional `attributes` such as {"colour": "red"} and `score`."""
 
@@ -84,7 +81,7 @@ class SuppliedObject(_Strict):
         return self
 
 
-class SuppliedText(_Strict):
+class SuppliedText(Strict):
     """A text line: `text` plus `box` (normalised xyxy), `box_px`, or `quad` (4 normalised points)."""
 
     text: str
@@ -99,7 +96,7 @@ class SuppliedText(_Strict):
         return _checked_text(value, "ocr text", MAX_CAPTION_CHARS)
 
 
-class SuppliedAnnotations(_Strict):
+class SuppliedAnnotations(Strict):
     captions: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     objects: list[SuppliedObject] = Field(default_factory=list)
