@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from benchsmith.settings import Strict
 
 
-class LocalServer(BaseModel):
+class LocalServer(Strict):
     """The local server `benchsmith labelstudio up` starts."""
-
-    model_config = ConfigDict(extra="forbid")
 
     version: str = "1.23.2"
     # Empty: a per-user data folder ($XDG_DATA_HOME/benchsmith/labelstudio-venv). Otherwise a path, absolute
@@ -19,9 +19,7 @@ class LocalServer(BaseModel):
     username: str = "admin@benchsmith.local"  # LABEL_STUDIO_USERNAME overrides it
 
 
-class ReviewSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ReviewSettings(Strict):
     project: str = "benchsmith review"
     after_stage: str = "blind"
     overlap: int = Field(2, ge=1)

@@ -12,10 +12,12 @@ class OutsideImage(ValueError):
 
 
 def unit_box(width: int, height: int, *, box: Sequence[float] | None = None, box_px: Sequence[float] | None = None,
-             bbox: Sequence[float] | None = None) -> Box | None:
+             bbox: Sequence[float] | None = None, model_output: bool = False, ndigits: int | None = None) -> Box | None:
     """The first given of `box` (unit xyxy), `box_px` (pixel xyxy) or `bbox` (COCO pixel xywh) in unit xyxy,
-    clipped to [0, 1]; None when none is given. Raises ValueError for a unit box outside [0, 1], swapped
-    corners or values that are not numbers, and OutsideImage for a box with no area inside the image."""
+    clipped to [0, 1] and rounded to `ndigits`; None when none is given. Raises ValueError for a unit box
+    outside [0, 1], swapped corners or values that are not numbers, and OutsideImage for a box with no area
+    inside the image. A detector's `model_output` is taken as it comes: corners put in order and an empty box
+    kept, since one odd box must not fail a whole batch."""
     if box is not None:
         x1, y1, x2, y2 = map(float, box)
         if not all(-1e-6 <= v <= 1 + 1e-6 for v in (x1, y1, x2, y2)):
@@ -28,6 +30,10 @@ def unit_box(width: int, height: int, *, box: Sequence[float] | None = None, box
     else:
         return None
     x1, y1, x2, y2 = (min(max(v, 0.0), 1.0) for v in (x1, y1, x2, y2))
+    if ndigits is not None:
+        x1, y1, x2, y2 = (round(v, ndigits) for v in (x1, y1, x2, y2))
+    if model_output:
+        return min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2)
     if x2 < x1 or y2 < y1:
         raise ValueError(f"box has x2<x1 or y2<y1: {[x1, y1, x2, y2]}")
     if x2 == x1 or y2 == y1:

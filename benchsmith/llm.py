@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 if TYPE_CHECKING:
     import openai
@@ -59,7 +59,7 @@ from benchsmith import runner
 from benchsmith.errors import BenchsmithError
 from benchsmith.records import stable_hash
 from benchsmith.secrets import remember, scrub
-from benchsmith.settings import Settings
+from benchsmith.settings import Settings, Strict
 from benchsmith.store.llm_batches import IN_BATCH
 
 Purpose = Literal["generate", "solve", "evaluate", "match", "judge"]
@@ -74,9 +74,7 @@ class LlmError(BenchsmithError, RuntimeError):
     """The LLM cannot be called as configured; the message says what to set."""
 
 
-class Price(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Price(Strict):
     input_per_mtok: float = 0.0   # US dollars per million prompt tokens
     output_per_mtok: float = 0.0  # US dollars per million completion tokens
     batch_factor: float = Field(0.5, ge=0)  # batch jobs cost this share of the live price
@@ -85,11 +83,9 @@ class Price(BaseModel):
         return (tokens_in * self.input_per_mtok + tokens_out * self.output_per_mtok) / 1_000_000
 
 
-class BatchOptions(BaseModel):
+class BatchOptions(Strict):
     """How requests go out in `batch` mode (benchsmith.llm_batch): the provider's limits per input file
     and on tokens queued at once, and what becomes of a request whose batch line failed."""
-
-    model_config = ConfigDict(extra="forbid")
 
     max_requests_per_file: int = Field(50_000, ge=1)
     max_file_bytes: int = Field(190_000_000, ge=1_000)   # the OpenAI limit is 200 MB
@@ -98,10 +94,8 @@ class BatchOptions(BaseModel):
     failed_lines: Literal["batch", "live"] = "batch"     # ask again in the next batch, or live at once
 
 
-class LlmOptions(BaseModel):
+class LlmOptions(Strict):
     """How a stage calls its LLM. Each stage embeds one of these in its own settings section."""
-
-    model_config = ConfigDict(extra="forbid")
 
     concurrency: int = Field(8, ge=1)              # requests in flight at once
     requests_per_minute: float = Field(0, ge=0)    # 0: no limit
@@ -116,10 +110,8 @@ class LlmOptions(BaseModel):
     batch: BatchOptions = Field(default_factory=BatchOptions)
 
 
-class LlmRequest(BaseModel):
+class LlmRequest(Strict):
     """One chat completion to make. Everything except `purpose` and `tag` goes into the cache key."""
-
-    model_config = ConfigDict(extra="forbid")
 
     purpose: Purpose
     model: str

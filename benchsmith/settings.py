@@ -40,7 +40,9 @@ class SettingsError(BenchsmithError, ValueError):
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A model that refuses keys it does not declare (a typo is an error, not a silent default)."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())  # `model_type` and the like are fields
 
 
 class WithParts(BaseModel):

@@ -37,11 +37,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from benchsmith import runner
 from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LEVELS, Turn, stable_hash
+from benchsmith.settings import Strict
 from evaluation.adapters import Adapter, EvalError
 from evaluation.board import cell
 from evaluation.judge import judge_request, pooled_outcome, pooled_score, read_rating, read_verdict
@@ -58,9 +59,7 @@ OVERALL = 0                     # the target number of the conversation as a who
 Setting = Literal["model", "perception_given", "perception_reasoning_given"]
 
 
-class ConvEvalSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ConvEvalSettings(Strict):
     judge_model: str = "gpt-4o"
     reference_model: str = ""            # pairwise opponent, a name under evaluate.models; "": the references
     settings: list[Setting] = ["model", "perception_given", "perception_reasoning_given"]
@@ -70,9 +69,7 @@ class ConvEvalSettings(BaseModel):
     llm: dict[str, Any] = Field(default_factory=dict)   # the judge's LlmOptions: concurrency, limits, retries
 
 
-class JudgePrompts(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class JudgePrompts(Strict):
     direct: list[str] = Field(min_length=1)
     pairwise: list[str] = Field(min_length=1)
 

@@ -35,7 +35,6 @@ from benchsmith.records import LETTERS, Verdict
 from evaluation.board import CHANCE, RunScores
 
 STAGE = "item_analysis"
-FLAGS = ("same_wrong_option", "no_model_beats_chance", "blind_right")
 PROTOCOL_ORDER = ("single", "circular", "instability")
 
 

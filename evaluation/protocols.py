@@ -27,11 +27,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from benchsmith import plugins
 from benchsmith.records import rotation, stable_hash
-from benchsmith.settings import NoSettings
+from benchsmith.settings import NoSettings, Strict
 from evaluation.records import EvalQuestion, Pass
 from evaluation.settings import EvalSettings
 from evaluation.sources import Kind
@@ -117,9 +117,7 @@ class Circular(Protocol):
         return float(all(correct))
 
 
-class InstabilitySettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class InstabilitySettings(Strict):
     templates: int = Field(3, ge=1)     # prompt wordings per question
     shuffles: int = Field(2, ge=1)      # option orders per wording
     seed: int = 0                       # the option shuffles

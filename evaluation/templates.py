@@ -6,24 +6,20 @@ from pathlib import Path
 from typing import TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
-from benchsmith.settings import SettingsError, parse_yaml
+from benchsmith.settings import SettingsError, Strict, parse_yaml
 
 DEFAULT = Path(__file__).with_name("prompts.yaml")
 M = TypeVar("M", bound=BaseModel)
 
 
-class JudgePrompt(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class JudgePrompt(Strict):
     rule: int
     text: str
 
 
-class Templates(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Templates(Strict):
     choice: list[str] = Field(min_length=1)
     likelihood: list[str] = Field(min_length=1)
     matcher: str

@@ -15,23 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from PIL.Image import Image as Pixels
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from benchsmith import models, plugins
 from benchsmith.errors import BenchsmithError
 from benchsmith.records import Fact, Image, Provenance, stable_hash
-from benchsmith.settings import UNKEYED, Settings, SettingsError, keyed
+from benchsmith.settings import UNKEYED, Settings, SettingsError, Strict, keyed
 
 
 class ExtractorError(BenchsmithError, RuntimeError):
     """An extractor cannot run as configured: missing weights, device or package."""
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
 
 class BackendParams(Strict):
@@ -87,26 +83,10 @@ class Loaded:
     pixels: Pixels | None
 
 
-class Extractor(Protocol):
-    name: str
-    key: str
-    needs_pixels: bool
-    uses_gpu: bool
-    batch_size: int
-
-    def check(self) -> None:
-        """Cheap checks (device, weights on disk) run for every pending extractor before any of them works."""
-
-    def load(self) -> None:
-        """Load models; raise ExtractorError saying what is missing and how to supply it."""
-
-    def extract(self, images: Sequence[Loaded]) -> list[list[Fact]]:
-        """Facts for each image, in the order given."""
-
-
 class Backend:
-    """Shared plumbing: the key, provenance and fact construction. Subclasses set Params and implement
-    `load` and `extract`."""
+    """The one protocol of an extractor, with the shared plumbing: the key, provenance and fact
+    construction. Subclasses set Params and implement `load` (models loaded; ExtractorError saying what
+    is missing and how to supply it) and `extract` (facts for each image, in the order given)."""
 
     Params: ClassVar[type[BackendParams]] = BackendParams
     needs_pixels: ClassVar[bool] = True
@@ -138,7 +118,12 @@ class Backend:
         return Fact(item_id=image.id, kind=kind, text=text, provenance=self.provenance, **shape)
 
     def check(self) -> None:
-        return None
+        """Cheap checks run for every pending extractor before any of them works: a GPU backend's device,
+        and the weights its `model` names, are there."""
+        if self.uses_gpu:
+            models.pick_device(self.params.device)
+        if model := getattr(self.params, "model", None):
+            require_model(model, self.name)
 
     def load(self) -> None:
         return None
@@ -178,12 +163,4 @@ def require_model(model: str, name: str, field: str = "model") -> None:
 
 def _where(name: str, field: str) -> dict[str, str]:
     return {"owner": f"extractor '{name}'", "setting": f"extract.extractors.{name}.{field}"}
-
-
-def unit_box(x1: float, y1: float, x2: float, y2: float, width: int, height: int) -> tuple[float, ...]:
-    """Pixel xyxy to unit xyxy, clipped to the image and rounded."""
-    def clip(value: float, size: int) -> float:
-        return round(min(max(value / size, 0.0), 1.0), 5)
-    ux1, uy1, ux2, uy2 = clip(x1, width), clip(y1, height), clip(x2, width), clip(y2, height)
-    return (min(ux1, ux2), min(uy1, uy2), max(ux1, ux2), max(uy1, uy2))
 

@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from PIL.Image import Image as Pixels
 from pydantic import Field
 
-from benchsmith.models import pick_device
 from benchsmith.records import Fact
 from benchsmith.settings import Settings
-from extractors.base import Backend, BackendParams, Loaded, load_pretrained, require_model
+from extractors.base import Backend, BackendParams, Loaded, load_pretrained
 
 
 class Captioner:
@@ -56,10 +55,6 @@ class CaptionParams(BackendParams):
 class CaptionExtractor(Backend):
     Params = CaptionParams
     uses_gpu = True
-
-    def check(self) -> None:
-        pick_device(self.params.device)
-        require_model(self.params.model, self.name)
 
     def load(self) -> None:
         p = self.params

@@ -14,10 +14,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from benchsmith.models import pick_device
 from benchsmith.records import Fact, Image
-from extractors.base import (Backend, BackendParams, Loaded, load_pretrained, require_model,
-                             unit_box)
+from benchsmith.geometry import unit_box
+from extractors.base import Backend, BackendParams, Loaded, load_pretrained
 
 Task = Literal["<CAPTION>", "<DETAILED_CAPTION>", "<MORE_DETAILED_CAPTION>", "<OD>", "<DENSE_REGION_CAPTION>",
                "<OCR_WITH_REGION>"]
@@ -34,10 +33,6 @@ class Florence2Params(BackendParams):
 class Florence2Extractor(Backend):
     Params = Florence2Params
     uses_gpu = True
-
-    def check(self) -> None:
-        pick_device(self.params.device)
-        require_model(self.params.model, self.name)
 
     def load(self) -> None:
         self.processor, self.model, self.device, self.dtype = load_pretrained(
@@ -80,5 +75,6 @@ class Florence2Extractor(Backend):
                     facts.append(self.fact(image, "ocr", text, quad=points))
             return facts
         kind = "object" if task == "<OD>" else "region"
-        return [self.fact(image, kind, " ".join(label.split()), box=unit_box(*box, width, height))
+        return [self.fact(image, kind, " ".join(label.split()),
+                          box=unit_box(width, height, box_px=box, model_output=True, ndigits=5))
                 for box, label in zip(answer["bboxes"], answer["labels"]) if label.strip()]

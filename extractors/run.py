@@ -25,7 +25,7 @@ from benchsmith.records import Fact
 from benchsmith.settings import Settings
 from benchsmith.store import Store
 from benchsmith.store.facts import EXTRACT_STAGE
-from extractors.base import Extractor, ExtractSettings, Loaded, build_extractors
+from extractors.base import Backend, ExtractSettings, Loaded, build_extractors
 
 # Holds the models of GPU backends to `extract.gpu_concurrency` at a time within this process.
 _gpu_slots: dict[int, threading.BoundedSemaphore] = {}
@@ -51,7 +51,7 @@ class ExtractStage(runner.Stage):
 
     name = EXTRACT_STAGE
 
-    def __init__(self, extractor: Extractor, settings: Settings) -> None:
+    def __init__(self, extractor: Backend, settings: Settings) -> None:
         self.extractor = extractor
         self.settings = settings
         self.label = f"extract {extractor.name}"

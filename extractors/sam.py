@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from benchsmith.geometry import iou
+from benchsmith.geometry import iou, unit_box
 from benchsmith.models import pick_device
 from benchsmith.records import Fact, stable_hash
 from benchsmith.settings import UNKEYED
-from extractors.base import (Backend, BackendParams, ExtractorError, Loaded, load_pretrained, require_model,
-                             unit_box)
+from extractors.base import Backend, BackendParams, ExtractorError, Loaded, load_pretrained, require_model
 
 if TYPE_CHECKING:
     import numpy as np
@@ -109,7 +108,7 @@ class _SamBackend(Backend):
         p = self.params
         load_vocabulary(p.vocabulary)
         load_attributes(p.attributes)
-        pick_device(p.device)
+        super().check()
         require_model(p.labeller, self.name, "labeller")
         if p.region_captioner:
             require_model(p.region_captioner, self.name, "region_captioner")
@@ -136,14 +135,12 @@ class _SamBackend(Backend):
         labelled = self.scorer.label(embeddings, self.labels)
         attributes = self.scorer.attributes(embeddings, [label for label, _ in labelled], self.attribute_values,
                                             self.params.attribute_min_score)
-        facts = []
-        for instance, (label, _p), described in zip(kept, labelled, attributes):
-            facts.append(self.fact(loaded.image, "object", label, box=unit_box(*instance.box, width, height),
-                                   score=round(instance.score, 4), attributes=described))
+        boxes = [unit_box(width, height, box_px=instance.box, model_output=True, ndigits=5) for instance in kept]
+        facts = [self.fact(loaded.image, "object", label, box=box, score=round(instance.score, 4), attributes=described)
+                 for instance, box, (label, _p), described in zip(kept, boxes, labelled, attributes)]
         if self.captioner is not None:
-            for instance, text in zip(kept, self.captioner(crops)):
-                if text:
-                    facts.append(self.fact(loaded.image, "region", text, box=unit_box(*instance.box, width, height)))
+            facts += [self.fact(loaded.image, "region", text, box=box)
+                      for box, text in zip(boxes, self.captioner(crops)) if text]
         return facts
 
 
@@ -215,10 +212,6 @@ class TransformersSamParams(SamParams):
 
 class TransformersSamExtractor(_SamBackend):
     Params = TransformersSamParams
-
-    def check(self) -> None:
-        require_model(self.params.model, self.name)
-        super().check()
 
     def load(self) -> None:
         self.processor, self.model, self.device, self.dtype = load_pretrained(

@@ -17,10 +17,9 @@ from PIL.Image import Image as Pixels
 from pydantic import Field
 
 from benchsmith.paths import DATA_DIR
-from benchsmith.models import pick_device
 from benchsmith.records import Fact, stable_hash
 from benchsmith.settings import UNKEYED, Settings, parse_yaml
-from extractors.base import Backend, BackendParams, ExtractorError, Loaded, load_pretrained, require_model
+from extractors.base import Backend, BackendParams, ExtractorError, Loaded, load_pretrained
 
 VOCABULARY_DIR = DATA_DIR / "vocabularies"
 
@@ -137,8 +136,7 @@ class ClipTagExtractor(Backend):
 
     def check(self) -> None:
         load_vocabulary(self.params.vocabulary)
-        pick_device(self.params.device)
-        require_model(self.params.model, self.name)
+        super().check()
 
     def load(self) -> None:
         self.labels = load_vocabulary(self.params.vocabulary)

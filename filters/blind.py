@@ -21,20 +21,18 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from benchsmith import runner
 from benchsmith.records import Question, Verdict, rotation
-from benchsmith.settings import keyed
+from benchsmith.settings import Strict, keyed
 from benchsmith.store import Store
 from filters.solvers import AnySolverConfig, Prediction, Query, Solver, build_solver
 
 STAGE = "blind"
 
 
-class BlindSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class BlindSettings(Strict):
     rule: Literal["seed", "mmstar"] = "mmstar"
     max_right: int = Field(0, ge=0)       # mmstar: drop when more than this many solvers know the answer
     rotations: int = Field(4, ge=1, le=4)  # circular option orders each solver answers under
@@ -43,10 +41,8 @@ class BlindSettings(BaseModel):
     solvers: list[AnySolverConfig] = Field(default_factory=list)
 
 
-class FilterSection(BaseModel):
+class FilterSection(Strict):
     """The `filter` settings section."""
-
-    model_config = ConfigDict(extra="forbid")
 
     blind: BlindSettings = BlindSettings()
 

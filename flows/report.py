@@ -20,7 +20,7 @@ from benchsmith.dimensions import registry
 from benchsmith.records import stable_hash
 from benchsmith.status import BATCH_COLUMNS, batch_jobs
 from benchsmith.store.schema import metadata, stage_runs, work_ledger
-from publish.stats import FUNNEL_STEPS, answer_balance, question_frame, write_plots
+from publish.stats import FUNNEL_STEPS, answer_balance, markdown_table, question_frame, write_plots
 from benchsmith.store import Store
 
 def funnel_by_dimension(frame: pd.DataFrame) -> pd.DataFrame:
@@ -103,13 +103,8 @@ def plot_funnel_by_dimension(table: pd.DataFrame, path: Path) -> Path:
 
 
 def _markdown(table: pd.DataFrame) -> str:
-    if table.empty:
-        return "_nothing yet_\n"
-    header = "| " + " | ".join(map(str, table.columns)) + " |"
-    rule = "|" + "|".join("---" for _ in table.columns) + "|"
-    body = ["| " + " | ".join("" if pd.isna(v) else (f"{v:.3f}" if isinstance(v, float) else str(v))
-                              for v in row) + " |" for row in table.itertuples(index=False)]
-    return "\n".join([header, rule, *body]) + "\n"
+    return markdown_table(table, "_nothing yet_", lambda v: "" if pd.isna(v) else
+                          f"{v:.3f}" if isinstance(v, float) else str(v)) + "\n"
 
 
 def write_report(store: Store, out_dir: Path, run_id: str | None = None,

@@ -35,11 +35,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from benchsmith.dimensions import Dimension
 from benchsmith.records import Fact, Image, Provenance, Question, normalise_text, stable_hash
-from benchsmith.settings import UNKEYED, keyed, parse_yaml
+from benchsmith.settings import UNKEYED, Strict, keyed, parse_yaml
 from extractors.context import text_reads
 
 BACKEND = "programmatic"
@@ -48,9 +48,7 @@ VOCABULARY_FILE = Path(__file__).with_name("vocabulary.yaml")
 DESCRIBING = ("size", "colour")  # attributes that may qualify a label, in the order they are spoken
 
 
-class ProgrammaticSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ProgrammaticSettings(Strict):
     per_dimension: int = Field(3, ge=1)          # at most this many questions per item and dimension
     grid_margin: float = Field(0.04, ge=0)       # a centre this close to a grid line has no clear region
     spatial_gap: float = Field(0.02, ge=0)       # boxes must be this far apart for left/right/above/below

@@ -39,9 +39,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from benchsmith.records import LEVELS, Conversation, Question, Verdict, normalise_text, stable_hash
+from benchsmith.settings import Strict
 from benchsmith.similarity import jaccard, levenshtein, matching_ratio, word_set
 
 STAGE = "quality"
@@ -50,9 +51,7 @@ PRIOR_IGNORE_WORDS = tuple(("a an the of in on at to is are and or it its this t
                             "image picture photo shown").split())
 
 
-class QualitySettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class QualitySettings(Strict):
     max_per_item: int = Field(40, ge=1)                   # questions kept per item, all dimensions together
     near_duplicate_overlap: float = Field(0.9, gt=0, le=1)  # shared content words that make two questions one
     function_words: list[str] = Field(default_factory=lambda: (

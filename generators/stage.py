@@ -328,11 +328,8 @@ class TemporalStage(QuestionStage):
                                             seed=self.options.seed))
         if not self.uses_llm:
             return outcome
-        llm = self.llm
-        wanted = [(position, temporal.distractor_request(
-            question, job.item, job.dimension, model=llm.model_for(job.dimension), temperature=llm.temperature,
-            seed=llm.seed, max_tokens=llm.max_tokens))
-            for position, question in enumerate(outcome.items) if temporal.wants_llm_distractors(question)]
+        wanted = [(position, temporal.distractor_request(question, job.item, job.dimension, self.llm))
+                  for position, question in enumerate(outcome.items) if temporal.wants_llm_distractors(question)]
         results = self.client(context).run([request for _position, request in wanted])
         if (waiting := self._llm_distractors_missing(results)) is not None:
             return waiting
@@ -446,10 +443,8 @@ class ReformStage(QuestionStage):
     def _with_llm_distractors(self, job: Job, result: reform.questions.Result, pools: reform.Pools,
                               context: runner.StageContext) -> Outcome:
         """The job's questions, with those short of distractors completed by the LLM (`result.short`)."""
-        llm, item_id = self.llm, job.item.id
-        requests = [reform.distractor_request(short, item_id, job.dimension, model=llm.model_for(job.dimension),
-                                              temperature=llm.temperature, seed=llm.seed, max_tokens=llm.max_tokens)
-                    for short in result.short]
+        item_id = job.item.id
+        requests = [reform.distractor_request(short, item_id, job.dimension, self.llm) for short in result.short]
         answers = self.client(context).run(requests) if requests else []
         if (waiting := self._llm_distractors_missing(answers)) is not None:
             return waiting

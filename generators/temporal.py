@@ -20,12 +20,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from benchsmith.dimensions import Dimension
 from benchsmith.llm import LlmRequest, LlmResult
 from benchsmith.records import Provenance, Question, Video, normalise_text, stable_hash
-from benchsmith.settings import parse_yaml
+from benchsmith.settings import Strict, parse_yaml
 from benchsmith.similarity import matching_ratio, word_overlap
 
 BACKEND = "temporal"
@@ -33,9 +33,7 @@ VERSION = "temporal-v1"
 DIMENSIONS = ("action_recognition", "action_prediction", "procedure_understanding")
 
 
-class TemporalSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TemporalSettings(Strict):
     frames: int = Field(8, ge=1)                 # frames sampled per video at ingest, kept for review
     per_dimension: int = Field(2, ge=1)          # at most this many questions per video and dimension
     hard_negative_pool: int = Field(6, ge=3)     # distractors are drawn from this many most similar labels
@@ -169,31 +167,37 @@ DISTRACTOR_SCHEMA = {"type": "json_schema", "json_schema": {"name": "distractors
                                    "items": {"type": "string", "minLength": 1}}}}}}
 
 
-@lru_cache(maxsize=1)
-def distractor_prompt() -> dict:
-    return parse_yaml(PROMPT_FILE.read_text(encoding="utf-8"))
+@lru_cache(maxsize=4)
+def distractor_prompt(path: Path = PROMPT_FILE) -> dict:
+    return parse_yaml(path.read_text(encoding="utf-8"))
+
+
+def llm_distractor_request(prompt_file: Path, dimension: Dimension, llm, tag: str, quoted: dict,
+                           **plain: str) -> LlmRequest:
+    """A call for three distractors under `llm` (the generate.llm settings): the prompt file's user template
+    filled with the dimension, `plain` and `quoted`, the latter JSON-quoted with angle brackets escaped
+    (dataset text is data inside the prompt)."""
+    prompt = distractor_prompt(prompt_file)
+    fields = {k: json.dumps(v, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+              for k, v in quoted.items()}
+    user = prompt["user"].strip().format_map({"dimension_name": dimension.name, "definition": dimension.definition,
+                                              **plain, **fields})
+    return LlmRequest(purpose="generate", model=llm.model_for(dimension), temperature=llm.temperature, seed=llm.seed,
+                      max_tokens=llm.max_tokens, messages=[{"role": "system", "content": prompt["system"].strip()},
+                                                           {"role": "user", "content": user}],
+                      response_format=DISTRACTOR_SCHEMA, tag=tag)
 
 
 def wants_llm_distractors(question: Question) -> bool:
     return question.meta.get("template") in ("recognition", "prediction")
 
 
-def distractor_request(question: Question, video: Video, dimension: Dimension, *, model: str,
-                       temperature: float, seed: int, max_tokens: int) -> LlmRequest:
-    prompt = distractor_prompt()
+def distractor_request(question: Question, video: Video, dimension: Dimension, llm) -> LlmRequest:
     labels = [s["label"] for s in _segments(video)]
     if question.meta.get("template") == "prediction":  # only what was shown before the stop
         labels = [s["label"] for s in _segments(video) if s["end"] <= question.meta["window"][1]]
-    quoted = {"question": json.dumps(question.text, ensure_ascii=False),
-              "answer": json.dumps(question.options[question.answer], ensure_ascii=False),
-              "labels": json.dumps(labels, ensure_ascii=False)}
-    user = prompt["user"].strip().format_map({"dimension_name": dimension.name, "definition": dimension.definition,
-                                              **{k: v.replace("<", "\\u003c").replace(">", "\\u003e")
-                                                 for k, v in quoted.items()}})
-    return LlmRequest(purpose="generate", model=model, temperature=temperature, seed=seed, max_tokens=max_tokens,
-                      messages=[{"role": "system", "content": prompt["system"].strip()},
-                                {"role": "user", "content": user}],
-                      response_format=DISTRACTOR_SCHEMA, tag=f"{video.id}:{dimension.key}")
+    return llm_distractor_request(PROMPT_FILE, dimension, llm, f"{video.id}:{dimension.key}", {
+        "question": question.text, "answer": question.options[question.answer], "labels": labels})
 
 
 def with_llm_distractors(question: Question, request: LlmRequest, result: LlmResult) -> Question:

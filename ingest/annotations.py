@@ -6,13 +6,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from benchsmith.geometry import OutsideImage, unit_box
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from benchsmith.settings import Strict
 
 
 MAX_LABEL_CHARS = 200
@@ -55,7 +52,7 @@ def _unmarked_fields(value: Any, where: str) -> None:
             _unmarked_fields(inner, f"{where}[{index}]")
 
 
-class SuppliedObject(_Strict):
+class SuppliedObject(Strict):
     """An object: `label` plus one of `box` (normalised xyxy), `box_px` (pixel xyxy) or `bbox` (COCO
     pixel xywh); optional `attributes` such as {"colour": "red"} and `score`."""
 
@@ -84,7 +81,7 @@ class SuppliedObject(_Strict):
         return self
 
 
-class SuppliedText(_Strict):
+class SuppliedText(Strict):
     """A text line: `text` plus `box` (normalised xyxy), `box_px`, or `quad` (4 normalised points)."""
 
     text: str
@@ -99,7 +96,7 @@ class SuppliedText(_Strict):
         return _checked_text(value, "ocr text", MAX_CAPTION_CHARS)
 
 
-class SuppliedAnnotations(_Strict):
+class SuppliedAnnotations(Strict):
     captions: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     objects: list[SuppliedObject] = Field(default_factory=list)
@@ -126,12 +123,6 @@ class SuppliedAnnotations(_Strict):
         return records
 
 
-def _stored_box(width: int, height: int, **given) -> list[float] | None:
-    """`geometry.unit_box`, rounded as the store keeps boxes."""
-    box = unit_box(width, height, **given)
-    return None if box is None else [round(v, 6) for v in box]
-
-
 def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[str, Any]:
     """Validate supplied annotations and express every box in unit coordinates. Raises ValueError.
 
@@ -147,11 +138,11 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
     objects, dropped = [], []
     for o in parsed.objects:
         try:
-            box = _stored_box(width, height, box=o.box, box_px=o.box_px, bbox=o.bbox)
+            box = unit_box(width, height, box=o.box, box_px=o.box_px, bbox=o.bbox, ndigits=6)
         except OutsideImage as exc:
             dropped.append({"kind": "object", "label": o.label, "reason": str(exc)})
             continue
-        objects.append({"label": o.label, "box": box, "attributes": o.attributes}
+        objects.append({"label": o.label, "box": list(box), "attributes": o.attributes}
                        | ({"score": o.score} if o.score is not None else {}))
     ocr = []
     for line in parsed.ocr:
@@ -159,7 +150,7 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
             quad = [list(p) for p in line.quad]
         else:
             try:
-                box = _stored_box(width, height, box=line.box, box_px=line.box_px)
+                box = unit_box(width, height, box=line.box, box_px=line.box_px, ndigits=6)
             except OutsideImage as exc:
                 dropped.append({"kind": "ocr", "text": line.text, "reason": str(exc)})
                 continue

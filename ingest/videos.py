@@ -24,12 +24,13 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from benchsmith import runner
 from benchsmith.errors import BenchsmithError
 from benchsmith.images import Rejected
 from benchsmith.records import Verdict, Video, stable_hash
+from benchsmith.settings import Strict
 from ingest.candidates import file_problem, file_version, inside
 from ingest.stage import IngestReport
 
@@ -40,9 +41,7 @@ class VideoError(BenchsmithError, ValueError):
     """A video manifest that cannot be read at all."""
 
 
-class Segment(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Segment(Strict):
     start: float = Field(ge=0)
     end: float
     label: str = Field(min_length=1)
@@ -54,9 +53,7 @@ class Segment(BaseModel):
         return self
 
 
-class VideoRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class VideoRow(Strict):
     path: str
     segments: list[Segment] = Field(min_length=1)
     steps: list[str] | None = None

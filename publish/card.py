@@ -17,6 +17,7 @@ from publish import conversations as conversation_config
 from publish.dataset import FEATURES
 from publish.entries import Entry, public_name
 from publish.settings import PublishSettings
+from publish.stats import markdown_table
 
 TEMPLATE = Path(__file__).with_name("card.md")
 ALL = "all"
@@ -58,15 +59,6 @@ def metadata(settings: PublishSettings, shards: dict[str, list[str]], counts: di
     return {"pretty_name": settings.pretty_name, "license": settings.license, "language": settings.language,
             "task_categories": settings.task_categories, "tags": settings.tags,
             "size_categories": [next((label for bound, label in SIZE_CATEGORIES if counts[ALL] < bound), "1M<n<10M")], "configs": configs, "dataset_info": infos}
-
-
-def markdown_table(frame: pd.DataFrame) -> str:
-    if frame.empty:
-        return "(none)"
-    header = "| " + " | ".join(map(str, frame.columns)) + " |"
-    rule = "|" + "---|" * len(frame.columns)
-    rows = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([header, rule, *rows])
 
 
 def _listing(values: Sequence[str]) -> str:

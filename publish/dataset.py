@@ -39,8 +39,6 @@ FEATURES = datasets.Features({
     "annotators": datasets.Value("int64"),
 })
 TSV_COLUMNS = ["index", "image", "question", *LETTERS, "answer", "category", "question_id", "data_type"]
-# VLMEvalKit treats an image cell of at most this many characters as the index of a row holding the image.
-VLMEVAL_REFERENCE_MAX = 64
 
 
 def _fields(entry: Entry) -> dict[str, Any]:

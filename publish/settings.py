@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from benchsmith.settings import Strict
 
 
-class PublishSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class PublishSettings(Strict):
     name: str = "benchsmith-bench"
     pretty_name: str = "benchsmith benchmark"
     description: str = "A multimodal multiple-choice benchmark in the SEED-Bench format, built with benchsmith."

@@ -119,3 +119,13 @@ def write_stats(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
         written.append(out_dir / f"{name}.csv")
     written += write_plots(tables, out_dir)
     return written
+
+
+def markdown_table(frame: pd.DataFrame, empty: str = "(none)", cell=str) -> str:
+    """`frame` as a markdown table, each value written by `cell`; `empty` when it has no rows."""
+    if frame.empty:
+        return empty
+    header = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *rows])

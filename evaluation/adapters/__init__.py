@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal, Protocol, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from benchsmith import plugins
-from benchsmith.settings import UNKEYED, keyed
+from benchsmith.settings import UNKEYED, Strict, keyed
 from benchsmith.errors import BenchsmithError
 from evaluation.records import ModelAnswer, Pass
 
@@ -43,9 +43,7 @@ class Adapter(Protocol):
         """Free any loaded model."""
 
 
-class AdapterConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class AdapterConfig(Strict):
     def identity(self) -> dict[str, Any]:
         """What changes the model's answers: every field but the `UNKEYED` ones (batching, cache sharing,
         client options and devices)."""

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Protocol, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from benchsmith import plugins
-from benchsmith.settings import UNKEYED
+from benchsmith.settings import UNKEYED, Strict
 from generators.quality import PRIOR_IGNORE_WORDS
 
 
@@ -56,9 +56,7 @@ def choose(scores: Sequence[float], tie_margin: float = 0.0) -> int:
     return next(i for i, s in enumerate(scores) if s >= best - tie_margin)
 
 
-class SolverConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SolverConfig(Strict):
     name: str = ""               # shown in verdicts and reports; default: kind plus model
     tie_margin: float = 0.0      # scores this close to the best are a tie (see `choose`)
 

@@ -3,24 +3,21 @@ LLM's distractors top it up (prompts/reform_distractors.yaml)."""
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from benchsmith.dimensions import Dimension
 from benchsmith.llm import LlmRequest, LlmResult
 from benchsmith.records import Provenance, Question, stable_hash
-from benchsmith.settings import parse_yaml
 from generators.reform.answers import answer_key
 from generators.reform.parsing import Parsed
 from generators.reform.pools import Pools
 from generators.reform.ranks import choose_by_rank
 from generators.reform.settings import ReformSettings
-from generators.temporal import DISTRACTOR_SCHEMA
+from generators.temporal import distractor_prompt, llm_distractor_request
 from ingest.tasks import TaskKind
 
 BACKEND = "reform"
@@ -99,28 +96,11 @@ def generate(item_id: str, dimension: Dimension, parsed: Sequence[Parsed], skipp
 
 # -- LLM-written distractors for short pools ---------------------------------------------------------
 
-@lru_cache(maxsize=1)
-def distractor_prompt() -> dict:
-    return parse_yaml(PROMPT_FILE.read_text(encoding="utf-8"))
-
-
-def _quoted(value: Any) -> str:
-    # dataset text is data inside the prompt: JSON-quoted, with angle brackets escaped
-    return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
-
-
-def distractor_request(short: Shortfall, item_id: str, dimension: Dimension, *, model: str, temperature: float,
-                       seed: int, max_tokens: int) -> LlmRequest:
-    prompt = distractor_prompt()
+def distractor_request(short: Shortfall, item_id: str, dimension: Dimension, llm) -> LlmRequest:
     p = short.parsed
-    user = prompt["user"].strip().format_map({
-        "dimension_name": dimension.name, "definition": dimension.definition, "task": p.kind.key,
-        "question": _quoted(p.question), "answer": _quoted(p.key), "accepted": _quoted(list(p.accepted)),
-        "found": _quoted([d["text"] for d in short.found])})
-    return LlmRequest(purpose="generate", model=model, temperature=temperature, seed=seed, max_tokens=max_tokens,
-                      messages=[{"role": "system", "content": prompt["system"].strip()},
-                                {"role": "user", "content": user}],
-                      response_format=DISTRACTOR_SCHEMA, tag=f"{item_id}:{dimension.key}:{p.annotation}")
+    return llm_distractor_request(PROMPT_FILE, dimension, llm, f"{item_id}:{dimension.key}:{p.annotation}", {
+        "question": p.question, "answer": p.key, "accepted": list(p.accepted),
+        "found": [d["text"] for d in short.found]}, task=p.kind.key)
 
 
 def with_llm_distractors(short: Shortfall, item_id: str, dimension: Dimension, request: LlmRequest,
@@ -140,9 +120,9 @@ def with_llm_distractors(short: Shortfall, item_id: str, dimension: Dimension, r
         distractors.append({"text": text, "how": "written by the LLM (the pool was too small)"})
     if len(distractors) < 3:
         return "the LLM's distractors repeat an accepted answer or each other"
-    shared = provenance(pools.settings, seed, p.kind)
+    shared, version = provenance(pools.settings, seed, p.kind), distractor_prompt(PROMPT_FILE)["version"]
     prov = shared.model_copy(update={
         "model": request.model, "temperature": request.temperature, "tokens_in": result.tokens_in,
         "tokens_out": result.tokens_out, "cost_usd": result.cost_usd,
-        "params": shared.params | {"llm_call": result.key, "llm_prompt_version": distractor_prompt()["version"]}})
+        "params": shared.params | {"llm_call": result.key, "llm_prompt_version": version}})
     return to_question(item_id, dimension, p, distractors, pools.settings, seed, prov=prov)

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from benchsmith.settings import UNKEYED
+from benchsmith.settings import UNKEYED, Strict
 
 
-class ReformSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ReformSettings(Strict):
     tasks: Path | None = Field(None, json_schema_extra=UNKEYED)  # None: data/reform_tasks.yaml
     hard_negative_pool: int = Field(8, ge=3)     # distractors come from this many hardest usable candidates
     synonym_similarity: float = Field(0.85, gt=0, le=1)  # MiniLM cosine at or above this: a synonym, never a distractor

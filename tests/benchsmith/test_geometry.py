@@ -28,3 +28,9 @@ def test_iou_of_disjoint_nested_and_equal_boxes():
     assert iou((0, 0, 1, 1), (2, 2, 3, 3)) == 0.0
     assert iou((0, 0, 4, 4), (0, 0, 2, 2)) == 0.25
     assert iou((0.1, 0.1, 0.5, 0.5), (0.1, 0.1, 0.5, 0.5)) == 1.0
+
+
+def test_a_detectors_box_is_put_in_order_and_kept_even_when_empty():
+    assert unit_box(200, 100, box_px=(150, 50, 50, 10), model_output=True, ndigits=2) == (0.25, 0.1, 0.75, 0.5)
+    assert unit_box(200, 100, box_px=(210, 10, 260, 50), model_output=True) == (1.0, 0.1, 1.0, 0.5)
+    assert unit_box(300, 300, box_px=(0, 0, 100, 200), ndigits=3) == (0.0, 0.0, 0.333, 0.667)
