@@ -32,12 +32,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from benchsmith import runner
 from benchsmith.dimensions import Dimension
 from benchsmith.records import Fact, Image, Provenance, Question, normalise_text, stable_hash
-from benchsmith.settings import keyed
+from benchsmith.geometry import unit_box
+from benchsmith.settings import Strict, keyed
 from generators import textrich_maps
 from generators.programmatic import Draft, four_options, questions_from
 from generators.stage import Job, Outcome, QuestionStage
@@ -48,9 +49,7 @@ PAGE_KINDS = ("chart", "table", "document")
 GROUP_KINDS = {"charts": PAGE_KINDS, "maps": ("map",)}  # the pages each group of dimensions asks about
 
 
-class TextRichSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TextRichSettings(Strict):
     per_dimension: int = Field(3, ge=1)        # at most this many questions per page and dimension
     # a comparison read off an axis or a map: the key's lead over the next, of the largest value or the map's size
     min_gap: float = Field(0.08, ge=0, le=1)
@@ -262,7 +261,7 @@ def unread_text(draft: Draft, truth: dict, ocr: Sequence[Fact], width: int, heig
     """Which text of the page `draft` shows that no OCR line read, in words ("" when OCR read them all)."""
     drawn: dict[str, list[tuple[float, ...]]] = defaultdict(list)
     for t in truth.get("texts", ()):
-        drawn[t["text"]].append(tuple(v / side for v, side in zip(t["box_px"], (width, height) * 2)))
+        drawn[t["text"]].append(unit_box(width, height, box_px=t["box_px"], model_output=True))
     shown = [("the key", draft.options[0]), *(("the option", o) for o in draft.options[1:]),
              *(("the operand", v) for v in draft.meta.get("reads", ()))]
     shown += [("the question's text", t) for t in drawn if re.search(rf"(?<!\w){re.escape(t)}(?!\w)", draft.text)]
