@@ -165,7 +165,7 @@ def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dic
         "in review, flagged for adjudication": pending["flagged"],
         "in review, decided at next pull": pending["accepted"] + pending["rejected"],
         **{status: by_status.get(status, 0) for status in ("accepted", "rejected", "withdrawn")},
-        **second_look_counts(store),
+        **second_look_counts(store, review),
         **{f"conversations {status.replace('_', ' ')}": conversations.get(status, 0)
            for status in ("in_review", "accepted", "rejected", "published", "withdrawn") if conversations},
     }

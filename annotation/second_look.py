@@ -230,12 +230,8 @@ def outcomes_on(store: Store, source: str, question_ids: Sequence[str]) -> dict[
             if qid in decided and qid in hashes and decided[qid].details.get("content_hash") == hashes[qid]}
 
 
-def second_look_counts(store: Store) -> dict[str, int]:
+def second_look_counts(store: Store, review: ReviewSettings) -> dict[str, int]:
     """For `benchsmith review status`: second looks out and their outcomes so far."""
-    decided = decisions(store)
-    tasks = store.get_second_look_tasks()
-    open_ = sum(task is not None and _decided_round(decided, qid) != round_
-                for (qid, round_), (_project, task) in tasks.items())
-    outcomes = Counter(v.details.get("outcome") for v in decided.values())
-    return {"second looks waiting for annotators": open_,
+    outcomes = Counter(v.details.get("outcome") for v in decisions(store).values())
+    return {"second looks waiting for annotators": len(open_looks(store, review)),
             **{f"second looks {outcome}": outcomes[outcome] for outcome in ("confirmed", "changed", "withdrawn")}}
