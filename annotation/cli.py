@@ -91,6 +91,9 @@ def register(app: typer.Typer, context) -> None:
 
         An annotation changed after its item was decided, even after a release, revises the item (a kept
         edit) or withdraws it (a discard); the next `publish` lists it as changed or removed, with why.
+        Each version of an annotation is pulled once (the work ledger keeps it, under the settings that
+        decide: `review.overlap`, `review.second_look_overlap`, `generate.quality`; changing one decides
+        again the items it applies to).
         Prints Cohen's or Fleiss' kappa per dimension, and per dimension and generator how often the
         annotators changed the generated answer or discarded the question, and why.
         """

@@ -134,14 +134,14 @@ def push(store: Store, server: Server, settings: Settings,
 
 # -- pull and decide ---------------------------------------------------------------------------------
 
-def fetch_into(store: Store, server: Server, review: ReviewSettings) -> tuple[int, list[str]]:
-    """Store every new version of every annotation on the pushed conversations; return how many were new,
-    and why any annotation could not be read."""
+def fetch(store: Store, server: Server, review: ReviewSettings) -> tuple[list[ConversationReview], list[str]]:
+    """Every version of every annotation on the pushed conversations now on the server, and why any
+    annotation could not be read."""
     pushed = store.get_review_tasks("conversation")
     projects = {project for project, task in pushed.values() if task is not None}
     versions, unreadable = read_annotations(server, projects, "conversation_id",
                                             lambda task, annotation: to_review(task, annotation, review))
-    return store.add_reviews([v for v in versions if v.conversation_id in pushed]), unreadable
+    return [v for v in versions if v.conversation_id in pushed], unreadable
 
 
 @dataclass(frozen=True)
@@ -159,8 +159,8 @@ class Conversations:
 
         return cls(settings.section("generate", GenerateSettings).quality)
 
-    def items(self, store: Store, statuses) -> list[Conversation]:
-        return store.get_conversations(status=list(statuses))
+    def items(self, store: Store, statuses, ids=None) -> list[Conversation]:
+        return store.get_conversations(status=list(statuses), ids=ids)
 
     def reviews(self, store: Store, items) -> dict[str, list[ConversationReview]]:
         out: dict[str, list[ConversationReview]] = {}

@@ -47,7 +47,8 @@ class Kind(Protocol):
 
     name: str  # "question", "conversation": the store's kind and the verdicts' subject kind
 
-    def items(self, store: Store, statuses: Sequence[str]) -> list: ...
+    def items(self, store: Store, statuses: Sequence[str], ids: Sequence[str] | None = None) -> list:
+        """The items of `kind` in these statuses (of those given)."""
 
     def reviews(self, store: Store, items: Sequence) -> dict[str, list]:
         """item id -> the reviews that decide it (each annotation's latest version; a question's first round only)."""
@@ -61,10 +62,10 @@ class Kind(Protocol):
         """In words, for the history and the CHANGELOG: what a revision changed."""
 
 
-def reconcile(store: Store, kind: Kind) -> Counter:
-    """Decide every item of `kind` in review, and revise or withdraw decided ones whose reviews changed;
-    return how many ended how (accepted, rejected, flagged, waiting; revised, withdrawn)."""
-    items = kind.items(store, ["in_review", *DECIDED])
+def reconcile(store: Store, kind: Kind, ids: Sequence[str] | None = None) -> Counter:
+    """Decide every item of `kind` in review (of those given), and revise or withdraw decided ones whose
+    reviews changed; return how many ended how (accepted, rejected, flagged, waiting; revised, withdrawn)."""
+    items = kind.items(store, ["in_review", *DECIDED], ids)
     reviews = kind.reviews(store, items)
     last = {v.subject_id: v for v in store.get_verdicts(stage=STAGE, subject_kind=kind.name) if v.rule == RULE}
     counts: Counter = Counter()

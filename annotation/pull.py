@@ -1,27 +1,34 @@
-"""Bring annotations back from Label Studio and turn them into question outcomes.
+"""Bring annotations back from Label Studio and turn them into item outcomes.
 
-Reviews are stored first, so a pull that fails half-way loses nothing the server gave us, and deciding
-again from the stored reviews gives the same outcome.
+A pull is three runner stages over what the server holds now: first-round reviews of questions
+(`review:pull`), second looks (`review:pull:second_look`) and conversations (`review:pull:conversations`).
+A unit is one version of one annotation, so a pull with nothing new does nothing, and an annotation
+revised in Label Studio is pulled once. Each version is stored before the items it reviews are decided
+again from every stored review, so a pull that fails half-way loses nothing the server gave us.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from annotation import lifecycle
 from annotation.client import Server, read_annotations
 from annotation.labeling import to_review
 from annotation.reconcile import ADJUDICATION, Agreement, Decision, agreement_by_dimension, decide
 from annotation.settings import ReviewSettings
+from benchsmith import runner
 from benchsmith.dimensions import Registry
-from benchsmith.records import LETTERS, Question, Review
-from benchsmith.settings import Settings
+from benchsmith.records import LETTERS, Question, Review, ReviewVersion
+from benchsmith.settings import Settings, keyed
 from benchsmith.store import Store
 
 
 @dataclass
 class PullReport:
+    pulled: int = 0       # annotation versions the pull stages did: each is pulled once
     new_reviews: int = 0
     unreadable: list[str] = field(default_factory=list)  # annotations that fit no choice of the config
     outcomes: Counter = field(default_factory=Counter)
@@ -34,7 +41,7 @@ class PullReport:
         return pull_line(self.as_dict()) + first
 
     def as_dict(self) -> dict:
-        return {"new_reviews": self.new_reviews, "unreadable": len(self.unreadable), **{k: self.outcomes[k] for k in
+        return {"pulled": self.pulled, "new_reviews": self.new_reviews, "unreadable": len(self.unreadable), **{k: self.outcomes[k] for k in
                 ("accepted", "rejected", "flagged", "waiting", "revised", "withdrawn")},
                 "kappa": {group: {what: a.kappa for what, a in by.items()} for group, by in self.agreement.items()},
                 "second_looks": dict(self.second_looks), "conversations": dict(self.conversations)}
@@ -97,8 +104,8 @@ class Questions:
     registry: Registry
     name: str = "question"
 
-    def items(self, store: Store, statuses) -> list[Question]:
-        return store.get_questions(status=list(statuses))
+    def items(self, store: Store, statuses, ids=None) -> list[Question]:
+        return store.get_questions(status=list(statuses), ids=ids)
 
     def reviews(self, store: Store, items) -> dict[str, list[Review]]:
         ids = [q.id for q in items]
@@ -158,18 +165,71 @@ def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dic
         "in review, flagged for adjudication": pending["flagged"],
         "in review, decided at next pull": pending["accepted"] + pending["rejected"],
         **{status: by_status.get(status, 0) for status in ("accepted", "rejected", "withdrawn")},
-        **second_look_counts(store),
+        **second_look_counts(store, review),
         **{f"conversations {status.replace('_', ' ')}": conversations.get(status, 0)
            for status in ("in_review", "accepted", "rejected", "published", "withdrawn") if conversations},
     }
     return counts, agreement(store)
 
 
-def pull(store: Store, server: Server, settings: Settings, registry: Registry) -> PullReport:
+@dataclass
+class PullStage(runner.Stage):
+    """Review versions from Label Studio as a runner stage: a unit is one version of one annotation (its id
+    hashes what the annotation says and when it was saved). Committing stores the versions, then `decide`
+    decides again the items they review; the config key is what that decision reads from the settings, so
+    changing it decides again exactly the items this stage pulled reviews of. One window: a rule over an
+    item's reviews sees all of them."""
+
+    name: str
+    versions: Sequence[ReviewVersion]
+    key: str
+    decide: Callable[[Store, list[str]], Counter]  # (store, item ids) -> how many ended how
+
+    def config_key(self) -> str:
+        return self.key
+
+    def units(self, _context: runner.StageContext) -> Sequence[ReviewVersion]:
+        return self.versions
+
+    def subject(self, version: ReviewVersion) -> str:
+        return version.id
+
+    def windows(self) -> tuple[int, int | None]:
+        return max(1, len(self.versions)), None
+
+    def process(self, units: Sequence[ReviewVersion], _context) -> Iterator[tuple[ReviewVersion, None]]:
+        yield from ((version, None) for version in units)
+
+    def commit(self, context: runner.StageContext, pairs: list, report: runner.StageReport) -> list[runner.Outcome]:
+        versions = [version for version, _ in pairs]
+        report.counters["new_reviews"] += context.store.add_reviews(versions)
+        report.counters.update(self.decide(context.store, sorted({v.subject_id for v in versions})))
+        return [runner.Outcome(v.id, "done") for v in versions]
+
+
+def in_review(store: Store, kind: lifecycle.Kind) -> Counter:
+    """How the items of `kind` still in review stand: tied or held (flagged), or waiting for reviews."""
+    items = kind.items(store, ["in_review"])
+    reviews = kind.reviews(store, items)
+    return Counter(kind.decide(item, reviews.get(item.id, [])).outcome for item in items)
+
+
+STILL_OUT = ("flagged", "waiting")  # where an item in review stands after a pull, whatever the pull did
+
+
+def moved(done: dict[str, Any], outcomes: Sequence[str] = ("accepted", "rejected", "revised", "withdrawn")) -> Counter:
+    """What a pull stage's run (its report as a dict, or `cached`) decided, of these outcomes."""
+    return Counter({outcome: done.get(outcome, 0) for outcome in outcomes})
+
+
+def pull(store: Store, server: Server, settings: Settings, registry: Registry,
+         run: Callable[[runner.Stage], dict[str, Any]] | None = None) -> PullReport:
     """Fetch the reviews of every kind and round (questions' first reviews and second looks,
-    conversations), store them, then decide every item from what is stored."""
+    conversations) and run their pull stages: `run(stage)` (default: the runner, here) returns the
+    stage's report as a dict (the finish flow runs each as its Prefect task, `{"cached": True}` when
+    nothing is new)."""
     from annotation import conversations
-    from annotation.second_look import decide_second_looks
+    from annotation.second_look import decide_second_looks, open_looks
 
     review = settings.section("review", ReviewSettings)
     first = store.get_review_tasks("question")
@@ -177,11 +237,22 @@ def pull(store: Store, server: Server, settings: Settings, registry: Registry) -
     projects = {project for project, task in [*first.values(), *second] if task is not None}
     second_tasks = {task for _project, task in second}
     fetched, unreadable = fetch_reviews(server, projects, registry, review)
-    new = store.add_reviews([r for r in fetched if r.question_id in first or r.task_id in second_tasks])
-    new_versions, unreadable_versions = conversations.fetch_into(store, server, review)
-    report = PullReport(new_reviews=new + new_versions, unreadable=unreadable + unreadable_versions,
-                        outcomes=lifecycle.reconcile(store, Questions(review, registry)),
-                        conversations=lifecycle.reconcile(store, conversations.Conversations.of(settings)),
-                        agreement=agreement(store))
-    report.second_looks = decide_second_looks(store, review, registry)
-    return report
+    talks, unreadable_talks = conversations.fetch(store, server, review)
+    questions, talk = Questions(review, registry), conversations.Conversations.of(settings)
+    run = run or (lambda stage: runner.run(stage, store).as_dict())
+    firsts, looks, talked = (run(stage) for stage in [
+        PullStage("review:pull", [r for r in fetched if r.task_id not in second_tasks and r.question_id in first],
+                  runner.config_key(review.overlap), lambda s, ids: lifecycle.reconcile(s, questions, ids)),
+        PullStage("review:pull:second_look", [r for r in fetched if r.task_id in second_tasks],
+                  runner.config_key(review.second_look_overlap),
+                  lambda s, ids: decide_second_looks(s, review, registry, ids)),
+        PullStage("review:pull:conversations", talks, runner.config_key(keyed(talk.quality)),
+                  lambda s, ids: lifecycle.reconcile(s, talk, ids))])
+    still_out = Counter("waiting" if d.outcome == "waiting" else "no majority" for *_, d in open_looks(store, review))
+    runs = (firsts, looks, talked)
+    return PullReport(pulled=sum(done.get("done", 0) for done in runs),
+                      new_reviews=sum(done.get("new_reviews", 0) for done in runs),
+                      unreadable=unreadable + unreadable_talks,
+                      outcomes=moved(firsts) + moved(in_review(store, questions), STILL_OUT),
+                      conversations=moved(talked) + moved(in_review(store, talk), STILL_OUT), agreement=agreement(store),
+                      second_looks=moved(looks, ("confirmed", "changed", "withdrawn")) + still_out)

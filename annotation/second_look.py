@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotation.pull import change_text
-from annotation.reconcile import decide
+from annotation.reconcile import Decision, decide
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import Registry
 from benchsmith.errors import BenchsmithError
@@ -164,24 +164,31 @@ def _decided_round(decided: dict[str, Verdict], qid: str) -> str | None:
     return verdict.details.get("round") if verdict else None
 
 
-def decide_second_looks(store: Store, review: ReviewSettings, registry: Registry) -> Counter:
-    """Decide every second look that is out and undecided from its stored reviews; count the outcomes
-    (confirmed, changed, withdrawn; waiting and no majority stay out for more reviews)."""
+def open_looks(store: Store, review: ReviewSettings,
+               ids: Sequence[str] | None = None) -> list[tuple[str, str, int, Question, Decision]]:
+    """The second looks out and undecided (of these questions), each as (question id, round, task, question,
+    what its stored reviews decide now)."""
     decided = decisions(store)
+    wanted = None if ids is None else set(ids)
     out = {(qid, round_): task for (qid, round_), (_project, task) in store.get_second_look_tasks().items()
-           if task is not None and _decided_round(decided, qid) != round_}
+           if task is not None and _decided_round(decided, qid) != round_ and (wanted is None or qid in wanted)}
     questions = {q.id: q for q in store.get_questions(ids=sorted({qid for qid, _ in out}))}
     reviews: dict[int, list] = {}
     for r in store.get_reviews(sorted(questions)):
         reviews.setdefault(r.task_id, []).append(r)
+    return [(qid, round_, task, questions[qid], decide(questions[qid], reviews.get(task, []), review.second_look_overlap))
+            for (qid, round_), task in sorted(out.items())]
+
+
+def decide_second_looks(store: Store, review: ReviewSettings, registry: Registry,
+                        ids: Sequence[str] | None = None) -> Counter:
+    """Decide every second look that is out and undecided (of these questions) from its stored reviews;
+    count the outcomes (confirmed, changed, withdrawn); a tie or too few reviews waits for more."""
     doubts = {v.subject_id: v for v in store.get_verdicts(stage=STAGE, subject_kind="question") if v.rule == DOUBT}
     counts: Counter = Counter()
     hashes: dict[str, dict[str, str]] = {}
-    for (qid, round_), task in sorted(out.items()):
-        question = questions[qid]
-        decision = decide(question, reviews.get(task, []), review.second_look_overlap)
+    for qid, round_, task, question, decision in open_looks(store, review, ids):
         if decision.outcome in ("waiting", "flagged"):
-            counts["waiting" if decision.outcome == "waiting" else "no majority"] += 1
             continue
         published_hash = hashes.setdefault(round_, store.release_hashes(round_)).get(qid, "")
         flags = doubts[qid].details.get("flags", []) if qid in doubts else []
@@ -223,12 +230,8 @@ def outcomes_on(store: Store, source: str, question_ids: Sequence[str]) -> dict[
             if qid in decided and qid in hashes and decided[qid].details.get("content_hash") == hashes[qid]}
 
 
-def second_look_counts(store: Store) -> dict[str, int]:
+def second_look_counts(store: Store, review: ReviewSettings) -> dict[str, int]:
     """For `benchsmith review status`: second looks out and their outcomes so far."""
-    decided = decisions(store)
-    tasks = store.get_second_look_tasks()
-    open_ = sum(task is not None and _decided_round(decided, qid) != round_
-                for (qid, round_), (_project, task) in tasks.items())
-    outcomes = Counter(v.details.get("outcome") for v in decided.values())
-    return {"second looks waiting for annotators": open_,
+    outcomes = Counter(v.details.get("outcome") for v in decisions(store).values())
+    return {"second looks waiting for annotators": len(open_looks(store, review)),
             **{f"second looks {outcome}": outcomes[outcome] for outcome in ("confirmed", "changed", "withdrawn")}}

@@ -3,15 +3,15 @@
 build:  scenes -> ingest -> richness -> extract -> richness -> generate -> blind filter -> review push -> report
 finish: review pull (and reconcile) -> publish -> report
 
-Each stage but the pull is a runner stage that does only the work its ledger shows missing, so either
-flow can be stopped at any point and run again, and a rerun that changed nothing runs no stage.
+Each stage is a runner stage that does only the work its ledger shows missing, so either flow can be
+stopped at any point and run again, and a rerun that changed nothing runs no stage.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import flow, task
+from prefect import flow
 
 from benchsmith.errors import BenchsmithError
 from benchsmith.settings import Settings
@@ -21,8 +21,8 @@ from flows.filter import filter_stage
 from flows.generate import generate_stage
 from flows.ingest import ingest_stage
 from flows.publish import publish_stage
-from flows.review import review_stage
-from flows.tasks import Once, new_run_id, on_task_runner, run_stage, timed
+from flows.review import pull_stage, review_stage
+from flows.tasks import Once, new_run_id, on_task_runner, run_stage
 
 
 def report_stage(settings: Settings, run_id: str) -> dict:
@@ -62,24 +62,10 @@ def build_flow(settings: Settings, sources: list[str], scenes: int = 0, scenes_s
     return summary
 
 
-@task(name="review:pull")
-def pull_task(settings: Settings, run_id: str) -> dict:
-    """Always runs, not a runner stage: a token of its input (every annotation on the server) costs the same
-    requests as the pull itself, and a pull that finds nothing new changes nothing."""
-    from annotation.client import connect
-    from annotation.pull import pull
-    from benchsmith.dimensions import registry
-
-    server = connect(settings)
-    with Store(settings.db_url) as store:
-        return timed(store, run_id, "review:pull",
-                     lambda: pull(store, server, settings, registry()).as_dict())
-
-
 @flow(name="benchsmith-finish")
 def finish_flow(settings: Settings, version: str | None = None, push: str | None = None) -> dict:
     run_id = new_run_id()
-    summary: dict = {"run": run_id, "review": pull_task(settings, run_id)}
+    summary: dict = {"run": run_id, "review": pull_stage(settings, run_id)}
     summary["publish"] = publish_stage(settings, run_id, version, push)
     summary["report"] = report_stage(settings, run_id)
     return summary

@@ -1,5 +1,6 @@
 """The review flow: push the questions that survived the blind filter, and the candidate conversations, to
-Label Studio, each kind as its own push stage (`annotation.push.PushStage`)."""
+Label Studio, each kind as its own push stage (`annotation.push.PushStage`); and the pull that brings the
+reviews back, as its runner stages (`annotation.pull.PullStage`)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,19 @@ def review_stage(settings: Settings, run_id: str) -> dict:
             out[kind] = run_stage(settings, run_id, tasks.name, stage) | {
                 "project_id": project_id, "project_created": created}
     return out
+
+
+def pull_stage(settings: Settings, run_id: str) -> dict:
+    """The pull stages, each a Prefect task only when the server holds a review version not pulled yet;
+    callable inside any flow. Returns what `annotation.pull.pull_line` prints."""
+    from annotation.client import connect
+    from annotation.pull import pull
+    from benchsmith.dimensions import registry
+
+    server = connect(settings)
+    with Store(settings.db_url) as store:
+        return pull(store, server, settings, registry(),
+                    run=lambda stage: run_stage(settings, run_id, stage.name, stage)).as_dict()
 
 
 @flow(name="benchsmith-review")

@@ -13,6 +13,7 @@ from annotation.pull import pull, review_status
 from annotation.push import push, questions_to_push
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import registry
+from benchsmith.settings import load_settings
 from benchsmith.store import Store
 from tests.annotation.conftest import seed_questions
 
@@ -112,7 +113,7 @@ def test_a_second_pull_adds_nothing_and_a_deciding_review_settles_a_flagged_ques
     server = connect(settings)
     pull(store, server, settings, registry())
     again = pull(store, server, settings, registry())
-    assert again.new_reviews == 0
+    assert again.pulled == again.new_reviews == 0  # no annotation version is new: no unit of the stages ran
     assert again.outcomes["accepted"] == again.outcomes["rejected"] == 0
 
     # the admin adjudicates question 2 (C against D) with a third review for D
@@ -128,6 +129,40 @@ def test_a_second_pull_adds_nothing_and_a_deciding_review_settles_a_flagged_ques
     assert counts["accepted"] == 5 and counts["in review, flagged for adjudication"] == 2
     assert counts["tasks in Label Studio"] == len(questions)
     assert agreement["all"]["keep"].method == "fleiss"  # question 2 now has three raters
+
+
+def test_a_revised_annotation_is_pulled_once_and_decides_its_question_again(scripted, label_studio, annotators):
+    settings, store, questions = scripted
+    server = connect(settings)
+    assert pull(store, server, settings, registry()).pulled == 19
+
+    # the first annotator, who kept question 4 where the second discarded it, now discards it too
+    first = LabelStudio(base_url=label_studio.url, api_key=next(iter(annotators.values())))
+    task_id = store.get_review_tasks("question", [questions[4].id])[questions[4].id][1]
+    me = first.users.whoami().id
+    (mine,) = [a for a in first.annotations.list(id=task_id) if a.completed_by == me]
+    data = first.tasks.get(id=task_id).data
+    first.annotations.update(id=mine.id, result=result(data, False, 0, 3, ("bad_image",),
+                                                       settings.section("review", ReviewSettings)))
+    revised = pull(store, server, settings, registry())
+    assert (revised.pulled, revised.new_reviews, revised.outcomes["rejected"], revised.outcomes["flagged"]) == (1, 1, 1, 2)
+    assert store.get_questions(ids=[questions[4].id])[0].status == "rejected"
+    assert pull(store, server, settings, registry()).pulled == 0
+
+
+def test_a_changed_overlap_decides_again_every_question_with_reviews(scripted, label_studio):
+    settings, store, questions = scripted
+    server = connect(settings)
+    pull(store, server, settings, registry())
+    review = settings.section("review", ReviewSettings)
+    one = load_settings(env=label_studio.env | {"BENCHSMITH_WORKSPACE": str(settings.workspace),
+                                                "BENCHSMITH__REVIEW__PROJECT": review.project,
+                                                "BENCHSMITH__REVIEW__OVERLAP": "1"})
+    again = pull(store, server, one, registry())
+    assert (again.pulled, again.new_reviews) == (19, 0)  # every first-round review, under the new key
+    assert again.outcomes["accepted"] == 1  # question 9, waiting for a second review, is kept on its one
+    assert store.get_questions(ids=[questions[9].id])[0].status == "accepted"
+    assert pull(store, server, one, registry()).pulled == 0
 
 
 def test_the_signal_counts_changed_answers_and_discards_per_dimension_and_generator(scripted):
