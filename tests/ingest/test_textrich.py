@@ -118,10 +118,10 @@ def test_rapidocr_reads_at_least_95_percent_of_the_drawn_words_of_each_kind(rend
 
 
 def test_a_seed_renders_the_same_pages_and_mix_takes_every_kind_in_turn(tmp_path):
-    first, again = make_pages(tmp_path / "a", "mix", 6, seed=5), make_pages(tmp_path / "b", "mix", 6, seed=5, workers=2)
+    first, again = make_pages(tmp_path / "a", "mix", 8, seed=5), make_pages(tmp_path / "b", "mix", 8, seed=5, workers=2)
     assert first.read_text() == again.read_text()
     rows = [json.loads(line) for line in first.read_text().splitlines()]
-    assert [row["truth"]["kind"] for row in rows] == ["chart", "document", "table"] * 2
+    assert [row["truth"]["kind"] for row in rows] == ["chart", "document", "table", "web"] * 2
     assert all((tmp_path / "a" / row["path"]).read_bytes() == (tmp_path / "b" / row["path"]).read_bytes()
                for row in rows)
     other = make_pages(tmp_path / "c", "mix", 6, seed=6)
@@ -146,11 +146,11 @@ def test_a_plugin_renderer_is_a_kind_of_page_and_joins_the_mix(tmp_path):
             return image, {"ocr": [{"text": word, "box_px": box}], "truth": {"kind": "poster", "word": word}}
         """}, "[benchsmith.renderers]\nposter = poster_pages:render\n")
     benchsmith = str(Path(sys.executable).with_name("benchsmith"))
-    made = subprocess.run([benchsmith, "scenes", "make", "--kind", "mix", "--n", "4", "--out", "pages"],
+    made = subprocess.run([benchsmith, "scenes", "make", "--kind", "mix", "--n", "5", "--out", "pages"],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert made.returncode == 0, made.stderr
     kinds = [json.loads(line)["truth"]["kind"] for line in (tmp_path / "pages" / "manifest.jsonl").read_text().splitlines()]
-    assert kinds == ["chart", "document", "poster", "table"]
+    assert kinds == ["chart", "document", "poster", "table", "web"]
     unknown = subprocess.run([benchsmith, "scenes", "make", "--kind", "map", "--out", "maps"], env=env,
                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert unknown.returncode != 0 and "poster" in unknown.stderr + unknown.stdout
