@@ -1,4 +1,5 @@
-"""Exact questions about text-rich pages (charts, tables, documents) from the structure they were drawn from.
+"""Exact questions about text-rich pages (charts, tables, documents; web pages in `textrich_web`) from the
+structure they were drawn from.
 
 A page rendered by `ingest.textrich` carries its truth in its annotations (`truth`: series and values,
 columns and rows, fields, and every drawn text with its role). One template per dimension of the
@@ -35,7 +36,7 @@ from generators.stage import Job, Outcome, QuestionStage
 
 BACKEND = "textrich"
 VERSION = "textrich-v1"
-PAGE_KINDS = ("chart", "table", "document")
+PAGE_KINDS = ("chart", "table", "document", "web")
 
 
 class TextRichSettings(BaseModel):
@@ -67,8 +68,9 @@ class Column:
 
 
 def noun(truth: dict) -> str:
-    """What the questions call the page: chart, table, timetable, invoice, receipt or form."""
-    if truth["kind"] == "document":
+    """What the questions call the page: chart, table, timetable, invoice, receipt or form; a web page's
+    layout (shop, results, profile, report)."""
+    if truth["kind"] in ("document", "web"):
         return truth["layout"]
     return "timetable" if truth.get("layout") == "schedule" else truth["kind"]
 
@@ -172,8 +174,8 @@ def arithmetic(truth, _pools, _settings, rng) -> list[Draft]:
 @dataclass(frozen=True)
 class Pools:
     """Texts of each role over the collection's pages of one kind (`noun`: a receipt's total among other
-    receipts' totals, never among invoices'): titles, legend entries, column headings, each field's
-    values. The distractors of reading questions."""
+    receipts' totals, never among invoices'): titles, legend entries, column headings, buttons, each
+    field's values. The distractors of reading questions."""
 
     texts: dict[str, tuple[str, ...]]
 
@@ -185,6 +187,7 @@ class Pools:
                 continue
             kind = noun(truth)
             found[f"title:{kind}"].add(truth["title"])
+            found[f"button:{kind}"].update(truth.get("buttons", ()))
             found[f"legend:{kind}"].update(truth.get("legend", ()))
             found[f"heading:{kind}"].update(headings(truth))
             for name, value in truth.get("fields", {}).items():
@@ -250,6 +253,16 @@ TEMPLATES = {"chart_retrieval": retrieval, "chart_comparison": comparison, "char
              "chart_reading": reading, "chart_layout": layout}
 
 
+def templates(kind: str) -> dict:
+    """The templates for a page of this kind by dimension key: web pages have theirs
+    (generators.textrich_web, built on this module), charts, tables and documents share ours."""
+    if kind == "web":
+        from generators.textrich_web import TEMPLATES as WEB
+
+        return WEB
+    return TEMPLATES
+
+
 def page_truth(item: Image) -> dict | None:
     truth = item.annotations.get("truth") or {}
     return truth if truth.get("kind") in PAGE_KINDS else None
@@ -259,22 +272,24 @@ def generate(item: Image, dimension: Dimension, pools: Pools, settings: TextRich
              seed: int = 0) -> list[Question]:
     """Up to `settings.per_dimension` questions about a text-rich page; none about another image."""
     truth = page_truth(item)
-    if truth is None:
+    template = templates(truth["kind"]).get(dimension.key) if truth else None
+    if template is None:
         return []
     rng = random.Random(stable_hash(seed, item.id, dimension.id))
-    drafts = TEMPLATES[dimension.key](truth, pools, settings, rng)
+    drafts = template(truth, pools, settings, rng)
     provenance = Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed, params=keyed(settings))
     return questions_from(drafts, item, dimension, settings.per_dimension, provenance, rng)
 
 
 class TextRichStage(QuestionStage):
-    """Template questions about rendered charts, tables and documents, from the truth they were drawn from."""
+    """Template questions about rendered charts, tables, documents and web pages, from the truth they were
+    drawn from."""
 
     generator = "textrich"
     settings_model = TextRichSettings
 
     def supports(self, dimension: Dimension) -> bool:
-        return dimension.key in TEMPLATES
+        return dimension.key in TEMPLATES or dimension.key in templates("web")
 
     def dimension_key(self, dimension: Dimension) -> str:
         return stable_hash(VERSION, dimension.definition, length=12)
