@@ -56,14 +56,15 @@ def reading(truth, pools: Pools, _settings, rng) -> list[Draft]:
 
 def _extremes(values: dict[str, Decimal], words: tuple[str, str], question: str, rng: random.Random,
               drawn: dict[str, str] | None = None) -> list[Draft]:
-    """Questions for the entry with the highest (words[0]) and lowest (words[1]) value among four, each
-    asked only where no other of the four ties with it. `drawn`: each entry's value as the page writes
+    """Questions for the entry with the highest (words[0]) and lowest (words[1]) value among four (each
+    four once), asked only where no other of the four ties with it. `drawn`: each entry's value as the page writes
     it, the texts the answer is worked out from (`reads`)."""
-    names, drafts = sorted(values), []
-    if len(names) < 4:
-        return []
+    names, drafts, asked = sorted(values), [], set()
     for _ in range(len(names) - 3):
         four = rng.sample(names, 4)
+        if frozenset(four) in asked:
+            continue
+        asked.add(frozenset(four))
         for word, best in zip(words, (max, min)):
             key = best(four, key=values.__getitem__)
             if sum(values[n] == values[key] for n in four) == 1:
