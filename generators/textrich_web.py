@@ -21,8 +21,10 @@ CLEAR_PX = 8
 DIRECTIONS = {"right": (2, 0), "left": (0, 2), "below": (3, 1), "above": (1, 3)}
 PLACES = {"right": "directly to the right of", "left": "directly to the left of", "below": "directly below",
           "above": "directly above"}
-GROUPS = {"menu": ("item of the top menu", ("right", "left")), "side_menu": ("item of the side menu", ("below", "above")),
-          "result": ("search result", ("below", "above")), "product": ("product", ("right", "left", "below", "above"))}
+GROUPS = {"menu": ("item of the top menu", ("right", "left")),
+          "side_menu": ("item of the side menu", ("below", "above")),
+          "result": ("search result", ("below", "above")),
+          "product": ("product", ("right", "left", "below", "above"))}
 
 
 def _texts(truth: dict, role: str) -> list[dict]:
@@ -35,18 +37,20 @@ def reading(truth, pools: Pools, _settings, rng) -> list[Draft]:
     layout, shown = noun(truth), [t["text"] for t in truth["texts"]]
     pooled = [("What is the name of the website at the top of the page?", truth["title"], f"title:{layout}")]
     pooled += [("Which of these is written on a button on the page?", b, f"button:{layout}") for b in truth["buttons"]]
-    pooled += [(f"What does the profile show for {name}?", v, f"field:{layout}:{name}") for name, v in truth.get("fields", {}).items()]
+    pooled += [(f"What does the profile show for {name}?", value, f"field:{layout}:{name}")
+               for name, value in truth.get("fields", {}).items()]
     drafts = [Draft(text, options, {"template": "web_reading", "pooled": role.split(":")[0]})
               for text, key, role in pooled if (options := _four(rng, key, pools.others(role, shown)))]
     local = []  # (question, key, the same kind of value elsewhere on the page)
-    for name, about in (("price", "What is the price of {} on the page?"), ("rating", "What rating does {} have on the page?")):
-        values = [p[name] for p in truth.get("products", ())]
-        local += [(about.format(p["name"]), p[name], values) for p in truth.get("products", ())]
-    sites = [r["site"] for r in truth.get("results", ())]
-    local += [(f"Which website does the search result {r['title']} come from?", r["site"], sites) for r in truth.get("results", ())]
+    products, results = truth.get("products", ()), truth.get("results", ())
+    for name, about in (("price", "What is the price of {} on the page?"),
+                        ("rating", "What rating does {} have on the page?")):
+        local += [(about.format(p["name"]), p[name], [q[name] for q in products]) for p in products]
+    local += [(f"Which website does the search result {r['title']} come from?", r["site"], [q["site"] for q in results])
+              for r in results]
     for c, heading in enumerate(truth.get("columns", ())[1:], 1):
-        cells = [row[c] for row in truth["rows"]]
-        local += [(f"What does the table on the page show under {heading} for {row[0]}?", row[c], cells) for row in truth["rows"]]
+        local += [(f"What does the table on the page show under {heading} for {row[0]}?", row[c],
+                   [other[c] for other in truth["rows"]]) for row in truth["rows"]]
     drafts += [Draft(text, options, {"template": "web_reading", "pooled": ""})
                for text, key, others in local if (options := _four(rng, key, others))]
     return drafts
@@ -56,9 +60,9 @@ def reading(truth, pools: Pools, _settings, rng) -> list[Draft]:
 
 def _extremes(values: dict[str, Decimal], words: tuple[str, str], question: str, rng: random.Random,
               drawn: dict[str, str] | None = None) -> list[Draft]:
-    """Questions for the entry with the highest (words[0]) and lowest (words[1]) value among four (each
-    four once), asked only where no other of the four ties with it. `drawn`: each entry's value as the page writes
-    it, the texts the answer is worked out from (`reads`)."""
+    """Questions for the entry with the highest (words[0]) and lowest (words[1]) value among four (each four
+    once), asked only where no other of the four ties with it. `drawn`: each entry's value as the page
+    writes it, the texts the answer is worked out from (`reads`)."""
     names, drafts, asked = sorted(values), [], set()
     for _ in range(len(names) - 3):
         four = rng.sample(names, 4)

@@ -3,9 +3,10 @@ data reports, each under a site name, a top menu and buttons (profiles and repor
 
 Every text is one element on one line, kept with its role (title: the site's name, menu, side_menu,
 button, query, product, price, rating, result, site, snippet, name, field_name, field_value, heading,
-column_heading, cell) and what places it (index, item, rank, row, column, field). The browser measures each text's box (a Range over its letters, not the
-element's padding), so every drawn text is an OCR line with its pixel box, and `truth` also keeps what
-the page lists: its products, results, fields or table, its menus and buttons in order.
+column_heading, cell) and what places it (index, item, rank, row, column, field). The browser measures
+each text's box (a Range over its letters, not the element's padding), so every drawn text is an OCR line
+with its pixel box, and `truth` also keeps what the page lists: its products, results, fields or table,
+its menus and buttons in order.
 
 Each process starts one Chromium when it draws its first page and keeps it for the rest: the DevTools
 protocol on a pipe (`--remote-debugging-pipe`) drives it, so no port and no websocket client are needed.
@@ -91,7 +92,9 @@ class Browser:
         """Send one command (to the tab, once attached) and return its result; events are skipped."""
         self._sent += 1
         message = {"id": self._sent, "method": method, "params": params}
-        os.write(self._commands, json.dumps(message | ({"sessionId": self.session} if self.session else {})).encode() + b"\0")
+        if self.session:
+            message["sessionId"] = self.session
+        os.write(self._commands, json.dumps(message).encode() + b"\0")
         while True:
             while b"\0" not in self._read:
                 chunk = os.read(self._replies, 1 << 20)
@@ -145,11 +148,15 @@ class Html:
         self.texts.append({"role": role, "text": text} | about)
         return f'<{tag} class="{css}" data-t="{len(self.texts) - 1}">{html.escape(text)}</{tag}>'
 
+    def button(self, label: str) -> str:
+        return self.text(label, "button", "button")
+
 
 def _style(rng: random.Random) -> str:
     accent, size = rng.choice(ACCENTS), rng.randint(15, 17)
     dark = rng.random() < 0.5  # the header in the accent colour with white letters, or white with dark ones
-    head = f"background:{accent};color:#fff" if dark else f"background:#fff;color:{accent};border-bottom:2px solid {accent}"
+    head = (f"background:{accent};color:#fff" if dark
+            else f"background:#fff;color:{accent};border-bottom:2px solid {accent}")
     return f"""* {{box-sizing:border-box;margin:0;padding:0}}
 body {{width:{WIDTH}px;font-family:'{rng.choice(FONTS)}',sans-serif;font-size:{size}px;color:#1b1b1b;background:#fff}}
 [data-t] {{white-space:nowrap}}
@@ -157,13 +164,15 @@ header {{display:flex;align-items:center;justify-content:space-between;padding:1
 header h1 {{font-size:1.7em}}
 nav {{display:flex;gap:{rng.randint(24, 40)}px;padding:12px 28px;background:#f1f2f4;border-bottom:1px solid #d8d8d8}}
 main {{display:flex;gap:32px;padding:22px 28px 28px}}
-aside {{display:flex;flex-direction:column;align-self:flex-start;gap:16px;width:160px;padding:12px;background:#f6f6f6;border-radius:6px}}
+aside {{display:flex;flex-direction:column;align-self:flex-start;gap:16px;width:160px;padding:12px;
+  background:#f6f6f6;border-radius:6px}}
 section {{flex:1;display:flex;flex-direction:column;gap:18px;align-items:flex-start}}
 h2 {{font-size:1.3em}}
 button {{font:inherit;padding:6px 14px;border-radius:5px;border:none;background:{accent};color:#fff}}
 header button {{background:#fff;color:{accent};border:1px solid {accent}}}
 .grid {{display:grid;grid-template-columns:repeat({rng.randint(3, 4)},1fr);gap:18px;align-self:stretch}}
-.card {{border:1px solid #d4d4d4;border-radius:6px;padding:14px;display:flex;flex-direction:column;gap:9px;align-items:flex-start}}
+.card {{border:1px solid #d4d4d4;border-radius:6px;padding:14px;display:flex;flex-direction:column;gap:9px;
+  align-items:flex-start}}
 .price {{font-weight:bold;font-size:1.1em}}
 .query {{border:1px solid #999;border-radius:18px;padding:7px 18px;width:420px}}
 .result {{display:flex;flex-direction:column;gap:4px}}
@@ -189,7 +198,7 @@ def _side(page: Html, data: dict, rng: random.Random) -> str:
 
 
 def _shop(page: Html, data: dict, rng: random.Random) -> tuple[str, dict]:
-    header, site = _header(page, data, "shop", rng, page.text(rng.choice(data["buttons"]["header"]), "button", "button"))
+    header, site = _header(page, data, "shop", rng, page.button(rng.choice(data["buttons"]["header"])))
     names = rng.sample([name for name, _price in page_data()["products"]], rng.randint(6, 8))
     cents = rng.sample(range(199, 9999, 25), len(names))  # every price and rating once: no ties to compare
     ratings = rng.sample(range(25, 51), len(names))
@@ -198,41 +207,42 @@ def _shop(page: Html, data: dict, rng: random.Random) -> tuple[str, dict]:
                 for n, c, r in zip(names, cents, ratings)]
     cards = "".join(f'<div class="card">{page.text(p["name"], "product", "b", item=i)}'
                     f'{page.text(p["price"], "price", "span", "price", item=i)}'
-                    f'{page.text("Rating " + p["rating"], "rating", item=i)}{page.text(label, "button", "button")}</div>'
+                    f'{page.text("Rating " + p["rating"], "rating", item=i)}{page.button(label)}</div>'
                     for i, p in enumerate(products))
-    return f'{header}<main><section><div class="grid">{cards}</div></section></main>', {"title": site, "products": products}
+    return (f'{header}<main><section><div class="grid">{cards}</div></section></main>',
+            {"title": site, "products": products})
 
 
 def _results(page: Html, data: dict, rng: random.Random) -> tuple[str, dict]:
     query = rng.choice(rng.choice(page_data()["themes"])["categories"])
-    box = f'<div class="query">{page.text(query, "query")}</div>{page.text("Search", "button", "button")}'
+    box = f'<div class="query">{page.text(query, "query")}</div>{page.button("Search")}'
     header, site = _header(page, data, "results", rng, box)
     titles = [title.format(q=query) for title in rng.sample(data["titles"], rng.randint(5, 6))]
     results = [{"title": t, "site": s, "snippet": rng.choice(data["snippets"]).format(q=query)}
                for t, s in zip(titles, rng.sample(data["domains"], len(titles)))]
     listed = "".join(f'<div class="result">{page.text(r["title"], "result", "h3", rank=i)}'
-                     f'{page.text(r["site"], "site", "span", "site", rank=i)}{page.text(r["snippet"], "snippet", rank=i)}</div>'
-                     for i, r in enumerate(results))
+                     f'{page.text(r["site"], "site", "span", "site", rank=i)}'
+                     f'{page.text(r["snippet"], "snippet", rank=i)}</div>' for i, r in enumerate(results))
     return f"{header}<main><section>{listed}</section></main>", {"title": site, "query": query, "results": results}
 
 
 def _profile(page: Html, data: dict, rng: random.Random) -> tuple[str, dict]:
-    header, site = _header(page, data, "profile", rng, page.text(rng.choice(data["buttons"]["header"]), "button", "button"))
+    header, site = _header(page, data, "profile", rng, page.button(rng.choice(data["buttons"]["header"])))
     words = page_data()
-    counts = rng.sample(range(12, 4000), 4)
+    counts = rng.sample(range(12, 4000), 4)  # no ties to compare
     fields = {"Location": rng.choice(words["cities"]), "Joined": f"{rng.choice(['Mar', 'Jun', 'Sep', 'Dec'])} "
-              f"{rng.randint(2012, 2025)}", **{k: str(v) for k, v in zip(("Followers", "Following", "Posts", "Likes"), counts)}}
+              f"{rng.randint(2012, 2025)}", **dict(zip(("Followers", "Following", "Posts", "Likes"), map(str, counts)))}
     name = rng.choice(words["customers"])
     rows = "".join(page.text(k, "field_name", "span", "field-name", field=k) + page.text(v, "field_value", field=k)
                    for k, v in fields.items())
-    buttons = "".join(page.text(b, "button", "button") for b in rng.sample(data["buttons"]["profile"], 2))
+    buttons = "".join(page.button(b) for b in rng.sample(data["buttons"]["profile"], 2))
     body = (f'{_side(page, data, rng)}<section>{page.text(name, "name", "h2")}<div class="fields">{rows}</div>'
             f'<div style="display:flex;gap:14px">{buttons}</div></section>')
     return f"{header}<main>{body}</main>", {"title": site, "name": name, "fields": fields}
 
 
 def _report(page: Html, data: dict, rng: random.Random) -> tuple[str, dict]:
-    header, site = _header(page, data, "report", rng, page.text(rng.choice(data["buttons"]["report"]), "button", "button"))
+    header, site = _header(page, data, "report", rng, page.button(rng.choice(data["buttons"]["report"])))
     theme = rng.choice(page_data()["themes"])
     series = rng.sample(theme["series"], rng.randint(2, 3))
     names = rng.sample(theme["categories"], rng.randint(4, 6))
@@ -241,10 +251,10 @@ def _report(page: Html, data: dict, rng: random.Random) -> tuple[str, dict]:
     columns = ["Name", *series]
     rows = [[n, *(str(pool[i * len(series) + j]) for j in range(len(series)))] for i, n in enumerate(names)]
     head = "".join(page.text(c, "column_heading", "th", column=i) for i, c in enumerate(columns))
-    body = "".join("<tr>" + "".join(page.text(cell, "cell", "td", row=r, column=c) for c, cell in enumerate(row)) + "</tr>"
-                   for r, row in enumerate(rows))
-    table = f"<table><tr>{head}</tr>{body}</table>"
-    return (f'{header}<main>{_side(page, data, rng)}<section>{page.text(theme["title"], "heading", "h2")}{table}</section></main>',
+    body = "".join("<tr>" + "".join(page.text(cell, "cell", "td", row=r, column=c) for c, cell in enumerate(row))
+                   + "</tr>" for r, row in enumerate(rows))
+    section = f'{page.text(theme["title"], "heading", "h2")}<table><tr>{head}</tr>{body}</table>'
+    return (f"{header}<main>{_side(page, data, rng)}<section>{section}</section></main>",
             {"title": site, "heading": theme["title"], "columns": columns, "rows": rows})
 
 
