@@ -1,4 +1,5 @@
-"""Exact questions about text-rich pages (charts, tables, documents; maps in `textrich_maps`) from the
+"""Exact questions about text-rich pages (charts, tables, documents; maps in `textrich_maps`, web pages in
+`textrich_web`) from the
 structure they were drawn from.
 
 A page rendered by `ingest.textrich` carries its truth in its annotations (`truth`: series and values,
@@ -46,7 +47,7 @@ from generators.stage import Job, Outcome, QuestionStage
 BACKEND = "textrich"
 VERSION = "textrich-v1"
 PAGE_KINDS = ("chart", "table", "document")
-GROUP_KINDS = {"charts": PAGE_KINDS, "maps": ("map",)}  # the pages each group of dimensions asks about
+GROUP_KINDS = {"charts": PAGE_KINDS, "maps": ("map",), "web": ("web",)}  # the pages each group of dimensions asks about
 
 
 class TextRichSettings(Strict):
@@ -78,8 +79,9 @@ class Column:
 
 
 def noun(truth: dict) -> str:
-    """What the questions call the page: chart, table, timetable, invoice, receipt or form."""
-    if truth["kind"] == "document":
+    """What the questions call the page: chart, table, timetable, invoice, receipt or form; a web page's
+    layout (shop, results, profile, report)."""
+    if truth["kind"] in ("document", "web"):
         return truth["layout"]
     return "timetable" if truth.get("layout") == "schedule" else truth["kind"]
 
@@ -179,8 +181,8 @@ def arithmetic(truth, _pools, _settings, rng) -> list[Draft]:
 @dataclass(frozen=True)
 class Pools:
     """Texts of each role over the collection's pages of one kind (`noun`: a receipt's total among other
-    receipts' totals, never among invoices'): titles, legend entries, column headings, each field's
-    values. The distractors of reading questions."""
+    receipts' totals, never among invoices'): titles, legend entries, column headings, buttons, each
+    field's values. The distractors of reading questions."""
 
     texts: dict[str, tuple[str, ...]]
 
@@ -188,10 +190,11 @@ class Pools:
     def of(cls, truths: Sequence[dict]) -> Pools:
         found: dict[str, set[str]] = defaultdict(set)
         for truth in truths:
-            if truth.get("kind") not in PAGE_KINDS:
+            if truth.get("kind") not in (*PAGE_KINDS, "web"):
                 continue
             kind = noun(truth)
             found[f"title:{kind}"].add(truth["title"])
+            found[f"button:{kind}"].update(truth.get("buttons", ()))
             found[f"legend:{kind}"].update(truth.get("legend", ()))
             found[f"heading:{kind}"].update(headings(truth))
             for name, value in truth.get("fields", {}).items():
@@ -281,6 +284,13 @@ def _read(text: str, box: tuple[float, ...], line: Fact) -> bool:
     return 0 < smaller <= 2 * overlap and any(read[i:i + len(words)] == words for i in range(len(read)))
 
 
+def templates() -> dict:
+    """Every template by dimension key (the web templates build on this module, so they are imported here)."""
+    from generators import textrich_web
+
+    return TEMPLATES | textrich_web.TEMPLATES
+
+
 def page_truth(item: Image, dimension: Dimension) -> dict | None:
     """The structure of a page of a kind the dimension asks about."""
     truth = item.annotations.get("truth") or {}
@@ -295,7 +305,7 @@ def generate(item: Image, dimension: Dimension, pools: Pools, settings: TextRich
     if truth is None:
         return []
     rng = random.Random(stable_hash(seed, item.id, dimension.id))
-    drafts = TEMPLATES[dimension.key](truth, pools, settings, rng)
+    drafts = templates()[dimension.key](truth, pools, settings, rng)
     if settings.only_ocr_text and ocr:
         drafts = [replace(d, dropped=why, meta=d.meta | {"drop_rule": "text_not_read"})
                   if (why := unread_text(d, truth, ocr, item.width, item.height)) else d for d in drafts]
@@ -304,13 +314,14 @@ def generate(item: Image, dimension: Dimension, pools: Pools, settings: TextRich
 
 
 class TextRichStage(QuestionStage):
-    """Template questions about rendered charts, tables, documents and maps, from the truth they were drawn from."""
+    """Template questions about rendered charts, tables, documents, maps and web pages, from the truth they
+    were drawn from."""
 
     generator = "textrich"
     settings_model = TextRichSettings
 
     def supports(self, dimension: Dimension) -> bool:
-        return dimension.key in TEMPLATES
+        return dimension.key in templates()
 
     def dimension_key(self, dimension: Dimension) -> str:
         return stable_hash(VERSION, dimension.definition, length=12)

@@ -1,8 +1,11 @@
-"""Text-rich pages with exact truth: charts, tables, documents and maps rendered from data they keep.
+"""Text-rich pages with exact truth: charts, tables, documents, maps and web pages rendered from data they
+keep.
 
 A renderer is a function `render(rng: random.Random) -> (PIL image, manifest row)` registered under a
-kind in the entry-point group `benchsmith.renderers` (ours: `chart`, `table`, `document`, `map`); another
-package adds a kind the same way. Its row holds, in the format `benchsmith ingest` reads:
+kind in the entry-point group `benchsmith.renderers` (ours: `chart`, `table`, `document`, `map`, `web`);
+another package adds a kind the same way. A renderer that needs a program may carry `missing() -> str | None`,
+saying in one line how to install it: its kind then fails at once, and `mix` goes on without it. Its row
+holds, in the format `benchsmith ingest` reads:
 - `ocr`: every text as drawn, each line with its pixel box (`box_px`);
 - `captions`: one sentence saying what the page is;
 - `truth`: the structure it was drawn from (`kind`, then series and values, rows and cells, fields, or
@@ -25,6 +28,8 @@ from typing import Callable
 from PIL import Image
 
 from benchsmith import plugins
+from benchsmith.console import errors
+from benchsmith.errors import BenchsmithError
 from benchsmith.paths import DATA_DIR
 from benchsmith.settings import parse_yaml
 
@@ -60,6 +65,13 @@ def renderer(kind: str) -> Renderer:
     return plugins.load("renderers", kind, where="--kind")
 
 
+def missing(kind: str) -> str | None:
+    """Why pages of `kind` cannot be drawn here (a program it needs is not installed), in one line: what its
+    renderer's optional `missing()` says; None when they can."""
+    check = getattr(renderer(kind), "missing", None)
+    return check() if check else None
+
+
 def _render_page(job: tuple[Path, str, int, int]) -> str:
     """Render page `index` of kind `name` into out_dir; its manifest line."""
     out_dir, name, seed, index = job
@@ -74,8 +86,12 @@ def make_pages(out_dir: Path, kind: str, n: int, seed: int = 0, progress=None, w
     `workers` processes; return the manifest path. Page i of a kind is the same whatever else is
     rendered beside it and however many processes render."""
     names = kinds() if kind == MIX else [kind]
-    for name in names:
-        renderer(name)  # an unknown kind fails before any work
+    absent = {name: why for name in names if (why := missing(name))}  # an unknown kind fails before any work
+    if kind != MIX and absent:
+        raise BenchsmithError(absent[kind])
+    for name, why in absent.items():
+        errors.print(f"[yellow]warning:[/] mix goes on without {name} pages: {why}", highlight=False)
+    names = [name for name in names if name not in absent]
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = [(out_dir, names[index % len(names)], seed, index) for index in range(n)]
     manifest = out_dir / "manifest.jsonl"

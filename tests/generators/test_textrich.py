@@ -134,9 +134,10 @@ def test_charts_get_no_map_questions_and_maps_no_chart_questions(rows):
 
 def test_the_new_dimensions_are_appended_in_the_charts_group():
     dimensions = list(registry())
-    assert [d.id for d in dimensions] == list(range(1, len(dimensions) + 1))
+    assert [d.id for d in dimensions] == list(range(1, 27))
     assert [d.key for d in dimensions if d.group == "charts"] == list(DIMENSIONS)
     assert [(d.id, d.key) for d in dimensions if d.group == "maps"] == list(zip((21, 22, 23), MAP_DIMENSIONS))
+    assert [d.id for d in dimensions if d.group == "web"] == [24, 25, 26]
     assert registry().get(9).key == "text_understanding" and registry().get(9).group == ""
 
 
@@ -236,9 +237,9 @@ def test_pages_in_questions_out_through_the_installed_command(tmp_path):
     assert ingested.returncode == 0 and "24 added" in ingested.stdout, ingested.stdout + ingested.stderr
     made = run(tmp_path, "generate", "-g", "textrich")
     assert made.returncode == 0, made.stderr
-    assert re.search(r"jobs\s+│\s+192 ", made.stdout)  # 24 pages x 8 dimensions
+    assert re.search(r"jobs\s+│\s+264 ", made.stdout)  # 24 pages x 11 dimensions (5 charts, 3 maps, 3 web)
     kept = int(re.search(r"kept\s+│\s+(\d+) ", made.stdout)[1])
-    assert kept >= 18 * 5 + 6 * 3  # 18 charts, tables and documents; 6 maps
+    assert kept >= 15 * 5 + 5 * 3 + 4 * 2  # 15 charts, tables and documents; 5 maps; 4 web pages
     filtered = run(tmp_path, "filter")
     assert filtered.returncode == 0, filtered.stderr
     assert all(name in filtered.stdout for name in ("Chart Arithmetic", "Chart Layout", "Map Routes"))

@@ -174,10 +174,11 @@ def test_rapidocr_reads_at_least_95_percent_of_the_drawn_words_of_each_kind(rend
 
 
 def test_a_seed_renders_the_same_pages_and_mix_takes_every_kind_in_turn(tmp_path):
-    first, again = make_pages(tmp_path / "a", "mix", 6, seed=5), make_pages(tmp_path / "b", "mix", 6, seed=5, workers=2)
+    first, again = make_pages(tmp_path / "a", "mix", 8, seed=5), make_pages(tmp_path / "b", "mix", 8, seed=5, workers=2)
     assert first.read_text() == again.read_text()
     rows = [json.loads(line) for line in first.read_text().splitlines()]
-    assert [row["truth"]["kind"] for row in rows] == ["chart", "document", "map", "table", "chart", "document"]
+    assert [row["truth"]["kind"] for row in rows] == ["chart", "document", "map", "table", "web", "chart", "document",
+                                                     "map"]
     assert all((tmp_path / "a" / row["path"]).read_bytes() == (tmp_path / "b" / row["path"]).read_bytes()
                for row in rows)
     other = make_pages(tmp_path / "c", "mix", 6, seed=6)
