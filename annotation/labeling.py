@@ -11,7 +11,8 @@ as written, markup included.
 
 Label Studio gives every choice without a hotkey the next free one of 5-9, 0, q, w, e, ..., keys that
 mean nothing beside a dimension or a discard reason. So every choice has its own: 1-4 the options, k
-keep, x discard, a letter of each dimension's name, shift and a letter of each reason's.
+keep, x discard, a letter of each dimension's name (alt and a letter once the letters run out), shift and
+a letter of each reason's.
 """
 
 from __future__ import annotations
@@ -83,12 +84,13 @@ def keep_or_discard(subject: str, reasons: Mapping[str, str], comment: str) -> s
 
 def name_hotkeys(names: Iterable[str], modifier: str = "") -> list[str]:
     """A key for each name that recalls it: the first letter of one of its words, else another of its
-    letters, else any letter; never a reserved one or one an earlier name has ("" when none is left)."""
+    letters, else any letter, else alt and a letter in the same order (26 image dimensions outnumber the
+    free letters); never a reserved one or one an earlier name has ("" when none is left)."""
     used, keys = set(RESERVED_KEYS), []
     for name in names:
         words = re.findall(r"[a-z]+", name.lower())
-        key = next((c for c in [w[0] for w in words] + list("".join(words)) + list(string.ascii_lowercase)
-                    if c not in used), "")
+        letters = [w[0] for w in words] + list("".join(words)) + list(string.ascii_lowercase)
+        key = next((c for c in [*letters, *("alt+" + c for c in letters)] if c not in used), "")
         used.add(key)
         keys.append(modifier + key if key else "")
     return keys

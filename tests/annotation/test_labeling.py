@@ -86,7 +86,8 @@ def test_every_choice_has_its_own_key_and_a_dimensions_recalls_its_name():
         "Instances Counting": "c", "Spatial Relation": "r", "Instance Interaction": "n", "Visual Reasoning": "v",
         "Text Understanding": "t", "Visual Question Answering": "q", "Image-Text Matching": "m",
         "Visual Grounding": "g", "Chart Value Retrieval": "e", "Chart Comparison": "o", "Chart Arithmetic": "b",
-        "Chart Text Reading": "d", "Chart Layout": "y"}
+        "Chart Text Reading": "d", "Chart Layout": "y", "Map Reading": "p", "Map Routes": "f",
+        "Map Spatial Relations": "j", "Web Page Reading": "w", "Web Page Comparison": "z", "Web Page Layout": "alt+w"}
 
 
 def test_a_video_question_shows_the_sampled_frames_and_video_dimensions():
