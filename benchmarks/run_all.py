@@ -13,6 +13,7 @@
 | E3   | `eval run --candidates` peak RSS, 300 vs 3,000 candidates    | growth <= 1/4 of the image bytes|
 | R1   | `generate -g reform` over 100,000 dataset annotations      | >= 2,000 q/s, RSS <= 1 GB, rerun adds 0 |
 | S1   | `build` on 1 vs 2 Dask workers: RapidOCR, LLM at 500 ms     | ratios reported; 1M-image estimate |
+| T1   | build over 300 mixed text-rich pages, blind filter, adversary | >= 250 kept per family, letters p > 0.05, adversary <= 28% (<= 35% per dimension) |
 
 Also run: ingest throughput, OCR word accuracy, text-rich page rendering and reading, blind-filter leak catching, publish throughput, the cost of
 the store-held LLM rate limit. Each case
@@ -54,6 +55,7 @@ CASES = {
     "ingest": ("ingest_throughput", lambda r: r["meets_target"]),
     "ocr": ("ocr_accuracy", lambda r: r["target_met"]),
     "textrich": ("textrich", lambda r: r["meets_target"]),
+    "T1": ("textrich_build", lambda r: r["meets_targets"]),
     "leaks": ("blind_leaks", lambda r: r["meets_targets"]),
     "publish": ("publish_throughput", lambda r: True),
     "rate": ("rate_limit_overhead", lambda r: True),

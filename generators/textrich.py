@@ -165,7 +165,9 @@ def arithmetic(truth, _pools, _settings, rng) -> list[Draft]:
                                  else abs(numbers[p[0]] - numbers[p[1]]), column.cells) for p in pairs}
             for pair in rng.sample(pairs, min(len(pairs), 4)):
                 a, b = (column.names[i] for i in pair)
-                options = four_options(rng, result[pair], [r for p, r in result.items() if not set(p) & set(pair)])
+                # distractors from any other pair: only pairs apart from the asked one put the key at an end
+                # of the four (a sum) or in the middle (a difference) more often than chance
+                options = four_options(rng, result[pair], [r for p, r in result.items() if p != pair])
                 if options is None:
                     continue
                 text = (f"What is the sum of the {column.measure} for {a} and for {b} {column.scope}?"

@@ -12,8 +12,16 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from functools import lru_cache
 
+import matplotlib
+import matplotlib.style
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator, NullLocator
+from matplotlib.transforms import Bbox
 from PIL import Image
 
 from ingest.textrich import page_data, px_box, row_of
@@ -92,26 +100,28 @@ def draw_spec(rng: random.Random) -> Spec:
                 and rng.random() < 0.6, legend=rng.choice(LEGEND_PLACES))
 
 
-def _hex(colour) -> str:
-    from matplotlib.colors import to_hex
-
-    return to_hex(colour, keep_alpha=False)
-
-
 def _log_ticks(values) -> list[int]:
     top = max(v for _name, vs in values for v in vs)
     return [10 ** k for k in range(0, len(str(top)) + 1)]
 
 
-def _figure(spec: Spec):
-    """The drawn figure and axes, its marks [(role, series, category, value, patch or data point, colour)]
-    and its texts [(role, matplotlib text)]."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator, NullLocator
-
+@lru_cache(maxsize=1)
+def _canvas():
+    """This process's one figure, cleared for every chart: its renderer, and the text sizes matplotlib
+    caches per renderer, are reused."""
     fig = Figure(figsize=(WIDTH / DPI, HEIGHT / DPI), dpi=DPI)
     FigureCanvasAgg(fig)
+    return fig
+
+
+def _figure(spec: Spec):
+    """The figure and axes laid out (not yet drawn), its marks [(role, series, category, value, patch or data point, colour)]
+    and its texts [(role, matplotlib text)]."""
+    fig = _canvas()
+    for old in fig.axes:
+        fig.delaxes(old)  # not clf(), which first clears the old axes: a tenth of a chart's time
+    fig.set_facecolor(matplotlib.rcParams["figure.facecolor"])  # the style's, as a new figure would take it
+    fig.set_edgecolor(matplotlib.rcParams["figure.edgecolor"])
     ax = fig.add_subplot()
     marks, texts = [], []
     cats, n = spec.categories, len(spec.categories)
@@ -122,13 +132,13 @@ def _figure(spec: Spec):
         wedges, outer, inner = ax.pie(values, labels=cats, autopct=lambda p: f"{round(p)}%", startangle=90,
                                       counterclock=False, textprops={"fontsize": spec.font_size})
         ax.set_aspect("equal")
-        marks += [("wedge", spec.series[0][0], c, v, w, _hex(w.get_facecolor())) for c, v, w in zip(cats, values, wedges)]
+        marks += [("wedge", spec.series[0][0], c, v, w, to_hex(w.get_facecolor())) for c, v, w in zip(cats, values, wedges)]
         texts += [("category", t) for t in outer] + [("value_label", t) for t in inner]
     elif spec.chart == "scatter":
         (xname, xs), (yname, ys) = spec.series
         dots = ax.scatter(xs, ys, s=60)
         for c, x, y in zip(cats, xs, ys):
-            marks.append(("point", yname, c, y, (x, y), _hex(dots.get_facecolor()[0])))
+            marks.append(("point", yname, c, y, (x, y), to_hex(dots.get_facecolor()[0])))
             texts.append(("point_label", ax.annotate(c, (x, y), textcoords="offset points", xytext=(0, 7),
                                                       ha="center", fontsize=spec.font_size - 1)))
         ax.set_xlabel(xname), ax.set_ylabel(yname)
@@ -140,7 +150,7 @@ def _figure(spec: Spec):
         for i, (name, values) in enumerate(spec.series):
             if spec.chart == "line":
                 line, = ax.plot(labels_at, values, marker="o", label=name, linewidth=2)
-                marks += [("point", name, c, v, (x, v), _hex(line.get_color())) for x, c, v in zip(labels_at, cats, values)]
+                marks += [("point", name, c, v, (x, v), to_hex(line.get_color())) for x, c, v in zip(labels_at, cats, values)]
                 if spec.value_labels and len(spec.series) == 1:
                     texts += [("value_label", ax.annotate(str(v), (x, v), textcoords="offset points", xytext=(0, 8),
                                                           ha="center", fontsize=spec.font_size - 1))
@@ -150,7 +160,7 @@ def _figure(spec: Spec):
             kwargs = {"left" if spec.horizontal else "bottom": bottom} if spec.chart == "stacked_bar" else {}
             bars = (ax.barh if spec.horizontal else ax.bar)(at, values, width, label=name, **kwargs)
             role = "segment" if spec.chart == "stacked_bar" else "bar"
-            marks += [(role, name, c, v, b, _hex(b.get_facecolor())) for c, v, b in zip(cats, values, bars)]
+            marks += [(role, name, c, v, b, to_hex(b.get_facecolor())) for c, v, b in zip(cats, values, bars)]
             if spec.value_labels:
                 placed = ax.bar_label(bars, labels=[str(v) for v in values], padding=2, fontsize=spec.font_size - 1,
                                       label_type="center" if spec.chart == "stacked_bar" else "edge")
@@ -180,7 +190,8 @@ def _figure(spec: Spec):
         texts += [("tick", t) for t in value_axis.get_ticklabels()]
     above = legend_needed and spec.legend == "above"
     # a title placed by hand (y) is not moved by matplotlib, which would set it over a legend above the axes
-    texts.append(("title", ax.set_title(spec.title, fontsize=spec.font_size + 3, pad=8, y=1.13 if above else None)))
+    # (at 1.0 otherwise, where matplotlib would put it after measuring every tick label)
+    texts.append(("title", ax.set_title(spec.title, fontsize=spec.font_size + 3, pad=8, y=1.13 if above else 1.0)))
     if legend_needed:
         where = {"right": {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)},
                  "above": {"loc": "lower center", "bbox_to_anchor": (0.5, 1.0), "ncol": len(spec.series)}}[spec.legend]
@@ -189,7 +200,7 @@ def _figure(spec: Spec):
     fig.subplots_adjust(left=0.24 if spec.horizontal else 0.13, bottom=0.27 if spec.rotation else 0.14,
                         right=0.74 if legend_needed and spec.legend == "right" else 0.95,
                         top=0.78 if above else 0.88)
-    fig.canvas.draw()
+    ax.viewLim  # reading it settles the autoscaled limits: points are placed before the draw
     return fig, ax, marks, texts
 
 
@@ -197,45 +208,46 @@ def _overlap(a, b) -> bool:
     return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
 
 
-def _clear(texts: list[dict], marks: list[dict]) -> bool:
-    """Every text inside the canvas and apart from the others, and no point's marker on another's."""
-    boxes = [t["box_px"] for t in texts]
-    points = [[x1 - 4, y1 - 4, x2 + 4, y2 + 4] for x1, y1, x2, y2 in (m["box_px"] for m in marks if m["role"] == "point")]
-    return all(0 <= b[0] and 0 <= b[1] and b[2] <= WIDTH and b[3] <= HEIGHT for b in boxes) and not any(
-        _overlap(a, b) for group in (boxes, points) for i, a in enumerate(group) for b in group[i + 1:])
+def _apart(boxes) -> bool:
+    return not any(_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
 
 
 def _mark_box(ax, target) -> list[float]:
     """A mark's pixel box: a bar's or wedge's own extent within the axes (a bar from 0 on a log axis
     reaches far below them); for a point (x, y in data), the marker's centre square, which its line or
     its neighbours' labels never cover."""
-    from matplotlib.transforms import Bbox
-
     if isinstance(target, tuple):
         x, y = ax.transData.transform(target)
-        return [x - 2, HEIGHT - y - 2, x + 2, HEIGHT - y + 2]
-    return px_box(Bbox.intersection(target.get_window_extent(), ax.get_window_extent()), HEIGHT)
+        box = [x - 2, HEIGHT - y - 2, x + 2, HEIGHT - y + 2]
+    else:
+        box = px_box(Bbox.intersection(target.get_window_extent(), ax.get_window_extent()), HEIGHT)
+    return [round(v, 1) for v in box]
 
 
 def render(rng: random.Random) -> tuple[Image.Image, dict]:
     """A chart and its manifest row (captions, OCR lines with pixel boxes, truth)."""
-    import matplotlib.style
-
     for _attempt in range(ATTEMPTS):
         spec = draw_spec(rng)
         with matplotlib.style.context(spec.style), matplotlib.rc_context({"font.family": spec.font,
                                                                            "font.size": spec.font_size}):
             fig, ax, marks, texts = _figure(spec)
+            # points are placed before the draw: one marker on another is thrown away undrawn
+            if not _apart([[x1 - 4, y1 - 4, x2 + 4, y2 + 4] for role, *_m, target, _c in marks if role == "point"
+                           for x1, y1, x2, y2 in [_mark_box(ax, target)]]):
+                continue
+            fig.canvas.draw()
             drawn = [{"role": role, "text": t.get_text(), "box_px": px_box(t.get_window_extent(), HEIGHT)}
                      for role, t in texts if t.get_visible() and t.get_text().strip()]
-            drawn_marks = [{"role": role, "series": series, "category": category, "value": value,
-                            "box_px": [round(v, 1) for v in _mark_box(ax, target)], "colour": colour}
-                           for role, series, category, value, target, colour in marks]
-            if _clear(drawn, drawn_marks):
+            # every text inside the canvas and apart from the others
+            if all(0 <= b[0] and 0 <= b[1] and b[2] <= WIDTH and b[3] <= HEIGHT for b in (t["box_px"] for t in drawn)) \
+                    and _apart([t["box_px"] for t in drawn]):
                 break
     else:
         raise RuntimeError("no chart laid out without overlapping text")  # never met with the shipped themes
-    image = Image.fromarray(np.asarray(fig.canvas.buffer_rgba())[..., :3].copy())
+    drawn_marks = [{"role": role, "series": series, "category": category, "value": value,
+                    "box_px": _mark_box(ax, target), "colour": colour}
+                   for role, series, category, value, target, colour in marks]
+    image = Image.fromarray(np.asarray(fig.canvas.buffer_rgba())).convert("RGB")  # a copy, as the figure is reused
     truth = {"kind": "chart", "chart": spec.chart, "title": spec.title,
              "axis": spec.axis if spec.chart not in ("pie", "scatter") else "",
              "categories": list(spec.categories),

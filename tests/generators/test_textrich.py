@@ -117,6 +117,24 @@ def test_options_of_values_names_and_rows_come_from_the_same_page(asked):
             assert sum(o in shown for o in q.options) == 1, (q.text, q.options)
 
 
+def test_an_arithmetic_key_is_at_each_rank_among_its_options_as_often_as_chance():
+    import random
+
+    from scipy.stats import chisquare
+
+    from generators.textrich import arithmetic
+
+    ranks = Counter()
+    for seed in range(300):
+        rng = random.Random(seed)
+        truth = {"kind": "table", "layout": "table", "columns": ["Item", "Count"],
+                 "rows": [[f"item {i}", str(v)] for i, v in enumerate(rng.sample(range(1, 200), 5))]}
+        for draft in arithmetic(truth, None, TextRichSettings(), rng):
+            numbers = [Decimal(o) for o in draft.options]  # the key first
+            ranks[sorted(numbers).index(numbers[0])] += 1
+    assert chisquare([ranks[r] for r in range(4)]).pvalue > 0.01, ranks
+
+
 def test_other_images_get_no_text_rich_questions(rows):
     pools = Pools.of([row["truth"] for row in rows])
     scene = Image(id="scene", path="s.png", width=640, height=480, annotations={"truth": {"counts": {"circle": 2}}})
