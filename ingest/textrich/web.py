@@ -138,6 +138,10 @@ def browser() -> Browser:
     return started
 
 
+# A forked worker must start its own: two processes on one pipe take each other's replies and wait forever.
+os.register_at_fork(after_in_child=browser.cache_clear)
+
+
 class Html:
     """A page being written: `text` writes one text element and keeps it with its role and what places it."""
 

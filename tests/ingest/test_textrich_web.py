@@ -104,6 +104,14 @@ def test_a_seed_draws_the_same_pages_in_one_process_or_two(rendered, tmp_path):
     assert all(np.array_equal(pixels, drawn) for (pixels, _r), (drawn, _row) in zip(rendered, pages(tmp_path)))
 
 
+@pytest.mark.timeout(180)  # two processes reading one browser's replies wait for each other for ever
+def test_a_process_that_has_a_browser_can_fork_workers_and_draw_on(tmp_path):
+    first = make_pages(tmp_path / "here", "web", 1, seed=4)  # this process starts its browser
+    forked = make_pages(tmp_path / "forked", "web", 12, seed=4, workers=2)  # both workers draw at once
+    again = make_pages(tmp_path / "again", "web", 1, seed=4)
+    assert first.read_text() == again.read_text() == forked.read_text().splitlines(keepends=True)[0]
+
+
 def cli(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([BENCHSMITH, "scenes", "make", *args], cwd=tmp_path, env=os.environ | env,
                           capture_output=True, text=True, timeout=300)
@@ -126,8 +134,8 @@ def test_without_chromium_web_says_how_to_install_it_and_mix_goes_on_without_it(
     assert web.returncode != 0 and not (tmp_path / "web" / "manifest.jsonl").exists()
     message = web.stderr.strip()
     assert "\n" not in message and "apt-get install -y chromium" in message and "Traceback" not in message
-    mix = cli(tmp_path, "--kind", "mix", "--n", "3", "--out", "mix", CHROMIUM="/nonexistent/chromium")
+    mix = cli(tmp_path, "--kind", "mix", "--n", "4", "--out", "mix", CHROMIUM="/nonexistent/chromium")
     assert mix.returncode == 0, mix.stderr
     assert "without web pages" in mix.stderr
     kinds = [json.loads(line)["truth"]["kind"] for line in (tmp_path / "mix" / "manifest.jsonl").read_text().splitlines()]
-    assert kinds == ["chart", "document", "table"]
+    assert kinds == ["chart", "document", "map", "table"]
