@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
 from collections import Counter
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
@@ -28,16 +26,20 @@ def rows(tmp_path_factory) -> list[dict]:
     return [json.loads(line) for line in manifest.read_text().splitlines()]
 
 
-@pytest.fixture(scope="module")
-def asked(rows) -> list[tuple[dict, object]]:
-    """Every page's questions (correct option first), with the page's manifest row."""
+def questions_of(rows: list[dict], keys) -> list[tuple[dict, object]]:
+    """Every page's questions in the dimensions `keys` (correct option first), with the page's manifest row."""
     pools = Pools.of([row["truth"] for row in rows])
     out = []
     for i, row in enumerate(rows):
         item = Image(id=f"page{i}", path=row["path"], width=640, height=480, annotations={"truth": row["truth"]})
-        for key in DIMENSIONS:
+        for key in keys:
             out += [(row, q) for q in generate(item, registry().get(key), pools, TextRichSettings())]
     return out
+
+
+@pytest.fixture(scope="module")
+def asked(rows) -> list[tuple[dict, object]]:
+    return questions_of(rows, DIMENSIONS)
 
 
 def values_of(truth: dict, measure: str) -> dict[str, str]:

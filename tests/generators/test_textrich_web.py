@@ -12,8 +12,7 @@ from decimal import Decimal
 import pytest
 
 from benchsmith.dimensions import registry
-from benchsmith.records import Image
-from generators.textrich import Pools, TextRichSettings, generate
+from tests.generators.test_textrich import questions_of
 from ingest.textrich import make_pages
 
 DIMENSIONS = ("web_reading", "web_comparison", "web_layout")
@@ -29,13 +28,7 @@ def rows(tmp_path_factory) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def asked(rows) -> list[tuple[dict, object]]:
-    pools = Pools.of([row["truth"] for row in rows])
-    out = []
-    for i, row in enumerate(rows):
-        item = Image(id=f"web{i}", path=row["path"], width=960, height=600, annotations={"truth": row["truth"]})
-        for key in DIMENSIONS:
-            out += [(row, q) for q in generate(item, registry().get(key), pools, TextRichSettings())]
-    return out
+    return questions_of(rows, DIMENSIONS)
 
 
 def beside(truth: dict, role: str, name: str, place: str) -> str:
