@@ -107,7 +107,7 @@ def test_dollar_signs_templates_and_markup_are_shown_and_recorded_exactly_as_wri
     assert [text for text in seen["labels"] if text[:3] in ("A. ", "B. ", "C. ", "D. ")] == [
         f"{label}[{i + 1}]" for i, label in enumerate(labels)]
     names = [d.name for d in registry().for_modality("image")]
-    shown = [re.sub(r"\[\w\]$", "", text) for text in seen["labels"]]  # a hotkey follows each dimension
+    shown = [re.sub(r"\[(alt\+)?\w\]$", "", text) for text in seen["labels"]]  # a hotkey follows each dimension
     assert [text for text in shown if text in names] == names
     assert seen["checkedByHotkey"][0] == labels[1] + "[2]" and seen["checkedByClick"][0] == labels[chosen] + "[4]"
     assert seen["dialogs"] == []  # the markup stayed text

@@ -325,7 +325,7 @@ def test_local_profile_asks_only_about_text_rapidocr_read_and_reports_what_it_dr
     from benchsmith.store import Store
     from tests.generators.test_cli import run
 
-    assert run(tmp_path, "scenes", "make", "--kind", "mix", "--n", "3", "--out", "pages").returncode == 0
+    assert run(tmp_path, "scenes", "make", "--kind", "table", "--n", "3", "--out", "pages").returncode == 0
     rows = [json.loads(line) for line in (tmp_path / "pages" / "manifest.jsonl").read_text().splitlines()]
     table = next(row for row in rows if row["truth"]["kind"] == "table")
     hidden = next(t for t in table["truth"]["texts"] if t.get("row") == 1 and t["column"] == 0)

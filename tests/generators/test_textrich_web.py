@@ -12,6 +12,7 @@ from decimal import Decimal
 import pytest
 
 from benchsmith.dimensions import registry
+from generators.textrich import GROUP_KINDS
 from tests.generators.test_textrich import questions_of
 from ingest.textrich import make_pages
 
@@ -129,7 +130,8 @@ def test_web_pages_in_questions_out_through_the_installed_command(tmp_path):
     assert ingested.returncode == 0 and "12 added" in ingested.stdout, ingested.stdout + ingested.stderr
     generated = run(tmp_path, "generate", "-g", "textrich")
     assert generated.returncode == 0, generated.stderr
-    assert re.search(r"jobs\s+│\s+96 ", generated.stdout)  # 12 pages x 8 text-rich dimensions
+    textrich_dimensions = [d for d in registry() if d.group in GROUP_KINDS]
+    assert re.search(rf"jobs\s+│\s+{12 * len(textrich_dimensions)} ", generated.stdout)  # one job a page and dimension
     from benchsmith.store import Store
 
     with Store(f"sqlite:///{tmp_path / 'bench' / 'benchsmith.db'}") as store:
