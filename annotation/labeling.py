@@ -27,7 +27,7 @@ from xml.sax.saxutils import quoteattr
 
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import Registry
-from benchsmith.records import EPOCH, LETTERS, Image, Question, Review, Video
+from benchsmith.records import EPOCH, LETTERS, Item, Question, Review, pictures
 
 KEEP, DISCARD = "Keep", "Discard"
 OPTION_HOTKEYS = "1234"
@@ -96,11 +96,10 @@ def name_hotkeys(names: Iterable[str], modifier: str = "") -> list[str]:
     return keys
 
 
-def image_urls(item: Image | Video, base: str) -> list[str]:
+def image_urls(item: Item, base: str) -> list[str]:
     """Where the annotator's browser finds the item's pictures: `base` is Label Studio's local file
     serving of the media folder, or the bucket URL that holds it."""
-    paths = item.frames if isinstance(item, Video) else [item.path]
-    return [base + quote(p) for p in paths]
+    return [base + quote(p) for p in pictures(item)]
 
 
 def option_label(index: int, text: str) -> str:
@@ -112,7 +111,7 @@ def shown(value: str, text: str, **rest) -> dict:
     return {"value": value, "html": html.escape(text), **rest}
 
 
-def to_task(question: Question, item: Image | Video, registry: Registry, settings: ReviewSettings,
+def to_task(question: Question, item: Item, registry: Registry, settings: ReviewSettings,
             base: str, *, round: str = "", note: str = "") -> dict:
     """One Label Studio task. The dimensions of the question's modality are listed from the registry
     with the current one (the generator's, or the reviewed one) preselected. The current answer goes in

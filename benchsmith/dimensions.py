@@ -18,9 +18,9 @@ class Dimension(BaseModel):
     id: int
     key: str
     name: str
-    modality: Literal["image", "video"]
+    modality: Literal["image", "video", "image_set"]
     definition: str
-    group: str = ""  # the SEED-Bench-2-Plus category of a text-rich dimension: charts, maps or web
+    group: str = ""  # a family of dimensions: charts, maps or web (text-rich), multi_image
 
 
 class Registry:

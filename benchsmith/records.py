@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
 from datetime import datetime, timezone
 from typing import Any, ClassVar, Literal
@@ -120,6 +121,46 @@ class Video(Record):
     original_name: str = ""
     annotations: dict[str, Any] = Field(default_factory=dict)
     kind: Literal["video"] = "video"
+
+
+class ImageSet(Record):
+    """An ordered set of two to six stored images that one question asks about together. Its members are
+    ordinary image items; `paths` repeats their media paths in the same order, so review, publish and
+    evaluation read the set without a lookup. The id covers the members and their order."""
+
+    id: str
+    images: list[str]          # the member images' ids, in the order questions number them (image 1 first)
+    paths: list[str]           # their media paths, in the same order
+    width: int = 0             # the first image's size
+    height: int = 0
+    source: str = ""
+    license: str = ""
+    original_name: str = ""
+    annotations: dict[str, Any] = Field(default_factory=dict)
+    kind: Literal["image_set"] = "image_set"
+
+    @property
+    def path(self) -> str:
+        return self.paths[0]
+
+    @staticmethod
+    def of(members: Sequence[Image], **fields: Any) -> "ImageSet":
+        """The set of these images in this order; the same members in another order are another set."""
+        if not 2 <= len(members) <= MAX_SET_IMAGES:
+            raise ValueError(f"an image set holds 2 to {MAX_SET_IMAGES} images, not {len(members)}")
+        ids = [m.id for m in members]
+        return ImageSet(id=stable_hash("image_set", ids), images=ids, paths=[m.path for m in members],
+                        width=members[0].width, height=members[0].height, **fields)
+
+
+MAX_SET_IMAGES = 6
+Item = Image | Video | ImageSet
+
+
+def pictures(item: Item) -> list[str]:
+    """The media paths a question about `item` shows, in order: its image, a video's sampled frames, or a
+    set's images."""
+    return list(item.frames) if item.kind == "video" else list(item.paths) if item.kind == "image_set" else [item.path]
 
 
 Box = tuple[float, float, float, float]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from benchsmith.dimensions import registry
-from benchsmith.records import LETTERS, LEVELS, Turn, stable_hash
+from benchsmith.records import LETTERS, LEVELS, Turn, pictures, stable_hash
 from evaluation.adapters import EvalError
 from evaluation.records import EvalConversation, EvalQuestion
 
@@ -129,7 +129,7 @@ def from_store(store, media_dir: Path, kind: Kind = "questions",
         item = items.get(each.item_id)
         if item is None:
             continue
-        files = tuple(media_dir / path for path in ([item.path] if item.kind == "image" else item.frames))
+        files = tuple(media_dir / path for path in pictures(item))
         if kind == "conversations":
             out.append(EvalConversation.of(each.id, each.final_turns, [file.read_bytes() for file in files]))
             continue

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 
 from benchsmith.dimensions import Registry
-from benchsmith.records import LETTERS, Image, Question, Video, stable_hash
+from benchsmith.records import LETTERS, Item, Question, pictures, stable_hash
 
 
 @dataclass(frozen=True)
@@ -61,12 +61,12 @@ def agreement(final_answer: int, reviewer_answers: Sequence[int | None]) -> floa
     return sum(answer == final_answer for answer in reviewer_answers) / len(reviewer_answers)
 
 
-def media_of(item: Image | Video) -> tuple[str, ...]:
-    """The stored files a release shows for `item`: its image, or a video's sampled frames."""
-    return (item.path,) if item.kind == "image" else tuple(item.frames)
+def media_of(item: Item) -> tuple[str, ...]:
+    """The stored files a release shows for `item`."""
+    return tuple(pictures(item))
 
 
-def entry_for(question: Question, item: Image | Video, reviewer_answers: Sequence[int | None],
+def entry_for(question: Question, item: Item, reviewer_answers: Sequence[int | None],
               dimensions: Registry) -> Entry:
     """The published form of an accepted question; the human answer and dimension win when set."""
     answer = question.final_answer

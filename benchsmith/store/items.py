@@ -1,4 +1,4 @@
-"""Items: ingested images and videos."""
+"""Items: ingested images and videos, and sets of stored images."""
 
 from __future__ import annotations
 
@@ -6,24 +6,28 @@ from collections.abc import Iterator, Sequence
 
 import sqlalchemy as sa
 
-from benchsmith.records import Image, Video, utcnow
+from benchsmith.records import Image, ImageSet, Item, Video, utcnow
 from benchsmith.store.schema import items
 from benchsmith.store.sql import chunks, insert_new, select_in
 
 _COLUMNS = ("id", "kind", "path", "width", "height", "source", "license", "original_name", "annotations")
 
 
-def _to_row(item: Image | Video) -> dict:
+_META = {"image": (), "video": ("fps", "n_frames", "frames"), "image_set": ("images", "paths")}
+_RECORDS = {"image": Image, "video": Video, "image_set": ImageSet}
+
+
+def _to_row(item: Item) -> dict:
     row = {c: getattr(item, c) for c in _COLUMNS}
-    meta = {} if item.kind == "image" else {"fps": item.fps, "n_frames": item.n_frames, "frames": item.frames}
+    meta = {key: getattr(item, key) for key in _META[item.kind]}
     return row | {"meta": meta, "status": "ok", "created_at": utcnow()}
 
 
-def _from_row(row) -> Image | Video:
-    fields = {c: getattr(row, c) for c in _COLUMNS if c != "kind"}
-    if row.kind == "image":
-        return Image(**fields)
-    return Video(**fields, **row.meta)
+def _from_row(row) -> Item:
+    fields = {c: getattr(row, c) for c in _COLUMNS if c not in ("kind", "path")} | row.meta
+    if row.kind != "image_set":
+        fields["path"] = row.path
+    return _RECORDS[row.kind](**fields)
 
 
 def _query(kind: str | None, status: str | None) -> sa.Select:
@@ -37,7 +41,7 @@ def _query(kind: str | None, status: str | None) -> sa.Select:
 class ItemsMixin:
     engine: sa.Engine
 
-    def add_items(self, records: Sequence[Image | Video]) -> int:
+    def add_items(self, records: Sequence[Item]) -> int:
         """Store items that are not there yet; return how many were new."""
         with self.engine.begin() as conn:
             return len(insert_new(conn, items, [_to_row(r) for r in records]))
@@ -54,7 +58,7 @@ class ItemsMixin:
             return list(conn.scalars(query))
 
     def get_items(self, ids: Sequence[str] | None = None, *, kind: str | None = None,
-                  status: str | None = "ok") -> list[Image | Video]:
+                  status: str | None = "ok") -> list[Item]:
         query = _query(kind, status)
         with self.engine.connect() as conn:
             return [_from_row(r) for r in select_in(conn, query, items.c.id, ids)]
@@ -77,7 +81,7 @@ class ItemsMixin:
         return added
 
     def iter_items(self, *, kind: str | None = None, status: str | None = "ok",
-                   chunk: int = 2000) -> Iterator[Image | Video]:
+                   chunk: int = 2000) -> Iterator[Item]:
         """Like `get_items()`, but read from the database `chunk` rows at a time: a stage that only
         needs each item once never holds the whole collection."""
         query = _query(kind, status)

@@ -20,7 +20,7 @@ store_info = sa.Table(
 items = sa.Table(
     "items", metadata,
     sa.Column("id", ID, primary_key=True),
-    sa.Column("kind", sa.String(8), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
     sa.Column("path", sa.Text, nullable=False),
     sa.Column("width", sa.Integer, nullable=False),
     sa.Column("height", sa.Integer, nullable=False),

@@ -22,8 +22,10 @@ def test_dimensions_added_after_seed_benchs_follow_them():
     assert added == {13: "visual_question_answering", 14: "image_text_matching", 15: "visual_grounding",
                      16: "chart_retrieval", 17: "chart_comparison", 18: "chart_arithmetic", 19: "chart_reading",
                      20: "chart_layout", 21: "map_reading", 22: "map_routes", 23: "map_spatial",
-                     24: "web_reading", 25: "web_comparison", 26: "web_layout"}
-    assert all(d.modality == "image" for d in registry() if d.id > 12)
+                     24: "web_reading", 25: "web_comparison", 26: "web_layout", 27: "image_differences",
+                     28: "image_comparison", 29: "visual_correspondence"}
+    assert {d.id for d in registry() if d.id > 12 and d.modality != "image"} == {27, 28, 29}
+    assert {d.id for d in registry().for_modality("image_set")} == {27, 28, 29}
 
 
 def test_dimensions_are_found_by_id_or_key():

@@ -286,3 +286,17 @@ def test_questions_and_conversations_of_an_older_store_move_onto_one_lifecycle(s
         assert [v.turns[0].reference for v in store.get_reviews([c], kind="conversation")] == ["take 2"]
         assert not {"question_events", "conversation_events", "conversation_review_tasks", "release_questions",
                     "release_conversations", "conversation_reviews"} & set(sa.inspect(store.engine).get_table_names())
+
+
+def test_an_image_set_comes_back_with_its_images_in_order_and_its_order_is_part_of_its_id(store):
+    from benchsmith.records import Image, ImageSet
+
+    first, second = (Image(id=f"{n}" * 64, path=f"{n}{n}/{n}.png", width=640, height=480) for n in "ab")
+    pair, swapped = ImageSet.of([first, second]), ImageSet.of([second, first])
+    assert pair.id != swapped.id and pair.path == "aa/a.png"
+    store.add_items([first, second, pair, swapped])
+    assert store.get_items([pair.id]) == [pair]
+    assert store.get_items([swapped.id])[0].paths == ["bb/b.png", "aa/a.png"]
+    assert {i.id for i in store.get_items(kind="image_set")} == {pair.id, swapped.id}
+    with pytest.raises(ValueError, match="2 to 6 images"):
+        ImageSet.of([first])
