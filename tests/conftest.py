@@ -194,7 +194,11 @@ def annotators(label_studio) -> dict[str, str]:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Files holding a `slow` test run first (order within a file kept): under `--dist loadfile` a worker
-    takes whole files in collection order, and a long file started last would keep one worker busy alone."""
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)
+    """The longest files run first (order within a file kept): under `--dist loadfile` a worker takes whole
+    files in collection order, and a long file started last would keep one worker busy alone. A file's
+    length is the sum of its tests' `slow(seconds=...)` estimates (a bare `slow` counts 30 s)."""
+    seconds: dict = {}
+    for item in items:
+        if marker := item.get_closest_marker("slow"):
+            seconds[item.path] = seconds.get(item.path, 0) + marker.kwargs.get("seconds", 30)
+    items.sort(key=lambda item: -seconds.get(item.path, 0))

@@ -120,7 +120,7 @@ def test_a_build_against_a_faulty_llm_server_completes_and_a_rerun_finishes_the_
         assert len(done) == SCENES * IMAGE_DIMENSIONS  # every job ended
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=200)
 def test_sigkill_at_random_points_loses_nothing_duplicates_nothing_and_repays_nothing(
         prefect_api, label_studio, tmp_path):
     settings = label_studio.settings()

@@ -32,7 +32,7 @@ def credentials(demo: Path) -> dict[str, str]:
 
 
 @pytest.mark.timeout(1800)  # a first start of Label Studio migrates its database: minutes on a busy box
-@pytest.mark.slow
+@pytest.mark.slow(seconds=165)
 def test_the_demo_is_built_reviewed_by_its_one_admin_and_finished_into_a_release(prefect_api, tmp_path):
     demo = tmp_path / "demo"
     previous = os.umask(0o022)  # a usual login umask: what the shell itself creates is readable by everyone

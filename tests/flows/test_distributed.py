@@ -71,7 +71,7 @@ def test_a_multi_worker_runner_refuses_sqlite_in_one_line(tmp_path):
     assert "\n" not in str(raised.value)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=560)
 @pytest.mark.timeout(1800)  # two 200-scene builds: ~360 s alone, more beside another test worker
 def test_build_on_two_dask_workers_makes_the_same_benchmark_as_the_local_runner(
         prefect_api, tmp_path, postgres_url, second_postgres):

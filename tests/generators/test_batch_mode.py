@@ -46,7 +46,7 @@ def env_for(workspace, server, mode: str) -> dict:
         "BENCHSMITH__GENERATE__LLM__OPTIONS__MODE": mode, "BENCHSMITH__GENERATE__QUALITY__MAX_PER_ITEM": "10"}
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=145)
 def test_batch_mode_builds_the_same_benchmark_as_live_mode_at_half_the_price(tmp_path, oracle_dir):
     results = {}
     for mode in ("live", "batch"):
