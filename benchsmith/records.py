@@ -92,51 +92,45 @@ class Provenance(Record):
     cost_usd: float = 0.0
 
 
-class Image(Record):
-    """One ingested image. `path` is the normalised copy, relative to the workspace media folder."""
+class ItemRecord(Record):
+    """What every kind of item has: a content id, its size in pixels (a set's: its first image's), where it
+    came from, and the annotations supplied with it."""
 
     id: str
+    width: int = 0
+    height: int = 0
+    source: str = ""
+    license: str = ""
+    original_name: str = ""
+    annotations: dict[str, Any] = Field(default_factory=dict)
+
+
+class Image(ItemRecord):
+    """One ingested image. `path` is the normalised copy, relative to the workspace media folder."""
+
     path: str
     width: int
     height: int
-    source: str = ""
-    license: str = ""
-    original_name: str = ""
-    annotations: dict[str, Any] = Field(default_factory=dict)
     kind: Literal["image"] = "image"
 
 
-class Video(Record):
+class Video(ItemRecord):
     """One ingested video with its supplied temporal annotations and the frames sampled for review."""
 
-    id: str
     path: str
-    width: int = 0
-    height: int = 0
     fps: float = 0.0
     n_frames: int = 0
     frames: list[str] = Field(default_factory=list)
-    source: str = ""
-    license: str = ""
-    original_name: str = ""
-    annotations: dict[str, Any] = Field(default_factory=dict)
     kind: Literal["video"] = "video"
 
 
-class ImageSet(Record):
+class ImageSet(ItemRecord):
     """An ordered set of two to six stored images that one question asks about together. Its members are
     ordinary image items; `paths` repeats their media paths in the same order, so review, publish and
     evaluation read the set without a lookup. The id covers the members and their order."""
 
-    id: str
     images: list[str]          # the member images' ids, in the order questions number them (image 1 first)
     paths: list[str]           # their media paths, in the same order
-    width: int = 0             # the first image's size
-    height: int = 0
-    source: str = ""
-    license: str = ""
-    original_name: str = ""
-    annotations: dict[str, Any] = Field(default_factory=dict)
     kind: Literal["image_set"] = "image_set"
 
     @property
