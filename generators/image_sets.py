@@ -69,7 +69,9 @@ def differences(a: dict, b: dict) -> list[dict]:
 
 def subject(change: dict) -> tuple[str, int]:
     """The shape or sign a change is about."""
-    return ("sign", change["sign"]) if change["kind"] == "text" else ("shape", (change["before"] or change["after"])["id"])
+    if change["kind"] == "text":
+        return "sign", change["sign"]
+    return "shape", (change["before"] or change["after"])["id"]
 
 
 def sentence(change: dict) -> str:
@@ -82,7 +84,8 @@ def sentence(change: dict) -> str:
     if kind == "recoloured":
         return f"The {x['colour']} {x['shape']} turned {y['colour']}"
     if kind == "resized":
-        return f"The {name(x)} got {'bigger' if list(SIZES).index(y['size']) > list(SIZES).index(x['size']) else 'smaller'}"
+        bigger = list(SIZES).index(y["size"]) > list(SIZES).index(x["size"])
+        return f"The {name(x)} got {'bigger' if bigger else 'smaller'}"
     return f"The {name(x)} {'moved' if kind == 'moved' else 'disappeared'}"
 
 
@@ -115,7 +118,8 @@ def _fake(kind: str, a: dict, scenes: Sequence[dict], still: list[dict], rng: ra
         colours = [c for c in COLOURS if f"{c} {shape['shape']}" not in shown]
         return {"kind": kind, "before": shape, "after": shape | {"colour": rng.choice(colours)}} if colours else None
     if kind == "resized":
-        return {"kind": kind, "before": shape, "after": shape | {"size": rng.choice([s for s in SIZES if s != shape["size"]])}}
+        size = rng.choice([s for s in SIZES if s != shape["size"]])
+        return {"kind": kind, "before": shape, "after": shape | {"size": size}}
     return {"kind": kind, "before": shape, "after": None if kind == "removed" else shape}
 
 
@@ -146,7 +150,8 @@ def image_differences(scenes: Sequence[dict], rng: random.Random, _settings: Ima
                                 (sentence(change), *map(sentence, fakes[:3])), {"template": "what_changed"}))
         if change["kind"] == "text":
             old, new = change["before"], change["after"]
-            if options := four_options(rng, " ".join(new), [" ".join(_words(rng, old + new, len(new))) for _ in range(6)]):
+            others = [" ".join(_words(rng, old + new, len(new))) for _ in range(6)]
+            if options := four_options(rng, " ".join(new), others):
                 drafts.append(Draft(f"The sign that reads \"{' '.join(old)}\" in image {i}: what does it read in "
                                     f"image {j}?", options, {"template": "sign_text"}))
         elif options := four_options(rng, name(change["before"] or change["after"]), map(name, still)):
@@ -246,21 +251,27 @@ def visual_correspondence(scenes: Sequence[dict], rng: random.Random, settings: 
     for (i, a), (j, b) in itertools.permutations(enumerate(scenes, 1), 2):
         for change in differences(a, b):
             x, y = change["before"], change["after"]
-            if change["kind"] == "moved" and None not in (here := _region(x, settings), there := _region(y, settings)):
+            here = _region(x, settings.grid_margin) if change["kind"] in ("moved", "recoloured", "resized") else None
+            if not here or sum(_region(o, 0) == here for o in a["objects"]) != 1:
+                continue  # another shape in the same part of image i: "the one in the {here}" names no single one
+            if options := four_options(rng, name(y), [name(o) for o in b["objects"] if o["id"] != y["id"]]):
+                drafts.append(Draft(f"Which shape in image {j} is the one in the {here} of image {i}?", options,
+                                    {"template": "which"}))
+            if change["kind"] == "moved" and (there := _region(y, settings.grid_margin)):
                 options = four_options(rng, f"in the {there}", [f"in the {r}" for r in REGIONS if r != here])
                 drafts.append(Draft(f"The {name(x)} is in the {here} of image {i}. Where is it in image {j}?", options,
                                     {"template": "where"}))
-            elif change["kind"] == "recoloured" and (here := _region(x, settings)) and sum(
-                    o["shape"] == x["shape"] and _region(o, settings) == here for o in a["objects"]) == 1:
+            elif change["kind"] == "recoloured":
                 options = four_options(rng, y["colour"], [c for c in COLOURS if c != x["colour"]])
                 drafts.append(Draft(f"The {x['shape']} in the {here} of image {i} is {x['colour']}. "
                                     f"What colour is that {x['shape']} in image {j}?", options, {"template": "colour"}))
     return drafts
 
 
-def _region(shape: dict, settings: ImageSetSettings) -> str | None:
+def _region(shape: dict, margin: float) -> str | None:
+    """The part of the picture the shape's centre lies in, or None when it is within `margin` of a line."""
     x1, y1, x2, y2 = shape["box"]
-    column, row = grid_cell((x1 + x2) / 2, settings.grid_margin), grid_cell((y1 + y2) / 2, settings.grid_margin)
+    column, row = grid_cell((x1 + x2) / 2, margin), grid_cell((y1 + y2) / 2, margin)
     return None if row is None or column is None else region_name(row, column)
 
 

@@ -79,10 +79,13 @@ def change_between(m: Members, i: int, j: int) -> str:
 
 def right_options(text: str, options: list[str], m: Members) -> set[str]:
     """The options that are true of the member images, worked out from the question's words alone."""
-    if found := re.fullmatch(r"What changed between image (\d) and image (\d)\?", text):
+    def ask(pattern: str) -> re.Match | None:
+        return re.fullmatch(pattern, text)
+
+    if found := ask(r"What changed between image (\d) and image (\d)\?"):
         said = change_between(m, int(found[1]), int(found[2]))
         return {o for o in options if o.endswith(said)}
-    if found := re.fullmatch(r"Which shape (moved|changed colour|changed size) between image (\d) and image (\d)\?", text):
+    if found := ask(r"Which shape (moved|changed colour|changed size) between image (\d) and image (\d)\?"):
         i, j = int(found[2]), int(found[3])
         if found[1] == "changed colour":
             return {o for o in options if o in m.shapes(i) and o not in m.shapes(j)}
@@ -90,46 +93,54 @@ def right_options(text: str, options: list[str], m: Members) -> set[str]:
         if found[1] == "changed size":
             return {o for o in both if m.state(i, o)[0] != m.state(j, o)[0]}
         return {o for o in both if m.state(i, o)[0] == m.state(j, o)[0] and m.state(i, o)[1] != m.state(j, o)[1]}
-    if found := re.fullmatch(r"Which shape is in image (\d) but not in image (\d)\?", text):
+    if found := ask(r"Which shape is in image (\d) but not in image (\d)\?"):
         return {o for o in options if o in m.shapes(int(found[1])) and o not in m.shapes(int(found[2]))}
-    if found := re.fullmatch(r'The sign that reads "(.+)" in image (\d): what does it read in image (\d)\?', text):
+    if found := ask(r'The sign that reads "(.+)" in image (\d): what does it read in image (\d)\?'):
         at = m.signs(int(found[2])).index(found[1])
         return {o for o in options if o == m.signs(int(found[3]))[at]}
-    if found := re.fullmatch(r"Which shape is in (every image|both images)\?", text):
+    if found := ask(r"Which shape is in (every image|both images)\?"):
         return {o for o in options if all(o in m.shapes(k) for k in m.images())}
-    if found := re.fullmatch(r"Which shape looks different in image (\d) than in all the other images\?", text):
+    if found := ask(r"Which shape looks different in image (\d) than in all the other images\?"):
         t = int(found[1])
         return {o for o in options if all(m.state(t, o) != m.state(k, o) for k in m.images() if k != t)}
-    if found := re.fullmatch(r"Which image is the only one (without the|with a) (.+)\?", text):
+    if found := ask(r"Which image is the only one (without the|with a) (.+)\?"):
         return set(m.only(lambda k: (found[2] in m.shapes(k)) == (found[1] == "with a")))
-    if found := re.fullmatch(r"In which image is the (.+) (somewhere else|a different size) than in the other images\?", text):
+    if found := ask(r"In which image is the (.+) (somewhere else|a different size) than in the other images\?"):
         index = 1 if found[2] == "somewhere else" else 0
         differs = lambda k: all(m.state(k, found[1])[index] != m.state(s, found[1])[index]  # noqa: E731
                                 for s in m.images() if s != k)
         return set(m.only(differs))
-    if found := re.fullmatch(r"In which image is the (\w+) that is (\w+) in the other images a different colour\?", text):
+    if found := ask(r"In which image is the (\w+) that is (\w+) in the other images a different colour\?"):
         return set(m.only(lambda k: f"{found[2]} {found[1]}" not in m.shapes(k)))
-    if found := re.fullmatch(r'In which image does the sign that reads "(.+)" in the other images read something else\?', text):
+    if found := ask(r'In which image does the sign that reads "(.+)" in the other images read something else\?'):
         return set(m.only(lambda k: found[1] not in m.signs(k)))
-    if found := re.fullmatch(r"Which image shows the (most|fewest) (.+)\?", text):
+    if found := ask(r"Which image shows the (most|fewest) (.+)\?"):
         def count(k):
             return sum(found[2] in ("shapes", f"{o['attributes']['colour']} shapes", f"{o['label']}s")
                        for o in m.rows[k - 1]["objects"])
         best = (max if found[1] == "most" else min)(count(k) for k in m.images())
         return set(m.only(lambda k: count(k) == best))
-    if found := re.fullmatch(r"In which image is the (.+) (to the left of|to the right of|above|below) the (.+)\?", text):
+    if found := ask(r"In which image is the (.+) (to the left of|to the right of|above|below) the (.+)\?"):
         def holds(k):
             a, b = m.shapes(k)[found[1]]["box"], m.shapes(k)[found[3]]["box"]
             return {"to the left of": a[2] <= b[0], "to the right of": b[2] <= a[0], "above": a[3] <= b[1],
                     "below": b[3] <= a[1]}[found[2]]
         return set(m.only(holds))
-    if found := re.fullmatch(r"The (.+) is in the (.+) of image (\d)\. Where is it in image (\d)\?", text):
+    if found := ask(r"The (.+) is in the (.+) of image (\d)\. Where is it in image (\d)\?"):
         assert place(m.shapes(int(found[3]))[found[1]]["box"]) == found[2]
         return {o for o in options if o == f"in the {place(m.shapes(int(found[4]))[found[1]]['box'])}"}
-    if found := re.fullmatch(r"The (\w+) in the (.+) of image (\d) is (\w+)\. What colour is that \w+ in image (\d)\?", text):
+    if found := ask(r"The (\w+) in the (.+) of image (\d) is (\w+)\. What colour is that \w+ in image (\d)\?"):
         box = m.shapes(int(found[3]))[f"{found[4]} {found[1]}"]["box"]
         assert place(box) == found[2]
         return {o for o in options if m.shapes(int(found[5])).get(f"{o} {found[1]}", {}).get("box") == box}
+    if found := ask(r"Which shape in image (\d) is the one in the (.+) of image (\d)\?"):
+        j, i = int(found[1]), int(found[3])
+        there, = [n for n, o in m.shapes(i).items() if place(o["box"]) == found[2]]
+        for c in m.truth["changes"]:  # a shape recoloured in image i or j is named otherwise in the other
+            if c["kind"] == "recoloured" and c["image"] in (i, j):
+                was, now = (f"{c[k]['colour']} {c[k]['shape']}" for k in ("before", "after"))
+                there = {(was, j): now, (now, i): was}.get((there, c["image"]), there)
+        return {o for o in options if o == there}
     raise AssertionError(f"a question no check knows: {text}")
 
 
@@ -156,7 +167,7 @@ def test_each_dimension_asks_in_several_ways(asked):
     templates = Counter((q.dimension_id, q.meta["template"]) for _m, q in asked)
     assert {t for (d, t) in templates if d == 27} == {"what_changed", "which_shape", "sign_text"}
     assert {t for (d, t) in templates if d == 28} == {"in_every_image", "odd_image", "odd_shape", "count", "relation"}
-    assert {t for (d, t) in templates if d == 29} == {"where", "colour"}
+    assert {t for (d, t) in templates if d == 29} == {"which", "where", "colour"}
 
 
 def test_what_changed_names_each_kind_of_change_as_often_as_key_as_chance_allows(asked):
