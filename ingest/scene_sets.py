@@ -92,8 +92,8 @@ def change(scene: Scene, ids: list[int], kind: str, rng: random.Random, taken: s
     else:  # resized: another size class about the same centre
         size = rng.choice([s for s in SIZES if s != old.size])
         side = rng.randint(*SIZES[size])
-        cx, cy = (old.box[0] + old.box[2]) // 2, (old.box[1] + old.box[3]) // 2
-        new = Shape(old.shape, old.colour, size, (cx - side // 2, cy - side // 2, cx - side // 2 + side, cy - side // 2 + side))
+        x1, y1 = (old.box[0] + old.box[2] - side) // 2, (old.box[1] + old.box[3] - side) // 2
+        new = Shape(old.shape, old.colour, size, (x1, y1, x1 + side, y1 + side))
     if new is None or not fits(new, others, keep_out):
         return None
     taken.add((new.colour, new.shape))

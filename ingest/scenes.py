@@ -198,7 +198,7 @@ class Scene:
     shapes: tuple[Shape, ...]
 
 
-def plan_scene(seed: int, index: int, font_path: Path, words: list[str]) -> Scene:
+def plan_scene(seed: int | str, index: int | str, font_path: Path, words: list[str]) -> Scene:
     """The scene (seed, index) always gives."""
     rng = random.Random(f"{seed}:{index}")
     background = rng.choice(list(BACKGROUNDS))

@@ -244,7 +244,8 @@ def ingest_sets(store: Store, manifest: Path, settings: IngestSettings, report: 
         else:
             try:
                 sets.append(ImageSet.of([stored[i] for i in ids], source=str(row.get("source") or manifest.stem),
-                                        license=str(row.get("license") or ""), original_name=f"{manifest.name}:{number}",
+                                        license=str(row.get("license") or ""),
+                                        original_name=f"{manifest.name}:{number}",
                                         annotations={"truth": row.get("truth") or {}}))
                 continue
             except ValueError as exc:
