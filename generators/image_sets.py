@@ -11,8 +11,9 @@ the tests check the keys against those. Shapes are named by colour and shape, wh
   none); with four images, which one is the odd one out for a shape or a sign, which shows the most or the
   fewest shapes of a kind, in which one a relation between two shapes holds; with three or more, which
   shape looks different in one image from all the others.
-- Visual Correspondence: the shape at a place in image i is where, or which colour, in image j (the
-  other options: other places or colours, never the one named in the question).
+- Visual Correspondence: the shape alone in a part of image i is which shape of image j (the other
+  options: image j's other shapes), and, when it moved or changed colour, where or which colour it is in
+  image j (the other options: other places or colours, never the one named in the question).
 
 Every draft has its key first; the quality gate, the letter balance and the blind filter then treat them
 like any other question.
@@ -42,7 +43,7 @@ REGIONS = tuple(region_name(r, c) for r in range(3) for c in range(3))
 
 
 class ImageSetSettings(Strict):
-    per_dimension: int = Field(4, ge=1)       # at most this many questions per set and dimension
+    per_dimension: int = Field(6, ge=1)       # at most this many questions per set and dimension
     grid_margin: float = Field(0.04, ge=0)    # a centre this close to a grid line has no clear region
     spatial_gap: float = Field(0.02, ge=0)    # boxes this far apart for a relation between two shapes
 
