@@ -13,8 +13,8 @@ def register(app: typer.Typer, context) -> None:
     def generate(
         ctx: typer.Context,
         generator: Annotated[Optional[list[str]], typer.Option(
-            "--generator", "-g", help="Only this generator: programmatic, llm, temporal, reform or "
-                                      "conversation (repeatable; default: generate.generators in the settings).")] = None,
+            "--generator", "-g", help="Only this generator: programmatic, llm, temporal, reform, textrich, "
+                                      "image_sets or conversation (repeatable; default: generate.generators in the settings).")] = None,
         dimension: Annotated[Optional[list[str]], typer.Option(
             "--dimension", "-d", help="Only this dimension, by key or id (repeatable; default: every "
                                       "dimension the generators support).")] = None,
@@ -30,8 +30,9 @@ def register(app: typer.Typer, context) -> None:
         truth; data/reform_tasks.yaml), the key being the annotation itself; conversation writes one
         three-turn conversation per image (perception, reasoning, creation) with references and focus
         points, turn by turn from the templates in generators/prompts/conversation/ (--dimension does not
-        apply to it). Every question passes the quality gate (dropped ones
-        are kept with the reason) and answer letters are balanced. Rerunning does only what is missing;
+        apply to it); image_sets asks about the images of scene sets (`scenes make --sets`) together. Every
+        question passes the quality gate (dropped ones are kept with the reason) and answer letters are
+        balanced. Rerunning does only what is missing;
         editing a dimension's prompt template (or the model) generates that dimension again and marks the
         questions it replaces as superseded. LLM calls already answered are read from the store, never
         paid for twice.

@@ -229,6 +229,8 @@ def manifest_candidates(manifest: Path, *, source: str = "", license: str = "", 
         if isinstance(row, str):
             yield Candidate(f"{manifest.name}:{number}", None, refused=Rejected("bad_manifest_row", row))
             continue
+        if "images" in row:  # an image set (`set_rows`), built once its images are in
+            continue
         rel = row.get("path") or row.get("file_name") or row.get("image")
         if not isinstance(rel, str) or not rel:
             yield Candidate(f"{manifest.name}:{number}", None,
@@ -255,6 +257,13 @@ def manifest_candidates(manifest: Path, *, source: str = "", license: str = "", 
             candidate.read = None
             candidate.refused = problem
         yield candidate
+
+
+def set_rows(manifest: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The rows of a JSONL manifest that list an image set (`images`: its images' paths in order), with
+    their line numbers."""
+    if manifest.suffix.lower() == ".jsonl":
+        yield from ((n, row) for n, row in _manifest_rows(manifest) if isinstance(row, dict) and "images" in row)
 
 
 def _is_saved_dataset(location: Path) -> bool:

@@ -77,19 +77,32 @@ def register(app: typer.Typer, context) -> None:
         seed: Annotated[int, typer.Option(help="Seed; the same seed always renders the same scenes.")] = 0,
         kind: Annotated[str, typer.Option("--kind", help="shapes: the oracle scenes; chart, table, document, map "
                                           "(or a plugin's, entry-point group benchsmith.renderers): text-rich "
-                                          "pages; mix: every text-rich kind in turn.")] = "shapes",
+                                          "pages; mix: every text-rich kind in turn. With --sets: pairs (a scene "
+                                          "and a changed copy) or sets (a scene and 2-3 copies changed each "
+                                          "its own way).")] = "shapes",
+        sets: Annotated[int, typer.Option("--sets", min=0, help="Render this many image sets of --kind pairs or "
+                                          "sets instead, each change recorded (for dimensions 27-29).")] = 0,
         workers: Annotated[int, typer.Option("--workers", min=1, help="Processes that render text-rich pages.")] = 1,
     ) -> None:
         """Render synthetic scenes with exact ground truth: oracle scenes (shapes, colours, sizes, positions,
-        counts, sign text) or text-rich pages (charts, tables, documents: every text with its box, and the
-        data they were drawn from).
+        counts, sign text), sets of a scene and changed copies (an object moved, recoloured, resized, added
+        or removed; a sign's text changed) or text-rich pages (charts, tables, documents: every text with its
+        box, and the data they were drawn from).
 
         The manifest is in ingest format, so `benchsmith ingest OUT/manifest.jsonl` brings the truth in as
-        supplied annotations.
+        supplied annotations, and a set's row (its images in order, and the changes) in as an image set.
         """
         from benchsmith.console import console, progress_bar
 
-        if kind == "shapes":
+        if sets:
+            from ingest.scene_sets import KINDS, make_sets
+
+            if kind not in KINDS:
+                raise typer.BadParameter(f"sets are of kind {' or '.join(KINDS)}, not {kind!r}", param_hint="--kind")
+            with progress_bar(f"rendering {kind}", sets) as advance:
+                manifest = make_sets(out, sets, kind, seed, progress=advance)
+            n = sets
+        elif kind == "shapes":
             from ingest.scenes import make_scenes
 
             with progress_bar("rendering scenes", n) as advance:
@@ -102,7 +115,7 @@ def register(app: typer.Typer, context) -> None:
                                          f"{textrich.MIX}", param_hint="--kind")
             with progress_bar(f"rendering {kind} pages", n) as advance:
                 manifest = textrich.make_pages(out, kind, n, seed, progress=advance, workers=workers)
-        console.print(f"wrote {n} scenes and {manifest}")
+        console.print(f"wrote {n} {'sets' if sets else 'scenes'} and {manifest}")
 
     @videos_app.command("add")
     def videos_add(

@@ -12,6 +12,7 @@ import json
 import math
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +86,24 @@ def _overlap_share(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -
     return (w * h) / ((a[2] - a[0]) * (a[3] - a[1]))
 
 
+def layout_sign(words: tuple[str, ...], size: int, x1: int, y1: int, font_path: Path) -> Sign | None:
+    """A sign with these words at this top-left corner, each line's box measured in the font; None when
+    it would not fit the frame."""
+    font = ImageFont.truetype(str(font_path), size)
+    pad, line_h = 14, size + 8
+    line_boxes = [font.getbbox(word) for word in words]
+    width = max(b[2] - b[0] for b in line_boxes) + 2 * pad
+    height = line_h * len(words) + 2 * pad - 8
+    if x1 < 10 or y1 < 10 or x1 + width > WIDTH - 10 or y1 + height > HEIGHT - 10:
+        return None
+    lines = []
+    for i, (word, lb) in enumerate(zip(words, line_boxes)):
+        tx = x1 + pad - lb[0]
+        ty = y1 + pad + i * line_h - lb[1]
+        lines.append((word, (tx + lb[0], ty + lb[1], tx + lb[2], ty + lb[3])))
+    return Sign(words, size, (x1, y1, x1 + width, y1 + height), tuple(lines))
+
+
 def _place_signs(rng: random.Random, words: list[str], font_path: Path, n: int) -> list[Sign]:
     signs: list[Sign] = []
     for _ in range(n):
@@ -92,26 +111,32 @@ def _place_signs(rng: random.Random, words: list[str], font_path: Path, n: int) 
             chosen = tuple(rng.sample(words, rng.choice((1, 1, 2))))
             size = rng.randint(30, 38)
             font = ImageFont.truetype(str(font_path), size)
-            pad = 14
-            line_boxes = [font.getbbox(word) for word in chosen]
-            width = max(b[2] - b[0] for b in line_boxes) + 2 * pad
-            line_h = size + 8
-            height = line_h * len(chosen) + 2 * pad - 8
+            width = max(b[2] - b[0] for b in map(font.getbbox, chosen)) + 28
+            height = (size + 8) * len(chosen) + 20
             if width > WIDTH - 20:
                 continue
-            x1 = rng.randint(10, WIDTH - width - 10)
-            y1 = rng.randint(10, HEIGHT - height - 10)
-            box = (x1, y1, x1 + width, y1 + height)
-            if any(_overlap_share(box, s.box) > 0 or _overlap_share(s.box, box) > 0 for s in signs):
+            sign = layout_sign(chosen, size, rng.randint(10, WIDTH - width - 10), rng.randint(10, HEIGHT - height - 10),
+                               font_path)
+            if sign is None or not all(_apart(sign.box, s.box) for s in signs):
                 continue
-            lines = []
-            for i, (word, lb) in enumerate(zip(chosen, line_boxes)):
-                tx = x1 + pad - lb[0]
-                ty = y1 + pad + i * line_h - lb[1]
-                lines.append((word, (tx + lb[0], ty + lb[1], tx + lb[2], ty + lb[3])))
-            signs.append(Sign(chosen, size, box, tuple(lines)))
+            signs.append(sign)
             break
     return signs
+
+
+def _apart(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    return _overlap_share(a, b) == 0 and _overlap_share(b, a) == 0
+
+
+def fits(shape: Shape, shapes: Sequence[Shape], keep_out: Sequence[tuple[int, int, int, int]]) -> bool:
+    """Whether `shape` may join `shapes` inside the frame: clear of `keep_out` (signs), covering no more than
+    MAX_OVERLAP of another shape (nor covered more), and overlapping only shapes of other colours, so every
+    outline stays visible."""
+    x1, y1, x2, y2 = shape.box
+    if x1 < 4 or y1 < 4 or x2 > WIDTH - 4 or y2 > HEIGHT - 4 or not all(_apart(shape.box, k) for k in keep_out):
+        return False
+    return not any(_overlap_share(s.box, shape.box) > MAX_OVERLAP or _overlap_share(shape.box, s.box) > MAX_OVERLAP
+                   or (s.colour == shape.colour and not _apart(s.box, shape.box)) for s in shapes)
 
 
 def _place_shapes(rng: random.Random, n: int, keep_out: list[tuple[int, int, int, int]]) -> list[Shape]:
@@ -124,13 +149,10 @@ def _place_shapes(rng: random.Random, n: int, keep_out: list[tuple[int, int, int
         x1 = rng.randint(4, WIDTH - side - 4)
         y1 = rng.randint(4, HEIGHT - side - 4)
         box = (x1, y1, x1 + side, y1 + side)
-        if any(_overlap_share(box, k) > 0 or _overlap_share(k, box) > 0 for k in keep_out):
+        if not fits(Shape("", "", size_name, box), shapes, keep_out):
             continue
-        if any(_overlap_share(s.box, box) > MAX_OVERLAP or _overlap_share(box, s.box) > MAX_OVERLAP for s in shapes):
-            continue
-        # Overlap is allowed only between different colours, so every shape's outline stays visible.
         colour = rng.choice(list(COLOURS))
-        if any(_overlap_share(s.box, box) > 0 and s.colour == colour for s in shapes):
+        if not fits(Shape("", colour, size_name, box), shapes, keep_out):
             continue
         shapes.append(Shape(rng.choice(SHAPES), colour, size_name, box))
     return shapes
@@ -167,21 +189,35 @@ def _unit_box(box: tuple[int, int, int, int]) -> tuple[float, float, float, floa
     return (round(box[0] / WIDTH, 4), round(box[1] / HEIGHT, 4), round(box[2] / WIDTH, 4), round(box[3] / HEIGHT, 4))
 
 
-def render_scene(seed: int, index: int, font_path: Path, words: list[str]) -> tuple[Image.Image, dict]:
-    """One scene and its manifest row. The same (seed, index) always gives the same pixels and truth."""
+@dataclass(frozen=True)
+class Scene:
+    """What a scene draws: a spec that can be drawn, changed (`ingest.scene_sets`) and drawn again."""
+
+    background: str
+    signs: tuple[Sign, ...]
+    shapes: tuple[Shape, ...]
+
+
+def plan_scene(seed: int | str, index: int | str, font_path: Path, words: list[str]) -> Scene:
+    """The scene (seed, index) always gives."""
     rng = random.Random(f"{seed}:{index}")
     background = rng.choice(list(BACKGROUNDS))
-    img = Image.new("RGB", (WIDTH, HEIGHT), BACKGROUNDS[background])
-    draw = ImageDraw.Draw(img)
     signs = _place_signs(rng, words, font_path, rng.choice((0, 1, 1, 2)))
     shapes = _place_shapes(rng, rng.randint(2, 9), [s.box for s in signs])
-    for sign in signs:
+    return Scene(background, tuple(signs), tuple(shapes))
+
+
+def draw_scene(scene: Scene, font_path: Path, seed: int, index: int) -> tuple[Image.Image, dict]:
+    """The scene's pixels and its manifest row (`seed` and `index` are recorded in its truth)."""
+    img = Image.new("RGB", (WIDTH, HEIGHT), BACKGROUNDS[scene.background])
+    draw = ImageDraw.Draw(img)
+    for sign in scene.signs:
         draw.rectangle(sign.box, fill=(255, 255, 255), outline=(40, 40, 40), width=3)
         for text, (x1, y1, _x2, _y2) in sign.lines:
             font = ImageFont.truetype(str(font_path), sign.font_size)
             left, top = font.getbbox(text)[:2]
             draw.text((x1 - left, y1 - top), text, fill=(15, 15, 15), font=font)
-    for s in shapes:
+    for s in scene.shapes:
         fill = COLOURS[s.colour]
         if s.shape == "circle":
             draw.ellipse(s.box, fill=fill, outline=(0, 0, 0), width=2)
@@ -189,18 +225,24 @@ def render_scene(seed: int, index: int, font_path: Path, words: list[str]) -> tu
             draw.rectangle(s.box, fill=fill, outline=(0, 0, 0), width=2)
         else:
             draw.polygon(_polygon(s.shape, s.box), fill=fill, outline=(0, 0, 0), width=2)
+    shapes, signs = scene.shapes, scene.signs
     objects = [{"label": s.shape, "box": list(_unit_box(tight_box(s.shape, s.box))),
                 "attributes": {"colour": s.colour, "shape": s.shape, "size": s.size}} for s in shapes]
     ocr = [{"text": text, "box": list(_unit_box(box))} for sign in signs for text, box in sign.lines]
     truth = {
-        "seed": seed, "index": index, "background": background,
+        "seed": seed, "index": index, "background": scene.background,
         "counts": dict(sorted(Counter(s.shape for s in shapes).items())),
         "colour_counts": dict(sorted(Counter(s.colour for s in shapes).items())),
         "signs": [{"words": list(sign.words), "box": list(_unit_box(sign.box))} for sign in signs],
         "words": [text for sign in signs for text, _ in sign.lines],
     }
-    row = {"captions": [_caption(background, shapes, signs)], "objects": objects, "ocr": ocr, "truth": truth}
+    row = {"captions": [_caption(scene.background, shapes, signs)], "objects": objects, "ocr": ocr, "truth": truth}
     return img, row
+
+
+def render_scene(seed: int, index: int, font_path: Path, words: list[str]) -> tuple[Image.Image, dict]:
+    """One scene and its manifest row. The same (seed, index) always gives the same pixels and truth."""
+    return draw_scene(plan_scene(seed, index, font_path, words), font_path, seed, index)
 
 
 def scenes_key(n: int, seed: int) -> str:

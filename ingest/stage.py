@@ -12,11 +12,11 @@ from pathlib import Path
 
 from benchsmith import runner
 from benchsmith.images import Accepted, Rejected, inspect_image
-from benchsmith.records import Image, Verdict, stable_hash
+from benchsmith.records import Image, ImageSet, Verdict, sha256_bytes, stable_hash
 from benchsmith.settings import IngestSettings
 from benchsmith.store import Store
 from ingest.annotations import normalise_annotations
-from ingest.candidates import Candidate, candidates_for, printable_name
+from ingest.candidates import Candidate, candidates_for, inside, printable_name, read_regular_file, set_rows
 
 
 @dataclass
@@ -28,6 +28,7 @@ class IngestReport:
     annotated: int = 0   # task annotations added to an image that came earlier (rows sharing one image)
     rejected: Counter = field(default_factory=Counter)
     dropped: Counter = field(default_factory=Counter)  # supplied boxes outside their image, by kind (object, ocr)
+    sets: int = 0        # image sets added
 
     def summary(self) -> str:
         parts = [f"{self.seen} seen", f"{self.added} added"]
@@ -35,6 +36,8 @@ class IngestReport:
             parts.append(f"{self.unchanged} already in the store")
         if self.skipped:
             parts.append(f"{self.skipped} unchanged since the last ingest (not read again)")
+        if self.sets:
+            parts.append(f"{self.sets} image sets added")
         if self.annotated:
             parts.append(f"{self.annotated} task annotations added to images seen before")
         if self.rejected:
@@ -221,14 +224,50 @@ def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], setti
     return stage.report
 
 
+def ingest_sets(store: Store, manifest: Path, settings: IngestSettings, report: IngestReport) -> None:
+    """Store the image sets a JSONL manifest lists (rows with `images`, paths relative to the manifest's
+    folder, in the order questions number them; optional `truth`, `source`, `license`), each made of its
+    images as stored: an image's id is the sha256 of its file's bytes. A set with an image outside the
+    folder, or not stored (refused, or never listed), is refused with a verdict; a stored set adds nothing."""
+    root, sets, verdicts = manifest.parent.resolve(), [], []
+    for number, row in set_rows(manifest):
+        names = [str(name) for name in row["images"]] if isinstance(row["images"], list) else []
+        read = [read_regular_file(root / name, settings.max_bytes) if inside(root, root / name) else None
+                for name in names]
+        ids = [sha256_bytes(data) if isinstance(data, bytes) else "" for data in read]
+        stored = {i.id: i for i in store.get_items([i for i in ids if i], kind="image")}
+        if escaping := [name for name, data in zip(names, read) if data is None]:
+            refused = Rejected("escapes_root", f"image {escaping[0]} leaves the manifest's folder {root}")
+        elif missing := [name for name, i in zip(names, ids) if i not in stored]:
+            refused = Rejected("set_image_missing", f"image {missing[0]} is not a stored image (refused, or not "
+                                                    "listed in the manifest)")
+        else:
+            try:
+                sets.append(ImageSet.of([stored[i] for i in ids], source=str(row.get("source") or manifest.stem),
+                                        license=str(row.get("license") or ""),
+                                        original_name=f"{manifest.name}:{number}",
+                                        annotations={"truth": row.get("truth") or {}}))
+                continue
+            except ValueError as exc:
+                refused = Rejected("bad_set", str(exc))
+        report.rejected[refused.rule] += 1
+        verdicts.append(Verdict(subject_id=f"{manifest}:{number}", subject_kind="input", stage="ingest",
+                                rule=refused.rule, passed=False, reason=refused.reason))
+    report.sets += store.add_items(sets)
+    if verdicts:
+        store.add_verdicts(verdicts)
+
+
 def ingest_sources(store: Store, settings, locations: list[Path], *, workers: int = 1,
                    **listing) -> list[tuple[Path, IngestReport]]:
     """Ingest each folder, manifest or dataset (`listing`: `candidates_for`'s source, license, image_column,
-    task), then judge caption richness of what came in."""
+    task) and the image sets a manifest lists, then judge caption richness of what came in."""
     from ingest import richness
 
     reports = [(Path(location), ingest(store, settings.media_dir, candidates_for(Path(location), **listing),
                                        settings.ingest, label=str(location), workers=workers))
                for location in locations]
+    for location, report in reports:
+        ingest_sets(store, location, settings.ingest, report)
     richness.apply(store, settings.ingest.richness)
     return reports

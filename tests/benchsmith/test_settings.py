@@ -92,7 +92,7 @@ def test_a_stage_parses_its_own_section_with_its_own_model(tmp_path):
     ("generate:\n  generators: [programatic]\n", r"generate\.generators: programatic: not an installed generator"),
     ("generate:\n  llm:\n    modle: gpt-4o\n", r"generate\.llm\.modle"),
     ("generate:\n  programatic: {}\n", r"generate\.programatic: .programatic. is neither a setting here \(generators, "
-     r".*\) nor one of the installed generators \(conversation, llm, programmatic, reform, temporal"),
+     r".*\) nor one of the installed generators \(conversation, image_sets, llm, programmatic, reform, temporal"),
     ("review:\n  overlapp: 2\n", r"review\.overlapp"),
     ("publish:\n  privat: true\n", r"publish\.privat"),
     ("evaluate:\n  models:\n    m: {kind: gpt}\n", r"evaluate\.models\.m: .*'gpt'"),

@@ -1,0 +1,75 @@
+"""How fast are scene sets rendered and asked about, and what do N sets give the multi-image dimensions?
+
+Through the installed command, as a user runs it: `scenes make --sets N/2 --kind pairs` and `--kind sets`
+(timed from outside, process start included), `ingest` of both manifests, `generate -g image_sets`
+(timed). Then, from the store: questions kept per dimension (27-29), dropped ones by rule, the answer
+letters' chi-square against uniform, and every kept key checked against the member images' manifest rows
+and the recorded changes, from the question's words (the tests' checker). Targets on 200 sets: >= 250
+kept questions per dimension, every key right, letters p > 0.05.
+Results: benchmarks/results/image_sets.json.
+
+    .venv/bin/python benchmarks/image_sets.py              # 200 sets
+    .venv/bin/python benchmarks/image_sets.py --quick      # 40 sets
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import arguments, cli, save, user_env  # noqa: E402
+
+
+def run(sets: int) -> dict:
+    from scipy.stats import chisquare
+
+    from benchsmith.store import Store
+    from tests.generators.test_image_sets import Members, right_options
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp, env = Path(tmp), user_env() | {"BENCHSMITH_WORKSPACE": str(Path(tmp) / "bench")}
+        rendering, rows = {}, []
+        for kind in ("pairs", "sets"):
+            seconds, _ = cli("scenes", "make", "--sets", str(sets // 2), "--kind", kind, "--out", kind, "--seed", "7",
+                             cwd=tmp, env=env)
+            rows += [json.loads(line) for line in (tmp / kind / "manifest.jsonl").read_text().splitlines()]
+            rendering[kind] = {"sets": sets // 2, "seconds": round(seconds, 2),
+                               "sets_per_second": round(sets / 2 / seconds, 1)}
+        ingest_seconds, _ = cli("ingest", "pairs/manifest.jsonl", "sets/manifest.jsonl", cwd=tmp, env=env)
+        generate_seconds, printed = cli("generate", "-g", "image_sets", cwd=tmp, env=env)
+        with Store(f"sqlite:///{tmp / 'bench' / 'benchsmith.db'}") as store:
+            names = {i.path: i.original_name for i in store.get_items(kind="image")}
+            items = {s.id: tuple(names[p] for p in s.paths) for s in store.get_items(kind="image_set")}
+            questions = [q for q in store.get_questions(status=None) if q.meta.get("generator") == "image_sets"]
+    by_path = {r["path"]: r for r in rows if "path" in r}
+    listed = {tuple(r["images"]): r for r in rows if "images" in r}
+    kept = [q for q in questions if q.status == "candidate"]
+    wrong = [q.text for q in kept
+             if right_options(q.text, q.options, Members(listed[items[q.item_id]], by_path)) != {q.options[q.answer]}]
+    letters = Counter(q.answer for q in kept)
+    per_dimension = Counter(q.dimension_id for q in kept)
+    result = {"case": "image_sets", "cores": os.cpu_count(), "load_average": os.getloadavg()[0], "sets": sets,
+              "rendering": rendering, "ingest_seconds": round(ingest_seconds, 2),
+              "generate_seconds": round(generate_seconds, 2),
+              "jobs": int(re.search(r"jobs\s+│\s+(\d+) ", printed)[1]),
+              "kept_per_dimension": dict(sorted(per_dimension.items())),
+              "kept_per_template": dict(sorted(Counter(f"{q.dimension_id}:{q.meta['template']}"
+                                                       for q in kept).items())),
+              "dropped": {rule: int(n) for rule, n in re.findall(r"dropped: (\w+)\s+│\s+(\d+)", printed)},
+              "letters": {"ABCD"[k]: letters[k] for k in range(4)},
+              "letters_chi2_p": round(float(chisquare([letters[k] for k in range(4)]).pvalue), 4),
+              "wrong_keys": wrong[:10], "keys_checked": len(kept)}
+    result["meets_target"] = (all(per_dimension[d] >= 250 for d in (27, 28, 29)) and not wrong
+                              and result["letters_chi2_p"] > 0.05)
+    return result
+
+
+if __name__ == "__main__":
+    args = arguments(__doc__, quick={"sets": 40}, sets=200).parse_args()
+    save("image_sets", run(args.sets))

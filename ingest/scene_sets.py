@@ -1,0 +1,173 @@
+"""Scene sets: an oracle scene and changed copies of it, every change recorded exactly, for the questions
+over several images (`generators.image_sets`).
+
+A pair is a scene and one changed copy; a set is a scene and two or three copies, each changed in its own
+way on its own object. The images come in a random order, so the unchanged scene is not always image 1.
+A change is one of `CHANGES`: a shape moved to another part of the picture, recoloured, resized, added or
+removed, or a sign's words replaced. Shapes are told apart by colour and shape alone: a scene keeps one
+shape of each such pair, and no change makes a second one.
+
+Each image gets an ordinary manifest row; each set a row of its own, `{"images": [names in order],
+"truth": ...}`, that `benchsmith ingest` turns into an image set once the images are in. The truth names
+the unchanged image (`base`), each change (`changes`: image, kind, object, before, after) and every
+image's shapes and signs by id (`scenes`), so questions and their checks read it without the pixels.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+
+from benchsmith.paths import truetype_font
+from ingest.scenes import (COLOURS, SIZES, WIDTH, HEIGHT, Scene, Shape, _apart, _unit_box, draw_scene, fits,
+                           layout_sign, plan_scene, region_of, scene_words, tight_box)
+
+CHANGES = ("moved", "recoloured", "resized", "added", "removed", "text")
+KINDS = {"pairs": (2,), "sets": (3, 4)}  # images per set
+
+
+def _state(shape: Shape) -> dict:
+    box = _unit_box(tight_box(shape.shape, shape.box))
+    return {"shape": shape.shape, "colour": shape.colour, "size": shape.size, "region": region_of(box)}
+
+
+def _placed(rng: random.Random, shape: Shape, others: list[Shape], scene: Scene, away_from: str = "") -> Shape | None:
+    """`shape` at a random free place (in another region than `away_from`), or None."""
+    side = shape.box[2] - shape.box[0]
+    for _ in range(300):
+        x1, y1 = rng.randint(4, WIDTH - side - 4), rng.randint(4, HEIGHT - side - 4)
+        moved = replace(shape, box=(x1, y1, x1 + side, y1 + side))
+        if fits(moved, others, [s.box for s in scene.signs]) and _state(moved)["region"] != away_from:
+            return moved
+    return None
+
+
+def change(scene: Scene, ids: list[int], kind: str, rng: random.Random, taken: set[tuple[str, str]],
+           free: list[int], next_id: int) -> tuple[Scene, list[int], dict] | None:
+    """`scene` (whose shapes have `ids`) with one change of `kind` to one of the `free` shapes (or signs),
+    the ids of its shapes after it, and the change's record; None when this scene cannot take it."""
+    shapes, keep_out = list(scene.shapes), [s.box for s in scene.signs]
+    at = rng.choice([i for i, shape_id in enumerate(ids) if shape_id in free] or [None])
+    if kind == "text":
+        if not scene.signs:
+            return None
+        sign_at = rng.randrange(len(scene.signs))
+        sign = scene.signs[sign_at]
+        for _ in range(30):
+            words = tuple(rng.sample([w for w in scene_words() if w not in sign.words], len(sign.words)))
+            new = layout_sign(words, sign.font_size, sign.box[0], sign.box[1], truetype_font())
+            if new and all(_apart(new.box, s.box) for s in shapes) and all(
+                    _apart(new.box, s.box) for i, s in enumerate(scene.signs) if i != sign_at):
+                signs = scene.signs[:sign_at] + (new,) + scene.signs[sign_at + 1:]
+                return replace(scene, signs=signs), ids, {"kind": kind, "sign": sign_at, "before": list(sign.words),
+                                                          "after": list(words)}
+        return None
+    if kind == "added":
+        names = [(c, s) for c in COLOURS for s in ("circle", "square", "triangle", "star", "hexagon", "diamond")
+                 if (c, s) not in taken]
+        colour, shape_name = rng.choice(names)
+        size = rng.choice(list(SIZES))
+        side = rng.randint(*SIZES[size])
+        new = _placed(rng, Shape(shape_name, colour, size, (0, 0, side, side)), shapes, scene)
+        if new is None:
+            return None
+        taken.add((colour, shape_name))
+        return (replace(scene, shapes=(*shapes, new)), [*ids, next_id],
+                {"kind": kind, "object": next_id, "after": _state(new)})
+    if at is None:
+        return None
+    old, others = shapes[at], shapes[:at] + shapes[at + 1:]
+    if kind == "removed":
+        if len(others) < 3:
+            return None
+        return (replace(scene, shapes=tuple(others)), ids[:at] + ids[at + 1:],
+                {"kind": kind, "object": ids[at], "before": _state(old)})
+    if kind == "moved":
+        new = _placed(rng, old, others, scene, away_from=_state(old)["region"])
+    elif kind == "recoloured":
+        colours = [c for c in COLOURS if (c, old.shape) not in taken]
+        new = replace(old, colour=rng.choice(colours)) if colours else None
+    else:  # resized: another size class about the same centre
+        size = rng.choice([s for s in SIZES if s != old.size])
+        side = rng.randint(*SIZES[size])
+        x1, y1 = (old.box[0] + old.box[2] - side) // 2, (old.box[1] + old.box[3] - side) // 2
+        new = Shape(old.shape, old.colour, size, (x1, y1, x1 + side, y1 + side))
+    if new is None or not fits(new, others, keep_out):
+        return None
+    taken.add((new.colour, new.shape))
+    shapes[at] = new
+    return replace(scene, shapes=tuple(shapes)), ids, {"kind": kind, "object": ids[at], "before": _state(old),
+                                                        "after": _state(new)}
+
+
+def _base(seed: int, index: int, kind: str, font_path: Path, words: list[str]) -> Scene:
+    """A scene of at least four shapes, one of each colour and shape."""
+    for attempt in range(100):
+        scene = plan_scene(f"{kind}:{seed}", f"{index}:{attempt}", font_path, words)
+        seen: dict[tuple[str, str], Shape] = {}
+        for shape in scene.shapes:
+            seen.setdefault((shape.colour, shape.shape), shape)
+        if len(seen) >= 4:
+            return replace(scene, shapes=tuple(seen.values()))
+    raise RuntimeError(f"no scene of four distinct shapes for set {seed}:{index}")
+
+
+def plan_set(seed: int, index: int, kind: str, font_path: Path, words: list[str]) -> tuple[list[Scene], dict]:
+    """The scenes of set (seed, index), in order, and the set's truth."""
+    rng = random.Random(f"set:{seed}:{index}:{kind}")
+    base = _base(seed, index, kind, font_path, words)
+    base_ids = list(range(len(base.shapes)))
+    taken = {(s.colour, s.shape) for s in base.shapes}
+    free, next_id = list(base_ids), len(base_ids)
+    scenes, objects, changes = [base], [base_ids], []
+    size = rng.choice(KINDS[kind])
+    for _ in range(200):
+        if len(scenes) == size:
+            break
+        kind_of_change = rng.choice(CHANGES)
+        if kind_of_change == "text" and any(c["kind"] == "text" for c in changes):
+            continue  # one sign change a set, so a sign's old words name it in every image
+        changed = change(base, base_ids, kind_of_change, rng, taken, free, next_id)
+        if changed is None:
+            continue
+        scene, ids, record = changed
+        if "object" in record:
+            free = [i for i in free if i != record["object"]]
+            next_id += record["kind"] == "added"
+        scenes.append(scene)
+        objects.append(ids)
+        changes.append(record)
+    order = rng.sample(range(len(scenes)), len(scenes))
+    truth = {"kind": kind, "base": order.index(0) + 1,
+             "changes": [c | {"image": order.index(i) + 1} for i, c in enumerate(changes, 1)],
+             "scenes": [{"objects": [{"id": shape_id, **_state(s), "box": list(_unit_box(tight_box(s.shape, s.box)))}
+                                     for shape_id, s in zip(objects[i], scenes[i].shapes)],
+                         "signs": [list(sign.words) for sign in scenes[i].signs]} for i in order]}
+    return [scenes[i] for i in order], truth
+
+
+def make_sets(out_dir: Path, n: int, kind: str = "pairs", seed: int = 0, progress=None) -> Path:
+    """Render n sets of `kind` (pairs, sets) into out_dir: the images' manifest rows, then one row per set;
+    return the manifest's path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    font_path, words = truetype_font(), scene_words()
+    manifest = out_dir / "manifest.jsonl"
+    set_rows = []
+    with manifest.open("w", encoding="utf-8") as handle:
+        for index in range(n):
+            scenes, truth = plan_set(seed, index, kind, font_path, words)
+            names = []
+            for position, scene in enumerate(scenes, 1):
+                img, row = draw_scene(scene, font_path, seed, index)
+                names.append(f"set_{kind}_{seed}_{index:05d}_{position}.png")
+                img.save(out_dir / names[-1], "PNG")
+                handle.write(json.dumps({"path": names[-1], "source": "benchsmith-oracle", "license": "CC0-1.0"}
+                                        | row) + "\n")
+            set_rows.append({"images": names, "source": "benchsmith-oracle", "license": "CC0-1.0", "truth": truth})
+            if progress:
+                progress(1)
+        for row in set_rows:
+            handle.write(json.dumps(row) + "\n")
+    return manifest
