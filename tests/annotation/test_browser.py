@@ -50,8 +50,8 @@ def test_an_annotator_sees_the_question_and_submits_an_answer_that_a_pull_brings
     settings = label_studio.settings(overlap=1)
     with Store(settings.db_url) as store:
         question = seed_questions(store, settings, [3])[0]
-        report = push(store, connect(settings), settings, registry(),
-                      questions_to_push(store, settings.section("review", ReviewSettings)))
+        (report,) = push(store, connect(settings), settings, registry(),
+                         questions_to_push(store, settings.section("review", ReviewSettings)))
         task_id = store.get_review_tasks("question")[question.id][1]
 
         chosen = (question.answer + 2) % 4
@@ -126,7 +126,7 @@ def test_dollar_signs_templates_and_markup_are_shown_and_recorded_exactly_as_wri
     note = "Published answer: D.\nWhy it is back: the key may be wrong.\nModels' choices: m$5 chose A, <i>m2</i> chose A."
     with Store(settings.db_url) as store:
         (published_question,) = store.get_questions(ids=[question.id])
-        looked = push(store, connect(settings), settings, registry(), [published_question],
+        (looked,) = push(store, connect(settings), settings, registry(), [published_question],
                       round=Round("v1", {question.id: note}))
         second_task = store.get_second_look_tasks()[(question.id, "v1")][1]
     seen = browse("label_task.mjs", label_studio.url, ADMIN, ADMIN_PASSWORD, looked.project_id, second_task,
