@@ -46,8 +46,9 @@ def register(app: typer.Typer, context) -> None:
         option, no model beat chance, a blind baseline got it right) go to their own project; each task
         shows the flags, the published answer and every model's choice. `benchsmith review pull` then
         confirms, changes or withdraws each one for the next `publish`; a confirmed question is not sent
-        again while it stays the same. Conversations go the same way to their own project
-        (`review.conversation_project`).
+        again while it stays the same. Questions about image sets go to projects of their own (the same
+        title, " (image sets)" added), which show a set's images side by side, numbered as the questions
+        number them. Conversations go the same way to their own project (`review.conversation_project`).
         """
         from annotation import conversations as review_conversations
         from annotation.client import connect
@@ -68,8 +69,9 @@ def register(app: typer.Typer, context) -> None:
                 round_ = FIRST
             label = "second looks to Label Studio" if flagged else "pushing to Label Studio"
             with progress_bar(label, len(questions)) as advance:
-                report = push(store, server, c.settings, registry(), questions, progress=advance, round=round_)
-            console.print(report.summary())
+                reports = push(store, server, c.settings, registry(), questions, progress=advance, round=round_)
+            for report in reports:
+                console.print(report.summary())
             talks = [] if flagged else store.get_conversations(status="candidate")
             if talks:
                 with progress_bar("pushing conversations", len(talks)) as advance:

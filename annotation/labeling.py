@@ -2,7 +2,9 @@
 as a Review.
 
 One config serves images and videos: the `images` field of a task holds one image, or a video's
-sampled frames, which Label Studio pages through.
+sampled frames, which Label Studio pages through. Questions about an image set have a config of their own
+(`sets`): its `gallery` shows the set's images side by side, each under its number as the question names
+it, through a HyperText tag, since Label Studio's Image tag shows only one image of a list at a time.
 
 Label Studio 1.23 fills `$name` in a choice's `value` from the task's data ("SALE $5" shows and is
 stored as "SALE undefined"), but never in its `html`. So each option's `value` is only its letter, and
@@ -20,7 +22,7 @@ from __future__ import annotations
 import html
 import re
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from urllib.parse import quote
 from xml.sax.saxutils import quoteattr
@@ -35,10 +37,11 @@ OPTION_HOTKEYS = "1234"
 RESERVED_KEYS = frozenset(OPTION_HOTKEYS + "kxuh")
 
 
-def label_config(settings: ReviewSettings, second_look: bool = False) -> str:
+def label_config(settings: ReviewSettings, second_look: bool = False, sets: bool = False) -> str:
     """The Label Studio XML for reviewing a question. The options and the dimensions are per task (see
     `to_task`), so each dimension comes preselected without a prediction, which costs the server more
-    to import than the task itself. A second look also shows the task's note: why the question is back."""
+    to import than the task itself. A second look also shows the task's note: why the question is back.
+    With `sets`, the task's images are shown side by side, numbered (see `gallery`)."""
     other = quoteattr(settings.discard_reasons.get("other", ""))
     comment = (f"""
       <View visibleWhen="choice-selected" whenTagName="reasons" whenChoiceValue={other}>
@@ -50,7 +53,8 @@ def label_config(settings: ReviewSettings, second_look: bool = False) -> str:
     <Text name="note" value="$note"/>
   </View>""" if second_look else "")
     return f"""<View>{note}
-  <Image name="image" valueList="$images" maxWidth="100%"/>
+  {'<HyperText name="image" value="$gallery" inline="true"/>' if sets else
+     '<Image name="image" valueList="$images" maxWidth="100%"/>'}
   <Header value="$question"/>
   <Choices name="answer" toName="image" choice="single-radio" value="$options" showInline="false"/>
   <View style="margin-top: 1em">
@@ -102,6 +106,22 @@ def image_urls(item: Item, base: str) -> list[str]:
     return [base + quote(p) for p in pictures(item)]
 
 
+def side_by_side(question: Question, registry: Registry) -> bool:
+    """Whether a question asks about several images at once (its dimension's modality is an image set),
+    so that its review shows them side by side rather than one at a time."""
+    return registry.get(question.final_dimension_id).modality == "image_set"
+
+
+def gallery(urls: Sequence[str]) -> str:
+    """HTML that shows a set's images in a row that wraps, in order, each under its number as the
+    question names it: "Image 1", "Image 2", ..."""
+    width = 48 if len(urls) < 3 else 31  # two or three to a row
+    return '<div style="display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start">' + "".join(
+        f'<figure style="margin: 0; max-width: {width}%"><figcaption style="font-weight: bold">Image {n}</figcaption>'
+        f'<img src={quoteattr(url)} alt="Image {n}" style="max-width: 100%"/></figure>'
+        for n, url in enumerate(urls, 1)) + "</div>"
+
+
 def option_label(index: int, text: str) -> str:
     return f"{LETTERS[index]}. {text}"
 
@@ -120,16 +140,19 @@ def to_task(question: Question, item: Item, registry: Registry, settings: Review
     generated = registry.get(question.final_dimension_id)
     dimensions = registry.for_modality(generated.modality)
     answer = question.final_answer
+    urls = image_urls(item, base)
     task = {"data": {
         "question_id": question.id,
         "item_id": question.item_id,
-        "images": image_urls(item, base),
+        "images": urls,
         "question": question.text,
         "options": [shown(LETTERS[i], option_label(i, text), hotkey=OPTION_HOTKEYS[i])
                     for i, text in enumerate(question.options)],
         "dimensions": [shown(d.key, d.name, hint=d.definition, selected=d.id == generated.id, hotkey=key)
                        for d, key in zip(dimensions, name_hotkeys(d.name for d in dimensions))],
     }}
+    if side_by_side(question, registry):
+        task["data"]["gallery"] = gallery(urls)
     if round:
         task["data"] |= {"round": round, "note": note}
     if settings.show_predictions:

@@ -7,7 +7,9 @@ next one: questions with an intent but no task id are looked up on the server (e
 question id) before anything is sent again.
 
 The same push sends second looks at published questions (annotation/second_look.py): another round,
-to its own project, with a note in each task saying why the question is back.
+to its own project, with a note in each task saying why the question is back. Questions about image sets
+go to projects of their own (the same titles, " (image sets)" added), whose config shows a set's images
+side by side.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from annotation.client import LabelStudioError, Server, calls
-from annotation.labeling import label_config, to_task
+from annotation.labeling import label_config, side_by_side, to_task
 from annotation.settings import ReviewSettings
 from benchsmith import runner
 from benchsmith.dimensions import Registry
-from benchsmith.records import Image, Question, Video
+from benchsmith.records import Item, Question
 from benchsmith.settings import Settings
 from benchsmith.store import Store
 
@@ -47,7 +49,7 @@ class PushReport:
     project_created: bool = False
     sent: int = 0
     recovered: int = 0  # sent by an interrupted push, confirmed now
-    kind: str = ""      # "conversation" names the conversation project
+    kind: str = ""      # "conversation", "image-set question": names the project
 
     def summary(self) -> str:
         made = "created" if self.project_created else "reused"
@@ -80,12 +82,12 @@ def local_files_root(settings: Settings, review: ReviewSettings) -> Path:
 
 
 def ensure_project(server: Server, settings: Settings, review: ReviewSettings,
-                   first: bool = True) -> tuple[int, bool]:
+                   first: bool = True, sets: bool = False) -> tuple[int, bool]:
     """The project named in settings (`review.project`, or `review.second_look_project` for second
-    looks), created if missing and brought up to date if not; with the local storage that lets
-    annotators see the media folder."""
-    title = review.project if first else review.second_look_project
-    fields = dict(label_config=label_config(review, second_look=not first),
+    looks; " (image sets)" added for questions about image sets), created if missing and brought up to
+    date if not; with the local storage that lets annotators see the media folder."""
+    title = (review.project if first else review.second_look_project) + (" (image sets)" if sets else "")
+    fields = dict(label_config=label_config(review, second_look=not first, sets=sets),
                   maximum_annotations=review.overlap if first else review.second_look_overlap,
                   show_collab_predictions=review.show_predictions, expert_instruction=review.instructions,
                   show_instruction=bool(review.instructions))
@@ -145,7 +147,7 @@ class Tasks(Protocol):
     key: str             # the task data field holding the subject id
     round: str           # "" for a first review; else the round every task carries
 
-    def task(self, subject: Any, item: Image | Video) -> dict: ...
+    def task(self, subject: Any, item: Item) -> dict: ...
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,7 @@ class PushStage(runner.Stage):
         self.project_id = project_id
         self.subjects = list(subjects)
         self.batch_size = batch_size
-        self._items: dict[str, Image | Video] = {}
+        self._items: dict[str, Item] = {}
 
     def config_key(self) -> str:
         return runner.config_key(self.tasks.name, self.tasks.round)
@@ -233,32 +235,50 @@ class PushStage(runner.Stage):
 
 @dataclass(frozen=True)
 class QuestionTasks:
-    """Questions as review tasks, in a round of review."""
+    """Questions as review tasks, in a round of review: those about image sets (`sets`), or the others."""
 
     registry: Registry
     review: ReviewSettings
     base: str
     round: str = ""
     notes: Mapping[str, str] = field(default_factory=dict)  # question id -> why it is back (a second look)
-    name: str = "review:push"
+    sets: bool = False
     kind: str = "question"
     key: str = "question_id"
 
-    def task(self, question: Question, item: Image | Video) -> dict:
+    @property
+    def name(self) -> str:
+        return "review:push:sets" if self.sets else "review:push"
+
+    def task(self, question: Question, item: Item) -> dict:
         return to_task(question, item, self.registry, self.review, self.base, round=self.round,
                        note=self.notes.get(question.id, ""))
 
     def project(self, server: Server, settings: Settings) -> tuple[int, bool]:
         """The project this round's tasks go to: (id, created)."""
-        return ensure_project(server, settings, self.review, first=not self.round)
+        return ensure_project(server, settings, self.review, first=not self.round, sets=self.sets)
+
+
+def question_pushes(registry: Registry, review: ReviewSettings, base: str, questions: Sequence[Question],
+                    round: Round = FIRST) -> list[tuple[QuestionTasks, list[Question]]]:
+    """`questions` by the project they go to: those about single images and videos (even none), and
+    those about image sets, if any."""
+    on_sets = [side_by_side(q, registry) for q in questions]
+    return [(QuestionTasks(registry, review, base, round.key, round.notes, sets=sets),
+             [q for q, on_set in zip(questions, on_sets) if on_set == sets])
+            for sets in (False, True) if not sets or any(on_sets)]
 
 
 def push(store: Store, server: Server, settings: Settings, registry: Registry, questions: Sequence[Question],
-         progress: Callable[[int], None] = lambda n: None, round: Round = FIRST) -> PushReport:
+         progress: Callable[[int], None] = lambda n: None, round: Round = FIRST) -> list[PushReport]:
     """Push `questions` (from `questions_to_push`, or a second look's plan) in batches; `progress(n)`
-    after each. Only a first review moves questions to `in_review`; a published question stays published."""
+    after each. Only a first review moves questions to `in_review`; a published question stays published.
+    One report a project: the one for single images and videos first, then the image sets' if any."""
     review = settings.section("review", ReviewSettings)
-    tasks = QuestionTasks(registry, review, image_base(settings, review), round.key, round.notes)
-    project_id, created = tasks.project(server, settings)
-    done = runner.run(PushStage(server, tasks, project_id, questions, review.batch_size), store, progress=progress)
-    return PushReport(project_id, created, sent=done.counters["sent"], recovered=done.counters["recovered"])
+    reports = []
+    for tasks, subjects in question_pushes(registry, review, image_base(settings, review), questions, round):
+        project_id, created = tasks.project(server, settings)
+        done = runner.run(PushStage(server, tasks, project_id, subjects, review.batch_size), store, progress=progress)
+        reports.append(PushReport(project_id, created, sent=done.counters["sent"], recovered=done.counters["recovered"],
+                                  kind="image-set question" if tasks.sets else ""))
+    return reports

@@ -212,7 +212,8 @@ def annotator_guide(settings: Settings, review: ReviewSettings) -> str:
 For annotators:
   1. Open the signup link the maintainer sends you and choose an email and a password (or log in at
      {url} with the account you were given).
-  2. Open the project "{review.project}" and press "Label All Tasks".
+  2. Open the project "{review.project}" (or "{review.project} (image sets)", whose questions are about
+     several numbered images) and press "Label All Tasks".
   3. For each question: pick the correct option (keys 1-4); check the evaluation dimension and change it
      if it is wrong; choose Keep (k), or Discard (x) with the reasons; then Submit (Ctrl+Enter).
      Each question is shown to {review.overlap} annotator(s).

@@ -18,15 +18,16 @@ def review_stage(settings: Settings, run_id: str) -> dict:
         return {"skipped": "LABEL_STUDIO_API_KEY is not set (see `benchsmith labelstudio up`)"}
     from annotation.client import connect
     from annotation.conversations import ConversationTasks
-    from annotation.push import PushStage, QuestionTasks, image_base, questions_to_push
+    from annotation.push import PushStage, image_base, question_pushes, questions_to_push
     from annotation.settings import ReviewSettings
     from benchsmith.dimensions import registry
 
     review = settings.section("review", ReviewSettings)
     base = image_base(settings, review)
     with Store(settings.db_url) as store:
-        waiting = {"review questions": (QuestionTasks(registry(), review, base), questions_to_push(store, review)),
-                   "review conversations": (ConversationTasks(base, review), store.get_conversations(status="candidate"))}
+        waiting = {"review image-set questions" if tasks.sets else "review questions": (tasks, questions)
+                   for tasks, questions in question_pushes(registry(), review, base, questions_to_push(store, review))}
+        waiting["review conversations"] = (ConversationTasks(base, review), store.get_conversations(status="candidate"))
     out = {}
     for kind, (tasks, subjects) in waiting.items():
         out[kind] = {"cached": True}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PIL import Image as PILImage
 
-from benchsmith.records import Image, Provenance, Question, Verdict, sha256_bytes
+from benchsmith.records import Image, ImageSet, Provenance, Question, Verdict, sha256_bytes
 from benchsmith.settings import Settings
 from tests.conftest import ADMIN, ADMIN_PASSWORD  # noqa: F401 - the browser test logs in as the admin
 
@@ -32,3 +32,25 @@ def seed_questions(store, settings: Settings, dimensions: list[int], *, blind_pa
     store.add_items(items)
     store.add_questions(questions, stage="generate", verdicts_for_new=verdicts)
     return questions
+
+
+def seed_set_question(store, settings: Settings, sizes: list[tuple[int, int]], dimension_id: int = 27) -> Question:
+    """An image set of one new picture per size in `sizes` (so each image is told apart by its size) and
+    a question about it that numbers them as a set's questions do, with a passing blind-filter verdict."""
+    settings.media_dir.mkdir(parents=True, exist_ok=True)
+    first = len(list(settings.media_dir.glob("set*.png")))
+    members = []
+    for index, size in enumerate(sizes, start=first):
+        path = settings.media_dir / f"set{index:05d}.png"
+        PILImage.new("RGB", size, ((index * 53) % 256, 90, (index * 29) % 256)).save(path)
+        members.append(Image(id=sha256_bytes(path.read_bytes() + str(index).encode()), path=path.name,
+                             width=size[0], height=size[1]))
+    image_set = ImageSet.of(members)
+    numbers = " and ".join(f"image {n}" for n in range(1, len(sizes) + 1))
+    question = Question(item_id=image_set.id, dimension_id=dimension_id, text=f"What changed between {numbers}?",
+                        options=["the square moved", "the circle turned red", "a star was added", "nothing"],
+                        answer=1, provenance=Provenance(backend="template"))
+    store.add_items([*members, image_set])
+    store.add_questions([question], stage="generate", verdicts_for_new=[Verdict(
+        subject_id=question.id, subject_kind="question", stage="blind", rule="text_only_solvers", passed=True)])
+    return question

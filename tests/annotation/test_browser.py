@@ -24,7 +24,7 @@ from benchsmith.paths import REPO_ROOT
 from benchsmith.records import Turn
 from benchsmith.store import Store
 from evaluation.sources import from_folder
-from tests.annotation.conftest import ADMIN, ADMIN_PASSWORD, seed_questions
+from tests.annotation.conftest import ADMIN, ADMIN_PASSWORD, seed_questions, seed_set_question
 from tests.annotation.test_cli import benchsmith
 
 BROWSER = REPO_ROOT / "tests" / "browser"
@@ -50,8 +50,8 @@ def test_an_annotator_sees_the_question_and_submits_an_answer_that_a_pull_brings
     settings = label_studio.settings(overlap=1)
     with Store(settings.db_url) as store:
         question = seed_questions(store, settings, [3])[0]
-        report = push(store, connect(settings), settings, registry(),
-                      questions_to_push(store, settings.section("review", ReviewSettings)))
+        (report,) = push(store, connect(settings), settings, registry(),
+                         questions_to_push(store, settings.section("review", ReviewSettings)))
         task_id = store.get_review_tasks("question")[question.id][1]
 
         chosen = (question.answer + 2) % 4
@@ -84,6 +84,40 @@ def test_an_annotator_sees_the_question_and_submits_an_answer_that_a_pull_brings
         accepted = store.get_questions(ids=[question.id])[0]
         assert (accepted.status, accepted.review_answer, accepted.review_dimension_id) == ("accepted", chosen, 6)
         assert [r.annotator for r in store.get_reviews()] == [ADMIN]
+
+
+def test_an_annotator_sees_a_sets_images_side_by_side_numbered_in_order_and_a_pull_brings_the_answer_back(label_studio):
+    settings = label_studio.settings(overlap=1)
+    sizes = [(48, 32), (40, 30), (36, 36)]  # each image told apart by its size
+    with Store(settings.db_url) as store:
+        (single,) = seed_questions(store, settings, [3])
+        question = seed_set_question(store, settings, sizes)
+        reports = push(store, connect(settings), settings, registry(),
+                       questions_to_push(store, settings.section("review", ReviewSettings)))
+        assert [(r.kind, r.sent) for r in reports] == [("", 1), ("image-set question", 1)]
+        tasks = store.get_review_tasks("question")
+        assert tasks[single.id][0] == reports[0].project_id and tasks[question.id][0] == reports[1].project_id
+
+        chosen = 2
+        label = f"C. {question.options[chosen]}"
+        seen = browse("label_task.mjs", label_studio.url, ADMIN, ADMIN_PASSWORD, reports[1].project_id,
+                      tasks[question.id][1], label, BROWSER / "artifacts" / "image-set-page.png", "1 v")
+        assert [(f["caption"], tuple(f["size"])) for f in seen["figures"]] == [
+            (f"Image {n}", size) for n, size in enumerate(sizes, 1)]
+        (x1, y1), (x2, y2), (x3, y3) = (f["at"] for f in seen["figures"])
+        assert y1 == y2 == y3 and x1 < x2 < x3  # side by side, in the question's order
+        assert "image 1 and image 2 and image 3" in question.text and question.text in seen["question"]
+        assert [t for t in seen["labels"] if t[:3] in ("A. ", "B. ", "C. ", "D. ")] == [
+            f"{'ABCD'[i]}. {text}[{i + 1}]" for i, text in enumerate(question.options)]
+        names = ["Image Differences[i]", "Image Comparison[c]", "Visual Correspondence[v]"]
+        assert [t for t in seen["radios"] if t in names] == names
+        assert [t for t in seen["checkedAtStart"] if t in names] == ["Image Differences[i]"]
+        assert [t for t in seen["checkedByHotkey"] if t in names] == ["Visual Correspondence[v]"]
+
+        pulled = pull(store, connect(settings), settings, registry())
+        assert pulled.outcomes["accepted"] == 1 and pulled.outcomes["waiting"] == 1, pulled.summary()
+        (accepted,) = store.get_questions(ids=[question.id])
+        assert (accepted.status, accepted.review_answer, accepted.review_dimension_id) == ("accepted", chosen, 29)
 
 
 def test_dollar_signs_templates_and_markup_are_shown_and_recorded_exactly_as_written(label_studio):
@@ -126,7 +160,7 @@ def test_dollar_signs_templates_and_markup_are_shown_and_recorded_exactly_as_wri
     note = "Published answer: D.\nWhy it is back: the key may be wrong.\nModels' choices: m$5 chose A, <i>m2</i> chose A."
     with Store(settings.db_url) as store:
         (published_question,) = store.get_questions(ids=[question.id])
-        looked = push(store, connect(settings), settings, registry(), [published_question],
+        (looked,) = push(store, connect(settings), settings, registry(), [published_question],
                       round=Round("v1", {question.id: note}))
         second_task = store.get_second_look_tasks()[(question.id, "v1")][1]
     seen = browse("label_task.mjs", label_studio.url, ADMIN, ADMIN_PASSWORD, looked.project_id, second_task,

@@ -7,7 +7,7 @@ import uuid
 from annotation.client import connect
 from annotation.settings import ReviewSettings
 from benchsmith.store import Store
-from tests.annotation.conftest import seed_questions
+from tests.annotation.conftest import seed_questions, seed_set_question
 from tests.annotation.test_conversations import seed_conversations
 
 
@@ -45,12 +45,16 @@ def test_the_review_flow_sends_each_kind_to_its_own_project_with_its_own_labelin
     settings = label_studio.settings(conversation_project=f"conversations {uuid.uuid4().hex[:6]}")
     with Store(settings.db_url) as store:
         seed_questions(store, settings, [3])
+        seed_set_question(store, settings, [(8, 8), (9, 9)])
         seed_conversations(store, settings, 2)
     out = review_flow(settings)
     review = settings.section("review", ReviewSettings)
     client = connect(settings).client
     questions = client.projects.get(id=out["review questions"]["project_id"])
+    sets = client.projects.get(id=out["review image-set questions"]["project_id"])
     conversations = client.projects.get(id=out["review conversations"]["project_id"])
-    assert (questions.title, conversations.title) == (review.project, review.conversation_project)
+    assert (questions.title, sets.title, conversations.title) == (
+        review.project, review.project + " (image sets)", review.conversation_project)
     assert 'name="instruction_1"' in conversations.label_config and 'name="instruction_1"' not in questions.label_config
-    assert (questions.task_number, conversations.task_number) == (1, 2)
+    assert '"$gallery"' in sets.label_config and '"$gallery"' not in questions.label_config
+    assert (questions.task_number, sets.task_number, conversations.task_number) == (1, 1, 2)

@@ -9,7 +9,7 @@ import pytest
 from annotation.labeling import label_config, to_review, to_task
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import registry
-from benchsmith.records import Image, Provenance, Question, Video
+from benchsmith.records import Image, ImageSet, Provenance, Question, Video
 
 BASE = "/data/local-files/?d=media/"
 
@@ -95,6 +95,24 @@ def test_a_video_question_shows_the_sampled_frames_and_video_dimensions():
     data = to_task(question(10, "vid1"), video, registry(), ReviewSettings(), BASE)["data"]
     assert data["images"] == [BASE + "v/0.jpg", BASE + "v/1.jpg", BASE + "v/2.jpg"]
     assert [d["html"] for d in data["dimensions"]] == [d.name for d in registry().for_modality("video")]
+
+
+def test_an_image_set_question_shows_every_image_side_by_side_numbered_as_the_question_numbers_them():
+    members = [Image(id=f"img{n}", path=f"s/{n} b.png", width=8, height=8) for n in (1, 2, 3)]
+    image_set = ImageSet.of(members)
+    data = to_task(question(28, image_set.id), image_set, registry(), ReviewSettings(), BASE)["data"]
+    assert data["images"] == [BASE + f"s/{n}%20b.png" for n in (1, 2, 3)]
+    figures = ET.fromstring(data["gallery"]).findall("figure")
+    assert [(f.find("figcaption").text, f.find("img").get("src")) for f in figures] == [
+        (f"Image {n}", BASE + f"s/{n}%20b.png") for n in (1, 2, 3)]
+    assert [(d["html"], d["hotkey"], d["selected"]) for d in data["dimensions"]] == [
+        ("Image Differences", "i", False), ("Image Comparison", "c", True), ("Visual Correspondence", "v", False)]
+    assert "gallery" not in to_task(question(5), members[0], registry(), ReviewSettings(), BASE)["data"]
+
+    # the set's config shows the gallery where the single-image one pages through `images`; the rest is the same
+    gallery = '<HyperText name="image" value="$gallery" inline="true"/>'
+    single, sets = label_config(ReviewSettings()), label_config(ReviewSettings(), sets=True)
+    assert sets == single.replace('<Image name="image" valueList="$images" maxWidth="100%"/>', gallery)
 
 
 def annotation(*results, annotation_id=7, who=3):

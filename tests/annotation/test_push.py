@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
 
 import httpx
@@ -15,7 +16,7 @@ import sqlalchemy as sa
 
 from annotation.client import LabelStudioError, connect
 from annotation.labeling import to_task
-from annotation.push import image_base, push, questions_to_push
+from annotation.push import Round, image_base, push, questions_to_push
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import registry
 from benchsmith.paths import REPO_ROOT
@@ -23,7 +24,7 @@ from benchsmith.records import Verdict
 from benchsmith.settings import load_settings
 from benchsmith.store import Store
 from benchsmith.store.schema import review_tasks
-from tests.annotation.conftest import seed_questions
+from tests.annotation.conftest import seed_questions, seed_set_question
 
 
 def server_tasks(server, project_id: int) -> list:
@@ -32,7 +33,8 @@ def server_tasks(server, project_id: int) -> list:
 
 def run_push(settings, store):
     server = connect(settings)
-    return push(store, server, settings, registry(), questions_to_push(store, settings.section("review", ReviewSettings)))
+    (report,) = push(store, server, settings, registry(), questions_to_push(store, settings.section("review", ReviewSettings)))
+    return report
 
 
 def test_push_sends_each_passed_candidate_once_and_a_repush_adds_nothing(label_studio):
@@ -59,6 +61,24 @@ def test_push_sends_each_passed_candidate_once_and_a_repush_adds_nothing(label_s
         again = run_push(settings, store)
         assert (again.project_id, again.project_created, again.sent) == (report.project_id, False, 0)
         assert len(server_tasks(server, report.project_id)) == 10
+
+
+def test_questions_about_image_sets_go_to_projects_of_their_own_in_each_round(label_studio):
+    settings = label_studio.settings(second_look_project=f"second {uuid.uuid4().hex[:8]}")
+    review = settings.section("review", ReviewSettings)
+    with Store(settings.db_url) as store:
+        question = seed_set_question(store, settings, [(8, 8), (9, 9)])
+        server = connect(settings)
+        single, sets = push(store, server, settings, registry(), questions_to_push(store, review))
+        assert (single.sent, sets.sent, sets.summary()) == (0, 1, f"image-set question project {sets.project_id} "
+                                                            "(created): 1 tasks sent, 0 recovered from an interrupted push")
+        (task,) = server_tasks(server, sets.project_id)
+        assert task.data["question_id"] == question.id and task.data["gallery"].count("<figure") == 2
+
+        _single, looked = push(store, server, settings, registry(), [question], round=Round("v1", {question.id: "why"}))
+        project = server.client.projects.get(id=looked.project_id)
+        assert (project.title, looked.sent) == (review.second_look_project + " (image sets)", 1)
+        assert '"$gallery"' in project.label_config and '"$note"' in project.label_config
 
 
 def test_new_instructions_update_the_project_and_send_nothing_again(label_studio):

@@ -2,8 +2,8 @@
 // keep, submit.
 // Usage: node label_task.mjs <url> <email> <password> <projectId> <taskId> <optionText> <screenshot.png> [hotkeys]
 // `hotkeys` is one or more keys separated by spaces ("2 r"), pressed in turn. Prints one JSON line: what
-// was seen on the labeling page (which labels are radio buttons and which checkboxes), and the radio
-// labels checked at the start, after the hotkeys and after the click.
+// was seen on the labeling page (which labels are radio buttons and which checkboxes; an image set's
+// numbered images), and the radio labels checked at the start, after the hotkeys and after the click.
 import { chromium } from 'playwright-core';
 
 const [url, email, password, projectId, taskId, optionText, screenshot, hotkeys = '1'] = process.argv.slice(2);
@@ -34,7 +34,17 @@ try {
     const shown = [...document.querySelectorAll('img')].filter((e) => e.complete && e.naturalWidth > 0);
     return shown.length ? [shown[0].naturalWidth, shown[0].naturalHeight] : null;
   })).jsonValue();
+  // an image set's images, in page order: each one's caption, size and place, once every one has pixels
+  const figures = await (await page.waitForFunction(() => {
+    const shown = [...document.querySelectorAll('figure')].map((f) => {
+      const img = f.querySelector('img'), box = img.getBoundingClientRect();
+      return { caption: f.querySelector('figcaption').innerText, size: [img.naturalWidth, img.naturalHeight],
+               at: [Math.round(box.x), Math.round(box.y)] };
+    });
+    return shown.every((f) => f.size[0] > 0) && shown;
+  })).jsonValue();
   const seen = {
+    figures,
     question: await page.locator('h1, h2, h3, h4').allInnerTexts(),
     labels: await page.locator('label:visible').allInnerTexts(),
     text: await page.locator('body').innerText(),
