@@ -2,10 +2,12 @@
 
 Through the installed command, as a user runs it: `scenes make --sets N/2 --kind pairs` and `--kind sets`
 (timed from outside, process start included), `ingest` of both manifests, `generate -g image_sets`
-(timed). Then, from the store: questions kept per dimension (27-29), dropped ones by rule, the answer
-letters' chi-square against uniform, and every kept key checked against the member images' manifest rows
-and the recorded changes, from the question's words (the tests' checker). Targets on 200 sets: >= 250
-kept questions per dimension, every key right, letters p > 0.05.
+(timed), and the blind `filter`. Then, over the questions the blind filter kept: how many per dimension
+(27-29), the answer letters' chi-square against uniform, every key checked against the member images'
+manifest rows and the recorded changes, from the question's words (the tests' checker), and the
+strongest text-only adversary of benchmarks/blind_adversary.py trained on them, 5 folds by set. Targets on
+200 sets: >= 250 kept questions per dimension, every key right, letters p > 0.05, the adversary's upper
+95% bound <= 28%.
 Results: benchmarks/results/image_sets.json.
 
     .venv/bin/python benchmarks/image_sets.py              # 200 sets
@@ -23,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.blind_adversary import attack, tabulate  # noqa: E402
 from benchmarks.common import arguments, cli, save, user_env  # noqa: E402
 
 
@@ -30,6 +33,7 @@ def run(sets: int) -> dict:
     from scipy.stats import chisquare
 
     from benchsmith.store import Store
+    from filters.blind import STAGE
     from tests.generators.test_image_sets import Members, right_options
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -43,20 +47,23 @@ def run(sets: int) -> dict:
                                "sets_per_second": round(sets / 2 / seconds, 1)}
         ingest_seconds, _ = cli("ingest", "pairs/manifest.jsonl", "sets/manifest.jsonl", cwd=tmp, env=env)
         generate_seconds, printed = cli("generate", "-g", "image_sets", cwd=tmp, env=env)
+        filter_seconds, _ = cli("filter", cwd=tmp, env=env)
         with Store(f"sqlite:///{tmp / 'bench' / 'benchsmith.db'}") as store:
             names = {i.path: i.original_name for i in store.get_items(kind="image")}
             items = {s.id: tuple(names[p] for p in s.paths) for s in store.get_items(kind="image_set")}
             questions = [q for q in store.get_questions(status=None) if q.meta.get("generator") == "image_sets"]
+            blind_kept = {v.subject_id for v in store.get_verdicts(stage=STAGE, subject_kind="question") if v.passed}
     by_path = {r["path"]: r for r in rows if "path" in r}
     listed = {tuple(r["images"]): r for r in rows if "images" in r}
-    kept = [q for q in questions if q.status == "candidate"]
+    kept = [q for q in questions if q.id in blind_kept]
     wrong = [q.text for q in kept
              if right_options(q.text, q.options, Members(listed[items[q.item_id]], by_path)) != {q.options[q.answer]}]
     letters = Counter(q.answer for q in kept)
     per_dimension = Counter(q.dimension_id for q in kept)
     result = {"case": "image_sets", "cores": os.cpu_count(), "load_average": os.getloadavg()[0], "sets": sets,
               "rendering": rendering, "ingest_seconds": round(ingest_seconds, 2),
-              "generate_seconds": round(generate_seconds, 2),
+              "generate_seconds": round(generate_seconds, 2), "filter_seconds": round(filter_seconds, 2),
+              "generated": len(questions),
               "jobs": int(re.search(r"jobs\s+│\s+(\d+) ", printed)[1]),
               "kept_per_dimension": dict(sorted(per_dimension.items())),
               "kept_per_template": dict(sorted(Counter(f"{q.dimension_id}:{q.meta['template']}"
@@ -65,8 +72,10 @@ def run(sets: int) -> dict:
               "letters": {"ABCD"[k]: letters[k] for k in range(4)},
               "letters_chi2_p": round(float(chisquare([letters[k] for k in range(4)]).pvalue), 4),
               "wrong_keys": wrong[:10], "keys_checked": len(kept)}
+    strongest, tables = tabulate(attack(kept), [str(q.dimension_id) for q in kept])
+    result |= {"strongest_adversary": strongest, "adversaries": tables}
     result["meets_target"] = (all(per_dimension[d] >= 250 for d in (27, 28, 29)) and not wrong
-                              and result["letters_chi2_p"] > 0.05)
+                              and result["letters_chi2_p"] > 0.05 and strongest["overall"]["ci95"][1] <= 0.28)
     return result
 
 
