@@ -47,6 +47,11 @@ def _fields(entry: Entry) -> dict[str, Any]:
     return vars(entry) | {f"choice_{letter.lower()}": choice for letter, choice in zip(LETTERS, entry.choices)}
 
 
+def _one_or_list(values: list[str]) -> str:
+    """One value as it is, several as a JSON list (VLMEvalKit's `toliststr` evaluates a bracketed cell)."""
+    return values[0] if len(values) == 1 else json.dumps(values)
+
+
 class TsvWriter:
     """VLMEvalKit's image MCQ TSV. A question with several images (an image set, a video's frames) carries
     them as a JSON list in `image` and their file names as a list in `image_path`, as VLMEvalKit's
@@ -62,17 +67,12 @@ class TsvWriter:
         self.rows = 0
 
     def add(self, entry: Entry, frames: list[bytes]) -> None:
-        index = self.rows
-        encoded = [base64.b64encode(data).decode("ascii") for data in frames]
         # named by content: VLMEvalKit reuses a file already under its name, so a stale one must never match
         names = [f"{sha256_bytes(data)[:16]}.{'png' if data.startswith(PNG) else 'jpg'}" for data in frames]
-        if entry.media in self._first_row_of:
-            image = str(self._first_row_of[entry.media])
-        else:
-            image = encoded[0] if len(encoded) == 1 else json.dumps(encoded)
-            self._first_row_of[entry.media] = index
-        self._csv.writerow([index, image, names[0] if len(names) == 1 else json.dumps(names), entry.question,
-                            *entry.choices, entry.answer, entry.category, entry.question_id, entry.data_type])
+        first = self._first_row_of.setdefault(entry.media, self.rows)
+        image = str(first) if first < self.rows else _one_or_list([base64.b64encode(d).decode("ascii") for d in frames])
+        self._csv.writerow([self.rows, image, _one_or_list(names), entry.question, *entry.choices, entry.answer,
+                            entry.category, entry.question_id, entry.data_type])
         self.rows += 1
 
     def close(self) -> None:
