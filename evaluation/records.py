@@ -21,9 +21,9 @@ class EvalQuestion:
     options: tuple[str, ...]
     answer: int                     # index of the key in `options`
     dimension: str                  # dimension key, e.g. "instance_counting"
-    data_type: str = "image"        # image | video
+    data_type: str = "image"        # image | image_set | video
     image_id: str = ""              # the image (or video) it is about; questions on one image share it
-    frames: tuple[bytes, ...] = field(default=(), repr=False)  # encoded image(s); a video's sampled frames
+    frames: tuple[bytes, ...] = field(default=(), repr=False)  # encoded image(s): a set's, a video's frames
     frame_files: tuple[Path, ...] = ()  # or the files that hold them, read only when a model needs them
     content_hash: str = ""          # changes whenever anything the model sees changes
 
@@ -32,14 +32,18 @@ class EvalQuestion:
         return len(self.frames) or len(self.frame_files)
 
     def encoded(self, at_most: int) -> list[bytes]:
-        """Up to `at_most` encoded frames, evenly spread. Frames in files are read now, so a run holds
-        only the images of the passes a model is working on."""
+        """The encoded images a model is shown: a video's frames spread to at most `at_most`, every image
+        of an image set (the question numbers them all). Files are read now, so a run holds only the
+        images of the passes a model is working on."""
         if self.frames:
-            return spread(self.frames, at_most)
-        return [path.read_bytes() for path in spread(self.frame_files, at_most)]
+            return spread(self.frames, self.n_shown(at_most))
+        return [path.read_bytes() for path in spread(self.frame_files, self.n_shown(at_most))]
+
+    def n_shown(self, at_most: int) -> int:
+        return min(self.n_frames, at_most) if self.data_type == "video" else self.n_frames
 
     def images(self, at_most: int) -> list:
-        """Up to `at_most` frames, evenly spread, as RGB PIL images."""
+        """`encoded(at_most)` as RGB PIL images."""
         from PIL import Image
 
         return [Image.open(io.BytesIO(data)).convert("RGB") for data in self.encoded(at_most)]

@@ -21,6 +21,7 @@ from publish.stats import markdown_table
 
 TEMPLATE = Path(__file__).with_name("card.md")
 ALL = "all"
+KINDS = {"image": "single images", "image_set": "image sets", "video": "videos"}  # data_type -> how the card says it
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
 
 
@@ -109,7 +110,7 @@ def render_card(*, settings: PublishSettings, version: str, date: str, repo: str
     return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
         metadata=meta, pretty_name=settings.pretty_name, description=settings.description, version=version,
         date=date, n_questions=len(entries), n_dimensions=len(shards),
-        n_image=sum(e.data_type == "image" for e in entries), n_video=sum(e.data_type == "video" for e in entries),
+        by_kind=", ".join(f"on {label}: {sum(e.data_type == kind for e in entries)}" for kind, label in KINDS.items()),
         where=where, split=settings.split,
         where_note="" if repo else "# the path of this release's folder (it is not on the Hub)",
         download=f"hf download {repo} --repo-type dataset --local-dir {settings.name}" if repo else "",

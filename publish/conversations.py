@@ -16,9 +16,9 @@ from typing import Any
 import datasets
 
 from publish.dataset import write_shards
-from publish.entries import media_of, public_name
+from publish.entries import public_name
 from publish.settings import PublishSettings
-from benchsmith.records import LEVELS, Conversation, Turn, stable_hash
+from benchsmith.records import LEVELS, Conversation, Turn, pictures, stable_hash
 from benchsmith.store import Store
 
 CONFIG = "conversations"
@@ -61,8 +61,8 @@ def collect(store: Store, conversations: Sequence[Conversation] | None = None) -
     items = {item.id: item for item in store.get_items(sorted({c.item_id for c in conversations}))}
     reviews = store.get_reviews([c.id for c in conversations], kind="conversation")
     reviewers = Counter(cid for cid, _annotation in {(r.conversation_id, r.annotation_id) for r in reviews})
-    entries = [ConversationEntry(conversation_id=c.id, turns=tuple(c.final_turns), media=media_of(item), data_id=item.id,
-                                 source=public_name(item.source), generator=c.provenance.backend,
+    entries = [ConversationEntry(conversation_id=c.id, turns=tuple(c.final_turns), media=tuple(pictures(item)),
+                                 data_id=item.id, source=public_name(item.source), generator=c.provenance.backend,
                                  model=public_name(c.provenance.model), annotators=reviewers[c.id])
                for c in conversations if (item := items.get(c.item_id))]
     return sorted(entries, key=lambda e: e.conversation_id)

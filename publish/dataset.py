@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import datasets
 
 from publish.entries import Entry
 from publish.settings import PublishSettings
-from benchsmith.records import LETTERS
+from benchsmith.records import LETTERS, sha256_bytes
 
 FEATURES = datasets.Features({
     "question_id": datasets.Value("string"),
@@ -38,36 +39,40 @@ FEATURES = datasets.Features({
     "agreement": datasets.Value("float64"),
     "annotators": datasets.Value("int64"),
 })
-TSV_COLUMNS = ["index", "image", "question", *LETTERS, "answer", "category", "question_id", "data_type"]
+TSV_COLUMNS = ["index", "image", "image_path", "question", *LETTERS, "answer", "category", "question_id", "data_type"]
+PNG = b"\x89PNG"
 
 
 def _fields(entry: Entry) -> dict[str, Any]:
     return vars(entry) | {f"choice_{letter.lower()}": choice for letter, choice in zip(LETTERS, entry.choices)}
 
 
+def _one_or_list(values: list[str]) -> str:
+    """One value as it is, several as a JSON list (VLMEvalKit's `toliststr` evaluates a bracketed cell)."""
+    return values[0] if len(values) == 1 else json.dumps(values)
+
+
 class TsvWriter:
-    """VLMEvalKit's image MCQ TSV: a repeated image is written once and then referenced by row index;
-    a video's frames go in as a list literal, which VLMEvalKit splits back into images."""
+    """VLMEvalKit's image MCQ TSV. A question with several images (an image set, a video's frames) carries
+    them as a JSON list in `image` and their file names as a list in `image_path`, as VLMEvalKit's
+    multi-image sets do: its `dump_image` saves each list item under its name. Media shown before are
+    written once and then referenced by the index of the row that holds them."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = path.open("w", encoding="utf-8", newline="")
         self._csv = csv.writer(self._file, delimiter="\t", lineterminator="\n")
         self._csv.writerow(TSV_COLUMNS)
-        self._first_row_of: dict[str, int] = {}
+        self._first_row_of: dict[tuple[str, ...], int] = {}
         self.rows = 0
 
     def add(self, entry: Entry, frames: list[bytes]) -> None:
-        index = self.rows
-        encoded = [base64.b64encode(data).decode("ascii") for data in frames]
-        if len(encoded) == 1:
-            key = entry.media[0]
-            image = str(self._first_row_of[key]) if key in self._first_row_of else encoded[0]
-            self._first_row_of.setdefault(key, index)
-        else:
-            image = repr(encoded)
-        self._csv.writerow([index, image, entry.question, *entry.choices, entry.answer, entry.category,
-                            entry.question_id, entry.data_type])
+        # named by content: VLMEvalKit reuses a file already under its name, so a stale one must never match
+        names = [f"{sha256_bytes(data)[:16]}.{'png' if data.startswith(PNG) else 'jpg'}" for data in frames]
+        first = self._first_row_of.setdefault(entry.media, self.rows)
+        image = str(first) if first < self.rows else _one_or_list([base64.b64encode(d).decode("ascii") for d in frames])
+        self._csv.writerow([self.rows, image, _one_or_list(names), entry.question, *entry.choices, entry.answer,
+                            entry.category, entry.question_id, entry.data_type])
         self.rows += 1
 
     def close(self) -> None:

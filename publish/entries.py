@@ -21,7 +21,7 @@ class Entry:
     question: str
     choices: tuple[str, str, str, str]
     answer: str
-    media: tuple[str, ...]          # paths relative to the media folder: one image, or a video's frames
+    media: tuple[str, ...]          # paths relative to the media folder: one image, a set's images, a video's frames
     data_type: str
     question_type_id: int
     category: str
@@ -61,11 +61,6 @@ def agreement(final_answer: int, reviewer_answers: Sequence[int | None]) -> floa
     return sum(answer == final_answer for answer in reviewer_answers) / len(reviewer_answers)
 
 
-def media_of(item: Item) -> tuple[str, ...]:
-    """The stored files a release shows for `item`."""
-    return tuple(pictures(item))
-
-
 def entry_for(question: Question, item: Item, reviewer_answers: Sequence[int | None],
               dimensions: Registry) -> Entry:
     """The published form of an accepted question; the human answer and dimension win when set."""
@@ -73,7 +68,7 @@ def entry_for(question: Question, item: Item, reviewer_answers: Sequence[int | N
     dimension = dimensions.get(question.final_dimension_id)
     return Entry(
         question_id=question.id, question=question.text, choices=tuple(question.options), answer=LETTERS[answer],
-        media=media_of(item), data_type=item.kind, question_type_id=dimension.id, category=dimension.name,
+        media=tuple(pictures(item)), data_type=item.kind, question_type_id=dimension.id, category=dimension.name,
         config=dimension.key, data_id=item.id, source=public_name(item.source),
         generator=question.provenance.backend, model=public_name(question.provenance.model),
         agreement=agreement(answer, reviewer_answers), annotators=len(reviewer_answers),

@@ -27,11 +27,11 @@ from publish import conversations as conversation_config
 from publish import stats
 from publish.card import ALL, Changes, changelog_markdown, render_card
 from publish.dataset import uncompressed_bytes, write_data
-from publish.entries import Entry, entry_for, media_of, public_name
+from publish.entries import Entry, entry_for, public_name
 from publish.lmms_eval import write_task
 from publish.media import CleanImages, MediaError
 from publish.settings import PublishSettings, releases_root
-from benchsmith.records import Release
+from benchsmith.records import Release, pictures
 from benchsmith.settings import Settings
 from benchsmith.store import Store
 from filters.blind import ACCURACY_COLUMNS, accuracy_table, report as blind_report
@@ -286,7 +286,7 @@ def encode_images(store: Store, settings: Settings, item_ids: Sequence[str]) -> 
     images = clean_images(settings)
     counts = {"encoded": 0, "reused": 0, "unreadable": 0}
     for item in store.get_items(sorted(item_ids)):
-        for relative in media_of(item):
+        for relative in pictures(item):
             try:
                 counts["encoded" if images.ensure(relative) else "reused"] += 1
             except MediaError:

@@ -60,7 +60,7 @@ class TransformersVlmConfig(AdapterConfig):
     model: str                                   # Hugging Face id or local folder
     batch_size: int = Field(8, ge=1, json_schema_extra=UNKEYED)  # questions per pass (likelihood: times the options)
     max_frames: int = Field(8, ge=1)             # frames of a video question given to the model
-    video: bool = True                           # false: the model takes one image; video passes are skipped
+    video: bool = True                           # false: the model takes one image; videos and image sets are skipped
     device: str = Field("auto", json_schema_extra=UNKEYED)
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     trust_remote_code: bool = False

@@ -1,11 +1,11 @@
 """Black-box evaluation through an OpenAI-compatible chat endpoint with image input.
 
 Each pass is one chat request: the prompt template with the question and its options as shown, and the
-image (or up to `max_frames` of a video's frames, evenly spread) as base64 data URLs. The reply is
-matched to an option (`evaluation.matching`); replies that match nothing go, when `matcher_model` is
-set, to an LLM that says which option they mean. Every call goes through
-`benchsmith.llm.LlmClient`: concurrent, rate limited, retried and kept in the store, so a rerun pays for
-nothing twice.
+image (every image of an image set in order, or up to `max_frames` of a video's frames, evenly spread) as
+base64 data URLs, one content part each. The reply is matched to an option (`evaluation.matching`);
+replies that match nothing go, when `matcher_model` is set, to an LLM that says which option they mean.
+Every call goes through `benchsmith.llm.LlmClient`: concurrent, rate limited, retried and kept in the
+store, so a rerun pays for nothing twice.
 
 A call that fails for a passing reason (429, 5xx, timeouts) is left for the next run. A refusal (a 4xx
 such as "this model does not take image input") stops the run with that message, since every other

@@ -64,8 +64,8 @@ class TransformersVlm:
         if not frames:
             return "the question has no image"
         if frames > 1 and not self.config.video:
-            return (f"a video question ({frames} frames) and model {self.config.model!r} takes one image "
-                    f"(evaluate.models: video false)")
+            return (f"a question with {frames} images ({p.question.data_type}) and model {self.config.model!r} "
+                    "takes one image (evaluate.models: video false)")
         if frames > 1:
             text, images = self.inputs(p)
             try:
@@ -96,7 +96,7 @@ class TransformersVlm:
         """Up to `batch_size` passes with the same number of options, similar ones together so that
         a batch pads little."""
         def size(p: Pass) -> tuple[int, int, int]:
-            images = min(p.question.n_frames, self.config.max_frames)
+            images = p.question.n_shown(self.config.max_frames)
             return len(p.options), images, len(p.question.text) + sum(map(len, p.options))
 
         for _, group in groupby(sorted(passes, key=size), key=lambda p: len(p.options)):

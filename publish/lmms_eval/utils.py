@@ -21,7 +21,8 @@ _BRACKETED_LETTER = re.compile(r"[(\[]([A-D])[)\]]")
 
 
 def doc_to_visual(doc):
-    """The row's images as RGB: one for an image question, a video's sampled frames in order."""
+    """The row's images as RGB, in order: one for an image question, every image of an image set, a
+    video's sampled frames."""
     return [_open(image).convert("RGB") for image in doc["image"]]
 
 

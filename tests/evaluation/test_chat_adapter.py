@@ -41,6 +41,8 @@ class SeeingModel:
         self.images_seen += len(images)
         question = next((q for (image, question_text), q in self.truth.items()
                          if images and image == digest(images[0]) and question_text in text), None)
+        if question and question.data_type == "image_set" and images != question.encoded(question.n_frames):
+            question = None                 # a set is answered only when all its images arrive, in order
         if question is None:
             return chat_completion("I cannot see an image.")
         shown = re.findall(r"^([A-D])\. (.*)$", text, re.MULTILINE)
@@ -147,7 +149,7 @@ def test_store_questions_keep_their_images_in_the_media_folder_until_a_request_i
     questions = from_store(published.store, published.settings.media_dir, statuses=["published"])
     assert len(questions) == len(published.reviewed.accepted_ids)
     assert all(q.frames == () and q.frame_files and q.n_frames == len(q.frame_files) for q in questions)
-    assert {q.data_type for q in questions} == {"image", "video"}
+    assert {q.data_type for q in questions} == {"image", "video", "image_set"}
     model = SeeingModel(questions, styles=["letter"])
     with ScriptedOpenAI(model) as server:
         settings = with_evaluate(published.settings, tmp_path, {"models": {"vlm": {
@@ -156,8 +158,9 @@ def test_store_questions_keep_their_images_in_the_media_folder_until_a_request_i
         evaluate(published.store, stage)
     rows = published.store.predictions([stage.run.id])
     assert len(rows) == len(questions) and all(r["correct"] and r["matched_by"] == "letter" for r in rows)
-    videos = sum(q.data_type == "video" for q in questions)
-    assert model.images_seen == len(questions) - videos + 2 * videos     # a video sends its first and last frame
+    videos, sets = (sum(q.data_type == kind for q in questions) for kind in ("video", "image_set"))
+    # a video sends its first and last frame; the three-image set sends all three, in order
+    assert model.images_seen == len(questions) - videos - sets + 2 * videos + 3 * sets
 
 
 def test_a_chat_model_evaluated_in_batch_mode_scores_as_it_does_live(published, tmp_path):

@@ -13,18 +13,24 @@ from tests.support.openai_server import ScriptedOpenAI, chat_completion
 
 def test_run_board_and_items_on_the_latest_release(published: Published, tmp_path):
     workspace = published.settings.workspace
-    with ScriptedOpenAI(lambda _r: chat_completion("Answer: A")) as server:
+    def responder(request):     # "A", but the right "B" to the set question when all three images arrive
+        parts = request["messages"][0]["content"]
+        images = sum(part["type"] == "image_url" for part in parts)
+        return chat_completion("Answer: B" if images == 3 and "Which image is purple?" in parts[-1]["text"]
+                               else "Answer: A")
+
+    with ScriptedOpenAI(responder) as server:
         (tmp_path / "benchsmith.yaml").write_text(yaml.safe_dump({"evaluate": {"models": {
             "always-a": {"kind": "openai", "model": "scripted"}}}}))
         env = {"OPENAI_BASE_URL": server.base_url}
         first = benchsmith(workspace, "eval", "run", "-m", "always-a", "-m", "blind-longest", env_extra=env)
         assert first.returncode == 0, first.stderr
-        assert ("always-a on release:v1 (single): 17 done of 17 pending, 0 not scored, 0 left for the next run "
-                "(17 ok)") in first.stdout
+        assert ("always-a on release:v1 (single): 18 done of 18 pending, 0 not scored, 0 left for the next run "
+                "(18 ok)") in first.stdout
         calls = server.calls
         again = benchsmith(workspace, "eval", "run", "-m", "always-a", "--json", env_extra=env)
         assert again.returncode == 0 and json.loads(again.stdout)[0]["pending"] == 0
-        assert server.calls == calls == 17                      # a finished run asks nothing again
+        assert server.calls == calls == 18                      # a finished run asks nothing again
 
     board = benchsmith(workspace, "eval", "board", "--json")
     assert board.returncode == 0, board.stderr
@@ -34,6 +40,7 @@ def test_run_board_and_items_on_the_latest_release(published: Published, tmp_pat
     [page] = published.store.get_questions(ids=[published.reviewed.page_question])  # a text-rich dimension too
     assert rows["always-a"]["dimensions"]["chart_retrieval"] == {
         "accuracy": float(page.answer == 0), "n": 1, "ci": [float(page.answer == 0)] * 2}
+    assert rows["always-a"]["dimensions"]["image_comparison"] == {"accuracy": 1.0, "n": 1, "ci": [1.0, 1.0]}
     assert rows["blind-longest"]["blind"]
     folder = workspace / "evaluations" / "release_v1"
     assert (folder / "board.png").stat().st_size > 0 and "| always-a |" in (folder / "board.md").read_text()

@@ -4,6 +4,7 @@ production path: the batched, shared-prefix scores against the one-pass-per-opti
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 import pytest
 from PIL import Image
@@ -41,6 +42,9 @@ QUESTIONS = [
 ]
 VIDEO = EvalQuestion("v1", "Which colour comes last?", ("red", "green", "blue", "white"), 2, "order",
                      data_type="video", frames=tuple(png(c) for c in ("red", "green", "blue")), content_hash="4")
+IMAGE_SET = EvalQuestion("s1", "Which image is blue?", ("image 1", "image 2", "image 3", "none of them"), 1,
+                         "odd", data_type="image_set", frames=tuple(png(c) for c in ("red", "blue", "green")),
+                         content_hash="6")
 
 MAKERS = {"llava": save_tiny_llava, "idefics3": save_tiny_idefics3}
 
@@ -160,14 +164,26 @@ def test_reordered_options_keep_each_options_score(llava):
 
 def test_video_questions_get_frames_or_a_recorded_skip(vlm):
     [(_, skipped)] = list(adapter(vlm, video=False).predict(passes([VIDEO], protocol("single"))))
-    assert skipped.skipped.startswith("a video question (3 frames)") and skipped.choice is None
+    assert skipped.skipped.startswith("a question with 3 images (video)") and skipped.choice is None
     [(_, answered)] = list(adapter(vlm, max_frames=2).predict(passes([VIDEO], protocol("single"))))
     assert answered.choice is not None and len(answered.scores) == 4
     [(_, all_frames)] = list(adapter(vlm, max_frames=3).predict(passes([VIDEO], protocol("single"))))
     assert all_frames.scores != pytest.approx(answered.scores, abs=1e-6)
 
 
-def test_a_model_that_refuses_several_images_skips_the_video(llava):
+def test_an_image_set_is_ranked_on_every_image_in_order(vlm):
+    single = protocol("single")
+    [(_, reference)] = list(adapter(vlm, share_prompt=False).predict(passes([IMAGE_SET], single)))
+    [(_, capped)] = list(adapter(vlm, max_frames=1).predict(passes([IMAGE_SET], single)))
+    assert capped.scores == pytest.approx(reference.scores, abs=1e-4)      # max_frames spreads videos only
+    reordered = replace(IMAGE_SET, frames=IMAGE_SET.frames[::-1], content_hash="7")
+    [(_, other)] = list(adapter(vlm).predict(passes([reordered], single)))
+    assert other.scores != pytest.approx(reference.scores, abs=1e-6)
+    [(_, skipped)] = list(adapter(vlm, video=False).predict(passes([IMAGE_SET], single)))
+    assert skipped.skipped.startswith("a question with 3 images (image_set) and model")
+
+
+def test_a_model_that_refuses_several_images_skips_the_video_and_the_set(llava):
     class OneImageOnly:
         """The model's processor, failing on more than one image as single-image processors do."""
 
@@ -185,10 +201,11 @@ def test_a_model_that_refuses_several_images_skips_the_video(llava):
     ranker = adapter(llava)
     ranker.load()
     ranker.processor = OneImageOnly(ranker.processor)
-    answers = dict(ranker.predict(passes([VIDEO, QUESTIONS[0]], protocol("single"))))
-    video, image = sorted(answers.items(), key=lambda item: item[0].question.question_id != "v1")
-    assert video[1].skipped.endswith("cannot take 3 images: this model takes one image per prompt")
-    assert image[1].choice is not None
+    answers = {p.question.question_id: a for p, a in ranker.predict(passes([VIDEO, IMAGE_SET, QUESTIONS[0]],
+                                                                         protocol("single")))}
+    for several in ("v1", "s1"):
+        assert answers[several].skipped.endswith("cannot take 3 images: this model takes one image per prompt")
+    assert answers["q1"].choice is not None
 
 
 def test_a_model_that_cannot_load_is_one_line(tmp_path):
@@ -209,9 +226,9 @@ def test_a_release_evaluated_with_a_local_vlm(published, tmp_path, llava):
     stage = configured(settings).stage(published.store, settings, source, "tiny-llava")
     report = evaluate(published.store, stage)
     rows = published.store.predictions([stage.run.id])
-    videos = {q.question_id for q in questions if q.data_type == "video"}
-    assert len(rows) == len(questions) and report.counters["skipped"] == len(videos) == 1
-    assert {r["question_id"] for r in rows if r["status"] == "skipped"} == videos
+    several = {q.question_id for q in questions if q.data_type in ("video", "image_set")}   # video: false
+    assert len(rows) == len(questions) and report.counters["skipped"] == len(several) == 2
+    assert {r["question_id"] for r in rows if r["status"] == "skipped"} == several
     assert all(r["matched_by"] == "likelihood" and len(r["scores"]) == 4 for r in rows if r["status"] == "ok")
     again = evaluate(published.store, configured(settings).stage(published.store, settings, source, "tiny-llava"))
     assert again.pending == 0 and again.done == 0

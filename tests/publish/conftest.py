@@ -1,8 +1,8 @@
 """A store that has been through review: oracle scenes with truth-derived questions, some accepted with
 scripted reviews (one where the annotators overrule the generator's answer, one where they move the
 question to another dimension), some dropped, rejected or still in review; one photo carrying EXIF GPS;
-one rendered table page with an exact text-rich question; and one video whose sampled frames are the
-images of its question."""
+one rendered table page with an exact text-rich question; one video whose sampled frames are the
+images of its question; and one set of three images with a question that numbers them."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from generators.textrich import Pools, TextRichSettings, generate
 from ingest.candidates import candidates_for
 from ingest.stage import ingest
 from ingest.textrich import make_pages
-from benchsmith.records import Provenance, Question, Review, Video, stable_hash
+from benchsmith.records import Image, ImageSet, Provenance, Question, Review, Video, stable_hash
 from benchsmith.store import Store
 
 GENERATOR = Provenance(backend="programmatic", model=None, prompt_version="t1")
@@ -41,6 +41,7 @@ class Reviewed:
     gps_item: str = ""
     page_question: str = ""     # a text-rich dimension (16) on a rendered table
     video_question: str = ""
+    set_question: str = ""      # about three images: yellow, purple, cyan in this order
 
     @property
     def accepted_ids(self) -> set[str]:
@@ -105,6 +106,19 @@ def add_video(store: Store, media_dir: Path, colours: list[str]) -> Video:
                   n_frames=len(colours), frames=frames, source="clips")
     store.add_items([video])
     return video
+
+
+def add_image_set(store: Store, media_dir: Path, colours: list[str]) -> ImageSet:
+    members = []
+    for k, colour in enumerate(colours):
+        relative = f"images/set/{colour}.png"
+        (media_dir / relative).parent.mkdir(parents=True, exist_ok=True)
+        PILImage.new("RGB", (40, 30), colour).save(media_dir / relative)
+        members.append(Image(id=stable_hash("set image", colour, length=64), path=relative, width=40, height=30,
+                             source="sets"))
+    image_set = ImageSet.of(members, source="sets")
+    store.add_items([*members, image_set])
+    return image_set
 
 
 def build_reviewed(store: Store, settings, oracle_dir: Path, tmp_path: Path) -> Reviewed:
@@ -179,6 +193,14 @@ def build_reviewed(store: Store, settings, oracle_dir: Path, tmp_path: Path) -> 
     accept(store, order, [0])
     keep(order, 10, "blue")
     out.video_question = order.id
+
+    image_set = add_image_set(store, settings.media_dir, ["yellow", "purple", "cyan"])
+    odd = Question(item_id=image_set.id, dimension_id=28, text="Which image is purple?",
+                   options=["image 1", "image 2", "image 3", "none of them"], answer=1, provenance=GENERATOR)
+    store.add_questions([odd], stage="generate")
+    accept(store, odd, [1, 1])
+    keep(odd, 28, "image 2")
+    out.set_question = odd.id
     return out
 
 

@@ -30,13 +30,13 @@ SUPPORT = Path(__file__).resolve().parents[1] / "support"
 POST_PROMPT = "Answer with the option's letter from the given choices directly."
 # The fixture's release, per dimension; the hand-computed accuracies below rely on it.
 COUNTS = {"Instances Counting": 9, "Text Understanding": 4, "Instance Identity": 2, "Action Recognition": 1,
-          "Chart Value Retrieval": 1}
+          "Chart Value Retrieval": 1, "Image Comparison": 1}
 # What the scripted replies (see `scripted_replies`) must score: counting 8 of 9 right, text 2 of 4,
-# identity 2 of 2, the table page's question right, the one video question wrong. 13 of 17 overall, 13 of
-# the 16 image questions.
-EXPECTED = {"accuracy": 13 / 17, "accuracy_image": 13 / 16, "accuracy_video": 0.0, "dim_chart_value_retrieval": 1.0,
-            "dim_instances_counting": 8 / 9, "dim_text_understanding": 2 / 4, "dim_instance_identity": 1.0,
-            "dim_action_recognition": 0.0}
+# identity 2 of 2, the table page's question right, the one video question wrong, the one image-set
+# question right. 14 of 18 overall, 13 of the 16 single-image questions.
+EXPECTED = {"accuracy": 14 / 18, "accuracy_image": 13 / 16, "accuracy_video": 0.0, "accuracy_image_set": 1.0,
+            "dim_chart_value_retrieval": 1.0, "dim_instances_counting": 8 / 9, "dim_text_understanding": 2 / 4,
+            "dim_instance_identity": 1.0, "dim_action_recognition": 0.0, "dim_image_comparison": 1.0}
 
 
 class FunctionTag(str):
@@ -109,6 +109,8 @@ def scripted_replies(rows) -> dict[str, str]:
     replies[page["question_id"]] = f"The value is {option(page, page['answer'])}."
     [video] = groups["Action Recognition"]
     replies[video["question_id"]] = f"Answer: {wrong(video)}"
+    [odd] = groups["Image Comparison"]
+    replies[odd["question_id"]] = f"It is {option(odd, odd['answer'])}."
     return replies
 
 
@@ -184,6 +186,8 @@ def test_doc_to_visual_and_doc_to_text_on_the_release_rows(release, reviewed, tm
             assert utils.doc_to_text(doc, kwargs) == ("<image>\nWhich colour does the clip end on?\nA. blue\n"
                                                       "B. green\nC. red\nD. white\nOne letter, please.")
             assert utils.doc_to_text(doc, {"post_prompt": ""}).endswith("\nD. white")
+        elif doc["question_id"] == reviewed.set_question:       # every image of the set, in order
+            assert [v.getpixel((0, 0)) for v in visuals] == [(255, 255, 0), (128, 0, 128), (0, 255, 255)]
         else:
             assert len(visuals) == 1
     # Cells read straight from a shard, undecoded ({"bytes", "path"}), give the same pixels.

@@ -3,7 +3,6 @@ read it by their own rules; it leaks nothing; versions never change a question s
 
 from __future__ import annotations
 
-import ast
 import base64
 import io
 import json
@@ -61,7 +60,7 @@ def test_rows_read_the_way_lmms_eval_seedbench_reads_them(reviewed, tmp_path):
     for doc in load(folder, None, tmp_path / "cache"):
         visuals = [image.convert("RGB") for image in doc["image"]]              # seed_doc_to_visual
         assert visuals and all(v.size[0] > 0 for v in visuals)
-        assert doc["data_type"] in ("image", "video")
+        assert doc["data_type"] in ("image", "video", "image_set")
         prompt = doc["question"] + "".join(f"\n{letter}. {doc['choice_' + letter.lower()]}" for letter in "ABCD")
         assert prompt.count("\n") == 4
         chosen = doc["choice_" + doc["answer"].lower()]                           # answer letter -> option
@@ -69,6 +68,9 @@ def test_rows_read_the_way_lmms_eval_seedbench_reads_them(reviewed, tmp_path):
         if doc["question_id"] == reviewed.video_question:
             assert doc["data_type"] == "video"
             assert [v.getpixel((0, 0)) for v in visuals] == [(255, 0, 0), (0, 128, 0), (0, 0, 255)]
+        elif doc["question_id"] == reviewed.set_question:                       # image 1, 2, 3 in order
+            assert doc["data_type"] == "image_set" and doc["category"] == "Image Comparison"
+            assert [v.getpixel((0, 0)) for v in visuals] == [(255, 255, 0), (128, 0, 128), (0, 255, 255)]
         else:
             assert doc["data_type"] == "image" and len(visuals) == 1
 
@@ -87,27 +89,67 @@ def test_annotators_answer_dimension_and_agreement_are_what_gets_published(revie
     assert llm_rows and {r["model"] for r in llm_rows} == {"qwen-7b"}   # a local model path is cut to its name
 
 
+def vlmevalkit_image_files(tsv_path: Path, img_root: Path) -> dict[str, list[Path]]:
+    """Each row's image files as VLMEvalKit's ImageBaseDataset makes them (its __init__ and dump_image,
+    followed step by step): a cell of at most 64 characters names the row that holds the image; a
+    bracketed cell is a list (its `toliststr` evals it), saved item by item under the names its
+    `image_path` lists; one image is saved as `<index>.jpg`."""
+    def toliststr(value):
+        if isinstance(value, str) and value[0] == "[" and value[-1] == "]":
+            return [str(x) for x in eval(value)]  # noqa: S307 - what VLMEvalKit does
+        if isinstance(value, str):
+            return [value]
+        raise NotImplementedError(repr(value))
+
+    def decode_to_file(b64: str, path: Path) -> None:
+        image = PILImage.open(io.BytesIO(base64.b64decode(b64)))
+        (image.convert("RGB") if image.mode in ("RGBA", "P") else image).save(path)
+
+    data = pd.read_csv(tsv_path, sep="\t")
+    data["index"] = [str(x) for x in data["index"]]
+    image_map = dict(zip(data["index"], [str(x) for x in data["image"]]))
+    for k in image_map:
+        if len(image_map[k]) <= 64:
+            assert image_map[k] in image_map and len(image_map[image_map[k]]) > 64
+            image_map[k] = image_map[image_map[k]]
+    data["image"] = [x[0] if len(x) == 1 else x for x in (toliststr(image_map[k]) for k in data["index"])]
+    data["image_path"] = [x[0] if len(x) == 1 else x for x in map(toliststr, data["image_path"])]
+    img_root.mkdir(parents=True)
+    files = {}
+    for line in data.to_dict("records"):
+        if isinstance(line["image"], list):
+            files[line["question_id"]] = [img_root / name for name in line["image_path"]]
+            for b64, path in zip(line["image"], files[line["question_id"]]):
+                if not path.exists():
+                    decode_to_file(b64, path)
+        else:
+            files[line["question_id"]] = [img_root / f"{line['index']}.jpg"]
+            decode_to_file(line["image"], files[line["question_id"]][0])
+    return files
+
+
 def test_vlmevalkit_reads_the_tsv_by_its_own_rules(reviewed, tmp_path):
     folder = publish(reviewed.store, reviewed.settings, "v1").folder
     [tsv_path] = (folder / "vlmevalkit").glob("*.tsv")
     data = pd.read_csv(tsv_path, sep="\t")
-    assert {"index", "image", "question", "A", "B", "C", "D", "answer", "category"} <= set(data.columns)
+    assert {"index", "image", "image_path", "question", "A", "B", "C", "D", "answer", "category"} <= set(data.columns)
     assert data["index"].dtype.kind == "i" and data["index"].is_unique
-    cells = {int(i): str(v) for i, v in zip(data["index"], data["image"])}
-    for index, cell in cells.items():
-        if len(cell) <= 64:              # VLMEvalKit: a short cell names the row that holds the image
-            cell = cells[int(cell)]
-            assert len(cell) > 64
-        encoded = ast.literal_eval(cell) if cell.startswith("[") and cell.endswith("]") else [cell]
-        for b64 in encoded:
-            PILImage.open(io.BytesIO(base64.b64decode(b64))).convert("RGB")
-    parquet = load(folder, None, tmp_path / "cache")
-    by_id = {r["question_id"]: r for r in parquet}
-    assert set(data["question_id"]) == set(by_id)
+    files = vlmevalkit_image_files(tsv_path, tmp_path / "LMUData" / "images")
+    by_id = {r["question_id"]: r for r in load(folder, None, tmp_path / "cache")}
+    assert set(files) == set(by_id)
+    for question_id, paths in files.items():
+        published = [image.convert("RGB") for image in by_id[question_id]["image"]]
+        shown = [PILImage.open(path).convert("RGB") for path in paths]
+        assert [image.size for image in shown] == [image.size for image in published]
+        if len(paths) > 1:          # saved under their own names and formats: the very pixels
+            assert [image.tobytes() for image in shown] == [image.tobytes() for image in published]
+    assert [PILImage.open(p).getpixel((0, 0)) for p in files[reviewed.set_question]] == [
+        (255, 255, 0), (128, 0, 128), (0, 255, 255)]
     for row in data.itertuples():
         assert row.answer == by_id[row.question_id]["answer"]
         assert getattr(row, row.answer) == reviewed.truth[row.question_id]["right"]
         assert row.category == by_id[row.question_id]["category"]
+        assert row.data_type == by_id[row.question_id]["data_type"]
 
 
 def test_images_are_reencoded_without_exif_and_nothing_local_or_secret_is_in_the_folder(
@@ -135,7 +177,7 @@ def test_images_are_reencoded_without_exif_and_nothing_local_or_secret_is_in_the
             assert not exif.get_ifd(0x8825) and not exif.get_ifd(0x8769) and len(exif) == 0
             assert "exif" not in image.info and "icc_profile" not in image.info
             opened += 1
-    assert opened == len(reviewed.accepted_ids) + 2        # the video question has three frames
+    assert opened == len(reviewed.accepted_ids) + 4        # the video and the set show three images each
 
     forbidden = [str(tmp_path), "/tmp", "/home", "/root", str(Path.home()), *TOKENS.values(), SERIAL,
                  str(GPS[2][0])]
@@ -196,6 +238,7 @@ def test_the_card_describes_the_release_and_shows_its_plots(reviewed):
             assert png.format == "PNG" and png.size[0] > 100
     assert f"| published | {len(reviewed.accepted_ids)} |" in body
     assert "First release." in body
+    assert "(on single images: 16, on image sets: 1, on videos: 1)" in body
 
 
 def test_versions_keep_ids_and_list_what_was_added_and_removed(reviewed, tmp_path):

@@ -1,5 +1,5 @@
 """Answers each question with the reply scripted for its question id, after checking that lmms-eval
-handed it the question's images and prompt."""
+handed it every image of the question and its prompt."""
 
 import json
 from pathlib import Path
@@ -18,7 +18,7 @@ class Scripted(lmms):
         for context, _generation, doc_to_visual, doc_id, task, split in (request.args for request in requests):
             doc = self.task_dict[task][split][doc_id]
             images = doc_to_visual(doc)
-            if not images or not all(isinstance(image, Image.Image) for image in images):
+            if not images or len(images) != len(doc["image"]) or not all(isinstance(image, Image.Image) for image in images):
                 raise AssertionError(f"{doc['question_id']}: doc_to_visual gave {images!r}")
             if doc["question"] not in context or doc["choice_d"] not in context:
                 raise AssertionError(f"{doc['question_id']}: the prompt lacks the question: {context!r}")
