@@ -72,8 +72,10 @@ def run(sets: int) -> dict:
               "letters": {"ABCD"[k]: letters[k] for k in range(4)},
               "letters_chi2_p": round(float(chisquare([letters[k] for k in range(4)]).pvalue), 4),
               "wrong_keys": wrong[:10], "keys_checked": len(kept)}
-    strongest, tables = tabulate(attack(kept), [str(q.dimension_id) for q in kept])
-    result |= {"strongest_adversary": strongest, "adversaries": tables}
+    right = attack(kept)
+    strongest, tables = tabulate(right, [str(q.dimension_id) for q in kept])
+    by_template, _ = tabulate(right, [f"{q.dimension_id}:{q.meta['template']}" for q in kept])
+    result |= {"strongest_adversary": strongest, "adversary_by_template": by_template["by_group"], "adversaries": tables}
     result["meets_target"] = (all(per_dimension[d] >= 250 for d in (27, 28, 29)) and not wrong
                               and result["letters_chi2_p"] > 0.05 and strongest["overall"]["ci95"][1] <= 0.28)
     return result

@@ -12,8 +12,8 @@ the tests check the keys against those. Shapes are named by colour and shape, wh
   fewest shapes of a kind, in which one a relation between two shapes holds; with three or more, which
   shape looks different in one image from all the others.
 - Visual Correspondence: the shape alone in a part of image i is which shape of image j (the other
-  options: image j's other shapes), and, when it moved or changed colour, where or which colour it is in
-  image j (the other options: other places or colours, never the one named in the question).
+  options: image j's other shapes), and, when it changed colour, which colour it is in image j (the other
+  options: other colours, never the one named in the question).
 
 Every draft has its key first; the quality gate, the letter balance and the blind filter then treat them
 like any other question.
@@ -39,7 +39,6 @@ from ingest.scenes import COLOURS, SHAPES, SIZES, scene_words
 
 BACKEND = "image_sets"
 VERSION = "image-sets-v1"
-REGIONS = tuple(region_name(r, c) for r in range(3) for c in range(3))
 
 
 class ImageSetSettings(Strict):
@@ -102,8 +101,9 @@ def _absent(rng: random.Random, scenes: Sequence[dict]) -> dict:
 
 
 def _fake(kind: str, a: dict, scenes: Sequence[dict], still: list[dict], rng: random.Random) -> dict | None:
-    """A change of `kind` that did not happen between image a and the next: to a shape of `still` (unchanged
-    between them), a shape no image shows, or a sign."""
+    """A change of `kind` that did not happen between image a and the next: to a shape taken from `still`
+    (unchanged between them, shuffled; each fake takes its own, so no shape is named twice among the options
+    while the real change's is named once), a shape no image shows, or a sign."""
     if kind == "added":
         return {"kind": kind, "before": None, "after": _absent(rng, scenes)}
     if kind == "text":
@@ -113,7 +113,7 @@ def _fake(kind: str, a: dict, scenes: Sequence[dict], still: list[dict], rng: ra
         return {"kind": kind, "before": words, "after": _words(rng, words, len(words))}
     if not still:
         return None
-    shape = rng.choice(still)
+    shape = still.pop()
     if kind == "recoloured":
         shown = {name(o) for s in scenes for o in s["objects"]}
         colours = [c for c in COLOURS if f"{c} {shape['shape']}" not in shown]
@@ -145,7 +145,8 @@ def image_differences(scenes: Sequence[dict], rng: random.Random, _settings: Ima
             continue
         change, still = found[0], _unchanged(a, b)
         kinds = [k for k in CHANGES if k != change["kind"]]
-        fakes = [f for k in rng.sample(kinds, len(kinds)) if (f := _fake(k, a, scenes, still, rng))]
+        pool = rng.sample(still, len(still))
+        fakes = [f for k in rng.sample(kinds, len(kinds)) if (f := _fake(k, a, scenes, pool, rng))]
         if len(fakes) >= 3:
             drafts.append(Draft(f"What changed between image {i} and image {j}?",
                                 (sentence(change), *map(sentence, fakes[:3])), {"template": "what_changed"}))
@@ -196,9 +197,13 @@ def _counts(scene: dict) -> Counter:
 def image_comparison(scenes: Sequence[dict], rng: random.Random, settings: ImageSetSettings) -> list[Draft]:
     n, drafts, shown = len(scenes), [], []
     every = set.intersection(*({name(o) for o in s["objects"]} for s in scenes))
-    some = {name(o) for s in scenes for o in s["objects"]} - every
+    names: dict[int, set[str]] = {}
+    for o in (o for s in scenes for o in s["objects"]):
+        names.setdefault(o["id"], set()).add(name(o))
+    # one name per shape: a recoloured shape's two names would share a word that the key never shares
+    some = [rng.choice(sorted(n)) for _id, n in sorted(names.items()) if not n & every]
     for key in sorted(every):
-        if options := four_options(rng, key, [*sorted(some), *(name(_absent(rng, scenes)) for _ in range(3))]):
+        if options := four_options(rng, key, [*some, *(name(_absent(rng, scenes)) for _ in range(3))]):
             shown.append(Draft("Which shape is in every image?" if n > 2 else "Which shape is in both images?",
                                options, {"template": "in_every_image"}))
     drafts += _some(rng, shown, 1)
@@ -258,11 +263,8 @@ def visual_correspondence(scenes: Sequence[dict], rng: random.Random, settings: 
             if options := four_options(rng, name(y), [name(o) for o in b["objects"] if o["id"] != y["id"]]):
                 drafts.append(Draft(f"Which shape in image {j} is the one in the {here} of image {i}?", options,
                                     {"template": "which"}))
-            if change["kind"] == "moved" and (there := _region(y, settings.grid_margin)):
-                options = four_options(rng, f"in the {there}", [f"in the {r}" for r in REGIONS if r != here])
-                drafts.append(Draft(f"The {name(x)} is in the {here} of image {i}. Where is it in image {j}?", options,
-                                    {"template": "where"}))
-            elif change["kind"] == "recoloured":
+            # no "where is it now": a move goes far, so a text-only reader picks the region sharing no word
+            if change["kind"] == "recoloured":
                 options = four_options(rng, y["colour"], [c for c in COLOURS if c != x["colour"]])
                 drafts.append(Draft(f"The {x['shape']} in the {here} of image {i} is {x['colour']}. "
                                     f"What colour is that {x['shape']} in image {j}?", options, {"template": "colour"}))

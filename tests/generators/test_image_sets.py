@@ -126,9 +126,6 @@ def right_options(text: str, options: list[str], m: Members) -> set[str]:
             return {"to the left of": a[2] <= b[0], "to the right of": b[2] <= a[0], "above": a[3] <= b[1],
                     "below": b[3] <= a[1]}[found[2]]
         return set(m.only(holds))
-    if found := ask(r"The (.+) is in the (.+) of image (\d)\. Where is it in image (\d)\?"):
-        assert place(m.shapes(int(found[3]))[found[1]]["box"]) == found[2]
-        return {o for o in options if o == f"in the {place(m.shapes(int(found[4]))[found[1]]['box'])}"}
     if found := ask(r"The (\w+) in the (.+) of image (\d) is (\w+)\. What colour is that \w+ in image (\d)\?"):
         box = m.shapes(int(found[3]))[f"{found[4]} {found[1]}"]["box"]
         assert place(box) == found[2]
@@ -167,7 +164,7 @@ def test_each_dimension_asks_in_several_ways(asked):
     templates = Counter((q.dimension_id, q.meta["template"]) for _m, q in asked)
     assert {t for (d, t) in templates if d == 27} == {"what_changed", "which_shape", "sign_text"}
     assert {t for (d, t) in templates if d == 28} == {"in_every_image", "odd_image", "odd_shape", "count", "relation"}
-    assert {t for (d, t) in templates if d == 29} == {"which", "where", "colour"}
+    assert {t for (d, t) in templates if d == 29} == {"which", "colour"}
 
 
 def test_what_changed_names_each_kind_of_change_as_often_as_key_as_chance_allows(asked):
