@@ -89,6 +89,13 @@ def sentence(change: dict) -> str:
     return f"The {name(x)} {'moved' if kind == 'moved' else 'disappeared'}"
 
 
+def _options(rng: random.Random, key: str, others) -> tuple[str, str, str, str] | None:
+    """The key and three of `others` nearest it in length (ties drawn at random): the shapes a change
+    picks run longer in name than the rest, which a text-only reader would otherwise learn."""
+    others = sorted(sorted(set(others) - {key}), key=lambda o: (abs(len(o) - len(key)), rng.random()))
+    return four_options(rng, key, others[:3])
+
+
 def _words(rng: random.Random, avoid: Sequence[str], n: int) -> list[str]:
     return rng.sample([w for w in scene_words() if w not in avoid], n)
 
@@ -153,10 +160,10 @@ def image_differences(scenes: Sequence[dict], rng: random.Random, _settings: Ima
         if change["kind"] == "text":
             old, new = change["before"], change["after"]
             others = [" ".join(_words(rng, old + new, len(new))) for _ in range(6)]
-            if options := four_options(rng, " ".join(new), others):
+            if options := _options(rng, " ".join(new), others):
                 drafts.append(Draft(f"The sign that reads \"{' '.join(old)}\" in image {i}: what does it read in "
                                     f"image {j}?", options, {"template": "sign_text"}))
-        elif options := four_options(rng, name(change["before"] or change["after"]), map(name, still)):
+        elif options := _options(rng, name(change["before"] or change["after"]), map(name, still)):
             drafts.append(Draft(WHICH[change["kind"]].format(i=i, j=j), options, {"template": "which_shape"}))
     return drafts
 
@@ -203,7 +210,7 @@ def image_comparison(scenes: Sequence[dict], rng: random.Random, settings: Image
     # one name per shape: a recoloured shape's two names would share a word that the key never shares
     some = [rng.choice(sorted(n)) for _id, n in sorted(names.items()) if not n & every]
     for key in sorted(every):
-        if options := four_options(rng, key, [*some, *(name(_absent(rng, scenes)) for _ in range(3))]):
+        if options := _options(rng, key, [*some, *(name(_absent(rng, scenes)) for _ in range(3))]):
             shown.append(Draft("Which shape is in every image?" if n > 2 else "Which shape is in both images?",
                                options, {"template": "in_every_image"}))
     drafts += _some(rng, shown, 1)
@@ -220,7 +227,7 @@ def image_comparison(scenes: Sequence[dict], rng: random.Random, settings: Image
             drafts.append(which_image(ODD[change["kind"]].format_map(words), t, "odd_image"))
         if change["kind"] in ("moved", "recoloured", "resized"):
             others = [name(o) for o in scenes[t - 1]["objects"] if o["id"] != y["id"]]
-            if options := four_options(rng, name(y), others):
+            if options := _options(rng, name(y), others):
                 drafts.append(Draft(f"Which shape looks different in image {t} than in all the other images?", options,
                                     {"template": "odd_shape"}))
     if n != 4:
@@ -260,12 +267,12 @@ def visual_correspondence(scenes: Sequence[dict], rng: random.Random, settings: 
             here = _region(x, settings.grid_margin) if change["kind"] in ("moved", "recoloured", "resized") else None
             if not here or sum(_region(o, 0) == here for o in a["objects"]) != 1:
                 continue  # another shape in the same part of image i: "the one in the {here}" names no single one
-            if options := four_options(rng, name(y), [name(o) for o in b["objects"] if o["id"] != y["id"]]):
+            if options := _options(rng, name(y), [name(o) for o in b["objects"] if o["id"] != y["id"]]):
                 drafts.append(Draft(f"Which shape in image {j} is the one in the {here} of image {i}?", options,
                                     {"template": "which"}))
             # no "where is it now": a move goes far, so a text-only reader picks the region sharing no word
             if change["kind"] == "recoloured":
-                options = four_options(rng, y["colour"], [c for c in COLOURS if c != x["colour"]])
+                options = _options(rng, y["colour"], [c for c in COLOURS if c != x["colour"]])
                 drafts.append(Draft(f"The {x['shape']} in the {here} of image {i} is {x['colour']}. "
                                     f"What colour is that {x['shape']} in image {j}?", options, {"template": "colour"}))
     return drafts
