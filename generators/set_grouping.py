@@ -51,7 +51,9 @@ def grouped(compared: dict[str, frozenset[str]], settings: SetSettings, room: in
     taken: set[str] = set()
     sets: list[list[str]] = []
     for k, seed in enumerate(ids):
-        if seed in taken or (room is not None and len(sets) >= room):
+        if len(sets) == room:
+            break
+        if seed in taken:
             continue
         members = [seed]
         for other in ids[k + 1:]:
