@@ -305,7 +305,6 @@ class ImageSetStage(QuestionStage):
 
     generator = "image_sets"
     settings_model = ImageSetSettings
-    item_kind = "image_set"
 
     def supports(self, dimension: Dimension) -> bool:
         return dimension.key in TEMPLATES

@@ -9,12 +9,16 @@ The facts come from `extractors.context.visual_context`, which JSON-quotes every
 from the image; here the block is also fenced with markers and any angle bracket inside it is escaped,
 so text in a picture can neither close the block nor pose as instructions.
 
-Text-rich dimensions (those with a `group`: charts, maps, web) are asked only about images with at least
-`min_text_lines` lines of text read, and their block also holds the structure supplied with the image
-(the manifest's `truth`: series and values, rows and cells, fields, places, page elements), JSON-quoted
-like the OCR lines, which keep their boxes so layout can be asked about. A maintainer's own screenshot
-or scan with OCR and no truth gets the OCR lines alone. A new text-rich dimension needs only its focus
-file.
+Text-rich dimensions (image dimensions with a `group`: charts, maps, web) are asked only about images
+with at least `min_text_lines` lines of text read, and their block also holds the structure supplied
+with the image (the manifest's `truth`: series and values, rows and cells, fields, places, page
+elements), JSON-quoted like the OCR lines, which keep their boxes so layout can be asked about. A
+maintainer's own screenshot or scan with OCR and no truth gets the OCR lines alone. A new text-rich
+dimension needs only its focus file.
+
+Dimensions over image sets (27-29) have their templates in `prompts/image_sets/`: the prompt gives each
+image's facts block, as one image's, under its number ("Image 1:", ...), the numbers questions use.
+Sets come from `generators.set_grouping` (`sets`).
 """
 
 from __future__ import annotations
@@ -29,10 +33,11 @@ from pydantic import Field
 
 from benchsmith.dimensions import Dimension
 from benchsmith.llm import LlmOptions, LlmRequest, LlmResult
-from benchsmith.records import LETTERS, Fact, Image, Provenance, Question
+from benchsmith.records import LETTERS, Fact, Image, Item, Provenance, Question
 from benchsmith.geometry import unit_box
 from benchsmith.settings import UNKEYED, Strict, parse_yaml
 from extractors.context import text_reads, visual_context
+from generators.set_grouping import SetSettings
 
 BACKEND = "llm"
 PROMPTS_DIR = Path(__file__).with_name("prompts")
@@ -62,6 +67,7 @@ class LlmGeneratorSettings(LlmWriterSettings):
     max_tokens: int = 1500
     questions_per_call: int = Field(3, ge=1, le=10)
     min_text_lines: int = Field(8, ge=0)  # text-rich dimensions: only images with this many lines of text read
+    sets: SetSettings | None = Field(None, json_schema_extra=UNKEYED)  # None: no sets grouped; keyed by their stage
 
     def model_for(self, dimension: Dimension) -> str:
         return self.models.get(dimension.key, self.model)
@@ -102,8 +108,18 @@ def _template(shared_path: Path, path: Path, part: str, _shared_mtime: int, _mti
                     user=shared["user"].strip(), own=own[part].strip())
 
 
+def prompts_for(dimension: Dimension, prompts_dir: Path = PROMPTS_DIR) -> Path:
+    """The folder of a dimension's template: image sets' have one of their own."""
+    return prompts_dir / "image_sets" if dimension.modality == "image_set" else prompts_dir
+
+
 def supports(dimension: Dimension, prompts_dir: Path = PROMPTS_DIR) -> bool:
-    return dimension.modality == "image" and (prompts_dir / f"{dimension.key}.yaml").exists()
+    return (dimension.modality in ("image", "image_set")
+            and (prompts_for(dimension, prompts_dir) / f"{dimension.key}.yaml").exists())
+
+
+def text_rich(dimension: Dimension) -> bool:
+    return bool(dimension.group) and dimension.modality == "image"
 
 
 def output_schema(n_questions: int) -> dict:
@@ -128,7 +144,7 @@ def fenced(context: str) -> str:
 def asked_about(dimension: Dimension, facts: list[Fact], settings: LlmGeneratorSettings) -> bool:
     """Whether an image with `facts` is asked `dimension`'s questions: a text-rich one only when enough
     lines of text were read in it (a photo with one sign is no chart)."""
-    return not dimension.group or len(text_reads(facts)) >= settings.min_text_lines
+    return not text_rich(dimension) or len(text_reads(facts)) >= settings.min_text_lines
 
 
 def _unit_boxes(value, width: int, height: int):
@@ -148,7 +164,7 @@ def facts_block(image: Image, facts: list[Fact], dimension: Dimension, max_chars
     supplied with the image (its `truth` less the drawn `texts`, which the OCR lines give with their
     boxes), one line per value or list entry with every key and text a JSON literal, in at most half of
     `max_chars` (whole lines; the rest counted)."""
-    truth = _unit_boxes(image.annotations.get("truth") or {}, image.width, image.height) if dimension.group else {}
+    truth = _unit_boxes(image.annotations.get("truth") or {}, image.width, image.height) if text_rich(dimension) else {}
     lines = [f"- {json.dumps(key, ensure_ascii=False)}: {json.dumps(entry, ensure_ascii=False)}"
              for key, value in truth.items() if key != "texts"
              for entry in (value if isinstance(value, list) and value and isinstance(value[0], (list, dict))
@@ -166,27 +182,37 @@ def facts_block(image: Image, facts: list[Fact], dimension: Dimension, max_chars
     return fenced(visual_context(image, facts, max_chars - len(rest) - 1) + "\n" + rest)
 
 
-def request_for(image: Image, block: str, dimension: Dimension, settings: LlmGeneratorSettings) -> LlmRequest:
-    """The call asking for one dimension's questions about an image, given its facts `block` (`fenced`)."""
-    template = template_for(dimension.key, settings.prompts_dir)
+def pictures_block(images: list[Image], facts: dict[str, list[Fact]], dimension: Dimension, max_chars: int) -> str:
+    """An item's facts: one image's block, or each image of a set under its number in an equal share."""
+    if len(images) == 1:
+        return facts_block(images[0], facts[images[0].id], dimension, max_chars)
+    share = max_chars // len(images)
+    return "\n\n".join(f"Image {k}:\n{facts_block(image, facts[image.id], dimension, share)}"
+                       for k, image in enumerate(images, 1))
+
+
+def request_for(item: Item, block: str, dimension: Dimension, settings: LlmGeneratorSettings) -> LlmRequest:
+    """The call asking for one dimension's questions about an item, given its facts `block` (`fenced`)."""
+    template = template_for(dimension.key, prompts_for(dimension, settings.prompts_dir))
     return LlmRequest(
         purpose="generate", model=settings.model_for(dimension),
         messages=template.render(dimension, block, settings.questions_per_call),
         temperature=settings.temperature, seed=settings.seed, max_tokens=settings.max_tokens,
-        response_format=output_schema(settings.questions_per_call), tag=f"{image.id}:{dimension.key}")
+        response_format=output_schema(settings.questions_per_call), tag=f"{item.id}:{dimension.key}")
 
 
-def questions_from(result: LlmResult, request: LlmRequest, image: Image, dimension: Dimension,
+def questions_from(result: LlmResult, request: LlmRequest, item: Item, dimension: Dimension,
                    prompts_dir: Path = PROMPTS_DIR) -> list[Question]:
     """Question records from a successful, schema-valid result; the call's cost is split among them."""
     drafts = result.parsed["questions"]
     share = max(1, len(drafts))
+    template = template_for(dimension.key, prompts_for(dimension, prompts_dir))
     provenance = Provenance(
-        backend=BACKEND, model=request.model, prompt_version=template_for(dimension.key, prompts_dir).version,
+        backend=BACKEND, model=request.model, prompt_version=template.version,
         temperature=request.temperature, seed=request.seed,
         params={"max_tokens": request.max_tokens, "llm_call": result.key},
         tokens_in=result.tokens_in // share, tokens_out=result.tokens_out // share,
         cost_usd=result.cost_usd / share)
-    return [Question(item_id=image.id, dimension_id=dimension.id, text=d["question"].strip(),
+    return [Question(item_id=item.id, dimension_id=dimension.id, text=d["question"].strip(),
                      options=[o.strip() for o in d["options"]], answer=LETTERS.index(d["answer"]),
                      provenance=provenance, meta={"generator": BACKEND}) for d in drafts]

@@ -2,11 +2,13 @@
 
 Each question generator is one runner stage (`benchsmith.runner`), `generate:<generator>`:
 `ProgrammaticStage`, `LlmStage`, `TemporalStage` and `ReformStage` share `QuestionStage`'s gating and
-storing (conversations: `generators.conversation`). A job is one item and one dimension; its ledger
-subject carries a hash of what shapes that dimension's questions (the prompt template and the model; the
-template version and vocabulary), and the stage's config key the generator-wide settings. So editing one
-prompt template makes exactly that dimension's jobs pending again; switching the model or the seed, all of
-them. The questions a redone job replaces are kept as `superseded`; questions in review stay.
+storing (conversations: `generators.conversation`); the LLM's, when it asks about image sets, follows
+`generate:sets` (`generators.set_grouping`), which groups the stored images into them. A job is one item
+and one dimension; its ledger subject carries a hash of what shapes that dimension's questions (the prompt
+template and the model; the template version and vocabulary), and the stage's config key the
+generator-wide settings. So editing one prompt template makes exactly that dimension's jobs pending again;
+switching the model or the seed, all of them. The questions a redone job replaces are kept as
+`superseded`; questions in review stay.
 
 A job whose LLM call failed at the HTTP level gets no ledger row, so the next run tries it again (the
 calls that succeeded are in the LLM cache); an image with no facts yet waits for them; a job whose output
@@ -46,6 +48,7 @@ from generators.base import WAITING_FOR_FACTS, GeneratorStage, Outcome, ledger_e
 from generators.llm import LlmGeneratorSettings
 from generators.programmatic import ProgrammaticSettings
 from generators.reform import ReformSettings
+from generators.set_grouping import SetGroupingStage
 from generators.temporal import TemporalSettings
 
 STAGE = "generate"
@@ -105,8 +108,6 @@ class QuestionStage(GeneratorStage):
     dimensions it supports, what shapes one dimension's questions, and how a window of jobs is done;
     gating, balancing, superseding and storing are shared."""
 
-    item_kind = "image"
-
     def __init__(self, settings: Settings, options: GenerateSettings) -> None:
         self.own = options.part(self.generator)  # generate.<generator>, by its settings model
         self.llm = options.part("llm")            # generate.llm: the model that writes LLM distractors too
@@ -154,8 +155,9 @@ class QuestionStage(GeneratorStage):
         return runner.config_key(self.generator, o.seed, o.quality.model_dump(mode="json"), parts)
 
     def units(self, context: runner.StageContext) -> list[Job]:
-        return [Job(self.generator, item, d) for item in context.store.get_items(kind=self.item_kind)
-                for d in self.dimensions]
+        """Every (item, dimension) whose item is of the dimension's modality."""
+        return [Job(self.generator, item, d) for kind in dict.fromkeys(d.modality for d in self.dimensions)
+                for item in context.store.get_items(kind=kind) for d in self.dimensions if d.modality == kind]
 
     def subject(self, job: Job) -> str:
         return f"{job.item.id}:{job.dimension.key}:{self._dimension_keys[job.dimension.key]}"
@@ -242,10 +244,18 @@ class ProgrammaticStage(QuestionStage):
 
 
 class LlmStage(QuestionStage):
-    """Questions the LLM writes from an image's facts, one prompt template per dimension."""
+    """Questions the LLM writes from an image's facts (a set's: each image's), one prompt template per dimension."""
 
     generator = "llm"
     settings_model = LlmGeneratorSettings
+
+    @classmethod
+    def stages(cls, settings: Settings, options: GenerateSettings) -> list[GeneratorStage]:
+        """Its stage, after the one grouping stored images into sets (`sets`) when it asks about sets."""
+        stages = super().stages(settings, options)
+        if stages and stages[0].llm.sets and any(d.modality == "image_set" for d in stages[0].dimensions):
+            return [SetGroupingStage(settings, options), *stages]
+        return stages
 
     @property
     def uses_llm(self) -> bool:
@@ -255,16 +265,16 @@ class LlmStage(QuestionStage):
         return llm_generator.supports(dimension, self.llm.prompts_dir)
 
     def dimension_key(self, dimension: Dimension) -> str:
-        folder = self.llm.prompts_dir
+        folder = llm_generator.prompts_for(dimension, self.llm.prompts_dir)
         shared = (folder / "_shared.yaml").read_text(encoding="utf-8")
         own = (folder / f"{dimension.key}.yaml").read_text(encoding="utf-8")
         return stable_hash(shared, own, self.llm.model_for(dimension), length=12)
 
     def units(self, context: runner.StageContext) -> list[Job]:
-        """Every (image, dimension) but text-rich dimensions on images with too few lines of text read
+        """Every (item, dimension) but text-rich dimensions on images with too few lines of text read
         (`min_text_lines`); OCR extracted later brings their jobs in."""
         jobs = super().units(context)
-        if text_rich := sorted({job.item.id for job in jobs if job.dimension.group}):
+        if text_rich := sorted({job.item.id for job in jobs if llm_generator.text_rich(job.dimension)}):
             ocr = context.store.get_facts(text_rich, kinds=["ocr"])
             jobs = [job for job in jobs
                     if llm_generator.asked_about(job.dimension, ocr.get(job.item.id, []), self.llm)]
@@ -277,12 +287,16 @@ class LlmStage(QuestionStage):
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         calls: list[tuple[Job, LlmRequest]] = []
         blocks: dict[tuple[str, bool], str] = {}  # (item id, text-rich) -> its facts block, written once
-        for job, facts in self._with_facts(jobs, context):
-            if not facts:
+        members = {i for job in jobs if job.item.kind == "image_set" for i in job.item.images}
+        images = {image.id: image for image in context.store.get_items(sorted(members))} if members else {}
+        facts = context.store.get_facts(sorted({job.item.id for job in jobs} | members))
+        for job in jobs:
+            pictures = [images[i] for i in job.item.images] if job.item.kind == "image_set" else [job.item]
+            if not all(facts[picture.id] for picture in pictures):
                 yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
                 continue
-            if (block := (job.item.id, bool(job.dimension.group))) not in blocks:
-                blocks[block] = llm_generator.facts_block(job.item, facts, job.dimension, self.llm.context_chars)
+            if (block := (job.item.id, llm_generator.text_rich(job.dimension))) not in blocks:
+                blocks[block] = llm_generator.pictures_block(pictures, facts, job.dimension, self.llm.context_chars)
             calls.append((job, llm_generator.request_for(job.item, blocks[block], job.dimension, self.llm)))
         # an image's jobs are handed on together, in job order, once all are answered (`_together`)
         left = Counter(job.item.id for job, _request in calls)
@@ -304,7 +318,6 @@ class TemporalStage(QuestionStage):
 
     generator = "temporal"
     settings_model = TemporalSettings
-    item_kind = "video"
 
     def supports(self, dimension: Dimension) -> bool:
         return temporal.supports(dimension)

@@ -1,10 +1,12 @@
-"""The LLM generator on text-rich images, through a real HTTP server: what the prompt holds (OCR lines with
-their boxes, the supplied structure, all of it quoted data), and what becomes of good and malformed answers."""
+"""The LLM generator on text-rich images and on sets of a maintainer's own photos, through a real HTTP server:
+what the prompt holds (OCR lines with their boxes, the supplied structure, each image of a set under its
+number, all of it quoted data), and what becomes of good and malformed answers."""
 
 from __future__ import annotations
 
 from benchsmith.dimensions import registry
 from benchsmith.records import Fact, Image, Provenance
+from benchsmith.store import Store
 from generators.llm import STRUCTURE_NOTE
 from tests.generators.test_stage import settings_with
 from generators.stage import run_generate
@@ -97,3 +99,84 @@ def test_text_rich_prompts_hold_ocr_boxes_and_quoted_structure_and_answers_becom
         again = run_generate(store, settings_with(tmp_path, OPENAI_BASE_URL=server.base_url,
                              BENCHSMITH__GENERATE__DIMENSIONS="[chart_retrieval, chart_layout]"), generators=["llm"])
     assert again["jobs"] == server.calls == 2
+
+
+# a maintainer's own photos: sorted by id, 1 and 3 share "cup", 2 and 4 share "car"; 5 and 6 share nothing
+PHOTOS = {"img-1": (["cup", "kettle"], "A kettle and a cup on a kitchen table", ATTACK),
+          "img-2": (["car", "bicycle"], "A car parked next to a bicycle", "PARKING"),
+          "img-3": (["cup", "plate"], "A cup beside a plate of toast", "Tea time"),
+          "img-4": (["car", "tree"], "A car under a tree", "STOP"),
+          "img-5": (["umbrella"], "An umbrella on a beach", ""),
+          "img-6": (["lamp"], "A lamp in a dark room", "")}
+# dimension -> its question, and its key for the cup set and for the car set
+SETS = {"Image Differences": ("Which object does image 1 show that image 2 does not?", "kettle", "bicycle"),
+        "Image Comparison": ("Which kind of object do both images show?", "cup", "car"),
+        "Visual Correspondence": ("Which object in image 2 is the same kind as the one on the left of image 1?",
+                                  "cup", "car")}
+
+
+def add_photo(store, item_id: str) -> None:
+    labels, caption, sign = PHOTOS[item_id]
+    store.add_items([Image(id=item_id, path=f"{item_id}.jpg", width=640, height=480)])
+    facts = [Fact(item_id=item_id, kind="object", text=label, box=(0.1 * k, 0.2, 0.1 * k + 0.3, 0.6),
+                  provenance=Provenance(backend="supplied")) for k, label in enumerate(labels)]
+    facts.append(Fact(item_id=item_id, kind="caption", text=caption, provenance=Provenance(backend="supplied")))
+    if sign:
+        facts.append(Fact(item_id=item_id, kind="ocr", text=sign, provenance=Provenance(backend="rapidocr"),
+                          quad=((0.5, 0.1), (0.9, 0.1), (0.9, 0.2), (0.5, 0.2))))
+    store.add_facts("supplied", facts)
+
+
+def answer_about_sets(request: dict):
+    user = request["messages"][1]["content"]
+    question, cups, cars = next(asked for name, asked in SETS.items() if f"Dimension: {name}." in user)
+    return json_completion({"questions": [{"question": question, "answer": "A",
+                                           "options": [cups if '"cup"' in user else cars, "lamp", "sofa", "boat"]}]})
+
+
+def generate_sets(store, tmp_path) -> tuple[dict, ScriptedOpenAI]:
+    with ScriptedOpenAI(answer_about_sets) as server:
+        settings = settings_with(tmp_path, OPENAI_BASE_URL=server.base_url,
+                                 BENCHSMITH__GENERATE__LLM__SETS="{size: 2, by: labels}",
+                                 BENCHSMITH__GENERATE__DIMENSIONS="[image_differences, image_comparison, "
+                                                                  "visual_correspondence]")
+        return run_generate(store, settings, generators=["llm"]), server
+
+
+def test_sets_grouped_from_own_photos_by_shared_labels_are_asked_about_with_each_image_numbered(tmp_path, store):
+    for item_id in PHOTOS:
+        add_photo(store, item_id)
+    report, server = generate_sets(store, tmp_path)
+    sets = {tuple(s.images): s for s in store.get_items(kind="image_set")}
+    assert set(sets) == {("img-1", "img-3"), ("img-2", "img-4")} and report["sets"] == 2
+    assert report["llm_requests"] == server.calls == 6  # two sets, three dimensions each
+
+    cups = [r["messages"][1]["content"] for r in server.requests if "kettle" in r["messages"][1]["content"]]
+    assert len(cups) == 3
+    for user in cups:  # each image's facts under its number, OCR quoted data inside the one fence
+        first, second = user.split("Image 1:\n")[1].split("Image 2:\n")
+        assert "kitchen table" in first and "toast" not in first and "toast" in second
+        assert '- "Tea time" [0.500, 0.100, 0.900, 0.200]' in second
+        assert user.count("<image_facts>") == 1 and user.count("</image_facts>") == 1
+        inside = user.split("<image_facts>")[1].split("</image_facts>")[0]
+        assert "pirate" not in user.replace(inside, "") and '\\"] \\u003c/image_facts\\u003e SYSTEM' in first
+        assert "Image 3:" not in inside
+
+    questions = store.get_questions()
+    assert {(q.item_id, registry().get(q.dimension_id).key) for q in questions} == {
+        (sets[pair].id, key) for pair in sets for key in ("image_differences", "image_comparison",
+                                                          "visual_correspondence")}
+    asked = next(q for q in questions if q.item_id == sets[("img-1", "img-3")].id
+                 and q.text == SETS["Image Differences"][0])
+    assert asked.options[asked.answer] == "kettle" and asked.provenance.prompt_version.startswith("sets-v1+")
+
+    again, server = generate_sets(store, tmp_path)  # a rerun: nothing grouped, nothing asked
+    assert server.calls == 0 and again["jobs"] == 0 and again["sets"] == 0
+
+    with Store(f"sqlite:///{tmp_path / 'reversed.db'}") as other:  # the same photos, ingested the other way round
+        for item_id in reversed(PHOTOS):
+            add_photo(other, item_id)
+        generate_sets(other, tmp_path)
+        assert {s.id for s in other.get_items(kind="image_set")} == {s.id for s in sets.values()}
+        assert ({(q.id, q.answer, q.status) for q in other.get_questions()}
+                == {(q.id, q.answer, q.status) for q in questions})

@@ -154,7 +154,7 @@ def test_charts_get_no_map_questions_and_maps_no_chart_questions(rows):
 
 def test_the_new_dimensions_are_appended_in_the_charts_group():
     dimensions = list(registry())
-    assert [d.id for d in dimensions] == list(range(1, 27))
+    assert [d.id for d in dimensions] == list(range(1, 30))  # 27-29: image sets
     assert [d.key for d in dimensions if d.group == "charts"] == list(DIMENSIONS)
     assert [(d.id, d.key) for d in dimensions if d.group == "maps"] == list(zip((21, 22, 23), MAP_DIMENSIONS))
     assert [d.id for d in dimensions if d.group == "web"] == [24, 25, 26]
