@@ -26,6 +26,8 @@ def test_wheel_ships_every_data_file_under_share(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert {"evaluation/prompts.yaml", "evaluation/cli.py", "benchsmith/settings.yaml", "publish/card.md",
             "publish/lmms_eval/task.yaml.template", "publish/lmms_eval/utils.py", "ingest/stage.py", "flows/app.py"} <= set(names)
+    prompts = {p.relative_to(ROOT).as_posix() for p in (ROOT / "generators" / "prompts").rglob("*.yaml")}
+    assert "generators/prompts/image_sets/_shared.yaml" in prompts and prompts <= set(names)
     shipped = {n.split(".data/data/", 1)[1] for n in names if ".data/data/" in n}
     expected = {f"share/benchsmith/data/{p.relative_to(ROOT / 'data').as_posix()}"
                 for p in (ROOT / "data").rglob("*") if p.is_file()}
