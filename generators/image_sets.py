@@ -90,10 +90,15 @@ def sentence(change: dict) -> str:
 
 
 def _options(rng: random.Random, key: str, others) -> tuple[str, str, str, str] | None:
-    """The key and three of `others` nearest it in length (ties drawn at random): the shapes a change
-    picks run longer in name than the rest, which a text-only reader would otherwise learn."""
-    others = sorted(sorted(set(others) - {key}), key=lambda o: (abs(len(o) - len(key)), rng.random()))
-    return four_options(rng, key, others[:3])
+    """The key and three of `others`: a random number of them just shorter than the key and the rest just
+    longer, so the key's length rank among the four is a uniform draw. The shapes a change picks do not run
+    to names of the same length as the rest, which a text-only reader would otherwise learn."""
+    pool = sorted(sorted(set(others) - {key}), key=lambda o: (abs(len(o) - len(key)), rng.random()))
+    shorter = [o for o in pool if len(o) < len(key) or (len(o) == len(key) and rng.random() < 0.5)]
+    longer = [o for o in pool if o not in shorter]
+    below = rng.randrange(4)
+    picked = shorter[:below] + longer[:3 - below]
+    return four_options(rng, key, picked if len(picked) == 3 else pool[:3])
 
 
 def _words(rng: random.Random, avoid: Sequence[str], n: int) -> list[str]:
