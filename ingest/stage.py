@@ -229,14 +229,17 @@ def ingest_sets(store: Store, manifest: Path, settings: IngestSettings, report: 
     folder, in the order questions number them; optional `truth`, `source`, `license`), each made of its
     images as stored: an image's id is the sha256 of its file's bytes. A set with an image outside the
     folder, or not stored (refused, or never listed), is refused with a verdict; a stored set adds nothing."""
-    root, sets, verdicts = manifest.parent.resolve(), [], []
+    root, sets, verdicts, listed = manifest.parent.resolve(), [], [], []
     for number, row in set_rows(manifest):
         names = [str(name) for name in row["images"]] if isinstance(row["images"], list) else []
         read = [read_regular_file(root / name, settings.max_bytes) if inside(root, root / name) else None
                 for name in names]
-        ids = [sha256_bytes(data) if isinstance(data, bytes) else "" for data in read]
-        stored = {i.id: i for i in store.get_items([i for i in ids if i], kind="image")}
-        if escaping := [name for name, data in zip(names, read) if data is None]:
+        ids = [None if data is None else sha256_bytes(data) if isinstance(data, bytes) else "" for data in read]
+        listed.append((number, row, names, ids))  # ids, not the bytes: a manifest's sets are not held in memory
+    wanted = sorted({i for *_, ids in listed for i in ids if i})
+    stored = {i.id: i for i in store.get_items(wanted, kind="image")} if wanted else {}  # one query for every set
+    for number, row, names, ids in listed:
+        if escaping := [name for name, i in zip(names, ids) if i is None]:
             refused = Rejected("escapes_root", f"image {escaping[0]} leaves the manifest's folder {root}")
         elif missing := [name for name, i in zip(names, ids) if i not in stored]:
             refused = Rejected("set_image_missing", f"image {missing[0]} is not a stored image (refused, or not "
