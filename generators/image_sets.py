@@ -6,14 +6,15 @@ the tests check the keys against those. Shapes are named by colour and shape, wh
 
 - Image Differences: what changed between image i and image j (the other options: changes of other kinds
   that did not happen, to shapes of the same images); which shape moved, changed colour or size, is in one
-  image and not the other; what a changed sign now reads.
+  image and not the other; what a changed sign now reads (the one question about a sign's change).
 - Image Comparison: which shape is in every image (the others: shapes in some images only, and shapes in
   none); with four images, which one is the odd one out for a shape or a sign, which shows the most or the
   fewest shapes of a kind, in which one a relation between two shapes holds; with three or more, which
   shape looks different in one image from all the others.
 - Visual Correspondence: the shape alone in a part of image i is which shape of image j (the other
-  options: image j's other shapes), and, when it changed colour, which colour it is in image j (the other
-  options: other colours, never the one named in the question).
+  options: image j's other shapes), for the shapes that changed between them and two that did not; and,
+  when it changed colour, which colour it is in image j (the other options: other colours, never the one
+  named in the question).
 
 Every draft has its key first; the quality gate, the letter balance and the blind filter then treat them
 like any other question.
@@ -35,7 +36,7 @@ from benchsmith.settings import Strict, keyed
 from generators.programmatic import Draft, Thing, four_options, grid_cell, questions_from, region_name, relation
 from generators.stage import Job, Outcome, QuestionStage
 from ingest.scene_sets import CHANGES
-from ingest.scenes import COLOURS, SHAPES, SIZES, scene_words
+from ingest.scenes import COLOURS, SHAPES, SIZES, words_like
 
 BACKEND = "image_sets"
 VERSION = "image-sets-v1"
@@ -75,10 +76,8 @@ def subject(change: dict) -> tuple[str, int]:
 
 
 def sentence(change: dict) -> str:
-    """A change in words, as an option of 'what changed'."""
+    """A change to a shape in words, as an option of 'what changed'."""
     kind, x, y = change["kind"], change["before"], change["after"]
-    if kind == "text":
-        return f"The sign that read \"{' '.join(x)}\" now reads \"{' '.join(y)}\""
     if kind == "added":
         return f"{'An' if y['colour'][0] in 'aeiou' else 'A'} {name(y)} appeared"
     if kind == "recoloured":
@@ -89,22 +88,6 @@ def sentence(change: dict) -> str:
     return f"The {name(x)} {'moved' if kind == 'moved' else 'disappeared'}"
 
 
-def _options(rng: random.Random, key: str, others) -> tuple[str, str, str, str] | None:
-    """The key and three of `others`: a random number of them just shorter than the key and the rest just
-    longer, so the key's length rank among the four is a uniform draw. The shapes a change picks do not run
-    to names of the same length as the rest, which a text-only reader would otherwise learn."""
-    pool = sorted(sorted(set(others) - {key}), key=lambda o: (abs(len(o) - len(key)), rng.random()))
-    shorter = [o for o in pool if len(o) < len(key) or (len(o) == len(key) and rng.random() < 0.5)]
-    longer = [o for o in pool if o not in shorter]
-    below = rng.randrange(4)
-    picked = shorter[:below] + longer[:3 - below]
-    return four_options(rng, key, picked if len(picked) == 3 else pool[:3])
-
-
-def _words(rng: random.Random, avoid: Sequence[str], n: int) -> list[str]:
-    return rng.sample([w for w in scene_words() if w not in avoid], n)
-
-
 def _absent(rng: random.Random, scenes: Sequence[dict]) -> dict:
     """A colour and shape no image of the set shows."""
     shown = {name(o) for s in scenes for o in s["objects"]}
@@ -112,17 +95,12 @@ def _absent(rng: random.Random, scenes: Sequence[dict]) -> dict:
                        if f"{c} {s}" not in shown])
 
 
-def _fake(kind: str, a: dict, scenes: Sequence[dict], still: list[dict], rng: random.Random) -> dict | None:
-    """A change of `kind` that did not happen between image a and the next: to a shape taken from `still`
+def _fake(kind: str, scenes: Sequence[dict], still: list[dict], rng: random.Random) -> dict | None:
+    """A change of `kind` to a shape that did not happen between two images: to a shape taken from `still`
     (unchanged between them, shuffled; each fake takes its own, so no shape is named twice among the options
-    while the real change's is named once), a shape no image shows, or a sign."""
+    while the real change's is named once), or a shape no image shows."""
     if kind == "added":
         return {"kind": kind, "before": None, "after": _absent(rng, scenes)}
-    if kind == "text":
-        if not a["signs"]:
-            return None
-        words = rng.choice(a["signs"])
-        return {"kind": kind, "before": words, "after": _words(rng, words, len(words))}
     if not still:
         return None
     shape = still.pop()
@@ -156,19 +134,22 @@ def image_differences(scenes: Sequence[dict], rng: random.Random, _settings: Ima
         if len(found) != 1:
             continue
         change, still = found[0], _unchanged(a, b)
-        kinds = [k for k in CHANGES if k != change["kind"]]
+        # A sign's change is asked about by its words alone (sign_text): the blind filter drops a "what
+        # changed" whose key quotes the words a sibling question asks about, so the sign's option would
+        # be left as a distractor that is never the key.
+        kinds = [k for k in CHANGES if k not in (change["kind"], "text")]
         pool = rng.sample(still, len(still))
-        fakes = [f for k in rng.sample(kinds, len(kinds)) if (f := _fake(k, a, scenes, pool, rng))]
-        if len(fakes) >= 3:
+        fakes = [f for k in rng.sample(kinds, len(kinds)) if (f := _fake(k, scenes, pool, rng))]
+        if len(fakes) >= 3 and change["kind"] != "text":
             drafts.append(Draft(f"What changed between image {i} and image {j}?",
                                 (sentence(change), *map(sentence, fakes[:3])), {"template": "what_changed"}))
         if change["kind"] == "text":
             old, new = change["before"], change["after"]
-            others = [" ".join(_words(rng, old + new, len(new))) for _ in range(6)]
-            if options := _options(rng, " ".join(new), others):
+            others = [" ".join(words_like(rng, new, avoid=old + new)) for _ in range(6)]
+            if options := four_options(rng, " ".join(new), set(others)):
                 drafts.append(Draft(f"The sign that reads \"{' '.join(old)}\" in image {i}: what does it read in "
                                     f"image {j}?", options, {"template": "sign_text"}))
-        elif options := _options(rng, name(change["before"] or change["after"]), map(name, still)):
+        elif options := four_options(rng, name(change["before"] or change["after"]), map(name, still)):
             drafts.append(Draft(WHICH[change["kind"]].format(i=i, j=j), options, {"template": "which_shape"}))
     return drafts
 
@@ -215,7 +196,7 @@ def image_comparison(scenes: Sequence[dict], rng: random.Random, settings: Image
     # one name per shape: a recoloured shape's two names would share a word that the key never shares
     some = [rng.choice(sorted(n)) for _id, n in sorted(names.items()) if not n & every]
     for key in sorted(every):
-        if options := _options(rng, key, [*some, *(name(_absent(rng, scenes)) for _ in range(3))]):
+        if options := four_options(rng, key, {*some, *(name(_absent(rng, scenes)) for _ in range(3))}):
             shown.append(Draft("Which shape is in every image?" if n > 2 else "Which shape is in both images?",
                                options, {"template": "in_every_image"}))
     drafts += _some(rng, shown, 1)
@@ -232,7 +213,7 @@ def image_comparison(scenes: Sequence[dict], rng: random.Random, settings: Image
             drafts.append(which_image(ODD[change["kind"]].format_map(words), t, "odd_image"))
         if change["kind"] in ("moved", "recoloured", "resized"):
             others = [name(o) for o in scenes[t - 1]["objects"] if o["id"] != y["id"]]
-            if options := _options(rng, name(y), others):
+            if options := four_options(rng, name(y), others):
                 drafts.append(Draft(f"Which shape looks different in image {t} than in all the other images?", options,
                                     {"template": "odd_shape"}))
     if n != 4:
@@ -265,22 +246,23 @@ def _relation(scene: dict, a: str, b: str, gap: float) -> tuple[str | None, set[
 
 
 def visual_correspondence(scenes: Sequence[dict], rng: random.Random, settings: ImageSetSettings) -> list[Draft]:
-    drafts = []
+    changed, same = [], []
     for (i, a), (j, b) in itertools.permutations(enumerate(scenes, 1), 2):
-        for change in differences(a, b):
-            x, y = change["before"], change["after"]
-            here = _region(x, settings.grid_margin) if change["kind"] in ("moved", "recoloured", "resized") else None
-            if not here or sum(_region(o, 0) == here for o in a["objects"]) != 1:
+        after = {o["id"]: o for o in b["objects"]}
+        kinds = {(c["before"] or c["after"])["id"]: c["kind"] for c in differences(a, b) if c["kind"] != "text"}
+        for x in a["objects"]:
+            y, here = after.get(x["id"]), _region(x, settings.grid_margin)
+            if y is None or not here or sum(_region(o, 0) == here for o in a["objects"]) != 1:
                 continue  # another shape in the same part of image i: "the one in the {here}" names no single one
-            if options := _options(rng, name(y), [name(o) for o in b["objects"] if o["id"] != y["id"]]):
-                drafts.append(Draft(f"Which shape in image {j} is the one in the {here} of image {i}?", options,
-                                    {"template": "which"}))
+            if options := four_options(rng, name(y), [name(o) for o in b["objects"] if o is not y]):
+                (changed if x["id"] in kinds else same).append(Draft(
+                    f"Which shape in image {j} is the one in the {here} of image {i}?", options, {"template": "which"}))
             # no "where is it now": a move goes far, so a text-only reader picks the region sharing no word
-            if change["kind"] == "recoloured":
-                options = _options(rng, y["colour"], [c for c in COLOURS if c != x["colour"]])
-                drafts.append(Draft(f"The {x['shape']} in the {here} of image {i} is {x['colour']}. "
-                                    f"What colour is that {x['shape']} in image {j}?", options, {"template": "colour"}))
-    return drafts
+            if kinds.get(x["id"]) == "recoloured":
+                options = four_options(rng, y["colour"], [c for c in COLOURS if c != x["colour"]])
+                changed.append(Draft(f"The {x['shape']} in the {here} of image {i} is {x['colour']}. "
+                                     f"What colour is that {x['shape']} in image {j}?", options, {"template": "colour"}))
+    return changed + _some(rng, same, 2)
 
 
 def _region(shape: dict, margin: float) -> str | None:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import replace
+from collections.abc import Iterator
 from pathlib import Path
 
 from benchsmith.paths import truetype_font
 from ingest.scenes import (COLOURS, SIZES, WIDTH, HEIGHT, Scene, Shape, _apart, _unit_box, draw_scene, fits,
-                           layout_sign, plan_scene, region_of, scene_words, tight_box)
+                           layout_sign, plan_scene, region_of, scene_words, tight_box, words_like)
 
 CHANGES = ("moved", "recoloured", "resized", "added", "removed", "text")
 KINDS = {"pairs": (2,), "sets": (3, 4)}  # images per set
@@ -56,7 +57,7 @@ def change(scene: Scene, ids: list[int], kind: str, rng: random.Random, taken: s
         sign_at = rng.randrange(len(scene.signs))
         sign = scene.signs[sign_at]
         for _ in range(30):
-            words = tuple(rng.sample([w for w in scene_words() if w not in sign.words], len(sign.words)))
+            words = tuple(words_like(rng, sign.words, avoid=sign.words))
             new = layout_sign(words, sign.font_size, sign.box[0], sign.box[1], truetype_font())
             if new and all(_apart(new.box, s.box) for s in shapes) and all(
                     _apart(new.box, s.box) for i, s in enumerate(scene.signs) if i != sign_at):
@@ -102,36 +103,29 @@ def change(scene: Scene, ids: list[int], kind: str, rng: random.Random, taken: s
                                                         "after": _state(new)}
 
 
-def _base(seed: int, index: int, kind: str, font_path: Path, words: list[str]) -> Scene:
-    """A scene of at least four shapes, one of each colour and shape."""
-    for attempt in range(100):
+def _bases(seed: int, index: int, kind: str, font_path: Path, words: list[str], sign: bool) -> Iterator[Scene]:
+    """Scenes of at least four shapes, one of each colour and shape, with a sign if `sign`."""
+    for attempt in range(200):
         scene = plan_scene(f"{kind}:{seed}", f"{index}:{attempt}", font_path, words)
         seen: dict[tuple[str, str], Shape] = {}
         for shape in scene.shapes:
             seen.setdefault((shape.colour, shape.shape), shape)
-        if len(seen) >= 4:
-            return replace(scene, shapes=tuple(seen.values()))
-    raise RuntimeError(f"no scene of four distinct shapes for set {seed}:{index}")
+        if len(seen) >= 4 and (scene.signs or not sign):
+            yield replace(scene, shapes=tuple(seen.values()))
 
 
-def plan_set(seed: int, index: int, kind: str, font_path: Path, words: list[str]) -> tuple[list[Scene], dict]:
-    """The scenes of set (seed, index), in order, and the set's truth."""
-    rng = random.Random(f"set:{seed}:{index}:{kind}")
-    base = _base(seed, index, kind, font_path, words)
+def _changed(rng: random.Random, base: Scene, planned: list[str]) -> tuple[list[Scene], list[list[int]], list[dict]] | None:
+    """The base and a copy of it with each planned change (scenes, their shapes' ids, the changes), or None
+    when one of them does not fit this base."""
     base_ids = list(range(len(base.shapes)))
     taken = {(s.colour, s.shape) for s in base.shapes}
     free, next_id = list(base_ids), len(base_ids)
     scenes, objects, changes = [base], [base_ids], []
-    size = rng.choice(KINDS[kind])
-    for _ in range(200):
-        if len(scenes) == size:
-            break
-        kind_of_change = rng.choice(CHANGES)
-        if kind_of_change == "text" and any(c["kind"] == "text" for c in changes):
-            continue  # one sign change a set, so a sign's old words name it in every image
-        changed = change(base, base_ids, kind_of_change, rng, taken, free, next_id)
+    for kind_of_change in planned:
+        changed = next(filter(None, (change(base, base_ids, kind_of_change, rng, taken, free, next_id)
+                                     for _ in range(50))), None)
         if changed is None:
-            continue
+            return None
         scene, ids, record = changed
         if "object" in record:
             free = [i for i in free if i != record["object"]]
@@ -139,6 +133,22 @@ def plan_set(seed: int, index: int, kind: str, font_path: Path, words: list[str]
         scenes.append(scene)
         objects.append(ids)
         changes.append(record)
+    return scenes, objects, changes
+
+
+def plan_set(seed: int, index: int, kind: str, font_path: Path, words: list[str]) -> tuple[list[Scene], dict]:
+    """The scenes of set (seed, index), in order, and the set's truth."""
+    rng = random.Random(f"set:{seed}:{index}:{kind}")
+    # Consecutive kinds from a random start: every kind is as likely as any other (a text-only reader
+    # would learn the kinds that happen more often), and no set changes a sign twice, so a sign's old
+    # words name it in every image.
+    start, size = rng.randrange(len(CHANGES)), rng.choice(KINDS[kind])
+    planned = [CHANGES[(start + k) % len(CHANGES)] for k in range(size - 1)]
+    bases = _bases(seed, index, kind, font_path, words, sign="text" in planned)
+    made = next(filter(None, (_changed(rng, base, planned) for base in bases)), None)
+    if made is None:
+        raise RuntimeError(f"no scene for set {seed}:{index} takes the changes {planned}")
+    scenes, objects, changes = made
     order = rng.sample(range(len(scenes)), len(scenes))
     truth = {"kind": kind, "base": order.index(0) + 1,
              "changes": [c | {"image": order.index(i) + 1} for i, c in enumerate(changes, 1)],

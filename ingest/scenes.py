@@ -54,6 +54,17 @@ def scene_words() -> list[str]:
     return [w.strip() for w in lines if w.strip() and not w.startswith("#")]
 
 
+def words_like(rng: random.Random, like: Sequence[str], avoid: Sequence[str]) -> list[str]:
+    """A scene word for each of `like`, of the same length where one is left, none in `avoid` or twice. A
+    changed sign's new words are drawn this way, so their width fits where the old ones stood; its other
+    options are drawn the same way, or a text-only reader would learn that the words that fit run short."""
+    pool, out = [w for w in scene_words() if w not in avoid], []
+    for word in like:
+        left = [w for w in pool if w not in out]
+        out.append(rng.choice([w for w in left if len(w) == len(word)] or left))
+    return out
+
+
 def _polygon(shape: str, box: tuple[int, int, int, int]) -> list[tuple[float, float]]:
     x1, y1, x2, y2 = box
     cx, cy, r = (x1 + x2) / 2, (y1 + y2) / 2, (x2 - x1) / 2

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 
 import pytest
+from scipy.stats import chisquare
 
+from benchsmith.paths import truetype_font
 from benchsmith.store import Store
-from ingest.scene_sets import make_sets
+from ingest.scene_sets import CHANGES, make_sets, plan_set
+from ingest.scenes import scene_words
 from tests.generators.test_cli import run
 
 
@@ -73,6 +77,13 @@ def test_each_image_differs_from_the_unchanged_one_by_exactly_its_recorded_chang
                 assert region(was[old]["box"]) != region(now[old]["box"])
     assert {c["kind"] for s in sets for c in s["truth"]["changes"]} == {"moved", "recoloured", "resized", "added",
                                                                         "removed", "text"}
+
+
+def test_every_kind_of_change_is_as_likely_as_any_other():
+    """A text-only reader would learn which changes happen more often than others."""
+    font, words = truetype_font(), scene_words()
+    kinds = Counter(c["kind"] for i in range(300) for c in plan_set(5, i, "sets", font, words)[1]["changes"])
+    assert set(kinds) == set(CHANGES) and chisquare([kinds[k] for k in CHANGES]).pvalue > 0.05, kinds
 
 
 def test_members_are_distinct_images_and_the_same_seed_draws_the_same_sets(tmp_path, made):
