@@ -39,7 +39,8 @@ from ingest.scene_sets import CHANGES
 from ingest.scenes import COLOURS, SHAPES, SIZES, words_like
 
 BACKEND = "image_sets"
-VERSION = "image-sets-v1"
+# v2: no sign in "what changed", distractors drawn at random, correspondence about unchanged shapes too
+VERSION = "image-sets-v2"
 
 
 class ImageSetSettings(Strict):
