@@ -250,7 +250,7 @@ def visual_correspondence(scenes: Sequence[dict], rng: random.Random, settings: 
     changed, same = [], []
     for (i, a), (j, b) in itertools.permutations(enumerate(scenes, 1), 2):
         after = {o["id"]: o for o in b["objects"]}
-        kinds = {(c["before"] or c["after"])["id"]: c["kind"] for c in differences(a, b) if c["kind"] != "text"}
+        kinds = {subject(c)[1]: c["kind"] for c in differences(a, b) if c["kind"] != "text"}
         for x in a["objects"]:
             y, here = after.get(x["id"]), _region(x, settings.grid_margin)
             if y is None or not here or sum(_region(o, 0) == here for o in a["objects"]) != 1:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from collections.abc import Iterator
 from pathlib import Path
 
 from benchsmith.paths import truetype_font
@@ -103,7 +103,7 @@ def change(scene: Scene, ids: list[int], kind: str, rng: random.Random, taken: s
                                                         "after": _state(new)}
 
 
-def _bases(seed: int, index: int, kind: str, font_path: Path, words: list[str], sign: bool) -> Iterator[Scene]:
+def _bases(seed: int, index: int, kind: str, font_path: Path, words: Sequence[str], sign: bool) -> Iterator[Scene]:
     """Scenes of at least four shapes, one of each colour and shape, with a sign if `sign`."""
     for attempt in range(200):
         scene = plan_scene(f"{kind}:{seed}", f"{index}:{attempt}", font_path, words)
@@ -136,7 +136,7 @@ def _changed(rng: random.Random, base: Scene, planned: list[str]) -> tuple[list[
     return scenes, objects, changes
 
 
-def plan_set(seed: int, index: int, kind: str, font_path: Path, words: list[str]) -> tuple[list[Scene], dict]:
+def plan_set(seed: int, index: int, kind: str, font_path: Path, words: Sequence[str]) -> tuple[list[Scene], dict]:
     """The scenes of set (seed, index), in order, and the set's truth."""
     rng = random.Random(f"set:{seed}:{index}:{kind}")
     # Consecutive kinds from a random start: every kind is as likely as any other (a text-only reader

@@ -14,6 +14,7 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
@@ -49,9 +50,11 @@ class Sign:
     lines: tuple[tuple[str, tuple[int, int, int, int]], ...]  # each line's text and pixel box
 
 
-def scene_words() -> list[str]:
+@lru_cache(maxsize=1)
+def scene_words() -> tuple[str, ...]:
+    """The words signs are written with (data/scene_words.txt), read once per process."""
     lines = (DATA_DIR / "scene_words.txt").read_text(encoding="utf-8").splitlines()
-    return [w.strip() for w in lines if w.strip() and not w.startswith("#")]
+    return tuple(w.strip() for w in lines if w.strip() and not w.startswith("#"))
 
 
 def words_like(rng: random.Random, like: Sequence[str], avoid: Sequence[str]) -> list[str]:
@@ -115,7 +118,7 @@ def layout_sign(words: tuple[str, ...], size: int, x1: int, y1: int, font_path: 
     return Sign(words, size, (x1, y1, x1 + width, y1 + height), tuple(lines))
 
 
-def _place_signs(rng: random.Random, words: list[str], font_path: Path, n: int) -> list[Sign]:
+def _place_signs(rng: random.Random, words: Sequence[str], font_path: Path, n: int) -> list[Sign]:
     signs: list[Sign] = []
     for _ in range(n):
         for _attempt in range(50):
@@ -209,7 +212,7 @@ class Scene:
     shapes: tuple[Shape, ...]
 
 
-def plan_scene(seed: int | str, index: int | str, font_path: Path, words: list[str]) -> Scene:
+def plan_scene(seed: int | str, index: int | str, font_path: Path, words: Sequence[str]) -> Scene:
     """The scene (seed, index) always gives."""
     rng = random.Random(f"{seed}:{index}")
     background = rng.choice(list(BACKGROUNDS))
@@ -251,7 +254,7 @@ def draw_scene(scene: Scene, font_path: Path, seed: int, index: int) -> tuple[Im
     return img, row
 
 
-def render_scene(seed: int, index: int, font_path: Path, words: list[str]) -> tuple[Image.Image, dict]:
+def render_scene(seed: int, index: int, font_path: Path, words: Sequence[str]) -> tuple[Image.Image, dict]:
     """One scene and its manifest row. The same (seed, index) always gives the same pixels and truth."""
     return draw_scene(plan_scene(seed, index, font_path, words), font_path, seed, index)
 
