@@ -4,9 +4,10 @@ A set's truth lists every image's shapes (by id, with colour, shape, size and bo
 differs between any two images is worked out here (`differences`), not read from the recorded changes;
 the tests check the keys against those. Shapes are named by colour and shape, which pick out one in a set.
 
-- Image Differences: what changed between image i and image j (the other options: changes of other kinds
-  that did not happen, to shapes of the same images); which shape moved, changed colour or size, is in one
-  image and not the other; what a changed sign now reads (the one question about a sign's change).
+- Image Differences: what changed between image i and image j, when one thing did (the other options:
+  changes of other kinds that did not happen, to shapes of the same images); which shape moved, changed
+  colour or size, is in one image and not the other, also between two changed copies (the other options:
+  shapes the same in both); what a changed sign now reads (the one question about a sign's change).
 - Image Comparison: which shape is in every image (the others: shapes in some images only, and shapes in
   none); with four images, which one is the odd one out for a shape or a sign, which shows the most or the
   fewest shapes of a kind, in which one a relation between two shapes holds; with three or more, which
@@ -39,12 +40,13 @@ from ingest.scene_sets import CHANGES
 from ingest.scenes import COLOURS, SHAPES, SIZES, words_like
 
 BACKEND = "image_sets"
-# v2: no sign in "what changed", distractors drawn at random, correspondence about unchanged shapes too
-VERSION = "image-sets-v2"
+# v2: no sign in "what changed", distractors drawn at random, correspondence about unchanged shapes too;
+# v3: "which shape" also between two changed copies, up to 10 questions a set and dimension
+VERSION = "image-sets-v3"
 
 
 class ImageSetSettings(Strict):
-    per_dimension: int = Field(6, ge=1)       # at most this many questions per set and dimension
+    per_dimension: int = Field(10, ge=1)      # at most this many questions per set and dimension
     grid_margin: float = Field(0.04, ge=0)    # a centre this close to a grid line has no clear region
     spatial_gap: float = Field(0.02, ge=0)    # boxes this far apart for a relation between two shapes
 
@@ -131,27 +133,30 @@ WHICH = {"moved": "Which shape moved between image {i} and image {j}?",
 def image_differences(scenes: Sequence[dict], rng: random.Random, _settings: ImageSetSettings) -> list[Draft]:
     drafts = []
     for (i, a), (j, b) in itertools.combinations(enumerate(scenes, 1), 2):
-        found = differences(a, b)
-        if len(found) != 1:
-            continue
-        change, still = found[0], _unchanged(a, b)
-        # A sign's change is asked about by its words alone (sign_text): the blind filter drops a "what
-        # changed" whose key quotes the words a sibling question asks about, so the sign's option would
-        # be left as a distractor that is never the key.
-        kinds = [k for k in CHANGES if k not in (change["kind"], "text")]
-        pool = rng.sample(still, len(still))
-        fakes = [f for k in rng.sample(kinds, len(kinds)) if (f := _fake(k, scenes, pool, rng))]
-        if len(fakes) >= 3 and change["kind"] != "text":
-            drafts.append(Draft(f"What changed between image {i} and image {j}?",
-                                (sentence(change), *map(sentence, fakes[:3])), {"template": "what_changed"}))
-        if change["kind"] == "text":
-            old, new = change["before"], change["after"]
+        found, still = differences(a, b), _unchanged(a, b)
+        if len(found) == 1 and found[0]["kind"] == "text":
+            old, new = found[0]["before"], found[0]["after"]
             others = [" ".join(words_like(rng, new, avoid=old + new)) for _ in range(6)]
             if options := four_options(rng, " ".join(new), set(others)):
                 drafts.append(Draft(f"The sign that reads \"{' '.join(old)}\" in image {i}: what does it read in "
                                     f"image {j}?", options, {"template": "sign_text"}))
-        elif options := four_options(rng, name(change["before"] or change["after"]), map(name, still)):
-            drafts.append(Draft(WHICH[change["kind"]].format(i=i, j=j), options, {"template": "which_shape"}))
+        elif len(found) == 1:
+            # A sign's change is asked about by its words alone (sign_text): the blind filter drops a "what
+            # changed" whose key quotes the words a sibling question asks about, so the sign's option would
+            # be left as a distractor that is never the key.
+            kinds = [k for k in CHANGES if k not in (found[0]["kind"], "text")]
+            pool = rng.sample(still, len(still))
+            fakes = [f for k in rng.sample(kinds, len(kinds)) if (f := _fake(k, scenes, pool, rng))]
+            if len(fakes) >= 3:
+                drafts.append(Draft(f"What changed between image {i} and image {j}?",
+                                    (sentence(found[0]), *map(sentence, fakes[:3])), {"template": "what_changed"}))
+        # which shape moved (changed colour, ...) also between two changed copies, where more than one thing
+        # changed: the others are shapes the same in both images, so only one option changed at all
+        kinds_found = Counter(c["kind"] for c in found)
+        for change in found:
+            if change["kind"] != "text" and kinds_found[change["kind"]] == 1 and (
+                    options := four_options(rng, name(change["before"] or change["after"]), map(name, still))):
+                drafts.append(Draft(WHICH[change["kind"]].format(i=i, j=j), options, {"template": "which_shape"}))
     return drafts
 
 

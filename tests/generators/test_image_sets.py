@@ -167,6 +167,14 @@ def test_each_dimension_asks_in_several_ways(asked):
     assert {t for (d, t) in templates if d == 29} == {"which", "colour"}
 
 
+def test_which_shape_also_compares_two_changed_copies(asked):
+    """Between two copies changed each its own way, more than one thing differs: still one shape moved
+    (changed colour, ...), and the question asks which."""
+    between_copies = [q for m, q in asked if q.meta["template"] == "which_shape"
+                      and m.truth["base"] not in {int(k) for k in re.findall(r"image (\d)", q.text)}]
+    assert len(between_copies) >= 20
+
+
 def test_what_changed_names_each_kind_of_change_as_often_as_key_as_chance_allows(asked):
     """A kind of change ('moved', 'appeared') is the key about a quarter of the times it is an option."""
     kinds = ("moved", "turned", "got", "disappeared", "appeared")  # "appeared" after "disappeared"
