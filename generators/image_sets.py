@@ -15,7 +15,8 @@ the tests check the keys against those. Shapes are named by colour and shape, wh
 - Visual Correspondence: the shape alone in a part of image i is which shape of image j (the other
   options: image j's other shapes), for the shapes that changed between them and two that did not; and,
   when it changed colour, which colour it is in image j (the other options: other colours, never the one
-  named in the question).
+  named in the question); in a marked pair, which shape of image 2 is the one inside the frame drawn in
+  image 1 (nothing else is asked about a marked pair: the frame is itself a difference).
 
 Every draft has its key first; the quality gate, the letter balance and the blind filter then treat them
 like any other question.
@@ -41,7 +42,7 @@ from ingest.scenes import COLOURS, SHAPES, SIZES, words_like
 
 BACKEND = "image_sets"
 # v2: no sign in "what changed", distractors drawn at random, correspondence about unchanged shapes too;
-# v3: "which shape" also between two changed copies, up to 10 questions a set and dimension
+# v3: "which shape" also between two changed copies, up to 10 questions a set and dimension; marked pairs
 VERSION = "image-sets-v3"
 
 
@@ -271,6 +272,21 @@ def visual_correspondence(scenes: Sequence[dict], rng: random.Random, settings: 
     return changed + _some(rng, same, 2)
 
 
+def framed(scenes: Sequence[dict], marks: Sequence[dict], rng: random.Random) -> list[Draft]:
+    """Which shape of each other image is the one framed in image i (a marked set's `marks`; the other
+    options: that image's other shapes). The question names nothing: only the frame says which shape."""
+    drafts = []
+    for mark in marks:
+        i = mark["image"]
+        for j, scene in enumerate(scenes, 1):
+            y = next((o for o in scene["objects"] if o["id"] == mark["object"]), None)
+            others = [name(o) for o in scene["objects"] if o is not y]
+            if j != i and y and (options := four_options(rng, name(y), others)):
+                drafts.append(Draft(f"Which shape in image {j} is the one inside the frame in image {i}?", options,
+                                    {"template": "framed"}))
+    return drafts
+
+
 def _region(shape: dict, margin: float) -> str | None:
     """The part of the picture the shape's centre lies in, or None when it is within `margin` of a line."""
     x1, y1, x2, y2 = shape["box"]
@@ -284,11 +300,15 @@ TEMPLATES = {"image_differences": image_differences, "image_comparison": image_c
 
 def generate(item: ImageSet, dimension: Dimension, settings: ImageSetSettings, seed: int = 0) -> list[Question]:
     """Up to `settings.per_dimension` questions about a scene set; none about a set without scene truth."""
-    scenes = (item.annotations.get("truth") or {}).get("scenes")
+    truth = item.annotations.get("truth") or {}
+    scenes = truth.get("scenes")
     if not scenes or len(scenes) != len(item.images):
         return []
     rng = random.Random(stable_hash(seed, item.id, dimension.id))
-    drafts = TEMPLATES[dimension.key](scenes, rng, settings)
+    if truth.get("marks"):  # a frame is itself a difference between the images: ask only which shape it frames
+        drafts = framed(scenes, truth["marks"], rng) if dimension.key == "visual_correspondence" else []
+    else:
+        drafts = TEMPLATES[dimension.key](scenes, rng, settings)
     provenance = Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed, params=keyed(settings))
     return questions_from(drafts, item, dimension, settings.per_dimension, provenance, rng)
 

@@ -78,10 +78,11 @@ def register(app: typer.Typer, context) -> None:
         kind: Annotated[str, typer.Option("--kind", help="shapes: the oracle scenes; chart, table, document, map "
                                           "(or a plugin's, entry-point group benchsmith.renderers): text-rich "
                                           "pages; mix: every text-rich kind in turn. With --sets: pairs (a scene "
-                                          "and a changed copy) or sets (a scene and 2-3 copies changed each "
-                                          "its own way).")] = "shapes",
-        sets: Annotated[int, typer.Option("--sets", min=0, help="Render this many image sets of --kind pairs or "
-                                          "sets instead, each change recorded (for dimensions 27-29).")] = 0,
+                                          "and a changed copy), sets (a scene and 2-3 copies changed each "
+                                          "its own way) or marked (a pair whose image 1 frames one shape, "
+                                          "for which shape of image 2 it is).")] = "shapes",
+        sets: Annotated[int, typer.Option("--sets", min=0, help="Render this many image sets of --kind pairs, "
+                                          "sets or marked instead, each change recorded (for dimensions 27-29).")] = 0,
         workers: Annotated[int, typer.Option("--workers", min=1, help="Processes that render text-rich pages.")] = 1,
     ) -> None:
         """Render synthetic scenes with exact ground truth: oracle scenes (shapes, colours, sizes, positions,
@@ -98,7 +99,7 @@ def register(app: typer.Typer, context) -> None:
             from ingest.scene_sets import KINDS, make_sets
 
             if kind not in KINDS:
-                raise typer.BadParameter(f"sets are of kind {' or '.join(KINDS)}, not {kind!r}", param_hint="--kind")
+                raise typer.BadParameter(f"sets are of kind {', '.join(KINDS)}, not {kind!r}", param_hint="--kind")
             with progress_bar(f"rendering {kind}", sets) as advance:
                 manifest = make_sets(out, sets, kind, seed, progress=advance)
             n = sets

@@ -3,6 +3,9 @@ over several images (`generators.image_sets`).
 
 A pair is a scene and one changed copy; a set is a scene and two or three copies, each changed in its own
 way on its own object. The images come in a random order, so the unchanged scene is not always image 1.
+A marked pair is a pair whose image 1 has a frame drawn around one shape that both images show, for
+"which shape in image 2 is the one framed in image 1" (its truth's `marks`); the frame is itself a
+difference between the images, so a marked pair is asked about nothing else.
 A change is one of `CHANGES`: a shape moved to another part of the picture, recoloured, resized, added or
 removed, or a sign's words replaced. Shapes are told apart by colour and shape alone: a scene keeps one
 shape of each such pair, and no change makes a second one.
@@ -21,12 +24,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from PIL import ImageDraw
+
 from benchsmith.paths import truetype_font
 from ingest.scenes import (COLOURS, SIZES, WIDTH, HEIGHT, Scene, Shape, _apart, _unit_box, draw_scene, fits,
                            layout_sign, plan_scene, region_of, scene_words, tight_box, words_like)
 
 CHANGES = ("moved", "recoloured", "resized", "added", "removed", "text")
-KINDS = {"pairs": (2,), "sets": (3, 4)}  # images per set
+KINDS = {"pairs": (2,), "sets": (3, 4), "marked": (2,)}  # images per set
+MARK_PAD = 9  # px between a framed shape's box and its frame
 
 
 def _state(shape: Shape) -> dict:
@@ -144,22 +150,59 @@ def plan_set(seed: int, index: int, kind: str, font_path: Path, words: Sequence[
     # words name it in every image.
     start, size = rng.randrange(len(CHANGES)), rng.choice(KINDS[kind])
     planned = [CHANGES[(start + k) % len(CHANGES)] for k in range(size - 1)]
-    bases = _bases(seed, index, kind, font_path, words, sign="text" in planned)
-    made = next(filter(None, (_changed(rng, base, planned) for base in bases)), None)
-    if made is None:
+    for base in _bases(seed, index, kind, font_path, words, sign="text" in planned):
+        if (made := _changed(rng, base, planned)) is None:
+            continue
+        scenes, objects, changes = made
+        order = rng.sample(range(len(scenes)), len(scenes))
+        if kind != "marked":
+            marks = []
+            break
+        # a frame in image 1 around a shape image 2 shows too; no shape clear of the others: the next base
+        if mark := _mark(rng, scenes[order[0]], objects[order[0]], set(objects[order[1]])):
+            marks = [mark]
+            break
+    else:
         raise RuntimeError(f"no scene for set {seed}:{index} takes the changes {planned}")
-    scenes, objects, changes = made
-    order = rng.sample(range(len(scenes)), len(scenes))
     truth = {"kind": kind, "base": order.index(0) + 1,
              "changes": [c | {"image": order.index(i) + 1} for i, c in enumerate(changes, 1)],
              "scenes": [{"objects": [{"id": shape_id, **_state(s), "box": list(_unit_box(tight_box(s.shape, s.box)))}
                                      for shape_id, s in zip(objects[i], scenes[i].shapes)],
                          "signs": [list(sign.words) for sign in scenes[i].signs]} for i in order]}
+    if marks:
+        truth["marks"] = marks
     return [scenes[i] for i in order], truth
 
 
+def _frame(shape: Shape) -> tuple[int, int, int, int]:
+    x1, y1, x2, y2 = tight_box(shape.shape, shape.box)
+    return (x1 - MARK_PAD, y1 - MARK_PAD, x2 + MARK_PAD, y2 + MARK_PAD)
+
+
+def _mark(rng: random.Random, scene: Scene, ids: list[int], also_in: set[int]) -> dict | None:
+    """A frame around one shape of `scene` that the other image shows too, inside the picture and clear of
+    every other shape and sign, so it frames that shape alone: {image, object, box}; None if none is."""
+    clear = [(shape_id, shape) for shape_id, shape in zip(ids, scene.shapes) if shape_id in also_in
+             and (f := _frame(shape))[0] >= 0 and f[1] >= 0 and f[2] <= WIDTH and f[3] <= HEIGHT
+             and all(_apart(f, tight_box(o.shape, o.box)) for o in scene.shapes if o is not shape)
+             and all(_apart(f, sign.box) for sign in scene.signs)]
+    if not clear:
+        return None
+    shape_id, shape = rng.choice(clear)
+    return {"image": 1, "object": shape_id, "box": list(_unit_box(_frame(shape)))}
+
+
+def draw_frame(img, box: Sequence[float]) -> None:
+    """A frame (black, with a white line inside it, so it shows on any background and shape) at `box`, in
+    unit coordinates."""
+    x1, y1, x2, y2 = round(box[0] * WIDTH), round(box[1] * HEIGHT), round(box[2] * WIDTH), round(box[3] * HEIGHT)
+    draw = ImageDraw.Draw(img)
+    draw.rectangle((x1, y1, x2, y2), outline=(0, 0, 0), width=5)
+    draw.rectangle((x1 + 2, y1 + 2, x2 - 2, y2 - 2), outline=(255, 255, 255), width=1)
+
+
 def make_sets(out_dir: Path, n: int, kind: str = "pairs", seed: int = 0, progress=None) -> Path:
-    """Render n sets of `kind` (pairs, sets) into out_dir: the images' manifest rows, then one row per set;
+    """Render n sets of `kind` (pairs, sets, marked) into out_dir: the images' manifest rows, then one row per set;
     return the manifest's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     font_path, words = truetype_font(), scene_words()
@@ -171,6 +214,11 @@ def make_sets(out_dir: Path, n: int, kind: str = "pairs", seed: int = 0, progres
             names = []
             for position, scene in enumerate(scenes, 1):
                 img, row = draw_scene(scene, font_path, seed, index)
+                framed = [m["box"] for m in truth.get("marks", ()) if m["image"] == position]
+                for box in framed:
+                    draw_frame(img, box)
+                if framed:  # the image's own row says where its frames are
+                    row["truth"]["frames"] = framed
                 names.append(f"set_{kind}_{seed}_{index:05d}_{position}.png")
                 img.save(out_dir / names[-1], "PNG")
                 handle.write(json.dumps({"path": names[-1], "source": "benchsmith-oracle", "license": "CC0-1.0"}

@@ -55,6 +55,10 @@ def place(box) -> str:
     return GRID[min(int((box[1] + box[3]) / 2 * 3), 2)][min(int((box[0] + box[2]) / 2 * 3), 2)]
 
 
+def inside(box, frame) -> bool:
+    return frame[0] <= box[0] and frame[1] <= box[1] and box[2] <= frame[2] and box[3] <= frame[3]
+
+
 def change_between(m: Members, i: int, j: int) -> str:
     """The recorded change from image i to image j, one of them the unchanged image, in the words of an
     option; a change recorded from j to i is told backwards."""
@@ -130,9 +134,14 @@ def right_options(text: str, options: list[str], m: Members) -> set[str]:
         box = m.shapes(int(found[3]))[f"{found[4]} {found[1]}"]["box"]
         assert place(box) == found[2]
         return {o for o in options if m.shapes(int(found[5])).get(f"{o} {found[1]}", {}).get("box") == box}
-    if found := ask(r"Which shape in image (\d) is the one in the (.+) of image (\d)\?"):
+    if found := (ask(r"Which shape in image (\d) is the one in the (.+) of image (\d)\?")
+                 or ask(r"Which shape in image (\d) is the one (inside the frame) in image (\d)\?")):
         j, i = int(found[1]), int(found[3])
-        there, = [n for n, o in m.shapes(i).items() if place(o["box"]) == found[2]]
+        if found[2] == "inside the frame":  # the frame drawn in image i, as its own manifest row says
+            frame, = m.rows[i - 1]["truth"]["frames"]
+            there, = [n for n, o in m.shapes(i).items() if inside(o["box"], frame)]
+        else:
+            there, = [n for n, o in m.shapes(i).items() if place(o["box"]) == found[2]]
         for c in m.truth["changes"]:  # a shape recoloured in image i or j is named otherwise in the other
             if c["kind"] == "recoloured" and c["image"] in (i, j):
                 was, now = (f"{c[k]['colour']} {c[k]['shape']}" for k in ("before", "after"))
@@ -144,7 +153,8 @@ def right_options(text: str, options: list[str], m: Members) -> set[str]:
 @pytest.fixture(scope="module")
 def asked(tmp_path_factory) -> list[tuple[Members, object]]:
     folder = tmp_path_factory.mktemp("sets")
-    made = rows(make_sets(folder / "pairs", 30, "pairs", seed=4)) + rows(make_sets(folder / "sets", 50, "sets", seed=4))
+    made = (rows(make_sets(folder / "pairs", 30, "pairs", seed=4)) + rows(make_sets(folder / "sets", 50, "sets", seed=4))
+            + rows(make_sets(folder / "marked", 20, "marked", seed=4)))
     by_path = {r["path"]: r for r in made if "path" in r}
     out = []
     for row in (r for r in made if "images" in r):
@@ -164,7 +174,12 @@ def test_each_dimension_asks_in_several_ways(asked):
     templates = Counter((q.dimension_id, q.meta["template"]) for _m, q in asked)
     assert {t for (d, t) in templates if d == 27} == {"what_changed", "which_shape", "sign_text"}
     assert {t for (d, t) in templates if d == 28} == {"in_every_image", "odd_image", "odd_shape", "count", "relation"}
-    assert {t for (d, t) in templates if d == 29} == {"which", "colour"}
+    assert {t for (d, t) in templates if d == 29} == {"which", "colour", "framed"}
+
+
+def test_a_marked_pair_is_asked_only_which_shape_its_frame_is_around(asked):
+    marked = [q for m, q in asked if m.truth["kind"] == "marked"]
+    assert len(marked) >= 15 and {q.meta["template"] for q in marked} == {"framed"}
 
 
 def test_which_shape_also_compares_two_changed_copies(asked):
@@ -189,15 +204,16 @@ def test_what_changed_names_each_kind_of_change_as_often_as_key_as_chance_allows
 
 
 def test_sets_in_questions_out_through_the_installed_command(tmp_path):
-    for kind in ("pairs", "sets"):
+    kinds = ("pairs", "sets", "marked")
+    for kind in kinds:
         assert run(tmp_path, "scenes", "make", "--sets", "4", "--kind", kind, "--out", kind).returncode == 0
-    ingested = run(tmp_path, "ingest", "pairs/manifest.jsonl", "sets/manifest.jsonl")
-    assert ingested.returncode == 0 and ingested.stdout.count("4 image sets added") == 2, ingested.stdout
+    ingested = run(tmp_path, "ingest", *(f"{kind}/manifest.jsonl" for kind in kinds))
+    assert ingested.returncode == 0 and ingested.stdout.count("4 image sets added") == 3, ingested.stdout
     made = run(tmp_path, "generate", "-g", "image_sets")
     assert made.returncode == 0, made.stderr
-    assert re.search(r"jobs\s+│\s+24 ", made.stdout), made.stdout  # 8 sets x 3 multi-image dimensions
+    assert re.search(r"jobs\s+│\s+36 ", made.stdout), made.stdout  # 12 sets x 3 multi-image dimensions
     by_path, sets = {}, {}
-    for kind in ("pairs", "sets"):
+    for kind in kinds:
         for row in rows(tmp_path / kind / "manifest.jsonl"):
             if "path" in row:
                 by_path[row["path"]] = row

@@ -79,6 +79,32 @@ def test_each_image_differs_from_the_unchanged_one_by_exactly_its_recorded_chang
                                                                         "removed", "text"}
 
 
+def test_a_marked_pair_frames_one_shape_that_both_images_show(tmp_path):
+    """The frame is drawn where image 1's row says, around one shape alone, and image 2 has none."""
+    from PIL import Image as Pil
+
+    made = rows(make_sets(tmp_path, 12, "marked", seed=5))
+    by_path = {r["path"]: r for r in made if "path" in r}
+    for row in (r for r in made if "images" in r):
+        first, second = (by_path[p] for p in row["images"])
+        frame, = first["truth"]["frames"]
+        assert "frames" not in second["truth"]
+        x1, y1, x2, y2 = round(frame[0] * 640), round(frame[1] * 480), round(frame[2] * 640), round(frame[3] * 480)
+        pixels = Pil.open(tmp_path / row["images"][0]).convert("RGB")
+        edge = [pixels.getpixel((x, y)) for x in range(x1, x2 + 1, 7) for y in (y1, y2)]
+        assert all(p == (0, 0, 0) for p in edge), "the frame is not drawn where the row says"
+        unframed = Pil.open(tmp_path / row["images"][1]).convert("RGB")
+        assert any(unframed.getpixel((x, y1)) != (0, 0, 0) for x in range(x1, x2 + 1, 7))
+        within = [o for o in first["objects"] if frame[0] <= o["box"][0] and frame[1] <= o["box"][1]
+                  and o["box"][2] <= frame[2] and o["box"][3] <= frame[3]]
+        touching = [o for o in first["objects"] if o["box"][0] < frame[2] and frame[0] < o["box"][2]
+                    and o["box"][1] < frame[3] and frame[1] < o["box"][3]]
+        assert len(within) == 1 and touching == within
+        name = f"{within[0]['attributes']['colour']} {within[0]['label']}"
+        recoloured = [c for c in row["truth"]["changes"] if c["kind"] == "recoloured"]
+        assert name in shapes_of(second) or recoloured  # image 2 shows it too, maybe in another colour
+
+
 def test_every_kind_of_change_is_as_likely_as_any_other():
     """A text-only reader would learn which changes happen more often than others."""
     font, words = truetype_font(), scene_words()
