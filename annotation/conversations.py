@@ -116,6 +116,10 @@ class ConversationTasks:
     def task(self, conversation: Conversation, item: Image) -> dict:
         return to_task(conversation, item, self.base)
 
+    @property
+    def title(self) -> str:
+        return self.review.conversation_project
+
     def project(self, server: Server, settings: Settings) -> tuple[int, bool]:
         """`review.conversation_project`, with the conversation labeling config: (id, created)."""
         return ensure_project(server, settings, self.review)

@@ -81,12 +81,16 @@ def local_files_root(settings: Settings, review: ReviewSettings) -> Path:
     return Path(review.local_files_root).expanduser().resolve() if review.local_files_root else settings.workspace
 
 
+def project_title(review: ReviewSettings, first: bool = True, sets: bool = False) -> str:
+    return (review.project if first else review.second_look_project) + (" (image sets)" if sets else "")
+
+
 def ensure_project(server: Server, settings: Settings, review: ReviewSettings,
                    first: bool = True, sets: bool = False) -> tuple[int, bool]:
     """The project named in settings (`review.project`, or `review.second_look_project` for second
     looks; " (image sets)" added for questions about image sets), created if missing and brought up to
     date if not; with the local storage that lets annotators see the media folder."""
-    title = (review.project if first else review.second_look_project) + (" (image sets)" if sets else "")
+    title = project_title(review, first, sets)
     fields = dict(label_config=label_config(review, second_look=not first, sets=sets),
                   maximum_annotations=review.overlap if first else review.second_look_overlap,
                   show_collab_predictions=review.show_predictions, expert_instruction=review.instructions,
@@ -253,6 +257,10 @@ class QuestionTasks:
     def task(self, question: Question, item: Item) -> dict:
         return to_task(question, item, self.registry, self.review, self.base, round=self.round,
                        note=self.notes.get(question.id, ""))
+
+    @property
+    def title(self) -> str:
+        return project_title(self.review, first=not self.round, sets=self.sets)
 
     def project(self, server: Server, settings: Settings) -> tuple[int, bool]:
         """The project this round's tasks go to: (id, created)."""

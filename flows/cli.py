@@ -48,8 +48,12 @@ def register(app: typer.Typer, context) -> None:
             from annotation.settings import ReviewSettings
 
             review = c.settings.section("review", ReviewSettings)
-            console.print(f"Questions wait for review in Label Studio at {c.settings.services.label_studio_url}, "
-                          f"project \"{review.project}\", {review.overlap} review(s) each (review.overlap). "
+            # each kind went to its own project: name every one this run sent tasks to
+            projects = [r["project"] for r in summary["review"].values() if "project" in r] or [review.project]
+            names = ", ".join(f'"{title}"' for title in projects)
+            console.print(f"Review tasks wait in Label Studio at {c.settings.services.label_studio_url}, "
+                          f"{'projects' if len(projects) > 1 else 'project'} {names}, "
+                          f"{review.overlap} review(s) each (review.overlap). "
                           "`benchsmith labelstudio up` prints the annotators' guide; `benchsmith review annotators "
                           "invite` the signup link to send them.", highlight=False, markup=False)
 

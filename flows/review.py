@@ -36,7 +36,7 @@ def review_stage(settings: Settings, run_id: str) -> dict:
             project_id, created = tasks.project(server, settings)  # each kind to its own project
             stage = PushStage(server, tasks, project_id, subjects, review.batch_size)
             out[kind] = run_stage(settings, run_id, tasks.name, stage) | {
-                "project_id": project_id, "project_created": created}
+                "project": tasks.title, "project_id": project_id, "project_created": created}
     return out
 
 

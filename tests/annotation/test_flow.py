@@ -55,6 +55,9 @@ def test_the_review_flow_sends_each_kind_to_its_own_project_with_its_own_labelin
     conversations = client.projects.get(id=out["review conversations"]["project_id"])
     assert (questions.title, sets.title, conversations.title) == (
         review.project, review.project + " (image sets)", review.conversation_project)
+    # the build's closing hint names each of them
+    assert [out[k]["project"] for k in ("review questions", "review image-set questions", "review conversations")] == [
+        questions.title, sets.title, conversations.title]
     assert 'name="instruction_1"' in conversations.label_config and 'name="instruction_1"' not in questions.label_config
     assert '"$gallery"' in sets.label_config and '"$gallery"' not in questions.label_config
     assert (questions.task_number, sets.task_number, conversations.task_number) == (1, 1, 2)
