@@ -75,7 +75,7 @@ def register(app: typer.Typer, context) -> None:
         out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the images and manifest.jsonl into.")],
         n: Annotated[int, typer.Option("--n", min=1, help="How many scenes.")] = 50,
         seed: Annotated[int, typer.Option(help="Seed; the same seed always renders the same scenes.")] = 0,
-        kind: Annotated[str, typer.Option("--kind", help="shapes: the oracle scenes; chart, table, document, map "
+        kind: Annotated[str, typer.Option("--kind", help="shapes: the oracle scenes; chart, table, document, map, web "
                                           "(or a plugin's, entry-point group benchsmith.renderers): text-rich "
                                           "pages; mix: every text-rich kind in turn. With --sets: pairs (a scene "
                                           "and a changed copy), sets (a scene and 2-3 copies changed each "
