@@ -13,6 +13,10 @@ themselves and the ones left over.
 
 from __future__ import annotations
 
+import heapq
+import itertools
+from bisect import bisect_right
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -42,12 +46,25 @@ def features(facts: list[Fact], by: str) -> frozenset[str]:
     return frozenset().union(*(word_set(f.text) for f in facts if f.kind == "caption"))
 
 
+def _after(positions: list[int], k: int) -> Iterator[int]:
+    """The ascending positions after k, read lazily: a long list is not copied for every image."""
+    return (positions[j] for j in range(bisect_right(positions, k), len(positions)))
+
+
 def grouped(compared: dict[str, frozenset[str]], settings: SetSettings, room: int | None = None) -> list[list[str]]:
-    """Sets of image ids (each in id order), greedy in id order; at most `room` of them."""
+    """Sets of image ids (each in id order), greedy in id order; at most `room` of them.
+
+    An image alike with a set's first member shares a label or word with it, so only the later images
+    listed under one of its labels or words are looked at, in id order: the same sets as trying every
+    later image, without comparing every pair of images of a large collection."""
     def alike(a: frozenset[str], b: frozenset[str]) -> bool:
         return bool(a & b) if settings.by == "labels" else jaccard(a, b) >= settings.min_overlap
 
     ids = sorted(i for i, f in compared.items() if f)
+    listed: dict[str, list[int]] = defaultdict(list)  # label or word -> positions in ids, ascending
+    for position, i in enumerate(ids):
+        for feature in compared[i]:
+            listed[feature].append(position)
     taken: set[str] = set()
     sets: list[list[str]] = []
     for k, seed in enumerate(ids):
@@ -56,9 +73,11 @@ def grouped(compared: dict[str, frozenset[str]], settings: SetSettings, room: in
         if seed in taken:
             continue
         members = [seed]
-        for other in ids[k + 1:]:
+        candidates = heapq.merge(*(_after(listed[feature], k) for feature in compared[seed]))
+        for position, _same in itertools.groupby(candidates):  # an image listed under several of them: once
             if len(members) == settings.size:
                 break
+            other = ids[position]
             if other not in taken and all(alike(compared[m], compared[other]) for m in members):
                 members.append(other)
         if len(members) == settings.size:
