@@ -24,7 +24,8 @@ def rows(manifest) -> list[dict]:
 @pytest.fixture(scope="module")
 def made(tmp_path_factory) -> list[dict]:
     folder = tmp_path_factory.mktemp("sets")
-    return rows(make_sets(folder / "pairs", 15, "pairs", seed=2)) + rows(make_sets(folder / "sets", 15, "sets", seed=2))
+    return (rows(make_sets(folder / "pairs", 15, "pairs", seed=2)) + rows(make_sets(folder / "sets", 15, "sets", seed=2))
+            + rows(make_sets(folder / "marked", 8, "marked", seed=2)))
 
 
 def shapes_of(row: dict) -> dict[str, dict]:
