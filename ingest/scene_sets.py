@@ -24,8 +24,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from PIL import ImageDraw
-
 from benchsmith.paths import truetype_font
 from ingest.scenes import (COLOURS, SIZES, WIDTH, HEIGHT, Scene, Shape, _apart, _unit_box, draw_scene, fits,
                            layout_sign, plan_scene, region_of, scene_words, tight_box, words_like)
@@ -159,8 +157,10 @@ def plan_set(seed: int, index: int, kind: str, font_path: Path, words: Sequence[
             marks = []
             break
         # a frame in image 1 around a shape image 2 shows too; no shape clear of the others: the next base
-        if mark := _mark(rng, scenes[order[0]], objects[order[0]], set(objects[order[1]])):
-            marks = [mark]
+        if framed := _mark(rng, scenes[order[0]], objects[order[0]], set(objects[order[1]])):
+            shape_id, frame = framed
+            scenes[order[0]] = replace(scenes[order[0]], frames=(frame,))
+            marks = [{"image": 1, "object": shape_id, "box": list(_unit_box(frame))}]
             break
     else:
         raise RuntimeError(f"no scene for set {seed}:{index} takes the changes {planned}")
@@ -179,26 +179,18 @@ def _frame(shape: Shape) -> tuple[int, int, int, int]:
     return (x1 - MARK_PAD, y1 - MARK_PAD, x2 + MARK_PAD, y2 + MARK_PAD)
 
 
-def _mark(rng: random.Random, scene: Scene, ids: list[int], also_in: set[int]) -> dict | None:
-    """A frame around one shape of `scene` that the other image shows too, inside the picture and clear of
-    every other shape and sign, so it frames that shape alone: {image, object, box}; None if none is."""
-    clear = [(shape_id, shape) for shape_id, shape in zip(ids, scene.shapes) if shape_id in also_in
-             and (f := _frame(shape))[0] >= 0 and f[1] >= 0 and f[2] <= WIDTH and f[3] <= HEIGHT
-             and all(_apart(f, tight_box(o.shape, o.box)) for o in scene.shapes if o is not shape)
-             and all(_apart(f, sign.box) for sign in scene.signs)]
-    if not clear:
-        return None
-    shape_id, shape = rng.choice(clear)
-    return {"image": 1, "object": shape_id, "box": list(_unit_box(_frame(shape)))}
-
-
-def draw_frame(img, box: Sequence[float]) -> None:
-    """A frame (black, with a white line inside it, so it shows on any background and shape) at `box`, in
-    unit coordinates."""
-    x1, y1, x2, y2 = round(box[0] * WIDTH), round(box[1] * HEIGHT), round(box[2] * WIDTH), round(box[3] * HEIGHT)
-    draw = ImageDraw.Draw(img)
-    draw.rectangle((x1, y1, x2, y2), outline=(0, 0, 0), width=5)
-    draw.rectangle((x1 + 2, y1 + 2, x2 - 2, y2 - 2), outline=(255, 255, 255), width=1)
+def _mark(rng: random.Random, scene: Scene, ids: list[int], also_in: set[int]) -> tuple[int, tuple] | None:
+    """A shape of `scene` that the other image shows too, with a frame around it inside the picture and
+    clear of every other shape and sign, so it frames that shape alone: (its id, the frame's pixel box);
+    None if no shape has room for one."""
+    clear = []
+    for shape_id, shape in zip(ids, scene.shapes):
+        frame = _frame(shape)
+        if shape_id in also_in and frame[0] >= 0 and frame[1] >= 0 and frame[2] <= WIDTH and frame[3] <= HEIGHT \
+                and all(_apart(frame, tight_box(o.shape, o.box)) for o in scene.shapes if o is not shape) \
+                and all(_apart(frame, sign.box) for sign in scene.signs):
+            clear.append((shape_id, frame))
+    return rng.choice(clear) if clear else None
 
 
 def make_sets(out_dir: Path, n: int, kind: str = "pairs", seed: int = 0, progress=None) -> Path:
@@ -214,11 +206,6 @@ def make_sets(out_dir: Path, n: int, kind: str = "pairs", seed: int = 0, progres
             names = []
             for position, scene in enumerate(scenes, 1):
                 img, row = draw_scene(scene, font_path, seed, index)
-                framed = [m["box"] for m in truth.get("marks", ()) if m["image"] == position]
-                for box in framed:
-                    draw_frame(img, box)
-                if framed:  # the image's own row says where its frames are
-                    row["truth"]["frames"] = framed
                 names.append(f"set_{kind}_{seed}_{index:05d}_{position}.png")
                 img.save(out_dir / names[-1], "PNG")
                 handle.write(json.dumps({"path": names[-1], "source": "benchsmith-oracle", "license": "CC0-1.0"}

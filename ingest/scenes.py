@@ -210,6 +210,7 @@ class Scene:
     background: str
     signs: tuple[Sign, ...]
     shapes: tuple[Shape, ...]
+    frames: tuple[tuple[int, int, int, int], ...] = ()  # pixel boxes framing a shape (a marked scene set)
 
 
 def plan_scene(seed: int | str, index: int | str, font_path: Path, words: Sequence[str]) -> Scene:
@@ -239,6 +240,9 @@ def draw_scene(scene: Scene, font_path: Path, seed: int, index: int) -> tuple[Im
             draw.rectangle(s.box, fill=fill, outline=(0, 0, 0), width=2)
         else:
             draw.polygon(_polygon(s.shape, s.box), fill=fill, outline=(0, 0, 0), width=2)
+    for x1, y1, x2, y2 in scene.frames:  # black with a white line inside: it shows on any background and shape
+        draw.rectangle((x1, y1, x2, y2), outline=(0, 0, 0), width=5)
+        draw.rectangle((x1 + 2, y1 + 2, x2 - 2, y2 - 2), outline=(255, 255, 255), width=1)
     shapes, signs = scene.shapes, scene.signs
     objects = [{"label": s.shape, "box": list(_unit_box(tight_box(s.shape, s.box))),
                 "attributes": {"colour": s.colour, "shape": s.shape, "size": s.size}} for s in shapes]
@@ -249,7 +253,7 @@ def draw_scene(scene: Scene, font_path: Path, seed: int, index: int) -> tuple[Im
         "colour_counts": dict(sorted(Counter(s.colour for s in shapes).items())),
         "signs": [{"words": list(sign.words), "box": list(_unit_box(sign.box))} for sign in signs],
         "words": [text for sign in signs for text, _ in sign.lines],
-    }
+    } | ({"frames": [list(_unit_box(box)) for box in scene.frames]} if scene.frames else {})
     row = {"captions": [_caption(scene.background, shapes, signs)], "objects": objects, "ocr": ocr, "truth": truth}
     return img, row
 
