@@ -119,12 +119,13 @@ def register(app: typer.Typer, context) -> None:
         """Show where review stands, from the store alone: pushed, waiting, flagged, decided, and agreement."""
         from annotation.pull import flagged_questions, review_status as state
         from annotation.settings import ReviewSettings
+        from benchsmith.dimensions import registry
 
         c = context(ctx)
         review = c.settings.section("review", ReviewSettings)
         with c.store(create=False) as store:
             counts, agreement = state(store, c.settings)
-            ties = flagged_questions(store, review)
+            ties = flagged_questions(store, review, registry())
         console.print(table("review", ["state", "n"], list(counts.items())))
         console.print(agreement_table(agreement))
         if flagged:
@@ -258,7 +259,7 @@ def flagged_table(ties, url: str) -> object:
 
     dimensions = registry()
     rows = [(question.id, f"{question.dimension_id} {dimensions.get(question.dimension_id).name}",
-             " and ".join(decision.reasons), decision.n_reviews,
+             " and ".join(decision.details["unsettled"]), decision.details["n_reviews"],
              f"{url.rstrip('/')}/projects/{project}/data?task={task}" if task else "not on the server",
              question.text[:60])
             for question, decision, (project, task) in ties]

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from annotation.client import Server, read_annotations
-from annotation.lifecycle import Decision
+from annotation.lifecycle import Decision, Kind
 from annotation.labeling import KEEP, annotator_of, image_urls, keep_or_discard, results, saved_at
 from annotation.push import PushReport, PushStage, image_base, open_project
 from annotation.settings import ReviewSettings
@@ -149,7 +149,7 @@ def fetch(store: Store, server: Server, review: ReviewSettings) -> tuple[list[Co
 
 
 @dataclass(frozen=True)
-class Conversations:
+class Conversations(Kind):
     """Conversations as a kind of reviewed item: the latest submitted version decides. Kept, it sets the
     reviewed turns, unless the edit breaks the conversation's structure (then it is held, saying why);
     discarded, the conversation is rejected."""

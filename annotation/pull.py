@@ -17,7 +17,7 @@ from typing import Any
 from annotation import lifecycle
 from annotation.client import Server, read_annotations
 from annotation.labeling import to_review
-from annotation.reconcile import ADJUDICATION, Agreement, Decision, agreement_by_dimension, decide
+from annotation.reconcile import ADJUDICATION, Agreement, agreement_by_dimension, decide
 from annotation.settings import ReviewSettings
 from benchsmith import runner
 from benchsmith.dimensions import Registry
@@ -69,21 +69,15 @@ def fetch_reviews(server: Server, project_ids: set[int], registry: Registry,
                             lambda task, annotation: to_review(task, annotation, registry, review))
 
 
-def decisions_in_review(store: Store, review: ReviewSettings) -> list[Decision]:
-    """What the stored reviews decide for each question now in review."""
-    questions = store.get_questions(status="in_review")
-    by_question: dict[str, list[Review]] = {}
-    for r in store.get_reviews([q.id for q in questions]):
-        by_question.setdefault(r.question_id, []).append(r)
-    return [decide(q, by_question.get(q.id, []), review.overlap) for q in questions]
-
-
-def flagged_questions(store: Store, review: ReviewSettings) -> list[tuple[Question, Decision, tuple[int, int | None]]]:
+def flagged_questions(store: Store, review: ReviewSettings, registry: Registry
+                      ) -> list[tuple[Question, lifecycle.Decision, tuple[int, int | None]]]:
     """Questions in review whose reviews tie: each with its decision and its (project, task) on the server."""
-    questions = {q.id: q for q in store.get_questions(status="in_review")}
-    ties = [d for d in decisions_in_review(store, review) if d.outcome == "flagged"]
-    tasks = store.get_review_tasks("question", [d.question_id for d in ties])
-    return [(questions[d.question_id], d, tasks.get(d.question_id, (0, None))) for d in ties]
+    kind = Questions(review, registry)
+    questions = kind.open(store)
+    reviews = kind.reviews(store, questions)
+    ties = [(q, d) for q in questions if (d := kind.decide(q, reviews.get(q.id, []))).outcome == "flagged"]
+    tasks = store.get_review_tasks("question", [q.id for q, _ in ties])
+    return [(q, d, tasks.get(q.id, (0, None))) for q, d in ties]
 
 
 def agreement(store: Store) -> dict[str, dict[str, Agreement]]:
@@ -96,13 +90,17 @@ def agreement(store: Store) -> dict[str, dict[str, Agreement]]:
 
 
 @dataclass(frozen=True)
-class Questions:
+class Questions(lifecycle.Kind):
     """Questions as a kind of reviewed item: their first-round reviews decide them by majority, and an
     acceptance sets the reviewed answer and dimension."""
 
     review: ReviewSettings
     registry: Registry
     name: str = "question"
+
+    @property
+    def overlap(self) -> int:
+        return self.review.overlap
 
     def items(self, store: Store, statuses, ids=None) -> list[Question]:
         return store.get_questions(status=list(statuses), ids=ids)
@@ -117,7 +115,7 @@ class Questions:
         return out
 
     def decide(self, question: Question, reviews) -> lifecycle.Decision:
-        d = decide(question, reviews, self.review.overlap)
+        d = decide(question, reviews, self.overlap)
         if d.outcome == "accepted":
             return lifecycle.Decision("accepted", "kept by the annotators' majority",
                                       {"review_answer": d.answer, "review_dimension_id": d.dimension_id})
@@ -152,10 +150,11 @@ def change_text(answer: int, dimension: int, new_answer: int, new_dimension: int
 def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dict[str, dict[str, Agreement]]]:
     """Counts for `benchsmith review status`, read from the store without changing it."""
     from annotation.second_look import second_look_counts
+    from benchsmith.dimensions import registry
 
     review = settings.section("review", ReviewSettings)
     tasks = store.get_review_tasks("question")
-    pending = Counter(d.outcome for d in decisions_in_review(store, review))
+    pending = lifecycle.standing(store, Questions(review, registry()))
     by_status = store.status_counts("question")
     conversations = store.status_counts("conversation")
     counts = {
@@ -207,13 +206,6 @@ class PullStage(runner.Stage):
         return [runner.Outcome(v.id, "done") for v in versions]
 
 
-def in_review(store: Store, kind: lifecycle.Kind) -> Counter:
-    """How the items of `kind` still in review stand: tied or held (flagged), or waiting for reviews."""
-    items = kind.items(store, ["in_review"])
-    reviews = kind.reviews(store, items)
-    return Counter(kind.decide(item, reviews.get(item.id, [])).outcome for item in items)
-
-
 STILL_OUT = ("flagged", "waiting")  # where an item in review stands after a pull, whatever the pull did
 
 
@@ -229,7 +221,7 @@ def pull(store: Store, server: Server, settings: Settings, registry: Registry,
     stage's report as a dict (the finish flow runs each as its Prefect task, `{"cached": True}` when
     nothing is new)."""
     from annotation import conversations
-    from annotation.second_look import decide_second_looks, open_looks
+    from annotation.second_look import SecondLooks
 
     review = settings.section("review", ReviewSettings)
     first = store.get_review_tasks("question")
@@ -238,21 +230,22 @@ def pull(store: Store, server: Server, settings: Settings, registry: Registry,
     second_tasks = {task for _project, task in second}
     fetched, unreadable = fetch_reviews(server, projects, registry, review)
     talks, unreadable_talks = conversations.fetch(store, server, review)
-    questions, talk = Questions(review, registry), conversations.Conversations.of(settings)
+    questions, looks, talk = Questions(review, registry), SecondLooks(review, registry), conversations.Conversations.of(settings)
     run = run or (lambda stage: runner.run(stage, store).as_dict())
-    firsts, looks, talked = (run(stage) for stage in [
+    firsts, looked, talked = (run(stage) for stage in [
         PullStage("review:pull", [r for r in fetched if r.task_id not in second_tasks and r.question_id in first],
                   runner.config_key(review.overlap), lambda s, ids: lifecycle.reconcile(s, questions, ids)),
         PullStage("review:pull:second_look", [r for r in fetched if r.task_id in second_tasks],
                   runner.config_key(review.second_look_overlap),
-                  lambda s, ids: decide_second_looks(s, review, registry, ids)),
+                  lambda s, ids: lifecycle.reconcile(s, looks, ids)),
         PullStage("review:pull:conversations", talks, runner.config_key(keyed(talk.quality)),
                   lambda s, ids: lifecycle.reconcile(s, talk, ids))])
-    still_out = Counter("waiting" if d.outcome == "waiting" else "no majority" for *_, d in open_looks(store, review))
-    runs = (firsts, looks, talked)
+    out = lifecycle.standing(store, looks)  # a tie on a second look is no majority, not another flag
+    runs = (firsts, looked, talked)
     return PullReport(pulled=sum(done.get("done", 0) for done in runs),
                       new_reviews=sum(done.get("new_reviews", 0) for done in runs),
                       unreadable=unreadable + unreadable_talks,
-                      outcomes=moved(firsts) + moved(in_review(store, questions), STILL_OUT),
-                      conversations=moved(talked) + moved(in_review(store, talk), STILL_OUT), agreement=agreement(store),
-                      second_looks=moved(looks, ("confirmed", "changed", "withdrawn")) + still_out)
+                      outcomes=moved(firsts) + moved(lifecycle.standing(store, questions), STILL_OUT),
+                      conversations=moved(talked) + moved(lifecycle.standing(store, talk), STILL_OUT),
+                      second_looks=moved(looked, ("confirmed", "changed", "withdrawn"))
+                      + Counter(waiting=out["waiting"], **{"no majority": out["flagged"]}), agreement=agreement(store))

@@ -25,10 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annotation.pull import change_text
-from annotation.reconcile import Decision, decide
+from annotation import lifecycle
+from annotation.pull import Questions, change_text
 from annotation.settings import ReviewSettings
-from benchsmith.dimensions import Registry
 from benchsmith.errors import BenchsmithError
 from benchsmith.records import LETTERS, Question, Verdict
 from benchsmith.store import Store
@@ -164,60 +163,82 @@ def _decided_round(decided: dict[str, Verdict], qid: str) -> str | None:
     return verdict.details.get("round") if verdict else None
 
 
-def open_looks(store: Store, review: ReviewSettings,
-               ids: Sequence[str] | None = None) -> list[tuple[str, str, int, Question, Decision]]:
-    """The second looks out and undecided (of these questions), each as (question id, round, task, question,
-    what its stored reviews decide now)."""
-    decided = decisions(store)
-    wanted = None if ids is None else set(ids)
-    out = {(qid, round_): task for (qid, round_), (_project, task) in store.get_second_look_tasks().items()
-           if task is not None and _decided_round(decided, qid) != round_ and (wanted is None or qid in wanted)}
-    questions = {q.id: q for q in store.get_questions(ids=sorted({qid for qid, _ in out}))}
-    reviews: dict[int, list] = {}
-    for r in store.get_reviews(sorted(questions)):
-        reviews.setdefault(r.task_id, []).append(r)
-    return [(qid, round_, task, questions[qid], decide(questions[qid], reviews.get(task, []), review.second_look_overlap))
-            for (qid, round_), task in sorted(out.items())]
+@dataclass(frozen=True)
+class Look:
+    """A second look out and undecided: the published question, the round (the release it rechecks), its task."""
+
+    question: Question
+    round: str
+    task: int
+    published_hash: str                # the question's content as the round's release holds it
+    flags: tuple[str, ...] = ()        # what the models' answers flagged it for
+
+    @property
+    def id(self) -> str:
+        return self.question.id
 
 
-def decide_second_looks(store: Store, review: ReviewSettings, registry: Registry,
-                        ids: Sequence[str] | None = None) -> Counter:
-    """Decide every second look that is out and undecided (of these questions) from its stored reviews;
-    count the outcomes (confirmed, changed, withdrawn); a tie or too few reviews waits for more."""
-    doubts = {v.subject_id: v for v in store.get_verdicts(stage=STAGE, subject_kind="question") if v.rule == DOUBT}
-    counts: Counter = Counter()
-    hashes: dict[str, dict[str, str]] = {}
-    for qid, round_, task, question, decision in open_looks(store, review, ids):
-        if decision.outcome in ("waiting", "flagged"):
-            continue
-        published_hash = hashes.setdefault(round_, store.release_hashes(round_)).get(qid, "")
-        flags = doubts[qid].details.get("flags", []) if qid in doubts else []
-        details = {"round": round_, "content_hash": published_hash, "flags": flags, "task_id": task}
-        answer = question.final_answer
-        dimension = question.final_dimension_id
-        to_status = "published"
+@dataclass(frozen=True)
+class SecondLooks(Questions):
+    """Second looks as a round of the review lifecycle: the reviews of a look's own task decide it, by the
+    first round's majority rule, once it has `review.second_look_overlap` of them. Kept, the question stays
+    published, confirmed or changed; discarded, it is withdrawn. A decided look is final: a new flag on
+    the question's next release sends another."""
+
+    stage: str = STAGE
+    rule: str = RULE
+
+    @property
+    def overlap(self) -> int:
+        return self.review.second_look_overlap
+
+    def open(self, store: Store, ids: Sequence[str] | None = None) -> list[Look]:
+        decided = decisions(store)
+        wanted = None if ids is None else set(ids)
+        out = {(qid, round_): task for (qid, round_), (_project, task) in store.get_second_look_tasks().items()
+               if task is not None and _decided_round(decided, qid) != round_ and (wanted is None or qid in wanted)}
+        questions = {q.id: q for q in store.get_questions(ids=sorted({qid for qid, _ in out}))}
+        doubts = {v.subject_id: v for v in store.get_verdicts(stage=STAGE, subject_kind="question") if v.rule == DOUBT}
+        hashes = {round_: store.release_hashes(round_) for round_ in {round_ for _qid, round_ in out}}
+        return [Look(questions[qid], round_, task, hashes[round_].get(qid, ""),
+                     tuple(doubts[qid].details.get("flags", [])) if qid in doubts else ())
+                for (qid, round_), task in sorted(out.items())]
+
+    def revisable(self, store: Store, ids: Sequence[str] | None = None) -> list:
+        return []
+
+    def reviews(self, store: Store, looks: Sequence[Look]) -> dict[str, list]:
+        by_task: dict[int, list] = {}
+        for r in store.get_reviews(sorted({look.id for look in looks})):
+            by_task.setdefault(r.task_id, []).append(r)
+        return {look.id: by_task.get(look.task, []) for look in looks}
+
+    def decide(self, look: Look, reviews) -> lifecycle.Decision:
+        return super().decide(look.question, reviews)
+
+    def settle(self, look: Look, decision: lifecycle.Decision) -> lifecycle.Move | None:
+        if decision.outcome not in ("accepted", "rejected"):
+            return None  # a tie waits for one more review, as in the first round
+        answer, dimension = look.question.final_answer, look.question.final_dimension_id
+        details = {"round": look.round, "content_hash": look.published_hash, "flags": list(look.flags),
+                   "task_id": look.task}
+        updates, to_status = None, "published"
         if decision.outcome == "rejected":
-            outcome, reason = "withdrawn", "withdrawn at a second look: " + (", ".join(decision.reasons) or
-                                                                             "no reason given")
-            details |= {"reasons": list(decision.reasons), "comments": list(decision.comments)}
-            updates, to_status = None, "withdrawn"
-        elif (decision.answer, decision.dimension_id) == (answer, dimension):
-            outcome, reason, updates = "confirmed", f"answer {LETTERS[answer]} confirmed at a second look", None
+            outcome, to_status = "withdrawn", "withdrawn"
+            reason = "withdrawn at a second look: " + (", ".join(decision.details["reasons"]) or "no reason given")
+            details |= decision.details
+        elif (decision.reviewed["review_answer"], decision.reviewed["review_dimension_id"]) == (answer, dimension):
+            outcome, reason = "confirmed", f"answer {LETTERS[answer]} confirmed at a second look"
         else:
-            outcome = "changed"
-            reason = change_text(answer, dimension, decision.answer, decision.dimension_id, registry) + " at a second look"
-            details |= {"from_answer": LETTERS[answer], "to_answer": LETTERS[decision.answer],
-                        "from_dimension": dimension, "to_dimension": decision.dimension_id}
-            updates = {"review_answer": decision.answer, "review_dimension_id": decision.dimension_id}
-        verdict = Verdict(subject_id=qid, subject_kind="question", stage=STAGE, rule=RULE,
-                          passed=outcome != "withdrawn", reason=reason, details=details | {"outcome": outcome})
-        # the answer, the verdict and the history event in one transaction: a crash leaves all or none; the
-        # event says why the models put it in doubt too, for the next release's CHANGELOG
-        flagged = f" (flagged by the models: {', '.join(flags)})" if flags and outcome != "confirmed" else ""
-        store.move("question", [qid], to_status, stage=STAGE, reason=reason + flagged, updates=updates,
-                             verdicts_to_add=[verdict])
-        counts[outcome] += 1
-    return counts
+            outcome, updates = "changed", decision.reviewed
+            new_answer, new_dimension = updates["review_answer"], updates["review_dimension_id"]
+            reason = change_text(answer, dimension, new_answer, new_dimension, self.registry) + " at a second look"
+            details |= {"from_answer": LETTERS[answer], "to_answer": LETTERS[new_answer],
+                        "from_dimension": dimension, "to_dimension": new_dimension}
+        # the history event says why the models put it in doubt too, for the next release's CHANGELOG
+        if look.flags and outcome != "confirmed":
+            reason += f" (flagged by the models: {', '.join(look.flags)})"
+        return lifecycle.Move(outcome, to_status, reason, outcome != "withdrawn", updates, details | {"outcome": outcome})
 
 
 def outcomes_on(store: Store, source: str, question_ids: Sequence[str]) -> dict[str, str]:
@@ -232,6 +253,8 @@ def outcomes_on(store: Store, source: str, question_ids: Sequence[str]) -> dict[
 
 def second_look_counts(store: Store, review: ReviewSettings) -> dict[str, int]:
     """For `benchsmith review status`: second looks out and their outcomes so far."""
+    from benchsmith.dimensions import registry
+
     outcomes = Counter(v.details.get("outcome") for v in decisions(store).values())
-    return {"second looks waiting for annotators": len(open_looks(store, review)),
+    return {"second looks waiting for annotators": len(SecondLooks(review, registry()).open(store)),
             **{f"second looks {outcome}": outcomes[outcome] for outcome in ("confirmed", "changed", "withdrawn")}}

@@ -8,7 +8,7 @@ reason. Everything is recomputed from the store, so a report can be made for any
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 import pandas as pd
@@ -69,10 +69,11 @@ def blind_accuracy(store: Store) -> pd.DataFrame:
 def review_section(store: Store, review: ReviewSettings) -> list[str]:
     """The human-vs-generator signal, and how many questions wait in review (for annotators, or for a
     deciding annotation on a tie)."""
-    from annotation.pull import decisions_in_review
+    from annotation.lifecycle import standing
+    from annotation.pull import Questions
     from annotation.signal import COLUMNS, review_signal
 
-    pending = Counter(d.outcome for d in decisions_in_review(store, review))
+    pending = standing(store, Questions(review, registry()))
     signal = pd.DataFrame(review_signal(store, registry()), columns=COLUMNS)
     return ["## Review against the generators\n",
             "Per generated dimension and generator: how often the annotators' answer differs from the generated "
