@@ -41,8 +41,20 @@ def arguments(doc: str, quick: dict | None = None, **defaults) -> argparse.Argum
     return parser
 
 
+def machine() -> dict:
+    """The processor the figures were measured on: they move with it (the same charts render twice as
+    fast on one 2-core machine as on another)."""
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("model name"))
+    except (OSError, StopIteration):
+        model = "unknown"
+    return {"cpu": model, "cores": os.cpu_count()}
+
+
 def save(name: str, result: dict) -> dict:
-    """Write `result` to benchmarks/results/<name>.json and print it."""
+    """Write `result`, with the machine it was measured on, to benchmarks/results/<name>.json and print it."""
+    result = {"machine": machine(), **result}
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
     print(json.dumps(result, indent=2, default=str))
