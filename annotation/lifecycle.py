@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from annotation.reconcile import Outcome
@@ -111,37 +111,39 @@ def reconcile(store: Store, kind: Kind, ids: Sequence[str] | None = None) -> Cou
     counts: Counter = Counter()
     moves: dict[tuple, tuple[Move, list[tuple[str, Verdict]]]] = {}
     held: list[Verdict] = []
-    last = {v.subject_id: v for v in store.get_verdicts(stage=kind.stage, subject_kind=kind.name)
-            if v.rule == kind.rule} if decided else {}
-    for n, item in enumerate([*pending, *decided]):
-        is_open = n < len(pending)
+
+    def verdict(item, move: Move) -> Verdict:
+        return Verdict(subject_id=item.id, subject_kind=kind.name, stage=kind.stage, rule=kind.rule,
+                       passed=move.passed, reason=move.reason, details=move.details)
+
+    for item in pending:
         decision = kind.decide(item, reviews.get(item.id, []))
         move = kind.settle(item, decision)
-        if is_open:
-            counts[move.outcome if move else decision.outcome] += 1
+        counts[move.outcome if move else decision.outcome] += 1
         if move is None:
             continue
-        verdict = Verdict(subject_id=item.id, subject_kind=kind.name, stage=kind.stage, rule=kind.rule,
-                          passed=move.passed, reason=move.reason, details=move.details)
-        if is_open:
-            if move.to_status is None:
-                held.append(verdict)
-            else:  # one store move per same status, reason and updates: a pull decides thousands at once
-                group = (move.to_status, move.reason, stable_hash(move.updates))
-                moves.setdefault(group, (move, []))[1].append((item.id, verdict))
-            continue
+        if move.to_status is None:
+            held.append(verdict(item, move))
+        else:  # one store move per same status, reason and updates: a pull decides thousands at once
+            group = (move.to_status, move.reason, stable_hash(move.updates))
+            moves.setdefault(group, (move, []))[1].append((item.id, verdict(item, move)))
+    last = {v.subject_id: v for v in store.get_verdicts(stage=kind.stage, subject_kind=kind.name)
+            if v.rule == kind.rule} if decided else {}
+    for item in decided:
+        decision = kind.decide(item, reviews.get(item.id, []))
         previous = last.get(item.id)
         before = previous.details["reviewed"] if previous and "reviewed" in previous.details else kind.reviewed(item)
         if decision.outcome == "accepted" and decision.reviewed != before:
-            reason = kind.revision(item, before, decision.reviewed)
-            store.move(kind.name, [item.id], item.status, stage=kind.stage, reason=reason, updates=decision.reviewed,
-                       verdicts_to_add=[verdict.model_copy(update={"reason": reason})])
+            to_status, reason = item.status, kind.revision(item, before, decision.reviewed)
             counts["revised"] += 1
         elif decision.outcome == "rejected" and (previous is None or previous.passed):
-            reason = "withdrawn in review: " + decision.reason
-            store.move(kind.name, [item.id], "withdrawn", stage=kind.stage, reason=reason,
-                       verdicts_to_add=[verdict.model_copy(update={"reason": reason})])
+            to_status, reason = "withdrawn", "withdrawn in review: " + decision.reason
             counts["withdrawn"] += 1
+        else:
+            continue
+        move = kind.settle(item, decision)
+        store.move(kind.name, [item.id], to_status, stage=kind.stage, reason=reason, updates=move.updates,
+                   verdicts_to_add=[verdict(item, replace(move, reason=reason))])
     for move, group in moves.values():
         store.move(kind.name, [i for i, _v in group], move.to_status, stage=kind.stage, reason=move.reason,
                    updates=move.updates, verdicts_to_add=[v for _i, v in group])

@@ -193,12 +193,13 @@ class SecondLooks(Questions):
         return self.review.second_look_overlap
 
     def open(self, store: Store, ids: Sequence[str] | None = None) -> list[Look]:
-        decided = decisions(store)
+        verdicts = store.get_verdicts(stage=STAGE, subject_kind="question")
+        decided = {v.subject_id: v for v in verdicts if v.rule == RULE}
+        doubts = {v.subject_id: v for v in verdicts if v.rule == DOUBT}
         wanted = None if ids is None else set(ids)
         out = {(qid, round_): task for (qid, round_), (_project, task) in store.get_second_look_tasks().items()
                if task is not None and _decided_round(decided, qid) != round_ and (wanted is None or qid in wanted)}
         questions = {q.id: q for q in store.get_questions(ids=sorted({qid for qid, _ in out}))}
-        doubts = {v.subject_id: v for v in store.get_verdicts(stage=STAGE, subject_kind="question") if v.rule == DOUBT}
         hashes = {round_: store.release_hashes(round_) for round_ in {round_ for _qid, round_ in out}}
         return [Look(questions[qid], round_, task, hashes[round_].get(qid, ""),
                      tuple(doubts[qid].details.get("flags", [])) if qid in doubts else ())
