@@ -25,23 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from annotation.reconcile import Outcome
+from annotation.reconcile import Decision
 from benchsmith.records import Verdict, stable_hash
 from benchsmith.store import Store
 
 STAGE = "review"
 RULE = "human_review"
 DECIDED = ("accepted", "published")  # what a newer review can still revise or withdraw
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What an item's reviews say now. `reviewed` is what acceptance sets on the item (JSON-ready)."""
-
-    outcome: Outcome
-    reason: str = ""
-    reviewed: dict[str, Any] = field(default_factory=dict)
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 from annotation import lifecycle
 from annotation.client import Server, read_annotations
 from annotation.labeling import to_review
-from annotation.reconcile import ADJUDICATION, Agreement, agreement_by_dimension, decide
+from annotation.reconcile import Agreement, agreement_by_dimension, decide
 from annotation.settings import ReviewSettings
 from benchsmith import runner
 from benchsmith.dimensions import Registry
@@ -115,17 +115,7 @@ class Questions(lifecycle.Kind):
         return out
 
     def decide(self, question: Question, reviews) -> lifecycle.Decision:
-        d = decide(question, reviews, self.overlap)
-        if d.outcome == "accepted":
-            return lifecycle.Decision("accepted", "kept by the annotators' majority",
-                                      {"review_answer": d.answer, "review_dimension_id": d.dimension_id})
-        if d.outcome == "rejected":
-            return lifecycle.Decision("rejected", "discarded: " + (", ".join(d.reasons) or "no reason given"),
-                                      details={"reasons": list(d.reasons), "comments": list(d.comments)})
-        if d.outcome == "flagged":
-            return lifecycle.Decision("flagged", f"{ADJUDICATION}: no majority on " + " and ".join(d.reasons),
-                                      details={"unsettled": list(d.reasons), "n_reviews": d.n_reviews})
-        return lifecycle.Decision("waiting")
+        return decide(question, reviews, self.overlap)
 
     def reviewed(self, question: Question) -> dict:
         return {"review_answer": question.review_answer, "review_dimension_id": question.review_dimension_id}

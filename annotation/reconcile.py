@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from benchsmith.records import Question, Review
 
@@ -23,13 +23,13 @@ ADJUDICATION = "needs adjudication"  # the reason of a tie's verdict: not a fail
 
 @dataclass(frozen=True)
 class Decision:
-    question_id: str
+    """What an item's reviews say now, for any kind of item (annotation/lifecycle.py). `reviewed` is what
+    acceptance sets on the item (JSON-ready); `details` go into the verdict."""
+
     outcome: Outcome
-    answer: int | None = None
-    dimension_id: int | None = None
-    reasons: tuple[str, ...] = ()  # discard reasons, most named first; or what has no majority
-    n_reviews: int = 0
-    comments: tuple[str, ...] = ()
+    reason: str = ""
+    reviewed: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 def majority(votes: Sequence[Hashable | None]) -> Hashable | None:
@@ -44,21 +44,29 @@ def majority(votes: Sequence[Hashable | None]) -> Hashable | None:
 def decide(question: Question, reviews: Sequence[Review], overlap: int) -> Decision:
     n = len(reviews)
     if n == 0 or n < overlap:
-        return Decision(question.id, "waiting", n_reviews=n)
+        return Decision("waiting")
     keep = majority([r.keep for r in reviews])
     if keep is None:
-        return Decision(question.id, "flagged", reasons=("keep or discard",), n_reviews=n)
+        return flagged(("keep or discard",), n)
     if not keep:
         named = Counter(reason for r in reviews if not r.keep for reason in r.reasons)
-        return Decision(question.id, "rejected", reasons=tuple(reason for reason, _ in named.most_common()),
-                        n_reviews=n, comments=tuple(r.comment for r in reviews if not r.keep and r.comment))
+        reasons = [reason for reason, _ in named.most_common()]
+        return Decision("rejected", "discarded: " + (", ".join(reasons) or "no reason given"), details={
+            "reasons": reasons, "comments": [r.comment for r in reviews if not r.keep and r.comment]})
     keepers = [r for r in reviews if r.keep]
     answer = majority([r.answer for r in keepers])
     dimension = majority([r.dimension_id for r in keepers])
     unsettled = tuple(what for what, value in (("answer", answer), ("dimension", dimension)) if value is None)
     if unsettled:
-        return Decision(question.id, "flagged", reasons=unsettled, n_reviews=n)
-    return Decision(question.id, "accepted", answer=answer, dimension_id=dimension, n_reviews=n)
+        return flagged(unsettled, n)
+    return Decision("accepted", "kept by the annotators' majority",
+                    {"review_answer": answer, "review_dimension_id": dimension})
+
+
+def flagged(unsettled: Sequence[str], n_reviews: int) -> Decision:
+    """A tie: the item waits in review for a deciding annotation."""
+    return Decision("flagged", f"{ADJUDICATION}: no majority on " + " and ".join(unsettled),
+                    details={"unsettled": list(unsettled), "n_reviews": n_reviews})
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ def test_majority_needs_more_than_half_and_abstentions_never_win():
 def test_agreeing_keepers_accept_the_human_answer_and_dimension():
     q = question(dimension_id=3, answer=0)
     decision = decide(q, [review(q, "x", answer=2, dimension_id=4), review(q, "y", answer=2, dimension_id=4)], 2)
-    assert (decision.outcome, decision.answer, decision.dimension_id) == ("accepted", 2, 4)
+    assert decision.outcome == "accepted"
+    assert decision.reviewed == {"review_answer": 2, "review_dimension_id": 4}
 
 
 def test_discards_reject_with_the_most_named_reason_first():
@@ -40,7 +41,7 @@ def test_discards_reject_with_the_most_named_reason_first():
     decision = decide(q, [review(q, "x", keep=False, reasons=("ambiguous", "bad_image")),
                           review(q, "y", keep=False, reasons=("bad_image",))], 2)
     assert decision.outcome == "rejected"
-    assert decision.reasons == ("bad_image", "ambiguous")
+    assert decision.details["reasons"] == ["bad_image", "ambiguous"]
 
 
 @pytest.mark.parametrize("second, unsettled", [
@@ -53,13 +54,13 @@ def test_ties_are_flagged_with_what_is_unsettled(second, unsettled):
     q = question()
     decision = decide(q, [review(q, "x"), review(q, "y", **second)], 2)
     assert decision.outcome == "flagged"
-    assert decision.reasons == unsettled
+    assert decision.details["unsettled"] == list(unsettled)
 
 
 def test_a_third_review_breaks_a_tie():
     q = question()
     reviews = [review(q, "x", answer=0), review(q, "y", answer=1), review(q, "z", answer=1)]
-    assert decide(q, reviews, 2).answer == 1
+    assert decide(q, reviews, 2).reviewed["review_answer"] == 1
 
 
 def test_fewer_reviews_than_the_overlap_wait():
