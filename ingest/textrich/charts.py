@@ -54,10 +54,6 @@ class Spec:
     legend: str
 
 
-def _distinct(rng: random.Random, low: int, high: int, n: int) -> list[int]:
-    return rng.sample(range(low, high + 1), n)
-
-
 def _percentages(rng: random.Random, n: int) -> list[int]:
     """n distinct whole percentages of at least 6 that sum to 100."""
     while True:
@@ -90,7 +86,7 @@ def draw_spec(rng: random.Random) -> Spec:
         values = sorted(rng.sample(range(2, 3000), 60))
         series = tuple((name, tuple(rng.sample(values, len(categories)))) for name in names)
     else:
-        pool = _distinct(rng, low, high, len(categories) * n_series)  # every value once: no ties to compare
+        pool = rng.sample(range(low, high + 1), len(categories) * n_series)  # every value once: no ties to compare
         series = tuple((name, tuple(pool[i * len(categories):(i + 1) * len(categories)])) for i, name in enumerate(names))
     title = theme["title"] if chart != "scatter" else f"{names[0]} and {names[1]}"
     return Spec(chart=chart, title=title, axis=theme["axis"], categories=tuple(categories), series=series,
@@ -257,7 +253,6 @@ def render(rng: random.Random) -> tuple[Image.Image, dict]:
              "orientation": "horizontal" if spec.horizontal else "vertical",
              "style": spec.style, "font": spec.font, "rotation": spec.rotation if not spec.horizontal else 0,
              "marks": drawn_marks}
-    kind_words = {"bar": "bar chart", "grouped_bar": "grouped bar chart", "stacked_bar": "stacked bar chart",
-                  "line": "line chart", "pie": "pie chart", "scatter": "scatter plot"}[spec.chart]
+    kind_words = "scatter plot" if spec.chart == "scatter" else spec.chart.replace("_", " ") + " chart"
     caption = f"A {kind_words} titled \"{spec.title}\" over {', '.join(spec.categories)}."
     return image, row_of(caption, drawn, truth)
