@@ -159,9 +159,6 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
             x1, y1, x2, y2 = box
             quad = [[x1, y1], [x2, y1], [x2, y2], [x1, y2]]
         ocr.append({"text": line.text, "quad": quad} | ({"score": line.score} if line.score is not None else {}))
-    out: dict[str, Any] = {}
-    for key, value in (("captions", parsed.captions), ("tags", parsed.tags), ("objects", objects),
-                       ("ocr", ocr), ("truth", parsed.truth), ("reform", parsed.reform), ("dropped", dropped)):
-        if value:
-            out[key] = value
-    return out
+    return {key: value for key, value in (("captions", parsed.captions), ("tags", parsed.tags), ("objects", objects),
+                                          ("ocr", ocr), ("truth", parsed.truth), ("reform", parsed.reform),
+                                          ("dropped", dropped)) if value}

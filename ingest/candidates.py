@@ -242,21 +242,14 @@ def manifest_candidates(manifest: Path, *, source: str = "", license: str = "", 
         if row.get("task") or task:
             annotations = task_annotations(row, str(row.get("task") or task), f"{manifest.name}:{number}", row_source)
         else:
-            for key in ANNOTATION_KEYS:
-                if key in row:
-                    annotations[key] = row[key]
+            annotations |= {key: row[key] for key in ANNOTATION_KEYS if key in row}
             if "caption" in row:
                 annotations.setdefault("captions", [row["caption"]])
-        candidate = Candidate(rel, partial(read_regular_file, path), source=row_source,
-                              license=str(row.get("license") or license), annotations=annotations,
-                              version=stable_hash(row, file_version(path)))
-        if not inside(root, path):
-            candidate.read = None
-            candidate.refused = Rejected("escapes_root", f"path leaves the manifest's folder {root}")
-        elif problem := file_problem(path):
-            candidate.read = None
-            candidate.refused = problem
-        yield candidate
+        refused = (file_problem(path) if inside(root, path)
+                   else Rejected("escapes_root", f"path leaves the manifest's folder {root}"))
+        yield Candidate(rel, None if refused else partial(read_regular_file, path), source=row_source,
+                        license=str(row.get("license") or license), annotations=annotations, refused=refused,
+                        version=stable_hash(row, file_version(path)))
 
 
 def set_rows(manifest: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -156,10 +156,9 @@ class VideoStage(runner.Stage):
         source = self.manifest.parent / row.path
         if not inside(self.manifest.parent, source):
             return Rejected("path_outside_root", f"row {number}: {row.path!r} leaves the manifest's folder")
-        problem = file_problem(source)  # before any open: a FIFO would block, a link loop would raise
-        if problem is not None and problem.rule == "missing":
-            return Rejected("missing_file", f"row {number}: {row.path} not found")
-        if problem is not None:
+        if problem := file_problem(source):  # before any open: a FIFO would block, a link loop would raise
+            if problem.rule == "missing":
+                return Rejected("missing_file", f"row {number}: {row.path} not found")
             return Rejected(problem.rule, f"row {number}: {row.path} {problem.reason}")
         try:
             fps, n_frames, width, height = probe(source)
