@@ -122,9 +122,7 @@ def visual_context(image: Image, facts: list[Fact], max_chars: int = 4000) -> st
     budget = max_chars - len(lines[0]) - 1
     reserve = len("(… 99999 more lines left out)") + 1
     for heading, entries in _sections(own):
-        if not heading:
-            continue
-        if not entries and not heading.startswith("Tags:"):
+        if not heading or not entries and not heading.startswith("Tags:"):
             continue
         if len(heading) + 1 + reserve > budget:
             omitted += max(1, len(entries))

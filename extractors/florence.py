@@ -66,14 +66,11 @@ class Florence2Extractor(Backend):
             text = " ".join(str(answer).split())
             return [self.fact(image, "caption", text)] if text else []
         if task == "<OCR_WITH_REGION>":
-            facts = []
-            for quad, text in zip(answer["quad_boxes"], answer["labels"]):
-                text = " ".join(text.replace("</s>", "").replace("<s>", "").split())
-                points = tuple((min(max(quad[i] / width, 0.0), 1.0), min(max(quad[i + 1] / height, 0.0), 1.0))
-                               for i in range(0, 8, 2))
-                if text:
-                    facts.append(self.fact(image, "ocr", text, quad=points))
-            return facts
+            texts = [" ".join(text.replace("</s>", "").replace("<s>", "").split()) for text in answer["labels"]]
+            return [self.fact(image, "ocr", text, quad=tuple((min(max(quad[i] / width, 0.0), 1.0),
+                                                              min(max(quad[i + 1] / height, 0.0), 1.0))
+                                                             for i in range(0, 8, 2)))
+                    for quad, text in zip(answer["quad_boxes"], texts) if text]
         kind = "object" if task == "<OD>" else "region"
         return [self.fact(image, kind, " ".join(label.split()),
                           box=unit_box(width, height, box_px=box, model_output=True, ndigits=5))
