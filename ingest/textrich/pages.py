@@ -102,8 +102,7 @@ def _date(rng: random.Random, year: int = 2026) -> str:
 
 def render_table(rng: random.Random) -> tuple[Image.Image, dict]:
     """A data table (a theme's categories by its series) or a schedule (departures)."""
-    data = page_data()
-    page = Page(640, rng)
+    data, page = page_data(), Page(640, rng)
     if rng.random() < 0.5:
         layout, theme = "table", rng.choice(data["themes"])
         names = rng.sample(theme["series"], rng.randint(2, 3))
@@ -128,8 +127,7 @@ def render_table(rng: random.Random) -> tuple[Image.Image, dict]:
 
 def render_document(rng: random.Random) -> tuple[Image.Image, dict]:
     """An invoice, a receipt or a form."""
-    layout = rng.choice(("invoice", "receipt", "form"))
-    return {"invoice": _invoice, "receipt": _receipt, "form": _form}[layout](rng)
+    return rng.choice((_invoice, _receipt, _form))(rng)
 
 
 def _items(rng: random.Random, low: int, high: int) -> list[tuple[str, Decimal]]:
@@ -169,11 +167,9 @@ def _receipt(rng: random.Random) -> tuple[Image.Image, dict]:
     items = _items(rng, 4, 7)
     rows = [[name, _money(price)] for name, price in items]
     bottom = page.table(y + page.size + 18, ["Item", "Price"], rows, {1}, heading=rng.random() < 0.5)
-    total = _money(sum((price for _n, price in items), Decimal(0)))
-    fields["Total"] = total
-    page.field(page.width - MARGIN - PAD, bottom + 14, "Total", total, anchor="ra")
-    columns = ["Item", "Price"]
-    truth = {"kind": "document", "layout": "receipt", "title": shop, "fields": fields, "columns": columns,
+    fields["Total"] = _money(sum((price for _n, price in items), Decimal(0)))
+    page.field(page.width - MARGIN - PAD, bottom + 14, "Total", fields["Total"], anchor="ra")
+    truth = {"kind": "document", "layout": "receipt", "title": shop, "fields": fields, "columns": ["Item", "Price"],
              "rows": rows}
     return page.cut(bottom + 14 + page.size + 6), row_of(f"A receipt from {shop} for {', '.join(row[0] for row in rows)}.",
                                                          page.texts, truth)
