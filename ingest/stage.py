@@ -81,9 +81,7 @@ class IngestStage(runner.Stage):
 
     def __init__(self, media_dir: Path, candidates: Iterable[Candidate], settings: IngestSettings, *, label: str,
                  workers: int = 1) -> None:
-        self.media_dir = media_dir
-        self.candidates = list(candidates)
-        self.settings = settings
+        self.media_dir, self.candidates, self.settings = media_dir, list(candidates), settings
         self.label = printable_name(label)
         self.processes = workers
         self.pool: ProcessPoolExecutor | None = None
