@@ -192,12 +192,9 @@ class SegmentAnythingExtractor(_SamBackend):
     def _instances(self, loaded: Loaded) -> list[Instance]:
         import numpy as np
 
-        found = []
-        for record in self.generator.generate(np.asarray(loaded.pixels)):
-            box = mask_box(record["segmentation"])
-            if box is not None:
-                found.append(Instance(box, float(record["predicted_iou"])))
-        return found
+        return [Instance(box, float(record["predicted_iou"]))
+                for record in self.generator.generate(np.asarray(loaded.pixels))
+                for box in [mask_box(record["segmentation"])] if box is not None]
 
 
 class TransformersSamParams(SamParams):
@@ -236,8 +233,6 @@ class TransformersSamExtractor(_SamBackend):
             best = scores.argmax(dim=-1)
             masks = self.processor.post_process_masks(out.pred_masks.float().cpu(), inputs["original_sizes"],
                                                       inputs["reshaped_input_sizes"])[0]  # [points, 3, H, W]
-            for index, choice in enumerate(best.tolist()):
-                box = mask_box(masks[index, choice].numpy())
-                if box is not None:
-                    found.append(Instance(box, float(scores[index, choice])))
+            found += [Instance(box, float(scores[index, choice])) for index, choice in enumerate(best.tolist())
+                      for box in [mask_box(masks[index, choice].numpy())] if box is not None]
         return found

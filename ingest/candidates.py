@@ -180,18 +180,17 @@ def _manifest_rows(manifest: Path) -> Iterator[tuple[int, dict[str, Any] | str]]
             line = data[:exc.start].count(b"\n") + 1
             raise IngestError(f"{manifest} line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x}); "
                               "save the manifest as UTF-8 (CSV UTF-8 in Excel)") from None
-        with io.StringIO(text, newline="") as handle:
-            for number, row in enumerate(csv.DictReader(handle), 2):
-                row = {k: v for k, v in row.items() if k and v not in (None, "")}
-                if "annotations" in row:
-                    try:
-                        row["annotations"] = json.loads(row["annotations"])
-                    except json.JSONDecodeError as exc:
-                        yield number, f"row {number}: annotations column is not JSON: {exc.msg}"
-                        continue
-                if "caption" in row:
-                    row.setdefault("annotations", {}).setdefault("captions", [row.pop("caption")])
-                yield number, row
+        for number, row in enumerate(csv.DictReader(io.StringIO(text, newline="")), 2):
+            row = {k: v for k, v in row.items() if k and v not in (None, "")}
+            if "annotations" in row:
+                try:
+                    row["annotations"] = json.loads(row["annotations"])
+                except json.JSONDecodeError as exc:
+                    yield number, f"row {number}: annotations column is not JSON: {exc.msg}"
+                    continue
+            if "caption" in row:
+                row.setdefault("annotations", {}).setdefault("captions", [row.pop("caption")])
+            yield number, row
 
 
 ANNOTATION_KEYS = ("captions", "tags", "objects", "ocr", "truth")
