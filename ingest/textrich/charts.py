@@ -96,11 +96,6 @@ def draw_spec(rng: random.Random) -> Spec:
                 and rng.random() < 0.6, legend=rng.choice(LEGEND_PLACES))
 
 
-def _log_ticks(values) -> list[int]:
-    top = max(v for _name, vs in values for v in vs)
-    return [10 ** k for k in range(0, len(str(top)) + 1)]
-
-
 @lru_cache(maxsize=1)
 def _canvas():
     """This process's one figure, cleared for every chart: its renderer, and the text sizes matplotlib
@@ -170,8 +165,8 @@ def _figure(spec: Spec):
         else:
             ax.invert_yaxis()  # the first category on top, as it is read
         top = max((bottom if spec.chart == "stacked_bar" else np.array([v for _n, vs in spec.series for v in vs])))
-        if spec.log_scale:
-            ticks = _log_ticks(spec.series)
+        if spec.log_scale:  # a tick at each power of ten up to the top value's (a log chart is never stacked)
+            ticks = [10 ** k for k in range(len(str(top)) + 1)]
             (ax.set_xscale if spec.horizontal else ax.set_yscale)("log")
             (ax.set_xlim if spec.horizontal else ax.set_ylim)(1, ticks[-1] * 1.5)
         else:
