@@ -231,13 +231,11 @@ def draw_scene(scene: Scene, font_path: Path, seed: int, index: int) -> tuple[Im
             left, top = font.getbbox(text)[:2]
             draw.text((x1 - left, y1 - top), text, fill=(15, 15, 15), font=font)
     for s in scene.shapes:
-        fill = COLOURS[s.colour]
-        if s.shape == "circle":
-            draw.ellipse(s.box, fill=fill, outline=(0, 0, 0), width=2)
-        elif s.shape == "square":
-            draw.rectangle(s.box, fill=fill, outline=(0, 0, 0), width=2)
+        style = {"fill": COLOURS[s.colour], "outline": (0, 0, 0), "width": 2}
+        if s.shape in ("circle", "square"):
+            (draw.ellipse if s.shape == "circle" else draw.rectangle)(s.box, **style)
         else:
-            draw.polygon(_polygon(s.shape, s.box), fill=fill, outline=(0, 0, 0), width=2)
+            draw.polygon(_polygon(s.shape, s.box), **style)
     for x1, y1, x2, y2 in scene.frames:  # black with a white line inside: it shows on any background and shape
         draw.rectangle((x1, y1, x2, y2), outline=(0, 0, 0), width=5)
         draw.rectangle((x1 + 2, y1 + 2, x2 - 2, y2 - 2), outline=(255, 255, 255), width=1)

@@ -68,7 +68,6 @@ def draw_spec(rng: random.Random) -> Spec:
     chart = rng.choice(CHARTS)
     theme = rng.choice(data["themes"])
     low, high = theme["values"]
-    series_names = list(theme["series"])
     if chart == "line":
         period = rng.choice(data["periods"])
         start = rng.randint(0, len(period) - 5)
@@ -78,7 +77,7 @@ def draw_spec(rng: random.Random) -> Spec:
         categories = rng.sample(theme["categories"], n)
     n_series = {"grouped_bar": rng.randint(2, 3), "stacked_bar": rng.randint(2, 3), "line": rng.randint(1, 3),
                 "scatter": 2}.get(chart, 1)
-    names = rng.sample(series_names, n_series)
+    names = rng.sample(list(theme["series"]), n_series)
     log_scale = chart in ("bar", "line") and rng.random() < 0.2
     if chart == "pie":
         series = ((theme["axis"], tuple(_percentages(rng, len(categories)))),)

@@ -106,8 +106,7 @@ def _routes(rng: random.Random, spots, n_routes: int) -> list[list[int]] | None:
             stops, length = [rng.randrange(len(spots))], rng.randint(3, 4)
             while len(stops) < length:
                 here = spots[stops[-1]]
-                near = sorted((k for k in range(len(spots)) if k not in stops),
-                              key=lambda k: math.dist(here, spots[k]))
+                near = sorted((k for k in range(len(spots)) if k not in stops), key=lambda k: math.dist(here, spots[k]))
                 free = [k for k in near[:3] if fits(stops[-1], k)]
                 if not free:
                     break

@@ -130,8 +130,7 @@ class Browser:
 def browser() -> Browser:
     """This process's Chromium, started on its first page and closed when the process ends (a pool worker
     too: multiprocessing runs its finalizers there, where atexit does not run)."""
-    executable = chromium()
-    if executable is None:
+    if (executable := chromium()) is None:
         raise BenchsmithError(INSTALL)
     started = Browser(executable)
     util.Finalize(started, started.close, exitpriority=10)
