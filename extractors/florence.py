@@ -56,8 +56,7 @@ class Florence2Extractor(Backend):
         out: list[list[Fact]] = [[] for _ in images]
         for task in self.params.tasks:
             for index, (loaded, answer) in enumerate(zip(images, self._answers(task, images))):
-                width, height = loaded.pixels.size
-                out[index].extend(self.facts_from_answer(loaded.image, task, answer, width, height))
+                out[index].extend(self.facts_from_answer(loaded.image, task, answer, *loaded.pixels.size))
         return out
 
     def facts_from_answer(self, image: Image, task: str, answer: Any, width: int, height: int) -> list[Fact]:

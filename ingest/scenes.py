@@ -267,8 +267,7 @@ def scenes_key(n: int, seed: int) -> str:
 def make_scenes(out_dir: Path, n: int, seed: int = 0, progress=None) -> Path:
     """Render n scenes into out_dir with manifest.jsonl; return the manifest path."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    font_path = truetype_font()
-    words = scene_words()
+    font_path, words = truetype_font(), scene_words()
     manifest = out_dir / "manifest.jsonl"
     with manifest.open("w", encoding="utf-8") as handle:
         for index in range(n):
