@@ -93,9 +93,7 @@ class Backend:
     uses_gpu: ClassVar[bool] = False
 
     def __init__(self, name: str, params: BackendParams, settings: Settings) -> None:
-        self.name = name
-        self.params = params
-        self.settings = settings
+        self.name, self.params, self.settings = name, params, settings
         self.batch_size = params.batch_size
 
     @property

@@ -40,10 +40,8 @@ def _unique(facts: Iterable[Fact], key) -> list[Fact]:
 
 
 def _reading_order(fact: Fact) -> tuple:
-    points = fact.quad or ((fact.box[0], fact.box[1]),)
-    top = min(y for _x, y in points)
-    left = min(x for x, _y in points)
-    return (round(top, 2), round(left, 3), fact.text)
+    xs, ys = zip(*(fact.quad or ((fact.box[0], fact.box[1]),)))
+    return (round(min(ys), 2), round(min(xs), 3), fact.text)
 
 
 def _sections(facts: list[Fact]) -> list[tuple[str, list[str]]]:
@@ -79,8 +77,7 @@ def _sections(facts: list[Fact]) -> list[tuple[str, list[str]]]:
 
 
 def _quad_box(quad) -> tuple[float, float, float, float]:
-    xs = [x for x, _y in quad]
-    ys = [y for _x, y in quad]
+    xs, ys = zip(*quad)
     return (min(xs), min(ys), max(xs), max(ys))
 
 
@@ -122,9 +119,7 @@ def visual_context(image: Image, facts: list[Fact], max_chars: int = 4000) -> st
     budget = max_chars - len(lines[0]) - 1
     reserve = len("(… 99999 more lines left out)") + 1
     for heading, entries in _sections(own):
-        if not heading:
-            continue
-        if not entries and not heading.startswith("Tags:"):
+        if not heading or not entries and not heading.startswith("Tags:"):
             continue
         if len(heading) + 1 + reserve > budget:
             omitted += max(1, len(entries))

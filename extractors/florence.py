@@ -56,8 +56,7 @@ class Florence2Extractor(Backend):
         out: list[list[Fact]] = [[] for _ in images]
         for task in self.params.tasks:
             for index, (loaded, answer) in enumerate(zip(images, self._answers(task, images))):
-                width, height = loaded.pixels.size
-                out[index].extend(self.facts_from_answer(loaded.image, task, answer, width, height))
+                out[index].extend(self.facts_from_answer(loaded.image, task, answer, *loaded.pixels.size))
         return out
 
     def facts_from_answer(self, image: Image, task: str, answer: Any, width: int, height: int) -> list[Fact]:
@@ -66,14 +65,11 @@ class Florence2Extractor(Backend):
             text = " ".join(str(answer).split())
             return [self.fact(image, "caption", text)] if text else []
         if task == "<OCR_WITH_REGION>":
-            facts = []
-            for quad, text in zip(answer["quad_boxes"], answer["labels"]):
-                text = " ".join(text.replace("</s>", "").replace("<s>", "").split())
-                points = tuple((min(max(quad[i] / width, 0.0), 1.0), min(max(quad[i + 1] / height, 0.0), 1.0))
-                               for i in range(0, 8, 2))
-                if text:
-                    facts.append(self.fact(image, "ocr", text, quad=points))
-            return facts
+            texts = [" ".join(text.replace("</s>", "").replace("<s>", "").split()) for text in answer["labels"]]
+            return [self.fact(image, "ocr", text, quad=tuple((min(max(quad[i] / width, 0.0), 1.0),
+                                                              min(max(quad[i + 1] / height, 0.0), 1.0))
+                                                             for i in range(0, 8, 2)))
+                    for quad, text in zip(answer["quad_boxes"], texts) if text]
         kind = "object" if task == "<OD>" else "region"
         return [self.fact(image, kind, " ".join(label.split()),
                           box=unit_box(width, height, box_px=box, model_output=True, ndigits=5))

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from pydantic import Field
 
-from benchsmith.records import Fact, Image
+from benchsmith.records import Fact
 from benchsmith.settings import UNKEYED
 from extractors.base import Backend, BackendParams, ExtractorError, Loaded
 
@@ -43,9 +43,10 @@ def is_text(text: str) -> bool:
 
 
 class _OCRBackend(Backend):
-    def _lines(self, image: Image, pixels, lines) -> list[Fact]:
-        width, height = pixels.size
-        return [self.fact(image, "ocr", " ".join(str(text).split()), quad=_quad(points, width, height),
+    def _lines(self, loaded: Loaded, lines) -> list[Fact]:
+        """Facts of the (corner points, text, score) lines read in one image."""
+        width, height = loaded.pixels.size
+        return [self.fact(loaded.image, "ocr", " ".join(str(text).split()), quad=_quad(points, width, height),
                           score=round(float(score), 4))
                 for points, text, score in lines if is_text(str(text)) and float(score) >= self.params.min_score]
 
@@ -84,12 +85,9 @@ class RapidOCRExtractor(_OCRBackend):
     def extract(self, images: Sequence[Loaded]) -> list[list[Fact]]:
         import numpy as np
 
-        out = []
-        for loaded in images:
-            result = self.engine(np.asarray(loaded.pixels))
-            lines = [] if result.boxes is None else zip(result.boxes, result.txts, result.scores)
-            out.append(self._lines(loaded.image, loaded.pixels, lines))
-        return out
+        results = [self.engine(np.asarray(loaded.pixels)) for loaded in images]
+        return [self._lines(loaded, [] if result.boxes is None else zip(result.boxes, result.txts, result.scores))
+                for loaded, result in zip(images, results)]
 
 
 class PaddleOCRParams(OCRParams):
@@ -145,11 +143,8 @@ class PaddleOCRExtractor(_OCRBackend):
 
         # PaddleOCR wants BGR arrays, like OpenCV gives.
         results = self.engine.predict([np.asarray(loaded.pixels)[:, :, ::-1].copy() for loaded in images])
-        out = []
-        for loaded, result in zip(images, results):
-            lines = zip(result["rec_polys"], result["rec_texts"], result["rec_scores"])
-            out.append(self._lines(loaded.image, loaded.pixels, lines))
-        return out
+        return [self._lines(loaded, zip(result["rec_polys"], result["rec_texts"], result["rec_scores"]))
+                for loaded, result in zip(images, results)]
 
 
 def _paddle_device() -> str:

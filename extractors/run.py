@@ -52,8 +52,7 @@ class ExtractStage(runner.Stage):
     name = EXTRACT_STAGE
 
     def __init__(self, extractor: Backend, settings: Settings) -> None:
-        self.extractor = extractor
-        self.settings = settings
+        self.extractor, self.settings = extractor, settings
         self.label = f"extract {extractor.name}"
 
     def config_key(self) -> str:

@@ -24,6 +24,8 @@ from benchsmith.models import pick_device
 from benchsmith.records import Fact, stable_hash
 from benchsmith.settings import UNKEYED
 from extractors.base import Backend, BackendParams, ExtractorError, Loaded, load_pretrained, require_model
+from extractors.captions import Captioner
+from extractors.tags import ClipScorer, load_attributes, load_vocabulary
 
 if TYPE_CHECKING:
     import numpy as np
@@ -86,15 +88,10 @@ class _SamBackend(Backend):
 
     @property
     def identity(self) -> dict:
-        from extractors.tags import load_attributes, load_vocabulary
-
         return super().identity | {"vocabulary_hash": stable_hash(load_vocabulary(self.params.vocabulary),
                                                                   load_attributes(self.params.attributes), length=8)}
 
     def _load_describers(self) -> None:
-        from extractors.captions import Captioner
-        from extractors.tags import ClipScorer, load_attributes, load_vocabulary
-
         p = self.params
         self.labels = load_vocabulary(p.vocabulary)
         self.attribute_values = load_attributes(p.attributes)
@@ -103,8 +100,6 @@ class _SamBackend(Backend):
                                    field="region_captioner") if p.region_captioner else None
 
     def check(self) -> None:
-        from extractors.tags import load_attributes, load_vocabulary
-
         p = self.params
         load_vocabulary(p.vocabulary)
         load_attributes(p.attributes)
@@ -197,12 +192,9 @@ class SegmentAnythingExtractor(_SamBackend):
     def _instances(self, loaded: Loaded) -> list[Instance]:
         import numpy as np
 
-        found = []
-        for record in self.generator.generate(np.asarray(loaded.pixels)):
-            box = mask_box(record["segmentation"])
-            if box is not None:
-                found.append(Instance(box, float(record["predicted_iou"])))
-        return found
+        return [Instance(box, float(record["predicted_iou"]))
+                for record in self.generator.generate(np.asarray(loaded.pixels))
+                for box in [mask_box(record["segmentation"])] if box is not None]
 
 
 class TransformersSamParams(SamParams):
@@ -241,8 +233,6 @@ class TransformersSamExtractor(_SamBackend):
             best = scores.argmax(dim=-1)
             masks = self.processor.post_process_masks(out.pred_masks.float().cpu(), inputs["original_sizes"],
                                                       inputs["reshaped_input_sizes"])[0]  # [points, 3, H, W]
-            for index, choice in enumerate(best.tolist()):
-                box = mask_box(masks[index, choice].numpy())
-                if box is not None:
-                    found.append(Instance(box, float(scores[index, choice])))
+            found += [Instance(box, float(scores[index, choice])) for index, choice in enumerate(best.tolist())
+                      for box in [mask_box(masks[index, choice].numpy())] if box is not None]
         return found

@@ -147,8 +147,6 @@ class ClipTagExtractor(Backend):
         embeddings = self.scorer.image_embeddings([loaded.pixels for loaded in images])
         probs = self.scorer.probabilities(embeddings, [self.params.template.format(label) for label in self.labels])
         top = probs.topk(min(self.params.top_k, len(self.labels)), dim=-1)
-        out = []
-        for loaded, values, indices in zip(images, top.values.tolist(), top.indices.tolist()):
-            out.append([self.fact(loaded.image, "tag", self.labels[i], score=round(p, 4))
-                        for p, i in zip(values, indices) if p >= self.params.threshold])
-        return out
+        return [[self.fact(loaded.image, "tag", self.labels[i], score=round(p, 4))
+                 for p, i in zip(values, indices) if p >= self.params.threshold]
+                for loaded, values, indices in zip(images, top.values.tolist(), top.indices.tolist())]

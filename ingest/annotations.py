@@ -4,9 +4,9 @@ checked and normalised to unit coordinates at ingest (`normalise_annotations`)."
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from benchsmith.geometry import OutsideImage, unit_box
 from benchsmith.settings import Strict
@@ -52,21 +52,20 @@ def _unmarked_fields(value: Any, where: str) -> None:
             _unmarked_fields(inner, f"{where}[{index}]")
 
 
+Label = Annotated[str, AfterValidator(lambda value: _checked_text(value, "label", MAX_LABEL_CHARS))]
+OcrText = Annotated[str, AfterValidator(lambda value: _checked_text(value, "ocr text", MAX_CAPTION_CHARS))]
+
+
 class SuppliedObject(Strict):
     """An object: `label` plus one of `box` (normalised xyxy), `box_px` (pixel xyxy) or `bbox` (COCO
     pixel xywh); optional `attributes` such as {"colour": "red"} and `score`."""
 
-    label: str
+    label: Label
     box: tuple[float, float, float, float] | None = None
     box_px: tuple[float, float, float, float] | None = None
     bbox: tuple[float, float, float, float] | None = None
     attributes: dict[str, str] = Field(default_factory=dict)
     score: float | None = None
-
-    @field_validator("label")
-    @classmethod
-    def _label(cls, value: str) -> str:
-        return _checked_text(value, "label", MAX_LABEL_CHARS)
 
     @field_validator("attributes")
     @classmethod
@@ -84,16 +83,11 @@ class SuppliedObject(Strict):
 class SuppliedText(Strict):
     """A text line: `text` plus `box` (normalised xyxy), `box_px`, or `quad` (4 normalised points)."""
 
-    text: str
+    text: OcrText
     box: tuple[float, float, float, float] | None = None
     box_px: tuple[float, float, float, float] | None = None
     quad: tuple[tuple[float, float], tuple[float, float], tuple[float, float], tuple[float, float]] | None = None
     score: float | None = None
-
-    @field_validator("text")
-    @classmethod
-    def _text(cls, value: str) -> str:
-        return _checked_text(value, "ocr text", MAX_CAPTION_CHARS)
 
 
 class SuppliedAnnotations(Strict):
@@ -159,9 +153,6 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
             x1, y1, x2, y2 = box
             quad = [[x1, y1], [x2, y1], [x2, y2], [x1, y2]]
         ocr.append({"text": line.text, "quad": quad} | ({"score": line.score} if line.score is not None else {}))
-    out: dict[str, Any] = {}
-    for key, value in (("captions", parsed.captions), ("tags", parsed.tags), ("objects", objects),
-                       ("ocr", ocr), ("truth", parsed.truth), ("reform", parsed.reform), ("dropped", dropped)):
-        if value:
-            out[key] = value
-    return out
+    return {key: value for key, value in (("captions", parsed.captions), ("tags", parsed.tags), ("objects", objects),
+                                          ("ocr", ocr), ("truth", parsed.truth), ("reform", parsed.reform),
+                                          ("dropped", dropped)) if value}

@@ -180,18 +180,17 @@ def _manifest_rows(manifest: Path) -> Iterator[tuple[int, dict[str, Any] | str]]
             line = data[:exc.start].count(b"\n") + 1
             raise IngestError(f"{manifest} line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x}); "
                               "save the manifest as UTF-8 (CSV UTF-8 in Excel)") from None
-        with io.StringIO(text, newline="") as handle:
-            for number, row in enumerate(csv.DictReader(handle), 2):
-                row = {k: v for k, v in row.items() if k and v not in (None, "")}
-                if "annotations" in row:
-                    try:
-                        row["annotations"] = json.loads(row["annotations"])
-                    except json.JSONDecodeError as exc:
-                        yield number, f"row {number}: annotations column is not JSON: {exc.msg}"
-                        continue
-                if "caption" in row:
-                    row.setdefault("annotations", {}).setdefault("captions", [row.pop("caption")])
-                yield number, row
+        for number, row in enumerate(csv.DictReader(io.StringIO(text, newline="")), 2):
+            row = {k: v for k, v in row.items() if k and v not in (None, "")}
+            if "annotations" in row:
+                try:
+                    row["annotations"] = json.loads(row["annotations"])
+                except json.JSONDecodeError as exc:
+                    yield number, f"row {number}: annotations column is not JSON: {exc.msg}"
+                    continue
+            if "caption" in row:
+                row.setdefault("annotations", {}).setdefault("captions", [row.pop("caption")])
+            yield number, row
 
 
 ANNOTATION_KEYS = ("captions", "tags", "objects", "ocr", "truth")
@@ -242,21 +241,14 @@ def manifest_candidates(manifest: Path, *, source: str = "", license: str = "", 
         if row.get("task") or task:
             annotations = task_annotations(row, str(row.get("task") or task), f"{manifest.name}:{number}", row_source)
         else:
-            for key in ANNOTATION_KEYS:
-                if key in row:
-                    annotations[key] = row[key]
+            annotations |= {key: row[key] for key in ANNOTATION_KEYS if key in row}
             if "caption" in row:
                 annotations.setdefault("captions", [row["caption"]])
-        candidate = Candidate(rel, partial(read_regular_file, path), source=row_source,
-                              license=str(row.get("license") or license), annotations=annotations,
-                              version=stable_hash(row, file_version(path)))
-        if not inside(root, path):
-            candidate.read = None
-            candidate.refused = Rejected("escapes_root", f"path leaves the manifest's folder {root}")
-        elif problem := file_problem(path):
-            candidate.read = None
-            candidate.refused = problem
-        yield candidate
+        refused = (file_problem(path) if inside(root, path)
+                   else Rejected("escapes_root", f"path leaves the manifest's folder {root}"))
+        yield Candidate(rel, None if refused else partial(read_regular_file, path), source=row_source,
+                        license=str(row.get("license") or license), annotations=annotations, refused=refused,
+                        version=stable_hash(row, file_version(path)))
 
 
 def set_rows(manifest: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -36,8 +36,7 @@ def check_task_kind(settings, task: str) -> None:
 def register(app: typer.Typer, context) -> None:
     """Add this stage's commands to `app`; `context(ctx)` gives the settings and the store."""
     scenes_app = typer.Typer(help="Synthetic oracle scenes with exact ground truth.", no_args_is_help=True)
-    videos_app = typer.Typer(help="Videos with action annotations, for the temporal dimensions.",
-                             no_args_is_help=True)
+    videos_app = typer.Typer(help="Videos with action annotations, for the temporal dimensions.", no_args_is_help=True)
     app.add_typer(scenes_app, name="scenes")
     app.add_typer(videos_app, name="videos")
 

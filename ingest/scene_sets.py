@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from benchsmith.paths import truetype_font
-from ingest.scenes import (COLOURS, SIZES, WIDTH, HEIGHT, Scene, Shape, _apart, _unit_box, draw_scene, fits,
+from ingest.scenes import (COLOURS, SHAPES, SIZES, WIDTH, HEIGHT, Scene, Shape, _apart, _unit_box, draw_scene, fits,
                            layout_sign, plan_scene, region_of, scene_words, tight_box, words_like)
 
 CHANGES = ("moved", "recoloured", "resized", "added", "removed", "text")
@@ -70,8 +70,7 @@ def change(scene: Scene, ids: list[int], kind: str, rng: random.Random, taken: s
                                                           "after": list(words)}
         return None
     if kind == "added":
-        names = [(c, s) for c in COLOURS for s in ("circle", "square", "triangle", "star", "hexagon", "diamond")
-                 if (c, s) not in taken]
+        names = [(c, s) for c in COLOURS for s in SHAPES if (c, s) not in taken]
         colour, shape_name = rng.choice(names)
         size = rng.choice(list(SIZES))
         side = rng.randint(*SIZES[size])
@@ -168,9 +167,8 @@ def plan_set(seed: int, index: int, kind: str, font_path: Path, words: Sequence[
              "changes": [c | {"image": order.index(i) + 1} for i, c in enumerate(changes, 1)],
              "scenes": [{"objects": [{"id": shape_id, **_state(s), "box": list(_unit_box(tight_box(s.shape, s.box)))}
                                      for shape_id, s in zip(objects[i], scenes[i].shapes)],
-                         "signs": [list(sign.words) for sign in scenes[i].signs]} for i in order]}
-    if marks:
-        truth["marks"] = marks
+                         "signs": [list(sign.words) for sign in scenes[i].signs]} for i in order]} | (
+        {"marks": marks} if marks else {})
     return [scenes[i] for i in order], truth
 
 
@@ -183,13 +181,11 @@ def _mark(rng: random.Random, scene: Scene, ids: list[int], also_in: set[int]) -
     """A shape of `scene` that the other image shows too, with a frame around it inside the picture and
     clear of every other shape and sign, so it frames that shape alone: (its id, the frame's pixel box);
     None if no shape has room for one."""
-    clear = []
-    for shape_id, shape in zip(ids, scene.shapes):
-        frame = _frame(shape)
-        if shape_id in also_in and frame[0] >= 0 and frame[1] >= 0 and frame[2] <= WIDTH and frame[3] <= HEIGHT \
-                and all(_apart(frame, tight_box(o.shape, o.box)) for o in scene.shapes if o is not shape) \
-                and all(_apart(frame, sign.box) for sign in scene.signs):
-            clear.append((shape_id, frame))
+    clear = [(shape_id, frame) for shape_id, shape in zip(ids, scene.shapes) if shape_id in also_in
+             for frame in [_frame(shape)]
+             if frame[0] >= 0 and frame[1] >= 0 and frame[2] <= WIDTH and frame[3] <= HEIGHT
+             and all(_apart(frame, tight_box(o.shape, o.box)) for o in scene.shapes if o is not shape)
+             and all(_apart(frame, sign.box) for sign in scene.signs)]
     return rng.choice(clear) if clear else None
 
 

@@ -100,22 +100,26 @@ def _overlap_share(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -
     return (w * h) / ((a[2] - a[0]) * (a[3] - a[1]))
 
 
+SIGN_PAD = 14  # px between a sign's border and its words
+
+
+def _measure_sign(words: Sequence[str], size: int, font_path: Path) -> tuple[list, int, int]:
+    """Each word's ink box in the font at `size` (from its origin), and the width and height of a sign of them."""
+    font = ImageFont.truetype(str(font_path), size)
+    ink = [font.getbbox(word) for word in words]
+    return ink, max(b[2] - b[0] for b in ink) + 2 * SIGN_PAD, (size + 8) * len(words) + 2 * SIGN_PAD - 8
+
+
 def layout_sign(words: tuple[str, ...], size: int, x1: int, y1: int, font_path: Path) -> Sign | None:
     """A sign with these words at this top-left corner, each line's box measured in the font; None when
     it would not fit the frame."""
-    font = ImageFont.truetype(str(font_path), size)
-    pad, line_h = 14, size + 8
-    line_boxes = [font.getbbox(word) for word in words]
-    width = max(b[2] - b[0] for b in line_boxes) + 2 * pad
-    height = line_h * len(words) + 2 * pad - 8
+    ink, width, height = _measure_sign(words, size, font_path)
     if x1 < 10 or y1 < 10 or x1 + width > WIDTH - 10 or y1 + height > HEIGHT - 10:
         return None
-    lines = []
-    for i, (word, lb) in enumerate(zip(words, line_boxes)):
-        tx = x1 + pad - lb[0]
-        ty = y1 + pad + i * line_h - lb[1]
-        lines.append((word, (tx + lb[0], ty + lb[1], tx + lb[2], ty + lb[3])))
-    return Sign(words, size, (x1, y1, x1 + width, y1 + height), tuple(lines))
+    tops = [y1 + SIGN_PAD + i * (size + 8) for i in range(len(words))]
+    lines = tuple((word, (x1 + SIGN_PAD, top, x1 + SIGN_PAD + b[2] - b[0], top + b[3] - b[1]))
+                  for word, b, top in zip(words, ink, tops))
+    return Sign(words, size, (x1, y1, x1 + width, y1 + height), lines)
 
 
 def _place_signs(rng: random.Random, words: Sequence[str], font_path: Path, n: int) -> list[Sign]:
@@ -124,9 +128,7 @@ def _place_signs(rng: random.Random, words: Sequence[str], font_path: Path, n: i
         for _attempt in range(50):
             chosen = tuple(rng.sample(words, rng.choice((1, 1, 2))))
             size = rng.randint(30, 38)
-            font = ImageFont.truetype(str(font_path), size)
-            width = max(b[2] - b[0] for b in map(font.getbbox, chosen)) + 28
-            height = (size + 8) * len(chosen) + 20
+            _ink, width, height = _measure_sign(chosen, size, font_path)
             if width > WIDTH - 20:
                 continue
             sign = layout_sign(chosen, size, rng.randint(10, WIDTH - width - 10), rng.randint(10, HEIGHT - height - 10),
@@ -155,13 +157,12 @@ def fits(shape: Shape, shapes: Sequence[Shape], keep_out: Sequence[tuple[int, in
 
 def _place_shapes(rng: random.Random, n: int, keep_out: list[tuple[int, int, int, int]]) -> list[Shape]:
     shapes: list[Shape] = []
-    attempts = 0
-    while len(shapes) < n and attempts < 2000:
-        attempts += 1
+    for _attempt in range(2000):
+        if len(shapes) == n:
+            break
         size_name = rng.choice(list(SIZES))
         side = rng.randint(*SIZES[size_name])
-        x1 = rng.randint(4, WIDTH - side - 4)
-        y1 = rng.randint(4, HEIGHT - side - 4)
+        x1, y1 = rng.randint(4, WIDTH - side - 4), rng.randint(4, HEIGHT - side - 4)
         box = (x1, y1, x1 + side, y1 + side)
         if not fits(Shape("", "", size_name, box), shapes, keep_out):
             continue
@@ -190,13 +191,10 @@ def _caption(background: str, shapes: list[Shape], signs: list[Sign]) -> str:
     counts = Counter(s.shape for s in shapes)
     parts = [f"{NUMBER_WORDS[n]} {shape}{'s' if n > 1 else ''}" for shape, n in sorted(counts.items())]
     described = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
-    sentences = [f"A drawing on a {background} background with {described}."]
-    for s in shapes:
-        box = _unit_box(s.box)
-        sentences.append(f"A {s.size} {s.colour} {s.shape} sits in the {region_of(box)} of the picture.")
-    for sign in signs:
-        sentences.append(f"A white sign with a dark border reads \"{' '.join(sign.words)}\".")
-    return " ".join(sentences)
+    return " ".join([f"A drawing on a {background} background with {described}.",
+                     *(f"A {s.size} {s.colour} {s.shape} sits in the {region_of(_unit_box(s.box))} of the picture."
+                       for s in shapes),
+                     *(f"A white sign with a dark border reads \"{' '.join(sign.words)}\"." for sign in signs)])
 
 
 def _unit_box(box: tuple[int, int, int, int]) -> tuple[float, float, float, float]:
@@ -228,18 +226,16 @@ def draw_scene(scene: Scene, font_path: Path, seed: int, index: int) -> tuple[Im
     draw = ImageDraw.Draw(img)
     for sign in scene.signs:
         draw.rectangle(sign.box, fill=(255, 255, 255), outline=(40, 40, 40), width=3)
+        font = ImageFont.truetype(str(font_path), sign.font_size)
         for text, (x1, y1, _x2, _y2) in sign.lines:
-            font = ImageFont.truetype(str(font_path), sign.font_size)
             left, top = font.getbbox(text)[:2]
             draw.text((x1 - left, y1 - top), text, fill=(15, 15, 15), font=font)
     for s in scene.shapes:
-        fill = COLOURS[s.colour]
-        if s.shape == "circle":
-            draw.ellipse(s.box, fill=fill, outline=(0, 0, 0), width=2)
-        elif s.shape == "square":
-            draw.rectangle(s.box, fill=fill, outline=(0, 0, 0), width=2)
+        style = {"fill": COLOURS[s.colour], "outline": (0, 0, 0), "width": 2}
+        if s.shape in ("circle", "square"):
+            (draw.ellipse if s.shape == "circle" else draw.rectangle)(s.box, **style)
         else:
-            draw.polygon(_polygon(s.shape, s.box), fill=fill, outline=(0, 0, 0), width=2)
+            draw.polygon(_polygon(s.shape, s.box), **style)
     for x1, y1, x2, y2 in scene.frames:  # black with a white line inside: it shows on any background and shape
         draw.rectangle((x1, y1, x2, y2), outline=(0, 0, 0), width=5)
         draw.rectangle((x1 + 2, y1 + 2, x2 - 2, y2 - 2), outline=(255, 255, 255), width=1)
@@ -271,8 +267,7 @@ def scenes_key(n: int, seed: int) -> str:
 def make_scenes(out_dir: Path, n: int, seed: int = 0, progress=None) -> Path:
     """Render n scenes into out_dir with manifest.jsonl; return the manifest path."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    font_path = truetype_font()
-    words = scene_words()
+    font_path, words = truetype_font(), scene_words()
     manifest = out_dir / "manifest.jsonl"
     with manifest.open("w", encoding="utf-8") as handle:
         for index in range(n):

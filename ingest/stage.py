@@ -31,23 +31,16 @@ class IngestReport:
     sets: int = 0        # image sets added
 
     def summary(self) -> str:
-        parts = [f"{self.seen} seen", f"{self.added} added"]
-        if self.unchanged or not self.skipped:
-            parts.append(f"{self.unchanged} already in the store")
-        if self.skipped:
-            parts.append(f"{self.skipped} unchanged since the last ingest (not read again)")
-        if self.sets:
-            parts.append(f"{self.sets} image sets added")
-        if self.annotated:
-            parts.append(f"{self.annotated} task annotations added to images seen before")
-        if self.rejected:
-            parts.append(f"{sum(self.rejected.values())} refused (" +
-                         ", ".join(f"{n} {rule}" for rule, n in sorted(self.rejected.items())) + ")")
-        if self.dropped:
-            parts.append(f"{sum(self.dropped.values())} supplied boxes dropped with no area inside their image (" +
-                         ", ".join(f"{n} {kind}" for kind, n in sorted(self.dropped.items())) +
-                         "; each under its image's annotations.dropped)")
-        return ", ".join(parts)
+        counts = [(self.unchanged or not self.skipped, f"{self.unchanged} already in the store"),
+                  (self.skipped, f"{self.skipped} unchanged since the last ingest (not read again)"),
+                  (self.sets, f"{self.sets} image sets added"),
+                  (self.annotated, f"{self.annotated} task annotations added to images seen before"),
+                  (self.rejected, f"{sum(self.rejected.values())} refused (" +
+                   ", ".join(f"{n} {rule}" for rule, n in sorted(self.rejected.items())) + ")"),
+                  (self.dropped, f"{sum(self.dropped.values())} supplied boxes dropped with no area inside their "
+                   "image (" + ", ".join(f"{n} {kind}" for kind, n in sorted(self.dropped.items()))
+                   + "; each under its image's annotations.dropped)")]
+        return ", ".join([f"{self.seen} seen", f"{self.added} added", *(text for shown, text in counts if shown)])
 
 
 def _die_with_parent(parent: int) -> None:
@@ -88,9 +81,7 @@ class IngestStage(runner.Stage):
 
     def __init__(self, media_dir: Path, candidates: Iterable[Candidate], settings: IngestSettings, *, label: str,
                  workers: int = 1) -> None:
-        self.media_dir = media_dir
-        self.candidates = list(candidates)
-        self.settings = settings
+        self.media_dir, self.candidates, self.settings = media_dir, list(candidates), settings
         self.label = printable_name(label)
         self.processes = workers
         self.pool: ProcessPoolExecutor | None = None

@@ -115,15 +115,10 @@ class VideoStage(runner.Stage):
     name = STAGE
 
     def __init__(self, media_dir: Path, manifest: Path, frames: int) -> None:
-        self.media_dir = media_dir
-        self.manifest = manifest
-        self.frames = frames
-        self.lines: list[VideoLine] = []
-        for number, text in enumerate(manifest.read_text(encoding="utf-8").splitlines(), start=1):
-            if text.strip():
-                path = _row_path(text)
-                version = stable_hash(text, file_version(manifest.parent / path) if path else "")
-                self.lines.append(VideoLine(number, text, version))
+        self.media_dir, self.manifest, self.frames = media_dir, manifest, frames
+        self.lines = [VideoLine(number, text, _line_version(manifest, text))
+                      for number, text in enumerate(manifest.read_text(encoding="utf-8").splitlines(), start=1)
+                      if text.strip()]
         self.report = IngestReport(seen=len(self.lines))
 
     def config_key(self) -> str:
@@ -156,10 +151,9 @@ class VideoStage(runner.Stage):
         source = self.manifest.parent / row.path
         if not inside(self.manifest.parent, source):
             return Rejected("path_outside_root", f"row {number}: {row.path!r} leaves the manifest's folder")
-        problem = file_problem(source)  # before any open: a FIFO would block, a link loop would raise
-        if problem is not None and problem.rule == "missing":
-            return Rejected("missing_file", f"row {number}: {row.path} not found")
-        if problem is not None:
+        if problem := file_problem(source):  # before any open: a FIFO would block, a link loop would raise
+            if problem.rule == "missing":
+                return Rejected("missing_file", f"row {number}: {row.path} not found")
             return Rejected(problem.rule, f"row {number}: {row.path} {problem.reason}")
         try:
             fps, n_frames, width, height = probe(source)
@@ -206,14 +200,15 @@ class VideoStage(runner.Stage):
         return outcomes
 
 
-def _row_path(text: str) -> str:
-    """The row's `path`, if the line is a JSON object that names one (the full check comes later)."""
+def _line_version(manifest: Path, text: str) -> str:
+    """The line itself and, if it is a JSON object that names a `path` (the full check comes later), that
+    file's size and times."""
     try:
         row = json.loads(text)
     except json.JSONDecodeError:
-        return ""
+        row = None
     path = row.get("path") if isinstance(row, dict) else None
-    return path if isinstance(path, str) else ""
+    return stable_hash(text, file_version(manifest.parent / path) if isinstance(path, str) and path else "")
 
 
 def ingest_videos(store, media_dir: Path, manifest: Path, frames: int = 8, progress=None) -> IngestReport:

@@ -25,12 +25,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from PIL import Image
+from PIL import Image, ImageFont
 
 from benchsmith import plugins
 from benchsmith.console import errors
 from benchsmith.errors import BenchsmithError
-from benchsmith.paths import DATA_DIR
+from benchsmith.paths import DATA_DIR, truetype_font
 from benchsmith.settings import parse_yaml
 
 Renderer = Callable[[random.Random], tuple[Image.Image, dict]]
@@ -41,6 +41,20 @@ MIX = "mix"  # every installed renderer in turn
 def page_data() -> dict:
     """The themes, names and prices pages are drawn from (data/textrich.yaml)."""
     return parse_yaml((DATA_DIR / "textrich.yaml").read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=16)
+def font(size: int) -> ImageFont.FreeTypeFont:
+    """The TrueType font pages are written in, at `size`."""
+    return ImageFont.truetype(str(truetype_font()), size)
+
+
+def value_rows(rng: random.Random, theme: dict, names: list[str], series: list[str]) -> list[list[str]]:
+    """A row for each name: the name, then a value for each series, every value of the theme's range at most
+    once (no ties to compare)."""
+    low, high = theme["values"]
+    pool = rng.sample(range(low, high + 1), len(names) * len(series))
+    return [[name, *(str(pool[i * len(series) + j]) for j in range(len(series)))] for i, name in enumerate(names)]
 
 
 def px_box(bbox, height: int) -> list[float]:

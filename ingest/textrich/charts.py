@@ -54,10 +54,6 @@ class Spec:
     legend: str
 
 
-def _distinct(rng: random.Random, low: int, high: int, n: int) -> list[int]:
-    return rng.sample(range(low, high + 1), n)
-
-
 def _percentages(rng: random.Random, n: int) -> list[int]:
     """n distinct whole percentages of at least 6 that sum to 100."""
     while True:
@@ -72,7 +68,6 @@ def draw_spec(rng: random.Random) -> Spec:
     chart = rng.choice(CHARTS)
     theme = rng.choice(data["themes"])
     low, high = theme["values"]
-    series_names = list(theme["series"])
     if chart == "line":
         period = rng.choice(data["periods"])
         start = rng.randint(0, len(period) - 5)
@@ -82,7 +77,7 @@ def draw_spec(rng: random.Random) -> Spec:
         categories = rng.sample(theme["categories"], n)
     n_series = {"grouped_bar": rng.randint(2, 3), "stacked_bar": rng.randint(2, 3), "line": rng.randint(1, 3),
                 "scatter": 2}.get(chart, 1)
-    names = rng.sample(series_names, n_series)
+    names = rng.sample(list(theme["series"]), n_series)
     log_scale = chart in ("bar", "line") and rng.random() < 0.2
     if chart == "pie":
         series = ((theme["axis"], tuple(_percentages(rng, len(categories)))),)
@@ -90,7 +85,7 @@ def draw_spec(rng: random.Random) -> Spec:
         values = sorted(rng.sample(range(2, 3000), 60))
         series = tuple((name, tuple(rng.sample(values, len(categories)))) for name in names)
     else:
-        pool = _distinct(rng, low, high, len(categories) * n_series)  # every value once: no ties to compare
+        pool = rng.sample(range(low, high + 1), len(categories) * n_series)  # every value once: no ties to compare
         series = tuple((name, tuple(pool[i * len(categories):(i + 1) * len(categories)])) for i, name in enumerate(names))
     title = theme["title"] if chart != "scatter" else f"{names[0]} and {names[1]}"
     return Spec(chart=chart, title=title, axis=theme["axis"], categories=tuple(categories), series=series,
@@ -98,11 +93,6 @@ def draw_spec(rng: random.Random) -> Spec:
                 rotation=rng.choice(ROTATIONS), horizontal=chart in ("bar", "grouped_bar") and rng.random() < 0.3,
                 log_scale=log_scale, value_labels=chart in ("bar", "grouped_bar", "stacked_bar", "line")
                 and rng.random() < 0.6, legend=rng.choice(LEGEND_PLACES))
-
-
-def _log_ticks(values) -> list[int]:
-    top = max(v for _name, vs in values for v in vs)
-    return [10 ** k for k in range(0, len(str(top)) + 1)]
 
 
 @lru_cache(maxsize=1)
@@ -174,8 +164,8 @@ def _figure(spec: Spec):
         else:
             ax.invert_yaxis()  # the first category on top, as it is read
         top = max((bottom if spec.chart == "stacked_bar" else np.array([v for _n, vs in spec.series for v in vs])))
-        if spec.log_scale:
-            ticks = _log_ticks(spec.series)
+        if spec.log_scale:  # a tick at each power of ten up to the top value's (a log chart is never stacked)
+            ticks = [10 ** k for k in range(len(str(top)) + 1)]
             (ax.set_xscale if spec.horizontal else ax.set_yscale)("log")
             (ax.set_xlim if spec.horizontal else ax.set_ylim)(1, ticks[-1] * 1.5)
         else:
@@ -257,7 +247,6 @@ def render(rng: random.Random) -> tuple[Image.Image, dict]:
              "orientation": "horizontal" if spec.horizontal else "vertical",
              "style": spec.style, "font": spec.font, "rotation": spec.rotation if not spec.horizontal else 0,
              "marks": drawn_marks}
-    kind_words = {"bar": "bar chart", "grouped_bar": "grouped bar chart", "stacked_bar": "stacked bar chart",
-                  "line": "line chart", "pie": "pie chart", "scatter": "scatter plot"}[spec.chart]
+    kind_words = "scatter plot" if spec.chart == "scatter" else spec.chart.replace("_", " ") + " chart"
     caption = f"A {kind_words} titled \"{spec.title}\" over {', '.join(spec.categories)}."
     return image, row_of(caption, drawn, truth)

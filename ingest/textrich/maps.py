@@ -17,10 +17,9 @@ import random
 from functools import lru_cache
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 
-from benchsmith.paths import truetype_font
-from ingest.textrich import page_data, row_of
+from ingest.textrich import font, page_data, row_of
 
 MAP_W, PANEL_W, HEIGHT = 500, 180, 480
 INK, REGION_INK = (30, 30, 30), (70, 80, 100)
@@ -33,11 +32,6 @@ ATTEMPTS = 30
 # where a place's name may go, nearest first: beside, above or below its marker, then at a corner
 AROUND = ((1, 0, "lm"), (-1, 0, "rm"), (0, -1, "md"), (0, 1, "ma"), (1, -1, "ld"), (-1, -1, "rd"), (1, 1, "la"),
           (-1, 1, "ra"))
-
-
-@lru_cache(maxsize=8)
-def font(size: int) -> ImageFont.FreeTypeFont:
-    return ImageFont.truetype(str(truetype_font()), size)
 
 
 @lru_cache(maxsize=4096)
@@ -112,8 +106,7 @@ def _routes(rng: random.Random, spots, n_routes: int) -> list[list[int]] | None:
             stops, length = [rng.randrange(len(spots))], rng.randint(3, 4)
             while len(stops) < length:
                 here = spots[stops[-1]]
-                near = sorted((k for k in range(len(spots)) if k not in stops),
-                              key=lambda k: math.dist(here, spots[k]))
+                near = sorted((k for k in range(len(spots)) if k not in stops), key=lambda k: math.dist(here, spots[k]))
                 free = [k for k in near[:3] if fits(stops[-1], k)]
                 if not free:
                     break
@@ -218,11 +211,8 @@ def _layout(rng: random.Random) -> dict | None:
 
 def render(rng: random.Random) -> tuple[Image.Image, dict]:
     """A map and its manifest row (captions, OCR lines with pixel boxes, truth)."""
-    for _attempt in range(ATTEMPTS):
-        layout = _layout(rng)
-        if layout:
-            break
-    else:
+    layout = next(filter(None, (_layout(rng) for _attempt in range(ATTEMPTS))), None)
+    if layout is None:
         raise RuntimeError("no map laid out without covered names")  # never met with the shipped names
     data = page_data()["maps"]
     title = rng.choice(data["titles"])

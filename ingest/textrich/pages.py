@@ -11,10 +11,9 @@ from __future__ import annotations
 import random
 from decimal import ROUND_HALF_UP, Decimal
 
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 
-from benchsmith.paths import truetype_font
-from ingest.textrich import page_data, row_of
+from ingest.textrich import font, page_data, row_of, value_rows
 
 INK = (25, 25, 25)
 PAPERS = ((255, 255, 255), (250, 247, 240), (245, 248, 252))
@@ -33,9 +32,7 @@ class Page:
         self.draw = ImageDraw.Draw(self.image)
         self.texts: list[dict] = []
         self.size = rng.randint(15, 18)
-        path = str(truetype_font())
-        self.font = ImageFont.truetype(path, self.size)
-        self.big = ImageFont.truetype(path, self.size + rng.randint(7, 11))
+        self.font, self.big = font(self.size), font(self.size + rng.randint(7, 11))
 
     def measure(self, text: str, font=None) -> tuple[int, int]:
         left, top, right, bottom = self.draw.textbbox((0, 0), text, font=font or self.font)
@@ -99,22 +96,18 @@ def _money(value: Decimal) -> str:
     return str(value.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
-def _date(rng: random.Random) -> str:
-    return f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+def _date(rng: random.Random, year: int = 2026) -> str:
+    return f"{year}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
 
 
 def render_table(rng: random.Random) -> tuple[Image.Image, dict]:
     """A data table (a theme's categories by its series) or a schedule (departures)."""
-    data = page_data()
-    page = Page(640, rng)
+    data, page = page_data(), Page(640, rng)
     if rng.random() < 0.5:
         layout, theme = "table", rng.choice(data["themes"])
         names = rng.sample(theme["series"], rng.randint(2, 3))
-        categories = rng.sample(theme["categories"], rng.randint(4, 7))
-        low, high = theme["values"]
-        pool = rng.sample(range(low, high + 1), len(categories) * len(names))  # every value once: no ties
+        rows = value_rows(rng, theme, rng.sample(theme["categories"], rng.randint(4, 7)), names)
         columns = [theme["axis"].split(" (")[0] if rng.random() < 0.3 else "Name", *names]
-        rows = [[c, *(str(pool[i * len(names) + j]) for j in range(len(names)))] for i, c in enumerate(categories)]
         title, numeric = theme["title"], set(range(1, len(columns)))
     else:
         layout, schedule = "schedule", rng.choice(data["schedules"])
@@ -134,8 +127,7 @@ def render_table(rng: random.Random) -> tuple[Image.Image, dict]:
 
 def render_document(rng: random.Random) -> tuple[Image.Image, dict]:
     """An invoice, a receipt or a form."""
-    layout = rng.choice(("invoice", "receipt", "form"))
-    return {"invoice": _invoice, "receipt": _receipt, "form": _form}[layout](rng)
+    return rng.choice((_invoice, _receipt, _form))(rng)
 
 
 def _items(rng: random.Random, low: int, high: int) -> list[tuple[str, Decimal]]:
@@ -175,11 +167,9 @@ def _receipt(rng: random.Random) -> tuple[Image.Image, dict]:
     items = _items(rng, 4, 7)
     rows = [[name, _money(price)] for name, price in items]
     bottom = page.table(y + page.size + 18, ["Item", "Price"], rows, {1}, heading=rng.random() < 0.5)
-    total = _money(sum((price for _n, price in items), Decimal(0)))
-    fields["Total"] = total
-    page.field(page.width - MARGIN - PAD, bottom + 14, "Total", total, anchor="ra")
-    columns = ["Item", "Price"]
-    truth = {"kind": "document", "layout": "receipt", "title": shop, "fields": fields, "columns": columns,
+    fields["Total"] = _money(sum((price for _n, price in items), Decimal(0)))
+    page.field(page.width - MARGIN - PAD, bottom + 14, "Total", fields["Total"], anchor="ra")
+    truth = {"kind": "document", "layout": "receipt", "title": shop, "fields": fields, "columns": ["Item", "Price"],
              "rows": rows}
     return page.cut(bottom + 14 + page.size + 6), row_of(f"A receipt from {shop} for {', '.join(row[0] for row in rows)}.",
                                                          page.texts, truth)
@@ -188,9 +178,8 @@ def _receipt(rng: random.Random) -> tuple[Image.Image, dict]:
 def _form(rng: random.Random) -> tuple[Image.Image, dict]:
     data, page = page_data(), Page(640, rng)
     form = rng.choice(data["forms"])
-    values = {"Full Name": rng.choice(data["customers"]), "Date of Birth": f"{rng.randint(1950, 2005)}-"
-              f"{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}", "City": rng.choice(data["cities"]),
-              "Phone": f"0{rng.randint(100, 999)} {rng.randint(100000, 999999)}",
+    values = {"Full Name": rng.choice(data["customers"]), "Date of Birth": _date(rng, rng.randint(1950, 2005)),
+              "City": rng.choice(data["cities"]), "Phone": f"0{rng.randint(100, 999)} {rng.randint(100000, 999999)}",
               "Member Number": str(rng.randint(10000, 99999)), "Plan": rng.choice(data["plans"]),
               "Doctor": rng.choice(data["doctors"]), "Blood Type": rng.choice(data["blood_types"])}
     page.put((MARGIN, MARGIN), form["title"], "title", font=page.big)

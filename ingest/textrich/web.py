@@ -29,7 +29,7 @@ from multiprocessing import util
 from PIL import Image
 
 from benchsmith.errors import BenchsmithError
-from ingest.textrich import page_data, row_of
+from ingest.textrich import page_data, row_of, value_rows
 
 WIDTH = 960
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -130,8 +130,7 @@ class Browser:
 def browser() -> Browser:
     """This process's Chromium, started on its first page and closed when the process ends (a pool worker
     too: multiprocessing runs its finalizers there, where atexit does not run)."""
-    executable = chromium()
-    if executable is None:
+    if (executable := chromium()) is None:
         raise BenchsmithError(INSTALL)
     started = Browser(executable)
     util.Finalize(started, started.close, exitpriority=10)
@@ -249,11 +248,8 @@ def _report(page: Html, data: dict, rng: random.Random) -> tuple[str, dict]:
     header, site = _header(page, data, "report", rng, page.button(rng.choice(data["buttons"]["report"])))
     theme = rng.choice(page_data()["themes"])
     series = rng.sample(theme["series"], rng.randint(2, 3))
-    names = rng.sample(theme["categories"], rng.randint(4, 6))
-    low, high = theme["values"]
-    pool = rng.sample(range(low, high + 1), len(names) * len(series))
+    rows = value_rows(rng, theme, rng.sample(theme["categories"], rng.randint(4, 6)), series)
     columns = ["Name", *series]
-    rows = [[n, *(str(pool[i * len(series) + j]) for j in range(len(series)))] for i, n in enumerate(names)]
     head = "".join(page.text(c, "column_heading", "th", column=i) for i, c in enumerate(columns))
     body = "".join("<tr>" + "".join(page.text(cell, "cell", "td", row=r, column=c) for c, cell in enumerate(row))
                    + "</tr>" for r, row in enumerate(rows))
