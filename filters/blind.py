@@ -236,10 +236,10 @@ class Tally:
     right: float = 0.0
     knows: int = 0
 
-    def add(self, o: dict[str, Any]) -> None:
-        self.n += 1
-        self.right += o["right"]
-        self.knows += bool(o["knows"])
+    def add(self, right: float, knows: int, n: int = 1) -> None:
+        self.n += n
+        self.right += right
+        self.knows += knows
 
     @property
     def accuracy(self) -> float | None:
@@ -282,9 +282,7 @@ class BlindReport:
     def _totals(self, kept_only: bool) -> dict[str, Tally]:
         totals: dict[str, Tally] = defaultdict(Tally)
         for (_dimension, solver), tally in (self.after if kept_only else self.before).items():
-            totals[solver].n += tally.n
-            totals[solver].right += tally.right
-            totals[solver].knows += tally.knows
+            totals[solver].add(tally.right, tally.knows, tally.n)
         return dict(sorted(totals.items()))
 
     def _mean_chance(self) -> float | None:
@@ -315,9 +313,9 @@ def report_from(verdicts: Sequence[Verdict]) -> BlindReport:
         report.judged[dimension] += 1
         report.dropped[dimension] += not verdict.passed
         for solver, o in d["solvers"].items():
-            report.before[(dimension, solver)].add(o)
+            report.before[(dimension, solver)].add(o["right"], bool(o["knows"]))
             if verdict.passed:
-                report.after[(dimension, solver)].add(o)
+                report.after[(dimension, solver)].add(o["right"], bool(o["knows"]))
     return report
 
 
