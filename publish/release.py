@@ -12,7 +12,7 @@ import json
 import re
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -216,9 +216,8 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
                            f"a review that changed them (e.g. {unexplained[0]}); pass --allow-changes to publish "
                            "them as changed")
     talks = set(hashes["conversation"]) | set(published_before["conversation"])
-    changes = Changes(changes.previous, changes.added, changes.removed, changes.changed, notes,
-                      {sid: "conversation" for sid in [*changes.added, *changes.removed, *changes.changed]
-                       if sid in talks})
+    changes = replace(changes, notes=notes, kinds={sid: "conversation" for sid in
+                                                   [*changes.added, *changes.removed, *changes.changed] if sid in talks})
 
     by_config: dict[str, list[Entry]] = {}
     for entry in entries:
