@@ -25,7 +25,7 @@ from pydantic import Field
 
 from benchsmith import runner
 from benchsmith.records import Question, Verdict, rotation
-from benchsmith.settings import Strict, keyed
+from benchsmith.settings import SettingsError, Strict, keyed
 from benchsmith.store import Store
 from filters.solvers import AnySolverConfig, Prediction, Query, Solver, build_solver
 
@@ -212,7 +212,6 @@ def solvers_from(config: BlindSettings, **context: Any) -> list[Solver]:
     names = [c.label for c in config.solvers]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        from benchsmith.settings import SettingsError
         raise SettingsError(f"filter.blind.solvers: names must be unique, repeated: {', '.join(repeated)} "
                             "(give each entry its own `name`)")
     return [build_solver(c, **context) for c in config.solvers]
