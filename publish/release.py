@@ -71,9 +71,7 @@ def collect_entries(store: Store) -> tuple[list[Entry], int]:
 
 
 def compare(previous: Release | None, previous_hashes: dict[str, str], hashes: dict[str, str]) -> Changes:
-    if previous is None:
-        return Changes(None, sorted(hashes), [], [])
-    return Changes(previous.version,
+    return Changes(previous.version if previous else None,
                    added=sorted(set(hashes) - set(previous_hashes)),
                    removed=sorted(set(previous_hashes) - set(hashes)),
                    changed=sorted(q for q in set(hashes) & set(previous_hashes) if hashes[q] != previous_hashes[q]))
