@@ -214,8 +214,8 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
                            f"a review that changed them (e.g. {unexplained[0]}); pass --allow-changes to publish "
                            "them as changed")
     talks = set(hashes["conversation"]) | set(published_before["conversation"])
-    changes = replace(changes, notes=notes, kinds={sid: "conversation" for sid in
-                                                   [*changes.added, *changes.removed, *changes.changed] if sid in talks})
+    changes = replace(changes, notes=notes, kinds={
+        sid: "conversation" for sid in [*changes.added, *changes.removed, *changes.changed] if sid in talks})
 
     by_config: dict[str, list[Entry]] = {}
     for entry in entries:
