@@ -130,8 +130,7 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
     date = datetime.now(timezone.utc).date().isoformat()
     sizes = {config: uncompressed_bytes(folder, paths) for config, paths in shards.items()}
     sizes[ALL] = sum(sizes.values())
-    if conversation_shards:
-        sizes[conversation_config.CONFIG] = uncompressed_bytes(folder, conversation_shards)
+    sizes[conversation_config.CONFIG] = uncompressed_bytes(folder, conversation_shards)  # 0 when there are none
     extractors = sorted({extractor_name(key) for key, _status in store.extraction_counts()})
     (folder / "README.md").write_text(render_card(
         settings=options, version=release.version, date=date, repo=repo,
