@@ -4,8 +4,7 @@ it (ConvBench). Settings under `evaluate.conveval`; `eval run --protocol conveva
 
 The model answers turn 1, then turn 2 with its own first answer in context, then turn 3 with both, the
 image in the first message, through its adapter's `converse` (the `openai` adapter: any OpenAI-compatible
-chat endpoint). Then a
-judge LLM grades each answered turn, and the conversation as a whole, two ways:
+chat endpoint). Then a judge LLM grades each answered turn, and the conversation as a whole, two ways:
 
 - direct: a score from 1 to 10 with a short rationale, against the reference answer and the turn's
   focus points;

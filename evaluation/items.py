@@ -2,9 +2,8 @@
 
 Each model counts once. A model evaluated under several protocols is read from one of its runs: the
 first of its protocols in the order single, circular, instability, then any other by name
-(`PROTOCOL_ORDER`); `items.csv` names
-the run each model was read from in its `runs` column. Pooling a model's runs would count its one mistake
-as the agreement of several models.
+(`PROTOCOL_ORDER`); `items.csv` names the run each model was read from in its `runs` column. Pooling a
+model's runs would count its one mistake as the agreement of several models.
 
 Over every model (blind baselines apart):
 - difficulty: the mean score of the models on the question (1 = every model right);

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from benchsmith import runner
 from benchsmith.records import Question, Verdict, rotation
-from benchsmith.settings import Strict, keyed
+from benchsmith.settings import SettingsError, Strict, keyed
 from benchsmith.store import Store
 from filters.solvers import AnySolverConfig, Prediction, Query, Solver, build_solver
 
@@ -212,7 +212,6 @@ def solvers_from(config: BlindSettings, **context: Any) -> list[Solver]:
     names = [c.label for c in config.solvers]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        from benchsmith.settings import SettingsError
         raise SettingsError(f"filter.blind.solvers: names must be unique, repeated: {', '.join(repeated)} "
                             "(give each entry its own `name`)")
     return [build_solver(c, **context) for c in config.solvers]
@@ -236,10 +235,10 @@ class Tally:
     right: float = 0.0
     knows: int = 0
 
-    def add(self, o: dict[str, Any]) -> None:
-        self.n += 1
-        self.right += o["right"]
-        self.knows += bool(o["knows"])
+    def add(self, right: float, knows: int, n: int = 1) -> None:
+        self.n += n
+        self.right += right
+        self.knows += knows
 
     @property
     def accuracy(self) -> float | None:
@@ -282,9 +281,7 @@ class BlindReport:
     def _totals(self, kept_only: bool) -> dict[str, Tally]:
         totals: dict[str, Tally] = defaultdict(Tally)
         for (_dimension, solver), tally in (self.after if kept_only else self.before).items():
-            totals[solver].n += tally.n
-            totals[solver].right += tally.right
-            totals[solver].knows += tally.knows
+            totals[solver].add(tally.right, tally.knows, tally.n)
         return dict(sorted(totals.items()))
 
     def _mean_chance(self) -> float | None:
@@ -315,9 +312,9 @@ def report_from(verdicts: Sequence[Verdict]) -> BlindReport:
         report.judged[dimension] += 1
         report.dropped[dimension] += not verdict.passed
         for solver, o in d["solvers"].items():
-            report.before[(dimension, solver)].add(o)
+            report.before[(dimension, solver)].add(o["right"], bool(o["knows"]))
             if verdict.passed:
-                report.after[(dimension, solver)].add(o)
+                report.after[(dimension, solver)].add(o["right"], bool(o["knows"]))
     return report
 
 

@@ -62,20 +62,16 @@ def report_tables(result) -> list:
     from benchsmith.console import table
     from benchsmith.dimensions import registry
 
-    def dimension_name(dimension_id: int) -> str:
-        try:
-            return registry().get(dimension_id).name
-        except KeyError:
-            return str(dimension_id)
+    names = {d.id: d.name for d in registry()}
 
     if not result.judged:
         return [table("Blind filter", ["note"], [["no question judged yet"]])]
     drops = table("Blind filter: drops per dimension", ["dimension", "judged", "dropped", "drop rate"], [
-        [dimension_name(d), result.judged[d], result.dropped[d], _percent(result.drop_rate(d))]
+        [names.get(d, str(d)), result.judged[d], result.dropped[d], _percent(result.drop_rate(d))]
         for d in sorted(result.judged)])
     accuracy = table("Blind accuracy per solver (share of option orders answered right)",
                      ["dimension", "solver", "before", "after", "chance", "knows (before)"], [
-        [dimension_name(r["dimension_id"]), r["solver"], _percent(r["accuracy_before"]),
+        [names.get(r["dimension_id"], str(r["dimension_id"])), r["solver"], _percent(r["accuracy_before"]),
          _percent(r["accuracy_after"]), _percent(r["chance"]), _percent(r["knows_before"])]
         for r in result.solver_rows() if r["dimension_id"] is not None])
     before, after = result.overall(kept_only=False), result.overall(kept_only=True)

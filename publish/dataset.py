@@ -83,11 +83,8 @@ def uncompressed_bytes(folder: Path, paths: list[str]) -> int:
     """A split's size as `datasets` counts it (`num_bytes`), read from the shards' parquet metadata."""
     import pyarrow.parquet as pq
 
-    total = 0
-    for path in paths:
-        meta = pq.ParquetFile(folder / path).metadata
-        total += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    return total
+    metas = [pq.ParquetFile(folder / path).metadata for path in paths]
+    return sum(meta.row_group(i).total_byte_size for meta in metas for i in range(meta.num_row_groups))
 
 
 def write_data(by_config: dict[str, list[Entry]], folder: Path, encoded: Callable[[str], bytes],

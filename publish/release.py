@@ -12,7 +12,7 @@ import json
 import re
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -71,9 +71,7 @@ def collect_entries(store: Store) -> tuple[list[Entry], int]:
 
 
 def compare(previous: Release | None, previous_hashes: dict[str, str], hashes: dict[str, str]) -> Changes:
-    if previous is None:
-        return Changes(None, sorted(hashes), [], [])
-    return Changes(previous.version,
+    return Changes(previous.version if previous else None,
                    added=sorted(set(hashes) - set(previous_hashes)),
                    removed=sorted(set(previous_hashes) - set(hashes)),
                    changed=sorted(q for q in set(hashes) & set(previous_hashes) if hashes[q] != previous_hashes[q]))
@@ -132,8 +130,7 @@ def _write_documents(folder: Path, store: Store, settings: Settings, release: Re
     date = datetime.now(timezone.utc).date().isoformat()
     sizes = {config: uncompressed_bytes(folder, paths) for config, paths in shards.items()}
     sizes[ALL] = sum(sizes.values())
-    if conversation_shards:
-        sizes[conversation_config.CONFIG] = uncompressed_bytes(folder, conversation_shards)
+    sizes[conversation_config.CONFIG] = uncompressed_bytes(folder, conversation_shards)  # 0 when there are none
     extractors = sorted({extractor_name(key) for key, _status in store.extraction_counts()})
     (folder / "README.md").write_text(render_card(
         settings=options, version=release.version, date=date, repo=repo,
@@ -216,9 +213,8 @@ def publish(store: Store, settings: Settings, version: str, *, out: Path | None 
                            f"a review that changed them (e.g. {unexplained[0]}); pass --allow-changes to publish "
                            "them as changed")
     talks = set(hashes["conversation"]) | set(published_before["conversation"])
-    changes = Changes(changes.previous, changes.added, changes.removed, changes.changed, notes,
-                      {sid: "conversation" for sid in [*changes.added, *changes.removed, *changes.changed]
-                       if sid in talks})
+    changes = replace(changes, notes=notes, kinds={
+        sid: "conversation" for sid in [*changes.added, *changes.removed, *changes.changed] if sid in talks})
 
     by_config: dict[str, list[Entry]] = {}
     for entry in entries:

@@ -113,12 +113,9 @@ def stats_tables(frame: pd.DataFrame, statuses: str | list[str] | None = None) -
 def write_stats(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
     """Each table as CSV, and the standard plots as PNG."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
     for name, table in tables.items():
         table.to_csv(out_dir / f"{name}.csv", index=False)
-        written.append(out_dir / f"{name}.csv")
-    written += write_plots(tables, out_dir)
-    return written
+    return [out_dir / f"{name}.csv" for name in tables] + write_plots(tables, out_dir)
 
 
 def markdown_table(frame: pd.DataFrame, empty: str = "(none)", cell=str) -> str:

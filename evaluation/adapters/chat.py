@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LETTERS
@@ -83,20 +84,13 @@ class ChatAdapter:
                         reference=f"({LETTERS[p.key_shown]}) {p.options[p.key_shown]}", reply=answer.raw),
                         400, p.subject)
                     for p, answer in graded for prompt in prompts]
-        votes: dict[int, dict[int, int | None]] = {}
-        failed: set[int] = set()
-        for index, result in stream(self.client, requests):
-            which, prompt = divmod(index, len(prompts))
-            if result.ok:
-                votes.setdefault(which, {})[prompt] = read_vote(result.content)
-            else:
-                failed.add(which)
+        votes = {index: read_vote(result.content) for index, result in stream(self.client, requests) if result.ok}
         for which, (p, answer) in enumerate(graded):
-            if which in failed:
-                yield p, ModelAnswer(retry="judge: a call failed")
+            ballot = range(which * len(prompts), (which + 1) * len(prompts))   # its calls, one per prompt
+            if all(k in votes for k in ballot):
+                yield p, replace(answer, votes=tuple(votes[k] for k in ballot))
             else:
-                ballot = tuple(votes[which][k] for k in range(len(prompts)))
-                yield p, ModelAnswer(choice=answer.choice, raw=answer.raw, matched_by=answer.matched_by, votes=ballot)
+                yield p, ModelAnswer(retry="judge: a call failed")
 
     def turn_request(self, frames: Sequence[bytes], instructions: Sequence[str], earlier: Sequence[str],
                      max_tokens: int, tag: str) -> LlmRequest:

@@ -26,7 +26,7 @@ class GenerateAdapter(TransformersVlm):
 
     def __init__(self, name: str, config: VlmGenerateConfig, templates: Templates, *, settings=None,
                  store=None) -> None:
-        super().__init__(name, config, templates.choice)
+        super().__init__(name, config, templates)
         client = config.matcher_model and LlmClient(settings, LlmOptions.model_validate(config.llm), store=store)
         self.matcher = LlmMatcher(client or None, config.matcher_model, templates.matcher)
 

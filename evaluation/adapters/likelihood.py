@@ -21,16 +21,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from evaluation.adapters import VlmLikelihoodConfig
 from evaluation.adapters.transformers_vlm import TransformersVlm
 from evaluation.records import ModelAnswer, Pass
-from evaluation.templates import Templates
 from filters.solvers import choose
 from filters.solvers.option_scoring import after_shared_prefix, option_ids, options_in_rows, pad, reduce
 
 
 class LikelihoodAdapter(TransformersVlm):
     config: VlmLikelihoodConfig
-
-    def __init__(self, name: str, config: VlmLikelihoodConfig, templates: Templates) -> None:
-        super().__init__(name, config, templates.likelihood)
+    wording = "likelihood"
 
     @property
     def shares_cache(self) -> bool:

@@ -15,13 +15,16 @@ from itertools import groupby
 from benchsmith.models import load_pretrained
 from evaluation.adapters import EvalError, TransformersVlmConfig
 from evaluation.records import ModelAnswer, Pass
+from evaluation.templates import Templates
 
 
 class TransformersVlm:
-    def __init__(self, name: str, config: TransformersVlmConfig, wordings: Sequence[str]) -> None:
+    wording = "choice"                   # the prompt file's templates it answers under: `choice` or `likelihood`
+
+    def __init__(self, name: str, config: TransformersVlmConfig, templates: Templates) -> None:
         self.name = name
         self.config = config
-        self.wordings = list(wordings)   # the prompt templates, one per template number of a pass
+        self.wordings = getattr(templates, self.wording)   # one per template number of a pass
         self.model = None
         self.processor = None
 

@@ -56,6 +56,21 @@ def choose(scores: Sequence[float], tie_margin: float = 0.0) -> int:
     return next(i for i, s in enumerate(scores) if s >= best - tie_margin)
 
 
+class BaseSolver:
+    """What the solvers share: their settings and name, a prediction from per-option scores, and (unless
+    they hold a model) nothing to release."""
+
+    def __init__(self, config: SolverConfig) -> None:
+        self.config = config
+        self.name = config.label
+
+    def predict(self, scores: Sequence[float]) -> Prediction:
+        return Prediction(choose(scores, self.config.tie_margin), tuple(scores))
+
+    def release(self) -> None:
+        pass
+
+
 class SolverConfig(Strict):
     name: str = ""               # shown in verdicts and reports; default: kind plus model
     tie_margin: float = 0.0      # scores this close to the best are a tie (see `choose`)

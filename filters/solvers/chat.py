@@ -17,16 +17,15 @@ from typing import Any
 
 from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult
 from benchsmith.records import LETTERS
-from filters.solvers import ChatConfig, Prediction, Query, choose
+from filters.solvers import BaseSolver, ChatConfig, Prediction, Query
 
 _LETTER = re.compile(r"\b([A-D])\b")
 UNLIKELY = -1e4  # a letter missing from the top log-probabilities
 
 
-class ChatSolver:
+class ChatSolver(BaseSolver):
     def __init__(self, config: ChatConfig, *, settings, store=None) -> None:
-        self.config = config
-        self.name = config.label
+        super().__init__(config)
         self.client = LlmClient(settings, LlmOptions.model_validate(config.llm), store=store)
 
     def request(self, query: Query) -> LlmRequest:
@@ -52,7 +51,7 @@ class ChatSolver:
             found = _LETTER.search(result.content.strip().upper()[:40])
             if found and LETTERS.index(found.group(1)) < n:
                 scores[LETTERS.index(found.group(1))] = 1.0
-        return Prediction(choose(scores, self.config.tie_margin), tuple(scores))
+        return self.predict(scores)
 
     @staticmethod
     def _letter_logprobs(first_token: dict[str, Any], n: int) -> list[float]:
@@ -63,6 +62,3 @@ class ChatSolver:
             if letter in best and item.get("logprob") is not None and math.isfinite(item["logprob"]):
                 best[letter] = max(best[letter], item["logprob"])
         return [best[letter] for letter in LETTERS[:n]]
-
-    def release(self) -> None:
-        pass

@@ -10,15 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from benchsmith.models import load_sentence_model, pick_device
-from filters.solvers import EmbeddingConfig, Prediction, Query, choose
+from filters.solvers import BaseSolver, EmbeddingConfig, Prediction, Query
 
 CACHE_LIMIT = 200_000  # texts kept embedded between calls (rotations re-ask the same texts)
 
 
-class EmbeddingSolver:
+class EmbeddingSolver(BaseSolver):
     def __init__(self, config: EmbeddingConfig) -> None:
-        self.config = config
-        self.name = config.label
+        super().__init__(config)
         self._model = None
         self._vectors: dict[str, object] = {}
 
@@ -35,12 +34,7 @@ class EmbeddingSolver:
             encoded = self._model.encode(missing, batch_size=self.config.batch_size, normalize_embeddings=True,
                                          convert_to_numpy=True, show_progress_bar=False)
             self._vectors.update(zip(missing, encoded))
-        out = []
-        for query in queries:
-            asked = self._vectors[query.text]
-            scores = [float(self._vectors[o] @ asked) for o in query.options]
-            out.append(Prediction(choose(scores, self.config.tie_margin), tuple(scores)))
-        return out
+        return [self.predict([float(self._vectors[o] @ self._vectors[q.text]) for o in q.options]) for q in queries]
 
     def release(self) -> None:
         self._model = None

