@@ -116,11 +116,9 @@ def inspect_image(data: bytes, *, min_side: int, max_pixels: int) -> Accepted | 
     buffer = io.BytesIO()
     if fmt == "JPEG":
         img.save(buffer, "JPEG", quality=95)
-        extension = ".jpg"
     else:
         img.save(buffer, "PNG", compress_level=1)
-        extension = ".png"
-    return Accepted(image_id, buffer.getvalue(), extension, width, height, tuple(changes))
+    return Accepted(image_id, buffer.getvalue(), ".jpg" if fmt == "JPEG" else ".png", width, height, tuple(changes))
 
 
 # JPEG segments that carry EXIF (GPS, camera serials), XMP, IPTC or comments; never pixels or colour.
