@@ -281,12 +281,10 @@ class BertSentenceEncoder:
         wanted = ["embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
                   "embeddings.token_type_embeddings.weight", "embeddings.LayerNorm.weight",
                   "embeddings.LayerNorm.bias"]
-        for i in range(self.layers):
-            prefix = f"encoder.layer.{i}."
-            for part in ("attention.self.query", "attention.self.key", "attention.self.value",
-                         "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense",
-                         "output.dense", "output.LayerNorm"):
-                wanted += [f"{prefix}{part}.weight", f"{prefix}{part}.bias"]
+        wanted += [f"encoder.layer.{i}.{part}.{end}" for i in range(self.layers)
+                   for part in ("attention.self.query", "attention.self.key", "attention.self.value",
+                                "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense",
+                                "output.dense", "output.LayerNorm") for end in ("weight", "bias")]
         missing = [key for key in wanted if key not in stored]
         if missing:
             raise _cannot_load(name, f"{path.name} lacks {len(missing)} tensors, e.g. {missing[0]}")
