@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from benchsmith.records import Question, Verdict, utcnow
 from benchsmith.store.schema import questions
-from benchsmith.store.sql import select_in, where_status
+from benchsmith.store.sql import count_by, select_in, where_status
 
 
 def _to_row(q: Question) -> dict:
@@ -59,7 +59,4 @@ class QuestionsMixin:
 
     def question_counts(self) -> dict[tuple[int, str], int]:
         """(dimension_id, status) -> count."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(questions.c.dimension_id, questions.c.status, sa.func.count())
-                                .group_by(questions.c.dimension_id, questions.c.status))
-            return {(d, s): n for d, s, n in rows}
+        return count_by(self.engine, questions.c.dimension_id, questions.c.status)

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from benchsmith.records import Verdict, utcnow
 from benchsmith.store.schema import verdicts
-from benchsmith.store.sql import upsert
+from benchsmith.store.sql import count_by, upsert
 
 
 class VerdictsMixin:
@@ -34,10 +34,5 @@ class VerdictsMixin:
 
     def verdict_counts(self, stage: str | None = None) -> dict[tuple[str, str, bool, str], int]:
         """(stage, rule, passed, reason) -> count."""
-        query = sa.select(verdicts.c.stage, verdicts.c.rule, verdicts.c.passed, verdicts.c.reason,
-                          sa.func.count()).group_by(verdicts.c.stage, verdicts.c.rule, verdicts.c.passed,
-                                                    verdicts.c.reason)
-        if stage:
-            query = query.where(verdicts.c.stage == stage)
-        with self.engine.connect() as conn:
-            return {(s, r, bool(p), reason): n for s, r, p, reason, n in conn.execute(query)}
+        c = verdicts.c
+        return count_by(self.engine, c.stage, c.rule, c.passed, c.reason, where=[c.stage == stage] if stage else [])
