@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from benchsmith.records import TRANSITIONS, Verdict, utcnow
 from benchsmith.store.schema import conversations, events, questions, release_entries, review_tasks
-from benchsmith.store.sql import chunks, insert_new, select_in, upsert
+from benchsmith.store.sql import chunks, count_by, insert_new, select_in, upsert
 
 TABLES: dict[str, sa.Table] = {"question": questions, "conversation": conversations}
 # What review may change on an item after it was generated: the content that makes its id never moves.
@@ -54,7 +54,8 @@ class LifecycleMixin:
         status that sets reviewed fields). Verdicts are written in the same transaction.
         """
         table = TABLES[kind]
-        for values in [updates or {}, *(updates_by_id or {}).values()]:
+        common, by_id = updates or {}, updates_by_id or {}
+        for values in [common, *by_id.values()]:
             _check_updatable(kind, values)
         now = utcnow()
         moved = 0
@@ -65,20 +66,19 @@ class LifecycleMixin:
                 if missing:
                     raise KeyError(f"unknown {kind} ids: {sorted(missing)[:3]}")
                 to_move = [i for i in batch if current[i] != to_status or to_status == "published" or (
-                    to_status in TRANSITIONS[to_status] and (updates or i in (updates_by_id or {})))]
+                    to_status in TRANSITIONS[to_status] and (common or i in by_id))]
                 for i in to_move:
                     if to_status not in TRANSITIONS[current[i]]:
                         raise TransitionError(f"{kind} {i} cannot move from {current[i]} to {to_status}")
                 if not to_move:
                     continue
-                plain = [i for i in to_move if i not in (updates_by_id or {})]
+                plain = [i for i in to_move if i not in by_id]
                 if plain:  # one statement for the common move
                     conn.execute(sa.update(table).where(table.c.id.in_(plain)).values(
-                        status=to_status, updated_at=now, **_json_ready(updates or {})))
-                for i in to_move:
-                    if i in (updates_by_id or {}):
-                        conn.execute(sa.update(table).where(table.c.id == i).values(
-                            status=to_status, updated_at=now, **_json_ready({**(updates or {}), **updates_by_id[i]})))
+                        status=to_status, updated_at=now, **_json_ready(common)))
+                for i in [i for i in to_move if i in by_id]:
+                    conn.execute(sa.update(table).where(table.c.id == i).values(
+                        status=to_status, updated_at=now, **_json_ready({**common, **by_id[i]})))
                 conn.execute(sa.insert(events), [
                     {"kind": kind, "subject_id": i, "from_status": current[i], "to_status": to_status, "stage": stage,
                      "reason": reason, "created_at": now} for i in to_move])
@@ -103,9 +103,7 @@ class LifecycleMixin:
 
     def status_counts(self, kind: str) -> dict[str, int]:
         """status -> how many items of `kind` have it."""
-        table = TABLES[kind]
-        with self.engine.connect() as conn:
-            return dict(conn.execute(sa.select(table.c.status, sa.func.count()).group_by(table.c.status)).all())
+        return {status: n for (status,), n in count_by(self.engine, TABLES[kind].c.status).items()}
 
     # -- review tasks -----------------------------------------------------------------------------------
 
