@@ -98,9 +98,8 @@ def read_layout(directory: Path, name: str) -> BertLayout | None:
         return None
 
     st_config = _optional_json(folder / "sentence_bert_config.json", name)
-    if not set(st_config) <= {"max_seq_length", "do_lower_case", *PLAIN_TRANSFORMER}:
-        return None
-    if any(key in st_config and st_config[key] != value for key, value in PLAIN_TRANSFORMER.items()):
+    if not set(st_config) <= {"max_seq_length", "do_lower_case", *PLAIN_TRANSFORMER} or any(
+            key in st_config and st_config[key] != value for key, value in PLAIN_TRANSFORMER.items()):
         return None
     tokenizer_config = _optional_json(folder / "tokenizer_config.json", name)
     if tokenizer_config.get("tokenizer_class", "BertTokenizer") not in ("BertTokenizer", "BertTokenizerFast"):
@@ -109,9 +108,8 @@ def read_layout(directory: Path, name: str) -> BertLayout | None:
     if not _tokenizer_fits(_read_json(folder / "tokenizer.json", name), tokenizer_config, specials):
         return None
     top = _optional_json(directory / "config_sentence_transformers.json", name)
-    if top.get("default_prompt_name") or top.get("truncate_dim") is not None:
-        return None
-    if top.get("model_type", "SentenceTransformer") != "SentenceTransformer":
+    if (top.get("default_prompt_name") or top.get("truncate_dim") is not None
+            or top.get("model_type", "SentenceTransformer") != "SentenceTransformer"):
         return None
 
     pooling = _pooling_mode(_optional_json(directory / str(modules[1].get("path", "")) / "config.json", name))
@@ -210,8 +208,7 @@ def _tokenizer_fits(tokenizer: dict, tokenizer_config: dict, specials: dict[str,
 def _pooling_mode(pooling: dict) -> str | tuple | None:
     mode = pooling.get("pooling_mode")
     if mode is None:  # the legacy flags; none set means mean
-        modes = tuple(m for key, m in LEGACY_POOLING.items() if pooling.get(key, False)) or ("mean",)
-        mode = modes[0] if len(modes) == 1 else modes
+        mode = [m for key, m in LEGACY_POOLING.items() if pooling.get(key, False)] or ["mean"]
     if isinstance(mode, list):
         mode = mode[0] if len(mode) == 1 else tuple(mode)
     return mode
