@@ -23,11 +23,6 @@ def _to_row(c: Conversation) -> dict:
     }
 
 
-def _from_row(row) -> Conversation:
-    return Conversation(item_id=row.item_id, turns=row.turns, provenance=row.provenance, meta=row.meta,
-                        status=row.status, review_turns=row.review_turns)
-
-
 class ConversationsMixin:
     engine: sa.Engine
 
@@ -44,4 +39,5 @@ class ConversationsMixin:
         if item_id is not None:
             query = query.where(conversations.c.item_id == item_id)
         with self.engine.connect() as conn:
-            return [_from_row(r) for r in select_in(conn, query, conversations.c.id, ids)]
+            return [Conversation.model_validate(r, from_attributes=True)
+                    for r in select_in(conn, query, conversations.c.id, ids)]

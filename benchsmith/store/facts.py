@@ -23,11 +23,6 @@ def _fact_row(fact: Fact, extractor: str) -> dict:
     }
 
 
-def _fact_from_row(row) -> Fact:
-    return Fact(item_id=row.item_id, kind=row.kind, text=row.text, box=row.box, quad=row.quad,
-                score=row.score, attributes=row.attributes, provenance=row.provenance)
-
-
 class FactsMixin:
     engine: sa.Engine
 
@@ -44,7 +39,7 @@ class FactsMixin:
             query = query.where(facts.c.kind.in_(list(kinds)))
         with self.engine.connect() as conn:
             for row in select_in(conn, query, facts.c.item_id, item_ids):
-                out[row.item_id].append(_fact_from_row(row))
+                out[row.item_id].append(Fact.model_validate(row, from_attributes=True))
         return out
 
     def extraction_counts(self) -> dict[tuple[str, str], int]:

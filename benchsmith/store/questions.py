@@ -23,14 +23,6 @@ def _to_row(q: Question) -> dict:
     }
 
 
-def _from_row(row) -> Question:
-    return Question(
-        item_id=row.item_id, dimension_id=row.dimension_id, text=row.text, options=row.options,
-        answer=row.answer, provenance=row.provenance, meta=row.meta, status=row.status,
-        review_answer=row.review_answer, review_dimension_id=row.review_dimension_id,
-    )
-
-
 class QuestionsMixin:
     engine: sa.Engine
 
@@ -55,7 +47,7 @@ class QuestionsMixin:
             query = query.where(questions.c.item_id == item_id)
         column, wanted = (questions.c.id, ids) if ids is not None else (questions.c.item_id, item_ids)
         with self.engine.connect() as conn:
-            return [_from_row(r) for r in select_in(conn, query, column, wanted)]
+            return [Question.model_validate(r, from_attributes=True) for r in select_in(conn, query, column, wanted)]
 
     def question_counts(self) -> dict[tuple[int, str], int]:
         """(dimension_id, status) -> count."""

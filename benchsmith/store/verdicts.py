@@ -29,8 +29,7 @@ class VerdictsMixin:
             if value is not None:
                 query = query.where(verdicts.c[col] == value)
         with self.engine.connect() as conn:
-            return [Verdict(**{k: v for k, v in r._mapping.items() if k not in ("id", "created_at")})
-                    for r in conn.execute(query)]
+            return [Verdict.model_validate(r, from_attributes=True) for r in conn.execute(query)]
 
     def verdict_counts(self, stage: str | None = None) -> dict[tuple[str, str, bool, str], int]:
         """(stage, rule, passed, reason) -> count."""
