@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import sqlalchemy as sa
 
-from benchsmith.records import TRANSITIONS, Verdict, utcnow
+from benchsmith.records import TRANSITIONS, Conversation, Question, Verdict, utcnow
 from benchsmith.store.schema import conversations, events, questions, release_entries, review_tasks
 from benchsmith.store.sql import chunks, count_by, insert_new, select_in, upsert
 
@@ -30,11 +30,12 @@ class TransitionError(ValueError):
 class LifecycleMixin:
     engine: sa.Engine
 
-    def _add_items(self, kind: str, rows: Sequence[dict], stage: str, verdicts_for_new: Sequence[Verdict]) -> int:
+    def _add_items(self, kind: str, records: Sequence[Question | Conversation], stage: str,
+                   verdicts_for_new: Sequence[Verdict]) -> int:
         """Store items not seen before with their first status event and, in the same transaction, the
         verdicts that explain it (a crash never leaves an item without them); return how many were new."""
         with self.engine.begin() as conn:
-            new = insert_new(conn, TABLES[kind], rows)
+            new = insert_new(conn, TABLES[kind], [_item_row(r) for r in records])
             if new:
                 conn.execute(sa.insert(events), [
                     {"kind": kind, "subject_id": r["id"], "from_status": None, "to_status": r["status"],
@@ -150,6 +151,14 @@ class LifecycleMixin:
             query = query.where(t.c.kind == kind)
         with self.engine.connect() as conn:
             return dict(conn.execute(query).all())
+
+
+def _item_row(record: Question | Conversation) -> dict:
+    """An item's row: its fields, its id, who made it (in columns of their own, to query by) and when."""
+    now = utcnow()
+    made = record.provenance
+    return record.model_dump() | {"id": record.id, "generator": made.backend, "model": made.model,
+                                  "prompt_version": made.prompt_version, "created_at": now, "updated_at": now}
 
 
 def _check_updatable(kind: str, values: Mapping) -> None:

@@ -6,21 +6,9 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from benchsmith.records import Question, Verdict, utcnow
+from benchsmith.records import Question, Verdict
 from benchsmith.store.schema import questions
 from benchsmith.store.sql import count_by, select_in, where_status
-
-
-def _to_row(q: Question) -> dict:
-    now = utcnow()
-    return {
-        "id": q.id, "item_id": q.item_id, "dimension_id": q.dimension_id, "text": q.text,
-        "options": list(q.options), "answer": q.answer, "status": q.status,
-        "generator": q.provenance.backend, "model": q.provenance.model,
-        "prompt_version": q.provenance.prompt_version, "provenance": q.provenance.model_dump(),
-        "meta": q.meta, "review_answer": q.review_answer, "review_dimension_id": q.review_dimension_id,
-        "created_at": now, "updated_at": now,
-    }
 
 
 class QuestionsMixin:
@@ -33,7 +21,7 @@ class QuestionsMixin:
         `verdicts_for_new` are written in the same transaction, so a crash never leaves a question
         without the verdict that explains its status.
         """
-        return self._add_items("question", [_to_row(q) for q in records], stage, verdicts_for_new)
+        return self._add_items("question", records, stage, verdicts_for_new)
 
     def get_questions(self, *, status: str | Sequence[str] | None = None, dimension_id: int | None = None,
                       ids: Sequence[str] | None = None, item_id: str | None = None,
