@@ -92,14 +92,10 @@ def inspect_image(data: bytes, *, min_side: int, max_pixels: int) -> Accepted | 
             warnings.simplefilter("error")
             img.seek(0)
             img.load()
-    except OSError as exc:
-        rule = "truncated" if "truncated" in str(exc).lower() else "corrupt"
-        return Rejected(rule, f"pixel data cannot be decoded: {exc}", image_id)
     except Exception as exc:  # noqa: BLE001
-        return Rejected("corrupt", f"pixel data cannot be decoded: {exc}", image_id)
-    changes: list[str] = []
-    if n_frames > 1:
-        changes.append("first-frame")
+        rule = "truncated" if isinstance(exc, OSError) and "truncated" in str(exc).lower() else "corrupt"
+        return Rejected(rule, f"pixel data cannot be decoded: {exc}", image_id)
+    changes = ["first-frame"] if n_frames > 1 else []
     orientation = img.getexif().get(0x0112, 1)
     if orientation not in (1, None):
         img = ImageOps.exif_transpose(img)
