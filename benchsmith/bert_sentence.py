@@ -48,18 +48,19 @@ class BertLayout:
     max_length: int         # tokens per text, [CLS] and [SEP] included
     do_lower_case: bool     # sentence-transformers' own lowercasing on top of the tokenizer's
     pad_token: str
-    cls_token: str
-    sep_token: str
     pooling: str            # "mean" or "cls"
     normalize: bool         # a Normalize module follows the pooling
+
+
+def _cannot_load(name: str, why: str) -> BenchsmithError:
+    return BenchsmithError(f"cannot load sentence-embedding model {name!r}: {why}")
 
 
 def _read_json(path: Path, name: str) -> dict | list:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BenchsmithError(f"cannot load sentence-embedding model {name!r}: {path.name} is unreadable "
-                              f"({exc})") from None
+        raise _cannot_load(name, f"{path.name} is unreadable ({exc})") from None
 
 
 def _module_kind(entry: dict) -> str:
@@ -77,32 +78,28 @@ def read_layout(directory: Path, name: str) -> BertLayout | None:
         return None
     modules = _read_json(modules_file, name)
     if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
-        raise BenchsmithError(f"cannot load sentence-embedding model {name!r}: modules.json is not a list "
-                              f"of modules")
+        raise _cannot_load(name, "modules.json is not a list of modules")
     kinds = [_module_kind(m) for m in modules]
     if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
         return None
     folder = directory / str(modules[0].get("path", ""))
-    if (folder / "config.json").is_file():
-        config = _read_json(folder / "config.json", name)
-    else:
-        raise BenchsmithError(f"cannot load sentence-embedding model {name!r}: no config.json in {folder}")
+    if not (folder / "config.json").is_file():
+        raise _cannot_load(name, f"no config.json in {folder}")
+    config = _read_json(folder / "config.json", name)
     if not isinstance(config, dict) or config.get("model_type") != "bert" or not _plain_bert(config):
         return None
     if not (folder / "model.safetensors").is_file():
         if any((folder / other).is_file() for other in OTHER_WEIGHTS):
             return None
-        raise BenchsmithError(f"cannot load sentence-embedding model {name!r}: no model weights "
-                              f"(model.safetensors) in {folder}")
+        raise _cannot_load(name, f"no model weights (model.safetensors) in {folder}")
     if _stored_dtypes(folder / "model.safetensors", name) - WHOLE_NUMBERS != {"F32"}:
         return None  # transformers would run half-precision weights in half precision
     if not (folder / "tokenizer.json").is_file():
         return None
 
     st_config = _optional_json(folder / "sentence_bert_config.json", name)
-    if not set(st_config) <= {"max_seq_length", "do_lower_case", *PLAIN_TRANSFORMER}:
-        return None
-    if any(key in st_config and st_config[key] != value for key, value in PLAIN_TRANSFORMER.items()):
+    if not set(st_config) <= {"max_seq_length", "do_lower_case", *PLAIN_TRANSFORMER} or any(
+            key in st_config and st_config[key] != value for key, value in PLAIN_TRANSFORMER.items()):
         return None
     tokenizer_config = _optional_json(folder / "tokenizer_config.json", name)
     if tokenizer_config.get("tokenizer_class", "BertTokenizer") not in ("BertTokenizer", "BertTokenizerFast"):
@@ -111,9 +108,8 @@ def read_layout(directory: Path, name: str) -> BertLayout | None:
     if not _tokenizer_fits(_read_json(folder / "tokenizer.json", name), tokenizer_config, specials):
         return None
     top = _optional_json(directory / "config_sentence_transformers.json", name)
-    if top.get("default_prompt_name") or top.get("truncate_dim") is not None:
-        return None
-    if top.get("model_type", "SentenceTransformer") != "SentenceTransformer":
+    if (top.get("default_prompt_name") or top.get("truncate_dim") is not None
+            or top.get("model_type", "SentenceTransformer") != "SentenceTransformer"):
         return None
 
     pooling = _pooling_mode(_optional_json(directory / str(modules[1].get("path", "")) / "config.json", name))
@@ -131,8 +127,7 @@ def read_layout(directory: Path, name: str) -> BertLayout | None:
                          int(config.get("max_position_embeddings", 512)))
     return BertLayout(folder=folder, config=config, max_length=int(max_length),
                       do_lower_case=bool(st_config.get("do_lower_case", False)),
-                      pad_token=specials["pad_token"], cls_token=specials["cls_token"],
-                      sep_token=specials["sep_token"], pooling=pooling, normalize=len(modules) == 3)
+                      pad_token=specials["pad_token"], pooling=pooling, normalize=len(modules) == 3)
 
 
 def _optional_json(path: Path, name: str) -> dict:
@@ -140,7 +135,7 @@ def _optional_json(path: Path, name: str) -> dict:
         return {}
     found = _read_json(path, name)
     if not isinstance(found, dict):
-        raise BenchsmithError(f"cannot load sentence-embedding model {name!r}: {path} is not a JSON object")
+        raise _cannot_load(name, f"{path} is not a JSON object")
     return found
 
 
@@ -153,8 +148,7 @@ def _stored_dtypes(path: Path, name: str) -> set[str]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         header = None
     if not isinstance(header, dict):
-        raise BenchsmithError(f"cannot load sentence-embedding model {name!r}: {path.name} is unreadable "
-                              f"(no safetensors header)")
+        raise _cannot_load(name, f"{path.name} is unreadable (no safetensors header)")
     return {str(entry.get("dtype")) for key, entry in header.items()
             if key != "__metadata__" and isinstance(entry, dict)}
 
@@ -214,8 +208,7 @@ def _tokenizer_fits(tokenizer: dict, tokenizer_config: dict, specials: dict[str,
 def _pooling_mode(pooling: dict) -> str | tuple | None:
     mode = pooling.get("pooling_mode")
     if mode is None:  # the legacy flags; none set means mean
-        modes = tuple(m for key, m in LEGACY_POOLING.items() if pooling.get(key, False)) or ("mean",)
-        mode = modes[0] if len(modes) == 1 else modes
+        mode = [m for key, m in LEGACY_POOLING.items() if pooling.get(key, False)] or ["mean"]
     if isinstance(mode, list):
         mode = mode[0] if len(mode) == 1 else tuple(mode)
     return mode
@@ -237,11 +230,10 @@ class BertSentenceEncoder:
             self.layers = int(config["num_hidden_layers"])
             self.eps = float(config.get("layer_norm_eps", 1e-12))
         except (KeyError, TypeError, ValueError) as exc:
-            raise BenchsmithError(f"cannot load sentence-embedding model {name!r}: config.json lacks a usable "
-                                  f"{exc}") from None
+            raise _cannot_load(name, f"config.json lacks a usable {exc}") from None
         if self.hidden % self.heads:
-            raise BenchsmithError(f"cannot load sentence-embedding model {name!r}: hidden_size {self.hidden} "
-                                  f"is not a multiple of num_attention_heads {self.heads}")
+            raise _cannot_load(name, f"hidden_size {self.hidden} is not a multiple of num_attention_heads "
+                                     f"{self.heads}")
         self.head_size = self.hidden // self.heads
         self.scaling = self.head_size ** -0.5  # as BertSelfAttention computes it, a Python float
         self.weights = self._weights(layout.folder / "model.safetensors", name)
@@ -255,12 +247,10 @@ class BertSentenceEncoder:
         try:
             tokenizer = Tokenizer.from_file(str(layout.folder / "tokenizer.json"))
         except Exception as exc:  # tokenizers raises a bare Exception for a malformed file
-            raise BenchsmithError(f"cannot load sentence-embedding model {name!r}: tokenizer.json is "
-                                  f"unreadable ({exc})") from None
+            raise _cannot_load(name, f"tokenizer.json is unreadable ({exc})") from None
         pad_id = tokenizer.token_to_id(layout.pad_token)
         if pad_id is None:
-            raise BenchsmithError(f"cannot load sentence-embedding model {name!r}: the pad token "
-                                  f"{layout.pad_token!r} is not in tokenizer.json")
+            raise _cannot_load(name, f"the pad token {layout.pad_token!r} is not in tokenizer.json")
         # per call, transformers truncates to the model's length and pads to the longest text, whatever
         # tokenizer.json says (the packaged MiniLM's says 128, fixed)
         tokenizer.enable_truncation(layout.max_length, stride=0, strategy="longest_first", direction="right")
@@ -280,8 +270,7 @@ class BertSentenceEncoder:
         try:
             stored = load_file(str(path), device=str(self.device))
         except (OSError, SafetensorError) as exc:
-            raise BenchsmithError(f"cannot load sentence-embedding model {name!r}: {path.name} is unreadable "
-                                  f"({exc})") from None
+            raise _cannot_load(name, f"{path.name} is unreadable ({exc})") from None
         # checkpoints saved from BertForMaskedLM and the like carry a "bert." prefix; old ones name the
         # layer norms' parameters gamma and beta (transformers renames both on loading)
         stored = {key.removeprefix("bert.").replace("LayerNorm.gamma", "LayerNorm.weight")
@@ -289,16 +278,13 @@ class BertSentenceEncoder:
         wanted = ["embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
                   "embeddings.token_type_embeddings.weight", "embeddings.LayerNorm.weight",
                   "embeddings.LayerNorm.bias"]
-        for i in range(self.layers):
-            prefix = f"encoder.layer.{i}."
-            for part in ("attention.self.query", "attention.self.key", "attention.self.value",
-                         "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense",
-                         "output.dense", "output.LayerNorm"):
-                wanted += [f"{prefix}{part}.weight", f"{prefix}{part}.bias"]
+        wanted += [f"encoder.layer.{i}.{part}.{end}" for i in range(self.layers)
+                   for part in ("attention.self.query", "attention.self.key", "attention.self.value",
+                                "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense",
+                                "output.dense", "output.LayerNorm") for end in ("weight", "bias")]
         missing = [key for key in wanted if key not in stored]
         if missing:
-            raise BenchsmithError(f"cannot load sentence-embedding model {name!r}: {path.name} lacks "
-                                  f"{len(missing)} tensors, e.g. {missing[0]}")
+            raise _cannot_load(name, f"{path.name} lacks {len(missing)} tensors, e.g. {missing[0]}")
         return {key: stored[key] for key in wanted}
 
     # -- encoding --------------------------------------------------------------------------------------
@@ -338,9 +324,8 @@ class BertSentenceEncoder:
         import torch
 
         encodings = self.tokenizer.encode_batch(texts, add_special_tokens=True)
-        ids = torch.from_numpy(np.array([e.ids for e in encodings], dtype=np.int64)).to(self.device)
-        type_ids = torch.from_numpy(np.array([e.type_ids for e in encodings], dtype=np.int64)).to(self.device)
-        mask = torch.from_numpy(np.array([e.attention_mask for e in encodings], dtype=np.int64)).to(self.device)
+        ids, type_ids, mask = (torch.from_numpy(np.array([getattr(e, field) for e in encodings], dtype=np.int64))
+                               .to(self.device) for field in ("ids", "type_ids", "attention_mask"))
         tokens = self._bert(ids, type_ids, mask)
         if self.layout.pooling == "cls":
             pooled = tokens[:, 0]  # right padding: the first token is always [CLS]
@@ -359,34 +344,29 @@ class BertSentenceEncoder:
         from torch.nn import functional as F
 
         w = self.weights
+
+        def dense(x, name: str):
+            return F.linear(x, w[name + ".weight"], w[name + ".bias"])
+
+        def norm(x, name: str):
+            return F.layer_norm(x, (self.hidden,), w[name + ".weight"], w[name + ".bias"], self.eps)
+
         batch, length = ids.shape
         positions = torch.arange(length, device=ids.device).unsqueeze(0)
         x = F.embedding(ids, w["embeddings.word_embeddings.weight"])
         x = x + F.embedding(type_ids, w["embeddings.token_type_embeddings.weight"])
-        x = x + F.embedding(positions, w["embeddings.position_embeddings.weight"])
-        x = F.layer_norm(x, (self.hidden,), w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"],
-                         self.eps)
+        x = norm(x + F.embedding(positions, w["embeddings.position_embeddings.weight"]), "embeddings.LayerNorm")
         # no mask at all when nothing is padded; else a boolean (batch, 1, query, key) mask
         padded = mask.to(torch.bool)
         attention_mask = None if padded.all() else padded[:, None, None, :].expand(
             batch, 1, length, length).contiguous()
-        split = (batch, length, -1, self.head_size)
         for i in range(self.layers):
             p = f"encoder.layer.{i}."
-            query = F.linear(x, w[p + "attention.self.query.weight"], w[p + "attention.self.query.bias"])
-            key = F.linear(x, w[p + "attention.self.key.weight"], w[p + "attention.self.key.bias"])
-            value = F.linear(x, w[p + "attention.self.value.weight"], w[p + "attention.self.value.bias"])
-            attended = F.scaled_dot_product_attention(
-                query.view(*split).transpose(1, 2), key.view(*split).transpose(1, 2),
-                value.view(*split).transpose(1, 2), attn_mask=attention_mask, dropout_p=0.0,
-                scale=self.scaling, is_causal=False)
+            query, key, value = (dense(x, f"{p}attention.self.{part}").view(batch, length, -1, self.head_size)
+                                 .transpose(1, 2) for part in ("query", "key", "value"))
+            attended = F.scaled_dot_product_attention(query, key, value, attn_mask=attention_mask, dropout_p=0.0,
+                                                      scale=self.scaling, is_causal=False)
             attended = attended.transpose(1, 2).contiguous().reshape(batch, length, -1).contiguous()
-            attended = F.linear(attended, w[p + "attention.output.dense.weight"],
-                                w[p + "attention.output.dense.bias"])
-            x = F.layer_norm(attended + x, (self.hidden,), w[p + "attention.output.LayerNorm.weight"],
-                             w[p + "attention.output.LayerNorm.bias"], self.eps)
-            inner = F.gelu(F.linear(x, w[p + "intermediate.dense.weight"], w[p + "intermediate.dense.bias"]))
-            out = F.linear(inner, w[p + "output.dense.weight"], w[p + "output.dense.bias"])
-            x = F.layer_norm(out + x, (self.hidden,), w[p + "output.LayerNorm.weight"],
-                             w[p + "output.LayerNorm.bias"], self.eps)
+            x = norm(dense(attended, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
+            x = norm(dense(F.gelu(dense(x, p + "intermediate.dense")), p + "output.dense") + x, p + "output.LayerNorm")
         return x

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import gc
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,10 +50,7 @@ class Context:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
-            env = None
-            if self.workspace is not None:
-                import os
-                env = dict(os.environ, BENCHSMITH_WORKSPACE=str(self.workspace))
+            env = None if self.workspace is None else dict(os.environ, BENCHSMITH_WORKSPACE=str(self.workspace))
             self._settings = load_settings(self.settings_path, profile=self.profile, env=env)
         return self._settings
 
@@ -169,8 +167,6 @@ def _fail(message: str) -> None:
 
 
 def main() -> None:
-    import os
-
     import sqlalchemy as sa
 
     # The store, the media and Label Studio's data (which holds the admin's token) are the user's alone:

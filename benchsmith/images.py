@@ -92,14 +92,10 @@ def inspect_image(data: bytes, *, min_side: int, max_pixels: int) -> Accepted | 
             warnings.simplefilter("error")
             img.seek(0)
             img.load()
-    except OSError as exc:
-        rule = "truncated" if "truncated" in str(exc).lower() else "corrupt"
-        return Rejected(rule, f"pixel data cannot be decoded: {exc}", image_id)
     except Exception as exc:  # noqa: BLE001
-        return Rejected("corrupt", f"pixel data cannot be decoded: {exc}", image_id)
-    changes: list[str] = []
-    if n_frames > 1:
-        changes.append("first-frame")
+        rule = "truncated" if isinstance(exc, OSError) and "truncated" in str(exc).lower() else "corrupt"
+        return Rejected(rule, f"pixel data cannot be decoded: {exc}", image_id)
+    changes = ["first-frame"] if n_frames > 1 else []
     orientation = img.getexif().get(0x0112, 1)
     if orientation not in (1, None):
         img = ImageOps.exif_transpose(img)
@@ -116,11 +112,9 @@ def inspect_image(data: bytes, *, min_side: int, max_pixels: int) -> Accepted | 
     buffer = io.BytesIO()
     if fmt == "JPEG":
         img.save(buffer, "JPEG", quality=95)
-        extension = ".jpg"
     else:
         img.save(buffer, "PNG", compress_level=1)
-        extension = ".png"
-    return Accepted(image_id, buffer.getvalue(), extension, width, height, tuple(changes))
+    return Accepted(image_id, buffer.getvalue(), ".jpg" if fmt == "JPEG" else ".png", width, height, tuple(changes))
 
 
 # JPEG segments that carry EXIF (GPS, camera serials), XMP, IPTC or comments; never pixels or colour.

@@ -444,8 +444,7 @@ class LlmClient:
             rows = await asyncio.to_thread(self.store.get_llm_calls, [keys[i] for i in waiting])
             still: list[int] = []
             for index in waiting:
-                hit = self._cached(requests[index], rows.get(keys[index]))
-                if hit is None:
+                if (hit := self._cached(requests[index], rows.get(keys[index]))) is None:
                     still.append(index)
                 else:
                     deliver(index, hit)
@@ -618,7 +617,6 @@ def describe(exc: Exception) -> str:
     """A one-line reason with no request headers in it (they carry the key), scrubbed of secrets
     (servers echo the key in their messages)."""
     openai = openai_sdk()
-
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
         text = f"HTTP {exc.status_code}: {body.get('message') or exc.message}"

@@ -128,9 +128,8 @@ def _missing_weights(model: str, owner: str, setting: str) -> str:
 
 def _looks_missing(exc: Exception) -> bool:
     text = str(exc).lower()
-    return any(s in text for s in ("does not appear to have", "is not a local folder", "offline",
-                                    "couldn't connect", "cannot find the requested files", "not found",
-                                    "repository not found", "gated", "we couldn't connect", "is not a valid model"))
+    return any(s in text for s in ("does not appear to have", "is not a local folder", "offline", "couldn't connect",
+                                    "cannot find the requested files", "not found", "gated", "is not a valid model"))
 
 
 def _first_line(exc: Exception) -> str:

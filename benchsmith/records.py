@@ -17,7 +17,6 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-ItemKind = Literal["image", "video"]
 FactKind = Literal["caption", "tag", "object", "region", "ocr"]
 ItemStatus = Literal["candidate", "dropped", "superseded", "in_review", "accepted", "rejected", "published",
                          "withdrawn"]  # of every kind of benchmark item: question, conversation

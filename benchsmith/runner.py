@@ -221,15 +221,11 @@ def _run_here(stage: Stage, context: StageContext, units: list[Any], window: int
                 if len(ready) >= group:
                     _commit(stage, context, ready, report, progress)
                     ready = []
-        except RUN_ERRORS:
+        except Exception as exc:  # noqa: BLE001 - isolate the subject that broke the batch, keep the rest
             _commit(stage, context, ready, report, progress)
-            raise
-        except Exception:  # noqa: BLE001 - isolate the subject that broke the batch, keep the rest
-            _commit(stage, context, ready, report, progress)
-            ready = []
-            for unit in batch:
-                if stage.subject(unit) not in seen:
-                    ready.extend(_one(stage, context, unit))
+            if isinstance(exc, RUN_ERRORS):
+                raise
+            ready = [pair for unit in batch if stage.subject(unit) not in seen for pair in _one(stage, context, unit)]
         _commit(stage, context, ready, report, progress)
     while AT_RUN_END:  # what the run's work left to do once at its end (LLM requests queued for a batch job)
         AT_RUN_END.pop(0)()
@@ -339,10 +335,9 @@ def _commit(stage: Stage, context: StageContext, pairs: list[tuple[Any, Any]], r
             progress: Callable[[int], None] | None) -> None:
     if not pairs:
         return
-    crashed = [(u, r) for u, r in pairs if isinstance(r, _Crashed)]
     good = [(u, r) for u, r in pairs if not isinstance(r, _Crashed)]
     outcomes = stage.commit(context, good, report) if good else []
-    outcomes += [Outcome(stage.subject(u), "failed", r.reason) for u, r in crashed]
+    outcomes += [Outcome(stage.subject(u), "failed", r.reason) for u, r in pairs if isinstance(r, _Crashed)]
     for outcome in outcomes:
         if outcome.status == "done":
             report.done += 1

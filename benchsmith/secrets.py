@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from itertools import groupby
 
 SECRET_ENV = ("OPENAI_API_KEY", "LABEL_STUDIO_API_KEY", "HF_TOKEN")
 FRAGMENT = 8          # this many characters of a key in a row count as the key
@@ -43,13 +44,5 @@ def scrub(text: str, secrets: Iterable[str] | None = None) -> str:
                 hidden[start:start + width] = [True] * width
     if not any(hidden):
         return text
-    out, index = [], 0
-    while index < len(text):
-        if hidden[index]:
-            while index < len(text) and hidden[index]:
-                index += 1
-            out.append(REDACTED)
-        else:
-            out.append(text[index])
-            index += 1
-    return "".join(out)
+    runs = groupby(zip(hidden, text), key=lambda pair: pair[0])  # each run of hidden characters: one REDACTED
+    return "".join(REDACTED if secret else "".join(char for _, char in run) for secret, run in runs)

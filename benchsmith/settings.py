@@ -215,12 +215,11 @@ _SECRET_VALUE = re.compile(r"^(sk-|hf_|ghp_|xox[bp]-)[A-Za-z0-9_\-]{16,}$")
 def _refuse_secrets(data: Mapping[str, Any], where: str, path: str = "") -> None:
     for key, value in data.items():
         name = f"{path}{key}"
-        if key in SECRET_ENV or key == "secrets" or _SECRET_KEY.search(str(key)):
-            raise SettingsError(f"{where} sets '{name}', which would hold a secret; secrets come only from the "
-                                f"environment ({', '.join(SECRET_ENV.values())}): remove it from there")
-        if isinstance(value, str) and _SECRET_VALUE.match(value.strip()):
-            raise SettingsError(f"{where} sets '{name}' to what looks like an API key; secrets come only from the "
-                                f"environment ({', '.join(SECRET_ENV.values())}): remove it from there")
+        secret_key = key in SECRET_ENV or key == "secrets" or _SECRET_KEY.search(str(key))
+        if secret_key or isinstance(value, str) and _SECRET_VALUE.match(value.strip()):
+            what = ", which would hold a secret" if secret_key else " to what looks like an API key"
+            raise SettingsError(f"{where} sets '{name}'{what}; secrets come only from the environment "
+                                f"({', '.join(SECRET_ENV.values())}): remove it from there")
         if isinstance(value, Mapping):
             _refuse_secrets(value, where, f"{name}.")
 
@@ -279,7 +278,6 @@ def load_settings(path: str | Path | None = None, *, profile: str | None = None,
     known = set(defaults.get("profiles") or {}) | set(user.get("profiles") or {})
     if chosen not in known:
         raise SettingsError(f"unknown profile '{chosen}'; known profiles: {', '.join(sorted(known))}")
-    # Later wins: packaged defaults, the packaged profile, the user's file, the user's profile, the environment.
     merged = {k: v for k, v in defaults.items() if k != "profiles"}
     for layer in (defaults.get("profiles", {}).get(chosen),
                   {k: v for k, v in user.items() if k != "profiles"},

@@ -118,8 +118,9 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 URL_HELP = "set BENCHSMITH_DB_URL to sqlite:///path/to/benchsmith.db or postgresql://user@host/dbname"
 
 
-def _check_url(url: str) -> None:
-    """Refuse, with what to do, a URL that names no store this code can open, before connecting."""
+def _check_url(url: str) -> Path | None:
+    """Refuse, with what to do, a URL that names no store this code can open, before connecting; the
+    resolved path of an SQLite file, else None."""
     try:
         parsed = sa.make_url(url)
     except sa.exc.ArgumentError:
@@ -136,19 +137,14 @@ def _check_url(url: str) -> None:
                 if handle.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
                     raise StoreError(f"{path} is not an SQLite database; point BENCHSMITH_DB_URL at a benchsmith "
                                      "store, or at a new file to start one")
+        return path.resolve()
+    return None
 
 
 def damaged_store_message(where: str, exc: sa.exc.DatabaseError | sqlite3.DatabaseError | str) -> str:
     why = exc.orig if isinstance(exc, sa.exc.DatabaseError) else exc
     return (f"the store{where} is damaged ({why}); restore it from your last backup or copy "
             "(for SQLite, the .db file together with its -wal file), or move it aside to start a new store")
-
-
-def _sqlite_path(url: str) -> Path | None:
-    parsed = sa.make_url(url)
-    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
-        return None
-    return Path(parsed.database).expanduser().resolve()
 
 
 # Files this process found sound: a build opens its store once per stage, and pays the check once.
@@ -201,8 +197,7 @@ class Store(
         """Open (migrating) the store at `url`; with create=False (read-only commands) a store that is not
         there yet is an error naming where it was looked for, and nothing is created."""
         self.url = url
-        _check_url(url)
-        path = _sqlite_path(url)
+        path = _check_url(url)
         if path is not None:
             exists = path.is_file() and path.stat().st_size > 0 and _inspect_sqlite(path)
             if not exists and not create:

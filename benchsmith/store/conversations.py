@@ -7,25 +7,9 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from benchsmith.records import Conversation, Verdict, utcnow
+from benchsmith.records import Conversation, Verdict
 from benchsmith.store.schema import conversations
 from benchsmith.store.sql import select_in, where_status
-
-
-def _to_row(c: Conversation) -> dict:
-    now = utcnow()
-    return {
-        "id": c.id, "item_id": c.item_id, "turns": [t.model_dump() for t in c.turns], "status": c.status,
-        "generator": c.provenance.backend, "model": c.provenance.model,
-        "prompt_version": c.provenance.prompt_version, "provenance": c.provenance.model_dump(), "meta": c.meta,
-        "review_turns": None if c.review_turns is None else [t.model_dump() for t in c.review_turns],
-        "created_at": now, "updated_at": now,
-    }
-
-
-def _from_row(row) -> Conversation:
-    return Conversation(item_id=row.item_id, turns=row.turns, provenance=row.provenance, meta=row.meta,
-                        status=row.status, review_turns=row.review_turns)
 
 
 class ConversationsMixin:
@@ -35,7 +19,7 @@ class ConversationsMixin:
                           verdicts_for_new: Sequence[Verdict] = ()) -> int:
         """Store conversations not seen before with their first status event (and, in the same
         transaction, the verdicts that explain it); return how many were new."""
-        return self._add_items("conversation", [_to_row(c) for c in records], stage, verdicts_for_new)
+        return self._add_items("conversation", records, stage, verdicts_for_new)
 
     def get_conversations(self, *, status: str | Sequence[str] | None = None, ids: Sequence[str] | None = None,
                           item_id: str | None = None) -> list[Conversation]:
@@ -44,4 +28,5 @@ class ConversationsMixin:
         if item_id is not None:
             query = query.where(conversations.c.item_id == item_id)
         with self.engine.connect() as conn:
-            return [_from_row(r) for r in select_in(conn, query, conversations.c.id, ids)]
+            return [Conversation.model_validate(r, from_attributes=True)
+                    for r in select_in(conn, query, conversations.c.id, ids)]

@@ -13,21 +13,6 @@ from benchsmith.store.sql import insert_new, select_in
 EXTRACT_STAGE = "extract"
 
 
-def _fact_row(fact: Fact, extractor: str) -> dict:
-    return {
-        "id": fact.id, "item_id": fact.item_id, "extractor": extractor, "kind": fact.kind, "text": fact.text,
-        "box": list(fact.box) if fact.box else None,
-        "quad": [list(p) for p in fact.quad] if fact.quad else None,
-        "score": fact.score, "attributes": fact.attributes, "provenance": fact.provenance.model_dump(),
-        "created_at": utcnow(),
-    }
-
-
-def _fact_from_row(row) -> Fact:
-    return Fact(item_id=row.item_id, kind=row.kind, text=row.text, box=row.box, quad=row.quad,
-                score=row.score, attributes=row.attributes, provenance=row.provenance)
-
-
 class FactsMixin:
     engine: sa.Engine
 
@@ -35,7 +20,8 @@ class FactsMixin:
         """Write facts found by the extractor with key `extractor`; facts already stored are left alone.
         Returns how many were new."""
         with self.engine.begin() as conn:
-            return len(insert_new(conn, facts, [_fact_row(f, extractor) for f in found]))
+            rows = [f.model_dump() | {"id": f.id, "extractor": extractor, "created_at": utcnow()} for f in found]
+            return len(insert_new(conn, facts, rows))
 
     def get_facts(self, item_ids: Sequence[str], *, kinds: Sequence[str] | None = None) -> dict[str, list[Fact]]:
         out: dict[str, list[Fact]] = {i: [] for i in item_ids}
@@ -44,7 +30,7 @@ class FactsMixin:
             query = query.where(facts.c.kind.in_(list(kinds)))
         with self.engine.connect() as conn:
             for row in select_in(conn, query, facts.c.item_id, item_ids):
-                out[row.item_id].append(_fact_from_row(row))
+                out[row.item_id].append(Fact.model_validate(row, from_attributes=True))
         return out
 
     def extraction_counts(self) -> dict[tuple[str, str], int]:

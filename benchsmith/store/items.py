@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from benchsmith.records import Image, ImageSet, Item, Video, utcnow
 from benchsmith.store.schema import items
-from benchsmith.store.sql import chunks, insert_new, select_in
+from benchsmith.store.sql import chunks, count_by, insert_new, select_in
 
 _COLUMNS = ("id", "kind", "path", "width", "height", "source", "license", "original_name", "annotations")
 
@@ -96,7 +96,4 @@ class ItemsMixin:
 
     def item_counts(self) -> dict[tuple[str, str], int]:
         """(kind, status) -> count."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(items.c.kind, items.c.status, sa.func.count()).group_by(
-                items.c.kind, items.c.status))
-            return {(kind, status): n for kind, status, n in rows}
+        return count_by(self.engine, items.c.kind, items.c.status)

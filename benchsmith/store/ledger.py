@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from benchsmith.records import utcnow
 from benchsmith.store.schema import work_ledger
-from benchsmith.store.sql import upsert
+from benchsmith.store.sql import count_by, upsert
 
 
 class LedgerMixin:
@@ -48,10 +48,8 @@ class LedgerMixin:
 
     def ledger_counts(self, stage: str) -> dict[tuple[str, str], int]:
         """(config key, status) -> subjects of `stage`."""
-        query = (sa.select(work_ledger.c.config_key, work_ledger.c.status, sa.func.count())
-                 .where(work_ledger.c.stage == stage).group_by(work_ledger.c.config_key, work_ledger.c.status))
-        with self.engine.connect() as conn:
-            return {(key, status): n for key, status, n in conn.execute(query)}
+        c = work_ledger.c
+        return count_by(self.engine, c.config_key, c.status, where=[c.stage == stage])
 
     def ledger_failures(self, stage: str) -> list[dict[str, Any]]:
         """The rows of `stage` that did not end done, by config key and subject."""

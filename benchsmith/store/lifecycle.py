@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 
 import sqlalchemy as sa
 
-from benchsmith.records import TRANSITIONS, Verdict, utcnow
+from benchsmith.records import TRANSITIONS, Conversation, Question, Verdict, utcnow
 from benchsmith.store.schema import conversations, events, questions, release_entries, review_tasks
-from benchsmith.store.sql import chunks, insert_new, select_in, upsert
+from benchsmith.store.sql import chunks, count_by, insert_new, select_in, upsert
 
 TABLES: dict[str, sa.Table] = {"question": questions, "conversation": conversations}
 # What review may change on an item after it was generated: the content that makes its id never moves.
@@ -30,11 +30,12 @@ class TransitionError(ValueError):
 class LifecycleMixin:
     engine: sa.Engine
 
-    def _add_items(self, kind: str, rows: Sequence[dict], stage: str, verdicts_for_new: Sequence[Verdict]) -> int:
+    def _add_items(self, kind: str, records: Sequence[Question | Conversation], stage: str,
+                   verdicts_for_new: Sequence[Verdict]) -> int:
         """Store items not seen before with their first status event and, in the same transaction, the
         verdicts that explain it (a crash never leaves an item without them); return how many were new."""
         with self.engine.begin() as conn:
-            new = insert_new(conn, TABLES[kind], rows)
+            new = insert_new(conn, TABLES[kind], [_item_row(r) for r in records])
             if new:
                 conn.execute(sa.insert(events), [
                     {"kind": kind, "subject_id": r["id"], "from_status": None, "to_status": r["status"],
@@ -54,7 +55,8 @@ class LifecycleMixin:
         status that sets reviewed fields). Verdicts are written in the same transaction.
         """
         table = TABLES[kind]
-        for values in [updates or {}, *(updates_by_id or {}).values()]:
+        common, by_id = updates or {}, updates_by_id or {}
+        for values in [common, *by_id.values()]:
             _check_updatable(kind, values)
         now = utcnow()
         moved = 0
@@ -65,20 +67,19 @@ class LifecycleMixin:
                 if missing:
                     raise KeyError(f"unknown {kind} ids: {sorted(missing)[:3]}")
                 to_move = [i for i in batch if current[i] != to_status or to_status == "published" or (
-                    to_status in TRANSITIONS[to_status] and (updates or i in (updates_by_id or {})))]
+                    to_status in TRANSITIONS[to_status] and (common or i in by_id))]
                 for i in to_move:
                     if to_status not in TRANSITIONS[current[i]]:
                         raise TransitionError(f"{kind} {i} cannot move from {current[i]} to {to_status}")
                 if not to_move:
                     continue
-                plain = [i for i in to_move if i not in (updates_by_id or {})]
+                plain = [i for i in to_move if i not in by_id]
                 if plain:  # one statement for the common move
                     conn.execute(sa.update(table).where(table.c.id.in_(plain)).values(
-                        status=to_status, updated_at=now, **_json_ready(updates or {})))
-                for i in to_move:
-                    if i in (updates_by_id or {}):
-                        conn.execute(sa.update(table).where(table.c.id == i).values(
-                            status=to_status, updated_at=now, **_json_ready({**(updates or {}), **updates_by_id[i]})))
+                        status=to_status, updated_at=now, **_json_ready(common)))
+                for i in [i for i in to_move if i in by_id]:
+                    conn.execute(sa.update(table).where(table.c.id == i).values(
+                        status=to_status, updated_at=now, **_json_ready({**common, **by_id[i]})))
                 conn.execute(sa.insert(events), [
                     {"kind": kind, "subject_id": i, "from_status": current[i], "to_status": to_status, "stage": stage,
                      "reason": reason, "created_at": now} for i in to_move])
@@ -103,9 +104,7 @@ class LifecycleMixin:
 
     def status_counts(self, kind: str) -> dict[str, int]:
         """status -> how many items of `kind` have it."""
-        table = TABLES[kind]
-        with self.engine.connect() as conn:
-            return dict(conn.execute(sa.select(table.c.status, sa.func.count()).group_by(table.c.status)).all())
+        return {status: n for (status,), n in count_by(self.engine, TABLES[kind].c.status).items()}
 
     # -- review tasks -----------------------------------------------------------------------------------
 
@@ -152,6 +151,14 @@ class LifecycleMixin:
             query = query.where(t.c.kind == kind)
         with self.engine.connect() as conn:
             return dict(conn.execute(query).all())
+
+
+def _item_row(record: Question | Conversation) -> dict:
+    """An item's row: its fields, its id, who made it (in columns of their own, to query by) and when."""
+    now = utcnow()
+    made = record.provenance
+    return record.model_dump() | {"id": record.id, "generator": made.backend, "model": made.model,
+                                  "prompt_version": made.prompt_version, "created_at": now, "updated_at": now}
 
 
 def _check_updatable(kind: str, values: Mapping) -> None:

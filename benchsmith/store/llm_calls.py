@@ -35,8 +35,9 @@ class LlmCallsMixin:
         """Claim the calls in `rows` (key, purpose, model, request) for `owner` before sending them, so two
         processes on one store never pay for the same prompt. A key is claimed when it has no row yet,
         when its last call failed, or when another owner's claim is older than `stale_after_s` (that
-        process died), or at once when its owner is in `dead_owners`. Returns the claimed keys; the others are answered or in flight elsewhere.
-        The claim is a row with status 'in_flight' and the owner in `error`; the finished call overwrites it."""
+        process died), or at once when its owner is in `dead_owners`. Returns the claimed keys; the others
+        are answered or in flight elsewhere. The claim is a row with status 'in_flight' and the owner in
+        `error`; the finished call overwrites it."""
         if not rows:
             return set()
         now = utcnow()
@@ -62,10 +63,9 @@ def mark_calls(conn: sa.Connection, calls: Sequence[dict], mark: dict, or_where:
     c = llm_calls.c
     keys = [call["key"] for call in calls]
     insert_new(conn, llm_calls, [call | mark for call in calls])
-    for part in chunks(keys):
-        conn.execute(llm_calls.update().where(c.key.in_(part), (c.status == "error") | or_where).values(**mark))
     marked: set[str] = set()
     for part in chunks(keys):
+        conn.execute(llm_calls.update().where(c.key.in_(part), (c.status == "error") | or_where).values(**mark))
         marked.update(conn.scalars(sa.select(c.key).where(c.key.in_(part), c.status == mark["status"],
                                                           c.error == mark["error"])))
     return marked

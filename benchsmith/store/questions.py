@@ -6,29 +6,9 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from benchsmith.records import Question, Verdict, utcnow
+from benchsmith.records import Question, Verdict
 from benchsmith.store.schema import questions
-from benchsmith.store.sql import select_in, where_status
-
-
-def _to_row(q: Question) -> dict:
-    now = utcnow()
-    return {
-        "id": q.id, "item_id": q.item_id, "dimension_id": q.dimension_id, "text": q.text,
-        "options": list(q.options), "answer": q.answer, "status": q.status,
-        "generator": q.provenance.backend, "model": q.provenance.model,
-        "prompt_version": q.provenance.prompt_version, "provenance": q.provenance.model_dump(),
-        "meta": q.meta, "review_answer": q.review_answer, "review_dimension_id": q.review_dimension_id,
-        "created_at": now, "updated_at": now,
-    }
-
-
-def _from_row(row) -> Question:
-    return Question(
-        item_id=row.item_id, dimension_id=row.dimension_id, text=row.text, options=row.options,
-        answer=row.answer, provenance=row.provenance, meta=row.meta, status=row.status,
-        review_answer=row.review_answer, review_dimension_id=row.review_dimension_id,
-    )
+from benchsmith.store.sql import count_by, select_in, where_status
 
 
 class QuestionsMixin:
@@ -41,7 +21,7 @@ class QuestionsMixin:
         `verdicts_for_new` are written in the same transaction, so a crash never leaves a question
         without the verdict that explains its status.
         """
-        return self._add_items("question", [_to_row(q) for q in records], stage, verdicts_for_new)
+        return self._add_items("question", records, stage, verdicts_for_new)
 
     def get_questions(self, *, status: str | Sequence[str] | None = None, dimension_id: int | None = None,
                       ids: Sequence[str] | None = None, item_id: str | None = None,
@@ -55,11 +35,8 @@ class QuestionsMixin:
             query = query.where(questions.c.item_id == item_id)
         column, wanted = (questions.c.id, ids) if ids is not None else (questions.c.item_id, item_ids)
         with self.engine.connect() as conn:
-            return [_from_row(r) for r in select_in(conn, query, column, wanted)]
+            return [Question.model_validate(r, from_attributes=True) for r in select_in(conn, query, column, wanted)]
 
     def question_counts(self) -> dict[tuple[int, str], int]:
         """(dimension_id, status) -> count."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(questions.c.dimension_id, questions.c.status, sa.func.count())
-                                .group_by(questions.c.dimension_id, questions.c.status))
-            return {(d, s): n for d, s, n in rows}
+        return count_by(self.engine, questions.c.dimension_id, questions.c.status)

@@ -12,11 +12,6 @@ from benchsmith.store.schema import release_entries, releases
 from benchsmith.store.sql import chunks
 
 
-def _release(row, question_ids: list[str]) -> Release:
-    return Release(version=row.version, question_ids=question_ids, path=row.path, changelog=row.changelog,
-                   meta=row.meta | {"created_at": row.created_at.isoformat()})
-
-
 class ReleasesMixin:
     engine: sa.Engine
 
@@ -40,4 +35,5 @@ class ReleasesMixin:
             for version, qid in conn.execute(sa.select(t.c.version, t.c.subject_id).where(t.c.kind == "question")
                                              .order_by(t.c.subject_id)):
                 members[version].append(qid)
-        return [_release(row, members[row.version]) for row in rows]
+        return [Release(version=row.version, question_ids=members[row.version], path=row.path, changelog=row.changelog,
+                        meta=row.meta | {"created_at": row.created_at.isoformat()}) for row in rows]

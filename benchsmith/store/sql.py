@@ -30,6 +30,13 @@ def where_status(query: sa.Select, column: sa.Column, status: str | Sequence[str
     return query.where(column == status if isinstance(status, str) else column.in_(list(status)))
 
 
+def count_by(engine: sa.Engine, *columns: sa.Column, where: Sequence[sa.ColumnElement] = ()) -> dict[tuple, int]:
+    """How many rows (of those matching `where`) hold each combination of values of `columns`."""
+    query = sa.select(*columns, sa.func.count()).where(*where).group_by(*columns)
+    with engine.connect() as conn:
+        return {tuple(row[:-1]): row[-1] for row in conn.execute(query)}
+
+
 def _insert(conn: sa.Connection, table: sa.Table):
     # imported here: the postgresql package loads every driver's dialect (~60 ms) that SQLite users never need
     if conn.dialect.name == "postgresql":

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from benchsmith.records import Verdict, utcnow
 from benchsmith.store.schema import verdicts
-from benchsmith.store.sql import upsert
+from benchsmith.store.sql import count_by, upsert
 
 
 class VerdictsMixin:
@@ -29,15 +29,9 @@ class VerdictsMixin:
             if value is not None:
                 query = query.where(verdicts.c[col] == value)
         with self.engine.connect() as conn:
-            return [Verdict(**{k: v for k, v in r._mapping.items() if k not in ("id", "created_at")})
-                    for r in conn.execute(query)]
+            return [Verdict.model_validate(r, from_attributes=True) for r in conn.execute(query)]
 
     def verdict_counts(self, stage: str | None = None) -> dict[tuple[str, str, bool, str], int]:
         """(stage, rule, passed, reason) -> count."""
-        query = sa.select(verdicts.c.stage, verdicts.c.rule, verdicts.c.passed, verdicts.c.reason,
-                          sa.func.count()).group_by(verdicts.c.stage, verdicts.c.rule, verdicts.c.passed,
-                                                    verdicts.c.reason)
-        if stage:
-            query = query.where(verdicts.c.stage == stage)
-        with self.engine.connect() as conn:
-            return {(s, r, bool(p), reason): n for s, r, p, reason, n in conn.execute(query)}
+        c = verdicts.c
+        return count_by(self.engine, c.stage, c.rule, c.passed, c.reason, where=[c.stage == stage] if stage else [])
