@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import arguments, in_child, peak_rss_mb, save  # noqa: E402
+from benchmarks.common import arguments, in_child, peak_rss_mb, save, timed  # noqa: E402
 
 
 def make_images(folder: Path, n: int) -> None:
@@ -42,13 +41,10 @@ def measure(folder: str, n: int, workers: int) -> dict:
     from benchsmith.settings import IngestSettings
     from benchsmith.store import Store
 
-    with tempfile.TemporaryDirectory() as tmp:
-        store = Store(f"sqlite:///{tmp}/bench.db")
+    with tempfile.TemporaryDirectory() as tmp, Store(f"sqlite:///{tmp}/bench.db") as store:
         candidates = [c for _, c in zip(range(n), folder_candidates(Path(folder)))]
-        start = time.perf_counter()
-        report = ingest(store, Path(tmp) / "media", candidates, IngestSettings(), label="bench", workers=workers)
-        seconds = time.perf_counter() - start
-        store.close()
+        seconds, report = timed(lambda: ingest(store, Path(tmp) / "media", candidates, IngestSettings(),
+                                               label="bench", workers=workers))
     assert report.added == n, report.summary()
     return {"n": n, "workers": workers, "seconds": round(seconds, 3), "images_per_s": round(n / seconds, 1),
             "peak_rss_mb": peak_rss_mb()}

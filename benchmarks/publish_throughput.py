@@ -19,11 +19,10 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import ROOT, arguments, in_child, peak_rss_mb, save  # noqa: E402
+from benchmarks.common import ROOT, arguments, in_child, peak_rss_mb, save, timed  # noqa: E402
 
 QUESTIONS_PER_SCENE = 3
 
@@ -61,11 +60,8 @@ def publish_sizes(n_questions: int, repeats: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         store, settings = _accepted_store(Path(tmp) / "bench", n_questions)
         rss_before = peak_rss_mb()
-        seconds = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            result = publish(store, settings, "v1")
-            seconds.append(time.perf_counter() - start)
+        builds = [timed(lambda: publish(store, settings, "v1")) for _ in range(repeats)]
+        seconds, result = [s for s, _ in builds], builds[-1][1]
         size = sum(p.stat().st_size for p in result.folder.rglob("*") if p.is_file())
         store.close()
     cold, warm = seconds[0], statistics.median(seconds[1:]) if len(seconds) > 1 else None
