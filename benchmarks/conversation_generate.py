@@ -33,8 +33,7 @@ TURN = json.dumps({"task": "scene description", "instruction": "Tell me what sta
 
 
 def run(scenes: int = 40, delay: float = 0.5, concurrency: int = 32, repeats: int = 3) -> dict:
-    env = user_env("PREFECT_API")
-    env |= {"BENCHSMITH__GENERATE__CONVERSATION__OPTIONS__CONCURRENCY": str(concurrency)}
+    env = user_env("PREFECT_API") | {"BENCHSMITH__GENERATE__CONVERSATION__OPTIONS__CONCURRENCY": str(concurrency)}
     walls, stages, rerun_walls, rerun_requests, kept = [], [], [], [], []
     with scripted_server(delay, TURN) as base_url, tempfile.TemporaryDirectory() as tmp:
         env |= {"OPENAI_BASE_URL": base_url}

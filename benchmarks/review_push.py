@@ -94,8 +94,7 @@ def one_by_one(env: dict[str, str], root: Path, sample: int) -> float:
 
 def run(n: int = 10_000, repeats: int = 3, batch_size: int = 1000, one_by_one_sample: int = 50) -> dict:
     root = Path(tempfile.mkdtemp(prefix="benchsmith-review-push-"))
-    env = user_env()
-    env["BENCHSMITH__REVIEW__LOCAL_FILES_ROOT"] = str(root)
+    env = user_env() | {"BENCHSMITH__REVIEW__LOCAL_FILES_ROOT": str(root)}
     process = None
     if not (env.get("LABEL_STUDIO_URL") and env.get("LABEL_STUDIO_API_KEY")):
         with socket.socket() as sock:
