@@ -75,15 +75,12 @@ def run(calls: int = 32, delay: float = 0.5, concurrency: int = 32, repeats: int
                 timings[f"client_{mode}"].append(_client_seconds(base_url, calls, width))
         max_in_flight = server_stats(base_url)["max_in_flight"]
     medians = {name: statistics.median(values) for name, values in timings.items()}
-    result = {
-        "calls": calls, "server_delay_s": delay, "concurrency": concurrency, "repeats": repeats,
-        "median_seconds": {k: round(v, 3) for k, v in medians.items()},
-        "all_seconds": {k: [round(v, 3) for v in values] for k, values in timings.items()},
-        "stage_speedup": round(medians["stage_sequential"] / medians["stage_concurrent"], 2),
-        "client_speedup": round(medians["client_sequential"] / medians["client_concurrent"], 2),
-        "server_max_in_flight": max_in_flight,
-        "target_speedup": 25.0,
-    }
+    result = {"calls": calls, "server_delay_s": delay, "concurrency": concurrency, "repeats": repeats,
+              "median_seconds": {k: round(v, 3) for k, v in medians.items()},
+              "all_seconds": {k: [round(v, 3) for v in values] for k, values in timings.items()},
+              "stage_speedup": round(medians["stage_sequential"] / medians["stage_concurrent"], 2),
+              "client_speedup": round(medians["client_sequential"] / medians["client_concurrent"], 2),
+              "server_max_in_flight": max_in_flight, "target_speedup": 25.0}
     result["meets_target"] = result["stage_speedup"] >= 25.0 if not quick else None
     return result
 

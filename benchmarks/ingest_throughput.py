@@ -56,12 +56,10 @@ def run(sizes: list[int], workers: int = 2) -> dict:
         make_images(folder, max(sizes))
         rows = [in_child(__file__, "measure", folder, n, workers) for n in sizes]
     largest = rows[-1]
-    return {
-        "case": "ingest_throughput", "runs": rows,
-        "images_per_s_at_largest_n": largest["images_per_s"], "target_images_per_s": 200,
-        "rss_growth_mb_smallest_to_largest": round(largest["peak_rss_mb"] - rows[0]["peak_rss_mb"], 1),
-        "meets_target": largest["images_per_s"] >= 200,
-    }
+    return {"case": "ingest_throughput", "runs": rows,
+            "images_per_s_at_largest_n": largest["images_per_s"], "target_images_per_s": 200,
+            "rss_growth_mb_smallest_to_largest": round(largest["peak_rss_mb"] - rows[0]["peak_rss_mb"], 1),
+            "meets_target": largest["images_per_s"] >= 200}
 
 
 if __name__ == "__main__":

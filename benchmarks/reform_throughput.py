@@ -155,8 +155,8 @@ print("EMBEDDED", len(texts), time.perf_counter() - started)
 
 def floor(db_url: str, env: dict) -> dict:
     """Wall time and peak RSS of the unavoidable part alone (see the module's docstring)."""
-    wall, done = timed(lambda: subprocess.run(["/usr/bin/time", "-f", "MAXRSS_KB %M", sys.executable, "-c", FLOOR,
-                                               db_url], cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600))
+    command = ["/usr/bin/time", "-f", "MAXRSS_KB %M", sys.executable, "-c", FLOOR, db_url]
+    wall, done = timed(lambda: subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600))
     if done.returncode != 0:
         raise RuntimeError(f"the floor run failed:\n{done.stdout}\n{done.stderr}")
     texts, embed_s = re.search(r"EMBEDDED (\d+) ([\d.]+)", done.stdout).groups()
