@@ -76,11 +76,8 @@ def oracle_drafts(n_scenes: int, seed: int):
         items.append((image, facts))
     # widened with the collection's own labels, attributes and words, as the generate stage does
     vocabulary = load_vocabulary().widened([f for _image, facts in items for f in facts], settings)
-    questions = []
-    for image, facts in items:
-        for key in PROGRAMMATIC_DIMENSIONS:
-            questions += generate(image, facts, registry().get(key), vocabulary, settings, seed=seed)
-    return questions
+    return [question for image, facts in items for key in PROGRAMMATIC_DIMENSIONS
+            for question in generate(image, facts, registry().get(key), vocabulary, settings, seed=seed)]
 
 
 # Subtle leaks: no hint in any one question, but each template's key is always the same value, a prior

@@ -40,13 +40,9 @@ def _accepted_store(workspace: Path, n_questions: int):
     manifest = make_scenes(workspace / "scenes", n_scenes, seed=3)
     store = Store(settings.db_url)
     ingest(store, settings.media_dir, candidates_for(manifest), settings.ingest, label="bench")
-    questions = []
-    for item in store.get_items():
-        for k in range(QUESTIONS_PER_SCENE):
-            options = [str(k + v) for v in range(4)]
-            questions.append(Question(item_id=item.id, dimension_id=(5, 3, 9)[k], options=options, answer=k % 4,
-                                      text=f"Question {k} about this scene?", provenance=Provenance(backend="bench")))
-    questions = questions[:n_questions]
+    questions = [Question(item_id=item.id, dimension_id=(5, 3, 9)[k], options=[str(k + v) for v in range(4)],
+                          answer=k % 4, text=f"Question {k} about this scene?", provenance=Provenance(backend="bench"))
+                 for item in store.get_items() for k in range(QUESTIONS_PER_SCENE)][:n_questions]
     store.add_questions(questions, stage="generate")
     ids = [q.id for q in questions]
     store.move("question", ids, "in_review", stage="review")
