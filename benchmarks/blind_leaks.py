@@ -18,11 +18,10 @@ import json
 import random
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import arguments, save  # noqa: E402
+from benchmarks.common import arguments, save, timed  # noqa: E402
 
 PROGRAMMATIC_DIMENSIONS = ["instances_counting", "instance_location", "spatial_relation", "instance_attributes",
                            "instance_identity", "text_understanding"]
@@ -77,11 +76,8 @@ def oracle_drafts(n_scenes: int, seed: int):
         items.append((image, facts))
     # widened with the collection's own labels, attributes and words, as the generate stage does
     vocabulary = load_vocabulary().widened([f for _image, facts in items for f in facts], settings)
-    questions = []
-    for image, facts in items:
-        for key in PROGRAMMATIC_DIMENSIONS:
-            questions += generate(image, facts, registry().get(key), vocabulary, settings, seed=seed)
-    return questions
+    return [question for image, facts in items for key in PROGRAMMATIC_DIMENSIONS
+            for question in generate(image, facts, registry().get(key), vocabulary, settings, seed=seed)]
 
 
 # Subtle leaks: no hint in any one question, but each template's key is always the same value, a prior
@@ -141,12 +137,11 @@ def run(scenes: int = 120, seed: int = 3) -> dict:
     solvers = solvers_from(config)
     fair = oracle_questions(scenes, seed)
     unfair = blind_answerable(fair, seed)
-    start = time.perf_counter()
-    fit_learners(solvers, fair)
-    fair_verdicts = judge_questions(fair, solvers, config)
-    fit_learners(solvers, unfair)
-    unfair_verdicts = judge_questions(unfair, solvers, config)
-    seconds = time.perf_counter() - start
+
+    def judge(questions):
+        fit_learners(solvers, questions)
+        return judge_questions(questions, solvers, config)
+    seconds, (fair_verdicts, unfair_verdicts) = timed(lambda: (judge(fair), judge(unfair)))
 
     def drop_rate(verdicts) -> float:
         return sum(not v.passed for v in verdicts) / len(verdicts)

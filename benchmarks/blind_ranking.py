@@ -82,17 +82,15 @@ def run(n_questions: int = 500, repeats: int = 3, batch_size: int = 32, device: 
     batched_choices = [p.choice for p in batched]
     agree = sum(a == b for a, b in zip(batched_choices, naive))
     speedup = naive_s / shared_s
-    return {
-        "case": "blind_ranking", "questions": n_questions, "options": 4 * n_questions, "repeats": repeats,
-        "batch_size": batch_size, "device": device_name,
-        "model": "random LLaMA-style, 4 layers, width 256, byte-level BPE vocab 2000",
-        "naive_loop_s": round(naive_s, 3), "batched_shared_prompt_s": round(shared_s, 3),
-        "batched_joined_s": round(joined_s, 3),
-        "speedup": round(speedup, 2), "speedup_joined": round(naive_s / joined_s, 2),
-        "identical_choices": agree == n_questions, "agreeing_choices": agree,
-        "joined_equals_shared": [p.choice for p in joined_predictions] == batched_choices,
-        "target_speedup": 5.0, "meets_target": speedup >= 5.0 and agree == n_questions,
-    }
+    return {"case": "blind_ranking", "questions": n_questions, "options": 4 * n_questions, "repeats": repeats,
+            "batch_size": batch_size, "device": device_name,
+            "model": "random LLaMA-style, 4 layers, width 256, byte-level BPE vocab 2000",
+            "naive_loop_s": round(naive_s, 3), "batched_shared_prompt_s": round(shared_s, 3),
+            "batched_joined_s": round(joined_s, 3),
+            "speedup": round(speedup, 2), "speedup_joined": round(naive_s / joined_s, 2),
+            "identical_choices": agree == n_questions, "agreeing_choices": agree,
+            "joined_equals_shared": [p.choice for p in joined_predictions] == batched_choices,
+            "target_speedup": 5.0, "meets_target": speedup >= 5.0 and agree == n_questions}
 
 
 if __name__ == "__main__":

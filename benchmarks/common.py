@@ -61,8 +61,8 @@ def save(name: str, result: dict) -> dict:
     return result
 
 
-def timed(fn, repeats: int) -> tuple[float, object]:
-    """The median wall seconds of `repeats` calls of `fn`, and the last call's result."""
+def timed(fn, repeats: int = 1) -> tuple[float, object]:
+    """The median wall seconds of `repeats` calls of `fn` (by default, of one), and the last call's result."""
     times, result = [], None
     for _ in range(repeats):
         started = time.perf_counter()

@@ -21,7 +21,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -34,23 +33,19 @@ TURN = json.dumps({"task": "scene description", "instruction": "Tell me what sta
 
 
 def run(scenes: int = 40, delay: float = 0.5, concurrency: int = 32, repeats: int = 3) -> dict:
-    env = user_env("PREFECT_API")
-    env |= {"BENCHSMITH__GENERATE__CONVERSATION__OPTIONS__CONCURRENCY": str(concurrency)}
+    env = user_env("PREFECT_API") | {"BENCHSMITH__GENERATE__CONVERSATION__OPTIONS__CONCURRENCY": str(concurrency)}
     walls, stages, rerun_walls, rerun_requests, kept = [], [], [], [], []
     with scripted_server(delay, TURN) as base_url, tempfile.TemporaryDirectory() as tmp:
         env |= {"OPENAI_BASE_URL": base_url}
         template = prepared(Path(tmp) / "template", scenes, env)
         for repeat in range(repeats):
-            workdir = Path(tmp) / f"run{repeat}"
-            shutil.copytree(template, workdir)
+            workdir = shutil.copytree(template, Path(tmp) / f"run{repeat}")
             wall, printed = cli("generate", "-g", "conversation", cwd=workdir, env=env)
             walls.append(wall)
             stages.append(reported(printed, "seconds"))
             kept.append(reported(printed, "conversations_kept"))
             before = server_stats(base_url)["calls"]
-            started = time.perf_counter()
-            cli("generate", "-g", "conversation", cwd=workdir, env=env)
-            rerun_walls.append(time.perf_counter() - started)
+            rerun_walls.append(cli("generate", "-g", "conversation", cwd=workdir, env=env)[0])
             rerun_requests.append(server_stats(base_url)["calls"] - before)
     limit = 3 * math.ceil(scenes / concurrency) * delay
     result = {"scenes": scenes, "calls": 3 * scenes, "server_delay_s": delay, "concurrency": concurrency,

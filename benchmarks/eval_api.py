@@ -29,11 +29,6 @@ from benchmarks.common import (arguments, cli, prepared, save, scripted_server, 
 from benchmarks.generate_concurrency import QUESTIONS  # noqa: E402
 
 
-def _settings(folder: Path, concurrency: int) -> None:
-    (folder / "benchsmith.yaml").write_text(yaml.safe_dump({"evaluate": {"window": 256, "models": {
-        "vlm": {"kind": "openai", "model": "scripted-vl", "llm": {"concurrency": concurrency}}}}}))
-
-
 def run(passes: int, delay: float, concurrency: int, repeats: int, scenes: int) -> dict:
     env = user_env() | {"HF_HUB_OFFLINE": "1"}
     with tempfile.TemporaryDirectory() as tmp, scripted_server(delay, QUESTIONS) as base_url:
@@ -45,9 +40,9 @@ def run(passes: int, delay: float, concurrency: int, repeats: int, scenes: int) 
             return server_stats(base_url)["calls"]
 
         def fresh(name: str, in_flight: int) -> Path:
-            folder = Path(tmp) / name
-            shutil.copytree(template, folder)
-            _settings(folder, in_flight)
+            folder = shutil.copytree(template, Path(tmp) / name)
+            (folder / "benchsmith.yaml").write_text(yaml.safe_dump({"evaluate": {"window": 256, "models": {
+                "vlm": {"kind": "openai", "model": "scripted-vl", "llm": {"concurrency": in_flight}}}}}))
             return folder
 
         sequential_passes = max(8, passes // 8)

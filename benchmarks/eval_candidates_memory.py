@@ -19,11 +19,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import ROOT, arguments, save, user_env  # noqa: E402
+from benchmarks.common import ROOT, arguments, save, timed, user_env  # noqa: E402
 
 PEAK = ("import atexit, resource, sys; atexit.register(lambda: sys.stderr.write("
         "f'PEAK_RSS_KB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')); "
@@ -62,12 +61,10 @@ def setup(workspace: Path, n: int) -> int:
 def run_once(workspace: Path, pristine: Path) -> tuple[float, float]:
     """(peak RSS in MB, seconds) of one `eval run --candidates` on a fresh copy of the store."""
     shutil.copy(pristine, workspace / "benchsmith.db")
-    env = user_env()
-    env |= {"BENCHSMITH_WORKSPACE": str(workspace), "PYTHONPATH": str(ROOT)}
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", PEAK, "eval", "run", "-m", "blind-longest", "--candidates"],
-                          env=env, capture_output=True, text=True, cwd=workspace)
-    seconds = time.perf_counter() - start
+    env = user_env() | {"BENCHSMITH_WORKSPACE": str(workspace), "PYTHONPATH": str(ROOT)}
+    seconds, done = timed(lambda: subprocess.run([sys.executable, "-c", PEAK, "eval", "run", "-m", "blind-longest",
+                                                  "--candidates"], env=env, capture_output=True, text=True,
+                                                 cwd=workspace))
     if done.returncode:
         raise SystemExit(f"eval run failed: {done.stderr[-2000:]}")
     peak = next(line for line in done.stderr.splitlines() if line.startswith("PEAK_RSS_KB"))

@@ -108,19 +108,17 @@ def run(n_questions: int = 300, repeats: int = 3, batch_size: int = 16, device: 
     agree = sum(shared_answers[s].choice == a.choice for s, a in naive_answers.items())
     largest_gap = max(abs(x - y) for s, a in naive_answers.items() for x, y in zip(a.scores, shared_answers[s].scores))
     speedup = naive_s / shared_s
-    return {
-        "case": "eval_likelihood", "questions": n_questions, "options": 4 * n_questions, "repeats": repeats,
-        "batch_size": batch_size, "device": device_name,
-        "model": (f"random LLaVA: CLIP vision 2 layers width 64 at {IMAGE_SIZE} px ({(IMAGE_SIZE // PATCH) ** 2} "
-                  "image tokens), LLaMA 4 layers width 128, byte-level BPE vocab 2000"),
-        "naive_loop_s": round(naive_s, 3), "batched_shared_prompt_s": round(shared_s, 3),
-        "batched_joined_s": round(joined_s, 3),
-        "speedup": round(speedup, 2), "speedup_joined": round(naive_s / joined_s, 2),
-        "identical_choices": agree == n_questions, "agreeing_choices": agree,
-        "largest_score_gap": float(f"{largest_gap:.2e}"),
-        "joined_equals_naive": all(joined_answers[s].choice == a.choice for s, a in naive_answers.items()),
-        "target_speedup": 5.0, "meets_target": speedup >= 5.0 and agree == n_questions,
-    }
+    return {"case": "eval_likelihood", "questions": n_questions, "options": 4 * n_questions, "repeats": repeats,
+            "batch_size": batch_size, "device": device_name,
+            "model": (f"random LLaVA: CLIP vision 2 layers width 64 at {IMAGE_SIZE} px ({(IMAGE_SIZE // PATCH) ** 2} "
+                      "image tokens), LLaMA 4 layers width 128, byte-level BPE vocab 2000"),
+            "naive_loop_s": round(naive_s, 3), "batched_shared_prompt_s": round(shared_s, 3),
+            "batched_joined_s": round(joined_s, 3),
+            "speedup": round(speedup, 2), "speedup_joined": round(naive_s / joined_s, 2),
+            "identical_choices": agree == n_questions, "agreeing_choices": agree,
+            "largest_score_gap": float(f"{largest_gap:.2e}"),
+            "joined_equals_naive": all(joined_answers[s].choice == a.choice for s, a in naive_answers.items()),
+            "target_speedup": 5.0, "meets_target": speedup >= 5.0 and agree == n_questions}
 
 
 if __name__ == "__main__":

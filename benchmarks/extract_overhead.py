@@ -89,13 +89,10 @@ def run(scenes: int = 200, seed: int = 17, repeats: int = 3) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         manifest = make_scenes(Path(tmp) / "scenes", scenes, seed=seed)
         runs = [one_run(Path(tmp), manifest) for _ in range(repeats)]
-    return {
-        "case": "extract_overhead", "scenes": scenes, "seed": seed, "repeats": repeats,
-        "ratio_median": round(statistics.median(r["ratio"] for r in runs), 3), "target_ratio": 1.10,
-        "cpu_ratio_median": round(statistics.median(r["cpu_ratio"] for r in runs), 3),
-        "rerun_seconds_median": round(statistics.median(r["rerun_seconds"] for r in runs), 2),
-        "runs": runs,
-    }
+    return {"case": "extract_overhead", "scenes": scenes, "seed": seed, "repeats": repeats,
+            "ratio_median": round(statistics.median(r["ratio"] for r in runs), 3), "target_ratio": 1.10,
+            "cpu_ratio_median": round(statistics.median(r["cpu_ratio"] for r in runs), 3),
+            "rerun_seconds_median": round(statistics.median(r["rerun_seconds"] for r in runs), 2), "runs": runs}
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import arguments, in_child, peak_rss_mb, save  # noqa: E402
+from benchmarks.common import arguments, in_child, peak_rss_mb, save, timed  # noqa: E402
 
 PER_SCENE = 50
 TARGET_MB = 2048
@@ -74,9 +74,8 @@ def measure(workspace: Path) -> dict:
         store.move("question", kept, "accepted", stage="review", reason="benchmark: scripted review")
         times["review_s"] = round(time.perf_counter() - start, 1)
 
-        start = time.perf_counter()
-        release = publish(store, settings, "v1")
-        times["publish_s"] = round(time.perf_counter() - start, 1)
+        seconds, release = timed(lambda: publish(store, settings, "v1"))
+        times["publish_s"] = round(seconds, 1)
     return {"filter": blind.counts(result), "kept": len(kept),
             "published": release.n_questions, **times,
             "peak_rss_after_filter_mb": filtered_rss, "peak_rss_mb": peak_rss_mb()}
@@ -85,11 +84,9 @@ def measure(workspace: Path) -> dict:
 def run(n_questions: int = 100_000) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "bench"
-        start = time.perf_counter()
-        setup(workspace, n_questions)
-        setup_s = round(time.perf_counter() - start, 1)
+        setup_s, _ = timed(lambda: setup(workspace, n_questions))
         measured = in_child(__file__, "measure", workspace)
-    return {"case": "P6 filter_publish_memory", "questions": n_questions, "setup_s": setup_s, **measured,
+    return {"case": "P6 filter_publish_memory", "questions": n_questions, "setup_s": round(setup_s, 1), **measured,
             "target_peak_rss_mb": TARGET_MB, "meets_target": measured["peak_rss_mb"] <= TARGET_MB}
 
 

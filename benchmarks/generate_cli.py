@@ -41,15 +41,11 @@ def _generate_seconds(template: Path, workdir: Path, env: dict, concurrency: int
 def run(scenes: int = 40, delay: float = 0.5, concurrency: int = 32, repeats: int = 3) -> dict:
     env = user_env("PREFECT_API")
     calls = scenes * DIMENSIONS
-    concurrent: list[float] = []
-    stage_only: list[float] = []
     with scripted_server(delay, QUESTIONS) as base_url, tempfile.TemporaryDirectory() as tmp:
         env |= {"OPENAI_BASE_URL": base_url}
         full = prepared(Path(tmp) / "full", scenes, env)
-        for repeat in range(repeats):
-            wall, stage = _generate_seconds(full, Path(tmp) / f"run{repeat}", env, concurrency)
-            concurrent.append(wall)
-            stage_only.append(stage)
+        concurrent, stage_only = zip(*[_generate_seconds(full, Path(tmp) / f"run{repeat}", env, concurrency)
+                                       for repeat in range(repeats)])
         tenth = max(1, scenes // 10)
         small = prepared(Path(tmp) / "small", tenth, env)
         sequential_part, _stage = _generate_seconds(small, Path(tmp) / "sequential", env, 1)

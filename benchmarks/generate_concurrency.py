@@ -17,11 +17,11 @@ import json
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import add_captioned_images, arguments, save, scripted_server, server_stats  # noqa: E402
+from benchmarks.common import (add_captioned_images, arguments, save, scripted_server, server_stats,  # noqa: E402
+                               timed)
 
 QUESTIONS = json.dumps({"questions": [
     {"question": "How many shapes are there in the drawing?", "options": ["2", "3", "4", "5"], "answer": "B"}]})
@@ -45,9 +45,7 @@ def _stage_seconds(base_url: str, calls: int, concurrency: int, workdir: Path) -
         # One job first, untimed, in both modes: it pays the once-per-process costs (SQL statement
         # compilation on a new engine, client set-up) that a long generation run pays only once.
         run_stages(store, stages, limit=1)
-        started = time.perf_counter()
-        report = run_stages(store, build_stages(settings, generators=["llm"]))
-        seconds = time.perf_counter() - started
+        seconds, report = timed(lambda: run_stages(store, build_stages(settings, generators=["llm"])))
     assert report["kept"] == calls, report
     return seconds
 
@@ -60,9 +58,7 @@ def _client_seconds(base_url: str, calls: int, concurrency: int) -> float:
     requests = [LlmRequest(purpose="generate", model="m", messages=[
         {"role": "system", "content": "s"}, {"role": "user", "content": f"question {i}"}]) for i in range(calls)]
     client = LlmClient(settings, LlmOptions(concurrency=concurrency))
-    started = time.perf_counter()
-    results = client.run(requests)
-    seconds = time.perf_counter() - started
+    seconds, results = timed(lambda: client.run(requests))
     assert all(r.ok for r in results)
     return seconds
 
@@ -79,15 +75,12 @@ def run(calls: int = 32, delay: float = 0.5, concurrency: int = 32, repeats: int
                 timings[f"client_{mode}"].append(_client_seconds(base_url, calls, width))
         max_in_flight = server_stats(base_url)["max_in_flight"]
     medians = {name: statistics.median(values) for name, values in timings.items()}
-    result = {
-        "calls": calls, "server_delay_s": delay, "concurrency": concurrency, "repeats": repeats,
-        "median_seconds": {k: round(v, 3) for k, v in medians.items()},
-        "all_seconds": {k: [round(v, 3) for v in values] for k, values in timings.items()},
-        "stage_speedup": round(medians["stage_sequential"] / medians["stage_concurrent"], 2),
-        "client_speedup": round(medians["client_sequential"] / medians["client_concurrent"], 2),
-        "server_max_in_flight": max_in_flight,
-        "target_speedup": 25.0,
-    }
+    result = {"calls": calls, "server_delay_s": delay, "concurrency": concurrency, "repeats": repeats,
+              "median_seconds": {k: round(v, 3) for k, v in medians.items()},
+              "all_seconds": {k: [round(v, 3) for v in values] for k, values in timings.items()},
+              "stage_speedup": round(medians["stage_sequential"] / medians["stage_concurrent"], 2),
+              "client_speedup": round(medians["client_sequential"] / medians["client_concurrent"], 2),
+              "server_max_in_flight": max_in_flight, "target_speedup": 25.0}
     result["meets_target"] = result["stage_speedup"] >= 25.0 if not quick else None
     return result
 

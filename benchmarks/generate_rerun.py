@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import add_captioned_images, arguments, save  # noqa: E402
+from benchmarks.common import add_captioned_images, arguments, save, timed  # noqa: E402
 
 
 def _reply(delay: float):
@@ -50,18 +49,14 @@ def run(items: int = 40, delay: float = 0.05) -> dict:
                                       "BENCHSMITH__GENERATE__LLM__OPTIONS__CONCURRENCY": "32"})
         with Store(settings.db_url) as store:
             add_captioned_images(store, items)
-            reports = {}
             for name in ("first", "rerun_done", "rerun_from_cache"):
                 if name == "rerun_from_cache":
                     with store.engine.begin() as conn:
                         conn.execute(work_ledger.delete().where(work_ledger.c.stage == "generate:llm"))
                 calls = server.calls
-                started = time.perf_counter()
-                reports[name] = run_generate(store, settings, generators=["llm"])
-                timings[name] = {"seconds": round(time.perf_counter() - started, 3),
-                                 "http_calls": server.calls - calls, "jobs": reports[name]["jobs"],
-                                 "new_questions": reports[name]["new_questions"],
-                                 "llm_cached": reports[name]["llm_cached"]}
+                seconds, report = timed(lambda: run_generate(store, settings, generators=["llm"]))
+                timings[name] = {"seconds": round(seconds, 3), "http_calls": server.calls - calls,
+                                 **{key: report[key] for key in ("jobs", "new_questions", "llm_cached")}}
     return {"items": items, "server_delay_s": delay, "runs": timings,
               "reruns_free": all(timings[n]["http_calls"] == 0 and timings[n]["new_questions"] == 0
                                  for n in ("rerun_done", "rerun_from_cache"))}

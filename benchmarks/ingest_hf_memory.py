@@ -45,23 +45,19 @@ def make_dataset(folder: Path, n: int) -> Path:
     return folder
 
 
-def ingest_peaks_mb(dataset: Path, workdir: Path) -> tuple[float, float, float]:
-    """(peak anonymous MB of the command's process tree, peak RSS MB, seconds)."""
+def one(n: int) -> dict:
+    """`benchsmith ingest` of an n-image dataset: its peak anonymous MB over its process tree, peak RSS MB, seconds."""
     env = user_env() | {"BENCHSMITH__INGEST__RICHNESS__ENABLED": "false"}
-    seconds, peaks, out, err, code = run_sampled([BENCHSMITH, "ingest", str(dataset)], cwd=workdir, env=env)
+    with tempfile.TemporaryDirectory() as tmp:
+        dataset = make_dataset(Path(tmp) / "dataset", n)
+        size_mb = sum(f.stat().st_size for f in dataset.rglob("*") if f.is_file()) / 2**20
+        seconds, peaks, out, err, code = run_sampled([BENCHSMITH, "ingest", str(dataset)], cwd=Path(tmp), env=env)
     if code != 0:
         raise RuntimeError(out + err)
     # ru_maxrss of the children waited for so far: each size runs after the previous, so it only grows;
     # run one size per process of this script (see main) to read each size's own peak
-    return peaks["anon"], resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, seconds
-
-
-def one(n: int) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        dataset = make_dataset(Path(tmp) / "dataset", n)
-        size_mb = sum(f.stat().st_size for f in dataset.rglob("*") if f.is_file()) / 2**20
-        anon, peak, seconds = ingest_peaks_mb(dataset, Path(tmp))
-    return {"images": n, "dataset_mb": round(size_mb, 1), "peak_anon_mb": round(anon, 1),
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {"images": n, "dataset_mb": round(size_mb, 1), "peak_anon_mb": round(peaks["anon"], 1),
             "peak_rss_mb": round(peak, 1), "seconds": round(seconds, 1)}
 
 

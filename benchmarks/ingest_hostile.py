@@ -16,11 +16,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import arguments, in_child, peak_rss_mb, save  # noqa: E402
+from benchmarks.common import arguments, in_child, peak_rss_mb, save, timed  # noqa: E402
 from benchmarks.ingest_throughput import make_images  # noqa: E402
 
 
@@ -64,14 +63,10 @@ def measure(folder: str, n: int, workers: int, expected: dict[str, str]) -> dict
     from benchsmith.settings import IngestSettings
     from benchsmith.store import Store
 
-    with tempfile.TemporaryDirectory() as tmp:
-        store = Store(f"sqlite:///{tmp}/bench.db")
-        start = time.perf_counter()
-        report = ingest(store, Path(tmp) / "media", folder_candidates(Path(folder)), IngestSettings(), label="h",
-                        workers=workers)
-        seconds = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as tmp, Store(f"sqlite:///{tmp}/bench.db") as store:
+        seconds, report = timed(lambda: ingest(store, Path(tmp) / "media", folder_candidates(Path(folder)),
+                                               IngestSettings(), label="h", workers=workers))
         verdicts = store.get_verdicts(stage="ingest")
-        store.close()
     found: dict[str, list[str]] = {}
     for verdict in verdicts:
         found.setdefault(verdict.subject_id.removeprefix("h:"), []).append(verdict.rule)

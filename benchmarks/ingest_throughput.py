@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import arguments, in_child, peak_rss_mb, save  # noqa: E402
+from benchmarks.common import arguments, in_child, peak_rss_mb, save, timed  # noqa: E402
 
 
 def make_images(folder: Path, n: int) -> None:
@@ -42,13 +41,10 @@ def measure(folder: str, n: int, workers: int) -> dict:
     from benchsmith.settings import IngestSettings
     from benchsmith.store import Store
 
-    with tempfile.TemporaryDirectory() as tmp:
-        store = Store(f"sqlite:///{tmp}/bench.db")
+    with tempfile.TemporaryDirectory() as tmp, Store(f"sqlite:///{tmp}/bench.db") as store:
         candidates = [c for _, c in zip(range(n), folder_candidates(Path(folder)))]
-        start = time.perf_counter()
-        report = ingest(store, Path(tmp) / "media", candidates, IngestSettings(), label="bench", workers=workers)
-        seconds = time.perf_counter() - start
-        store.close()
+        seconds, report = timed(lambda: ingest(store, Path(tmp) / "media", candidates, IngestSettings(),
+                                               label="bench", workers=workers))
     assert report.added == n, report.summary()
     return {"n": n, "workers": workers, "seconds": round(seconds, 3), "images_per_s": round(n / seconds, 1),
             "peak_rss_mb": peak_rss_mb()}
@@ -60,12 +56,10 @@ def run(sizes: list[int], workers: int = 2) -> dict:
         make_images(folder, max(sizes))
         rows = [in_child(__file__, "measure", folder, n, workers) for n in sizes]
     largest = rows[-1]
-    return {
-        "case": "ingest_throughput", "runs": rows,
-        "images_per_s_at_largest_n": largest["images_per_s"], "target_images_per_s": 200,
-        "rss_growth_mb_smallest_to_largest": round(largest["peak_rss_mb"] - rows[0]["peak_rss_mb"], 1),
-        "meets_target": largest["images_per_s"] >= 200,
-    }
+    return {"case": "ingest_throughput", "runs": rows,
+            "images_per_s_at_largest_n": largest["images_per_s"], "target_images_per_s": 200,
+            "rss_growth_mb_smallest_to_largest": round(largest["peak_rss_mb"] - rows[0]["peak_rss_mb"], 1),
+            "meets_target": largest["images_per_s"] >= 200}
 
 
 if __name__ == "__main__":

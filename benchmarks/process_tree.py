@@ -27,16 +27,11 @@ def tree(pid: int) -> list[int]:
 
 
 def _kb(pid: int, path: str) -> dict[str, int]:
-    found = {}
     try:
         lines = Path(f"/proc/{pid}/{path}").read_text().splitlines()
     except OSError:
-        return found
-    for line in lines:
-        name, *rest = line.split()
-        if name in FIELDS and rest:
-            found[FIELDS[name]] = int(rest[0])
-    return found
+        return {}
+    return {FIELDS[name]: int(rest[0]) for name, *rest in map(str.split, lines) if name in FIELDS and rest}
 
 
 def sample_mb(pids: list[int], *, pss: bool = False) -> dict[str, float]:

@@ -19,11 +19,10 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import ROOT, arguments, in_child, peak_rss_mb, save  # noqa: E402
+from benchmarks.common import ROOT, arguments, in_child, peak_rss_mb, save, timed  # noqa: E402
 
 QUESTIONS_PER_SCENE = 3
 
@@ -41,13 +40,9 @@ def _accepted_store(workspace: Path, n_questions: int):
     manifest = make_scenes(workspace / "scenes", n_scenes, seed=3)
     store = Store(settings.db_url)
     ingest(store, settings.media_dir, candidates_for(manifest), settings.ingest, label="bench")
-    questions = []
-    for item in store.get_items():
-        for k in range(QUESTIONS_PER_SCENE):
-            options = [str(k + v) for v in range(4)]
-            questions.append(Question(item_id=item.id, dimension_id=(5, 3, 9)[k], options=options, answer=k % 4,
-                                      text=f"Question {k} about this scene?", provenance=Provenance(backend="bench")))
-    questions = questions[:n_questions]
+    questions = [Question(item_id=item.id, dimension_id=(5, 3, 9)[k], options=[str(k + v) for v in range(4)],
+                          answer=k % 4, text=f"Question {k} about this scene?", provenance=Provenance(backend="bench"))
+                 for item in store.get_items() for k in range(QUESTIONS_PER_SCENE)][:n_questions]
     store.add_questions(questions, stage="generate")
     ids = [q.id for q in questions]
     store.move("question", ids, "in_review", stage="review")
@@ -61,11 +56,8 @@ def publish_sizes(n_questions: int, repeats: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         store, settings = _accepted_store(Path(tmp) / "bench", n_questions)
         rss_before = peak_rss_mb()
-        seconds = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            result = publish(store, settings, "v1")
-            seconds.append(time.perf_counter() - start)
+        builds = [timed(lambda: publish(store, settings, "v1")) for _ in range(repeats)]
+        seconds, result = [s for s, _ in builds], builds[-1][1]
         size = sum(p.stat().st_size for p in result.folder.rglob("*") if p.is_file())
         store.close()
     cold, warm = seconds[0], statistics.median(seconds[1:]) if len(seconds) > 1 else None

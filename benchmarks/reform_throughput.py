@@ -32,11 +32,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import BENCHSMITH, ROOT, arguments, reported, save, user_env  # noqa: E402
+from benchmarks.common import BENCHSMITH, ROOT, arguments, reported, save, timed, user_env  # noqa: E402
 from benchmarks.process_tree import run_sampled  # noqa: E402
 
 SHARES = {"vqa": 0.40, "classification": 0.20, "matching": 0.15, "grounding": 0.10, "text_reading": 0.15}
@@ -156,10 +155,8 @@ print("EMBEDDED", len(texts), time.perf_counter() - started)
 
 def floor(db_url: str, env: dict) -> dict:
     """Wall time and peak RSS of the unavoidable part alone (see the module's docstring)."""
-    started = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-f", "MAXRSS_KB %M", sys.executable, "-c", FLOOR, db_url],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
-    wall = time.perf_counter() - started
+    command = ["/usr/bin/time", "-f", "MAXRSS_KB %M", sys.executable, "-c", FLOOR, db_url]
+    wall, done = timed(lambda: subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600))
     if done.returncode != 0:
         raise RuntimeError(f"the floor run failed:\n{done.stdout}\n{done.stderr}")
     texts, embed_s = re.search(r"EMBEDDED (\d+) ([\d.]+)", done.stdout).groups()
@@ -176,22 +173,17 @@ def run(n: int = 100_000, repeats: int = 3) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         template = Path(tmp) / "template"
         template.mkdir()
-        started = time.perf_counter()
-        images = build_store(f"sqlite:///{template / 'benchsmith.db'}", n)
-        setup = time.perf_counter() - started
+        setup, images = timed(lambda: build_store(f"sqlite:///{template / 'benchsmith.db'}", n))
         runs = []
         for repeat in range(repeats):
             workdir = Path(tmp) / f"run{repeat}"
-            shutil.copytree(template, workdir / "bench")
-            wall, peaks, printed = _timed_cli("generate", "-g", "reform", cwd=workdir,
-                                              env=env | {"BENCHSMITH_WORKSPACE": str(workdir / "bench")})
+            work_env = env | {"BENCHSMITH_WORKSPACE": str(shutil.copytree(template, workdir / "bench"))}
+            wall, peaks, printed = _timed_cli("generate", "-g", "reform", cwd=workdir, env=work_env)
             generated = _count("generated", printed)
             runs.append({"seconds": round(wall, 2), "questions": generated,
                          "questions_per_s": round(generated / wall, 1), **peaks,
-                         "jobs": _count("jobs", printed), "kept": _count("kept", printed),
-                         "new_questions": _count("new_questions", printed)})
-        rerun_wall, rerun_peaks, printed = _timed_cli("generate", "-g", "reform", cwd=workdir,
-                                                      env=env | {"BENCHSMITH_WORKSPACE": str(workdir / "bench")})
+                         **{name: _count(name, printed) for name in ("jobs", "kept", "new_questions")}})
+        rerun_wall, rerun_peaks, printed = _timed_cli("generate", "-g", "reform", cwd=workdir, env=work_env)
         rerun = {"seconds": round(rerun_wall, 2), "jobs": _count("jobs", printed),
                  "new_questions": _count("new_questions", printed), **rerun_peaks}
         floors = [floor(f"sqlite:///{template / 'benchsmith.db'}", env) for _ in range(repeats)]
@@ -199,17 +191,16 @@ def run(n: int = 100_000, repeats: int = 3) -> dict:
     floor_s = statistics.median(f["seconds"] for f in floors)
     speed = statistics.median(r["questions_per_s"] for r in runs)
     peak_mb = max(r["tree_pss_mb"] for r in runs)
-    result = {"annotations": n, "images": images, "shares": SHARES, "store_setup_s": round(setup, 1),
-              "repeats": runs, "median_seconds": statistics.median(r["seconds"] for r in runs),
-              "median_questions_per_s": speed, "max_tree_pss_mb": peak_mb,
-              "max_tree_rss_mb": max(r["tree_rss_mb"] for r in runs),
-              "max_main_rss_mb": max(r["main_rss_mb"] for r in runs), "rerun": rerun,
-              "floor": {"repeats": floors, "median_seconds": floor_s,
-                        "questions_per_s_bound": round(questions / floor_s, 1)},
-              "targets": {"questions_per_s": 2000, "peak_memory_mb": 1024, "rerun_new_questions": 0},
-              "meets_targets": speed >= 2000 and peak_mb <= 1024 and rerun["new_questions"] == 0,
-              "cpus": os.cpu_count()}
-    return result
+    return {"annotations": n, "images": images, "shares": SHARES, "store_setup_s": round(setup, 1),
+            "repeats": runs, "median_seconds": statistics.median(r["seconds"] for r in runs),
+            "median_questions_per_s": speed, "max_tree_pss_mb": peak_mb,
+            "max_tree_rss_mb": max(r["tree_rss_mb"] for r in runs),
+            "max_main_rss_mb": max(r["main_rss_mb"] for r in runs), "rerun": rerun,
+            "floor": {"repeats": floors, "median_seconds": floor_s,
+                      "questions_per_s_bound": round(questions / floor_s, 1)},
+            "targets": {"questions_per_s": 2000, "peak_memory_mb": 1024, "rerun_new_questions": 0},
+            "meets_targets": speed >= 2000 and peak_mb <= 1024 and rerun["new_questions"] == 0,
+            "cpus": os.cpu_count()}
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from benchsmith.settings import Settings, load_settings
 from benchsmith.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import arguments, save, user_env  # noqa: E402
+from benchmarks.common import arguments, save, timed, user_env  # noqa: E402
 
 TARGET_S = 15.0
 
@@ -63,12 +63,11 @@ def one_push(env: dict[str, str], root: Path, n: int, batch_size: int) -> dict:
     with Store(settings.db_url) as store:
         seed(store, settings, n)
         server = connect(settings)
-        started = time.perf_counter()
-        report = push(store, server, settings, registry(), questions_to_push(store, review))
-        push_s = time.perf_counter() - started
-        started = time.perf_counter()
-        again = push(store, server, settings, registry(), questions_to_push(store, review))
-        repush_s = time.perf_counter() - started
+
+        def push_all():
+            return push(store, server, settings, registry(), questions_to_push(store, review))
+        push_s, report = timed(push_all)
+        repush_s, again = timed(push_all)
         on_server = server.client.projects.get(id=report.project_id).task_number
     return {"push_s": push_s, "sent": report.sent, "repush_s": repush_s, "repush_sent": again.sent,
             "tasks_on_server": on_server}
@@ -95,8 +94,7 @@ def one_by_one(env: dict[str, str], root: Path, sample: int) -> float:
 
 def run(n: int = 10_000, repeats: int = 3, batch_size: int = 1000, one_by_one_sample: int = 50) -> dict:
     root = Path(tempfile.mkdtemp(prefix="benchsmith-review-push-"))
-    env = user_env()
-    env["BENCHSMITH__REVIEW__LOCAL_FILES_ROOT"] = str(root)
+    env = user_env() | {"BENCHSMITH__REVIEW__LOCAL_FILES_ROOT": str(root)}
     process = None
     if not (env.get("LABEL_STUDIO_URL") and env.get("LABEL_STUDIO_API_KEY")):
         with socket.socket() as sock:

@@ -31,9 +31,8 @@ KINDS = ("chart", "table", "document", "map", "web")
 
 
 def _make(out: Path, kind: str, n: int, workers: int) -> float:
-    seconds, _printed = cli("scenes", "make", "--kind", kind, "--n", str(n), "--out", str(out),
-                            "--workers", str(workers), "--seed", "7", cwd=out.parent, env=user_env())
-    return seconds
+    return cli("scenes", "make", "--kind", kind, "--n", str(n), "--out", str(out), "--workers", str(workers),
+               "--seed", "7", cwd=out.parent, env=user_env())[0]
 
 
 def throughput(tmp: Path, n: int, workers: int, repeats: int) -> dict:

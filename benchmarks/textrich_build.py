@@ -81,12 +81,10 @@ def run(pages: int = 300, seed: int = 11, workers: int = 2) -> dict:
     for view, name_of in views.items():
         names = [name_of(q) for q in kept]
         strongest, tables = tabulate(right, names)
-        judged_by, kept_by = defaultdict(list), defaultdict(list)
-        for q in questions:
-            judged_by[name_of(q)].append(q)
+        judged_by, kept_by = Counter(name_of(q) for q in questions), defaultdict(list)
         for name, q in zip(names, kept):
             kept_by[name].append(q)
-        result[f"by_{view}"] = {name: {"judged": len(judged_by[name]), "kept": len(kept_by[name]),
+        result[f"by_{view}"] = {name: {"judged": judged_by[name], "kept": len(kept_by[name]),
                                        "letters": letters(kept_by[name]),
                                        "strongest_adversary": strongest["by_group"].get(name)}
                                 for name in sorted(judged_by)}
