@@ -117,15 +117,13 @@ def register(app: typer.Typer, context) -> None:
                                                                 "annotation, with their Label Studio tasks.")] = False,
     ) -> None:
         """Show where review stands, from the store alone: pushed, waiting, flagged, decided, and agreement."""
-        from annotation.pull import flagged_questions, review_status as state
+        from annotation.pull import review_status as state
         from annotation.settings import ReviewSettings
-        from benchsmith.dimensions import registry
 
         c = context(ctx)
         review = c.settings.section("review", ReviewSettings)
         with c.store(create=False) as store:
-            counts, agreement = state(store, c.settings)
-            ties = flagged_questions(store, review, registry())
+            counts, agreement, ties = state(store, c.settings)
         console.print(table("review", ["state", "n"], list(counts.items())))
         console.print(agreement_table(agreement))
         if flagged:

@@ -141,8 +141,13 @@ def reconcile(store: Store, kind: Kind, ids: Sequence[str] | None = None) -> Cou
     return counts
 
 
-def standing(store: Store, kind: Kind) -> Counter:
-    """How the open items of `kind` stand now, without deciding them (waiting, flagged, ...)."""
+def decided_now(store: Store, kind: Kind) -> list[tuple[Any, Decision]]:
+    """Each open item of `kind` with what its reviews say now, without deciding it."""
     items = kind.open(store)
     reviews = kind.reviews(store, items)
-    return Counter(kind.decide(item, reviews.get(item.id, [])).outcome for item in items)
+    return [(item, kind.decide(item, reviews.get(item.id, []))) for item in items]
+
+
+def standing(store: Store, kind: Kind) -> Counter:
+    """How the open items of `kind` stand now, without deciding them (waiting, flagged, ...)."""
+    return Counter(decision.outcome for _item, decision in decided_now(store, kind))

@@ -69,17 +69,6 @@ def fetch_reviews(server: Server, project_ids: set[int], registry: Registry,
                             lambda task, annotation: to_review(task, annotation, registry, review))
 
 
-def flagged_questions(store: Store, review: ReviewSettings, registry: Registry
-                      ) -> list[tuple[Question, lifecycle.Decision, tuple[int, int | None]]]:
-    """Questions in review whose reviews tie: each with its decision and its (project, task) on the server."""
-    kind = Questions(review, registry)
-    questions = kind.open(store)
-    reviews = kind.reviews(store, questions)
-    ties = [(q, d) for q in questions if (d := kind.decide(q, reviews.get(q.id, []))).outcome == "flagged"]
-    tasks = store.get_review_tasks("question", [q.id for q, _ in ties])
-    return [(q, d, tasks.get(q.id, (0, None))) for q, d in ties]
-
-
 def agreement(store: Store) -> dict[str, dict[str, Agreement]]:
     """κ over every stored review of a first round, per dimension (second looks are another question:
     whether a published answer survives the models' doubt)."""
@@ -137,14 +126,17 @@ def change_text(answer: int, dimension: int, new_answer: int, new_dimension: int
     return " and ".join(parts) or "reviewed again, unchanged"
 
 
-def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dict[str, dict[str, Agreement]]]:
-    """Counts for `benchsmith review status`, read from the store without changing it."""
+def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dict[str, dict[str, Agreement]], list]:
+    """For `benchsmith review status`, read from the store without changing it: counts, agreement, and the
+    questions in review whose reviews tie, each with its decision and its (project, task) on the server."""
     from annotation.second_look import second_look_counts
     from benchsmith.dimensions import registry
 
     review = settings.section("review", ReviewSettings)
     tasks = store.get_review_tasks("question")
-    pending = lifecycle.standing(store, Questions(review, registry()))
+    now = lifecycle.decided_now(store, Questions(review, registry()))
+    pending = Counter(decision.outcome for _question, decision in now)
+    tied = [(q, d, tasks.get(q.id, (0, None))) for q, d in now if d.outcome == "flagged"]
     by_status = store.status_counts("question")
     conversations = store.status_counts("conversation")
     counts = {
@@ -158,7 +150,7 @@ def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dic
         **{f"conversations {status.replace('_', ' ')}": conversations.get(status, 0)
            for status in ("in_review", "accepted", "rejected", "published", "withdrawn") if conversations},
     }
-    return counts, agreement(store)
+    return counts, agreement(store), tied
 
 
 @dataclass

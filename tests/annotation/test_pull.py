@@ -125,8 +125,8 @@ def test_a_second_pull_adds_nothing_and_a_deciding_review_settles_a_flagged_ques
     settled = store.get_questions(ids=[questions[2].id])[0]
     assert (settled.status, settled.review_answer) == ("accepted", 3)
 
-    counts, agreement = review_status(store, settings)
-    assert counts["accepted"] == 5 and counts["in review, flagged for adjudication"] == 2
+    counts, agreement, ties = review_status(store, settings)
+    assert counts["accepted"] == 5 and counts["in review, flagged for adjudication"] == 2 == len(ties)
     assert counts["tasks in Label Studio"] == len(questions)
     assert agreement["all"]["keep"].method == "fleiss"  # question 2 now has three raters
 
