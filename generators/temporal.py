@@ -27,6 +27,8 @@ from benchsmith.llm import LlmRequest, LlmResult
 from benchsmith.records import Provenance, Question, Video, normalise_text, stable_hash
 from benchsmith.settings import Strict, parse_yaml
 from benchsmith.similarity import matching_ratio, word_overlap
+from generators.base import json_format
+from generators.llm import fenced
 
 BACKEND = "temporal"
 VERSION = "temporal-v1"
@@ -161,10 +163,8 @@ def generate(video: Video, dimension: Dimension, labels: list[str], settings: Te
 # -- LLM-written distractors ------------------------------------------------------------------------
 
 PROMPT_FILE = Path(__file__).with_name("prompts") / "temporal_distractors.yaml"
-DISTRACTOR_SCHEMA = {"type": "json_schema", "json_schema": {"name": "distractors", "strict": True, "schema": {
-    "type": "object", "additionalProperties": False, "required": ["distractors"],
-    "properties": {"distractors": {"type": "array", "minItems": 3, "maxItems": 3,
-                                   "items": {"type": "string", "minLength": 1}}}}}}
+DISTRACTOR_SCHEMA = json_format("distractors", {"distractors": {"type": "array", "minItems": 3, "maxItems": 3,
+                                                                "items": {"type": "string", "minLength": 1}}})
 
 
 @lru_cache(maxsize=4)
@@ -178,8 +178,7 @@ def llm_distractor_request(prompt_file: Path, dimension: Dimension, llm, tag: st
     filled with the dimension, `plain` and `quoted`, the latter JSON-quoted with angle brackets escaped
     (dataset text is data inside the prompt)."""
     prompt = distractor_prompt(prompt_file)
-    fields = {k: json.dumps(v, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
-              for k, v in quoted.items()}
+    fields = {k: fenced(json.dumps(v, ensure_ascii=False)) for k, v in quoted.items()}
     user = prompt["user"].strip().format_map({"dimension_name": dimension.name, "definition": dimension.definition,
                                               **plain, **fields})
     return LlmRequest(purpose="generate", model=llm.model_for(dimension), temperature=llm.temperature, seed=llm.seed,
