@@ -101,12 +101,15 @@ def answer_in_question_rule(question: Question) -> str:
     return ""
 
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", normalise_text(text))
+
+
 def near_variant(a: str, b: str, ignore: frozenset[str] = frozenset()) -> bool:
     """`b` is `a` with one small edit: for phrases, one word swapped (words in `ignore` left out); for a
     single word of four or more letters, at most two characters changed, added or dropped. Numbers are
     never variants of each other (3 and 4 are different counts, not a typo)."""
-    words_a = [w for w in re.findall(r"\w+", normalise_text(a)) if w not in ignore]
-    words_b = [w for w in re.findall(r"\w+", normalise_text(b)) if w not in ignore]
+    words_a, words_b = ([w for w in _words(text) if w not in ignore] for text in (a, b))
     if len(words_a) > 1 or len(words_b) > 1:
         return len(words_a) == len(words_b) and sum(x != y for x, y in zip(words_a, words_b)) == 1
     a, b = "".join(words_a), "".join(words_b)
@@ -153,7 +156,7 @@ def distractors_from_key_rule(question: Question, centroid_margin: float) -> str
 
 
 def content_words(text: str, function_words: set[str]) -> set[str]:
-    return set(re.findall(r"\w+", normalise_text(text))) - function_words
+    return set(_words(text)) - function_words
 
 
 def same_question(a: Question, b: Question, settings: QualitySettings) -> bool:
@@ -184,17 +187,13 @@ def gate(questions: Sequence[Question], existing: dict[str, list[Question]],
     seen = {item: list(qs) for item, qs in existing.items()}
     for question in questions:
         siblings = seen.setdefault(question.item_id, [])
-        rule, reason = "", ""
-        for name, check in ((question.meta.get("drop_rule", "unbalanced_key"), lambda q: q.meta.get("dropped", "")),
-                            ("options", lambda q: options_rule(q)),
-                            ("catch_all_option", lambda q: catch_all_rule(q, settings.catch_all_pattern)),
-                            ("answer_in_question", answer_in_question_rule),
-                            ("distractors_from_key", lambda q: distractors_from_key_rule(q, settings.centroid_margin)),
-                            ("mentions_source", lambda q: mentions_source_rule(q, settings.source_pattern))):
-            reason = check(question)
-            if reason:
-                rule = name
-                break
+        checks = ((question.meta.get("drop_rule", "unbalanced_key"), lambda q: q.meta.get("dropped", "")),
+                  ("options", options_rule),
+                  ("catch_all_option", lambda q: catch_all_rule(q, settings.catch_all_pattern)),
+                  ("answer_in_question", answer_in_question_rule),
+                  ("distractors_from_key", lambda q: distractors_from_key_rule(q, settings.centroid_margin)),
+                  ("mentions_source", lambda q: mentions_source_rule(q, settings.source_pattern)))
+        rule, reason = next(((name, why) for name, check in checks if (why := check(question))), ("", ""))
         if not rule:
             # the twin named is the one with the least id, so the reason is the same whatever the siblings' order
             twin = min((s for s in siblings if s.id == question.id or same_question(s, question, settings)),
@@ -204,9 +203,7 @@ def gate(questions: Sequence[Question], existing: dict[str, list[Question]],
             elif len(siblings) >= settings.max_per_item:
                 rule, reason = "per_item_cap", f"the item already has {len(siblings)} questions"
         if rule:
-            drop = question.model_copy(update={"status": "dropped"})
-            dropped.append((drop, Verdict(subject_id=drop.id, subject_kind="question", stage=STAGE, rule=rule,
-                                          passed=False, reason=reason)))
+            dropped.append(_dropped(question, "question", rule, reason))
         else:
             kept.append(question)
             siblings.append(question)
@@ -238,10 +235,6 @@ def balance_answers(questions: Sequence[Question], seed: int = 0) -> list[Questi
             options = others[:target] + [correct] + others[target:]
             placed[question.id] = question.model_copy(update={"options": options, "answer": target})
     return [placed[q.id] for q in questions]
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", normalise_text(text))
 
 
 def leak_reason(instruction: str, reference: str, settings: QualitySettings) -> str:
@@ -296,10 +289,14 @@ def conversation_gate(conversations: Sequence[Conversation], settings: QualitySe
     dropped: list[tuple[Conversation, Verdict]] = []
     for conversation in conversations:
         rule, reason = conversation_rule(conversation, settings)
-        if not rule:
+        if rule:
+            dropped.append(_dropped(conversation, "conversation", rule, reason))
+        else:
             kept.append(conversation)
-            continue
-        drop = conversation.model_copy(update={"status": "dropped"})
-        dropped.append((drop, Verdict(subject_id=drop.id, subject_kind="conversation", stage=STAGE, rule=rule,
-                                      passed=False, reason=reason)))
     return kept, dropped
+
+
+def _dropped(record: Question | Conversation, kind: str, rule: str, reason: str) -> tuple:
+    """`record` as dropped, with the verdict naming the rule it failed and why."""
+    drop = record.model_copy(update={"status": "dropped"})
+    return drop, Verdict(subject_id=drop.id, subject_kind=kind, stage=STAGE, rule=rule, passed=False, reason=reason)
