@@ -33,7 +33,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from pydantic import Field
 
@@ -257,6 +257,13 @@ def four_options(rng: random.Random, key: str, others) -> tuple[str, str, str, s
     """The key and three of `others` drawn at random (none equal to it or to each other), or None."""
     picked = pick(shuffled(rng, others), 3, avoid=[key])
     return (key, *picked) if len(picked) == 3 else None
+
+
+def drafts_of(rng: random.Random, template: str, asks: list[tuple[str, str, Iterable, dict]]) -> list[Draft]:
+    """Drafts of `template` from the asks (question, key, the pool of options, meta) whose pool holds three
+    distractors (`four_options`), in order."""
+    return [Draft(text, options, {"template": template} | meta) for text, key, pool, meta in asks
+            if (options := four_options(rng, key, pool))]
 
 
 # -- Instances Counting -----------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from benchsmith.records import Fact, Image, Provenance, Question, normalise_text
 from benchsmith.geometry import unit_box
 from benchsmith.settings import Strict, keyed
 from generators import textrich_maps
-from generators.programmatic import Draft, four_options, questions_from
+from generators.programmatic import Draft, drafts_of, four_options, questions_from
 from generators.stage import Job, Outcome, QuestionStage
 
 BACKEND = "textrich"
@@ -109,16 +109,10 @@ def columns(truth: dict) -> list[Column]:
 # -- Chart Value Retrieval ------------------------------------------------------------------------
 
 def retrieval(truth, _pools, _settings, rng) -> list[Draft]:
-    drafts = []
-    for column in columns(truth):
-        if not column.readable or len(set(column.names)) != len(column.names):
-            continue
-        for name, cell in zip(column.names, column.cells):
-            options = four_options(rng, cell, column.cells)
-            if options:
-                drafts.append(Draft(column.retrieve.format(name=name), options,
-                                    {"template": "retrieval", "target": {"name": name}}))
-    return drafts
+    asks = [(column.retrieve.format(name=name), cell, column.cells, {"target": {"name": name}})
+            for column in columns(truth) if column.readable and len(set(column.names)) == len(column.names)
+            for name, cell in zip(column.names, column.cells)]
+    return drafts_of(rng, "retrieval", asks)
 
 
 # -- Chart Comparison -----------------------------------------------------------------------------
@@ -224,12 +218,8 @@ def reading(truth, pools: Pools, _settings, rng) -> list[Draft]:
              for heading in headings(truth)]
     asks += [(f"What is written for {name} on the {kind}?", value, f"field:{kind}:{name}", "field")
              for name, value in truth.get("fields", {}).items()]
-    drafts = []
-    for text, key, role, template in asks:
-        options = four_options(rng, key, pools.others(role, shown))
-        if options:
-            drafts.append(Draft(text, options, {"template": "reading", "role": template}))
-    return drafts
+    return drafts_of(rng, "reading", [(text, key, pools.others(role, shown), {"role": ask})
+                                      for text, key, role, ask in asks])
 
 
 # -- Chart Layout ---------------------------------------------------------------------------------
@@ -248,14 +238,11 @@ def sequence(truth: dict) -> tuple[tuple[str, ...], str]:
 
 def layout(truth, _pools, _settings, rng) -> list[Draft]:
     names, order = sequence(truth)
-    drafts = []
-    if order and len(names) >= 5 and len(set(names)) == len(names):
-        for here, after in zip(names, names[1:]):
-            options = four_options(rng, after, [n for n in names if n != here])
-            if options:
-                drafts.append(Draft(f"Which entry comes directly after {here}, {order}?", options,
-                                    {"template": "layout", "relation": "next"}))
-    return drafts
+    if not order or len(names) < 5 or len(set(names)) != len(names):
+        return []
+    return drafts_of(rng, "layout", [(f"Which entry comes directly after {here}, {order}?", after,
+                                      [n for n in names if n != here], {"relation": "next"})
+                                     for here, after in zip(names, names[1:])])
 
 
 TEMPLATES = {"chart_retrieval": retrieval, "chart_comparison": comparison, "chart_arithmetic": arithmetic,
