@@ -46,13 +46,7 @@ def _strings(value: Any, keys: Sequence[str]) -> list[str]:
                     break
             else:
                 continue
-        if isinstance(v, str):
-            text = " ".join(v.split())
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            text = " ".join(str(v).split())
-        else:
-            continue
-        if text:
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool) and (text := " ".join(str(v).split())):
             out.append(text)
     return out
 
