@@ -521,10 +521,6 @@ TEMPLATES: dict[str, Template] = {
 }
 
 
-def supports(dimension: Dimension) -> bool:
-    return dimension.key in TEMPLATES
-
-
 def generate(item: Image, facts: list[Fact], dimension: Dimension, vocabulary: Vocabulary,
              settings: ProgrammaticSettings, seed: int = 0) -> list[Question]:
     """Up to `settings.per_dimension` questions about `item`; the correct option is first. Drafts met on
@@ -532,20 +528,20 @@ def generate(item: Image, facts: list[Fact], dimension: Dimension, vocabulary: V
     them as dropped questions)."""
     rng = random.Random(stable_hash(seed, item.id, dimension.id))
     drafts = TEMPLATES[dimension.key](things_in(facts), facts, vocabulary, settings, rng)
-    provenance = Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed, params=keyed(settings))
-    return questions_from(drafts, item, dimension, settings.per_dimension, provenance, rng)
+    return questions_from(drafts, item, dimension, settings, rng, seed)
 
 
-def questions_from(drafts: list[Draft], item: Image, dimension: Dimension, per_dimension: int,
-                   provenance: Provenance, rng: random.Random) -> list[Question]:
-    """Up to `per_dimension` of `drafts`, drawn at random, as questions of `provenance.backend`; the drafts
-    not asked (`dropped`) that the draw met on the way come too."""
+def questions_from(drafts: list[Draft], item: Image, dimension: Dimension, settings, rng: random.Random, seed: int,
+                   backend: str = BACKEND, version: str = VERSION) -> list[Question]:
+    """Up to `settings.per_dimension` of `drafts`, drawn at random, as questions of `backend` at `version`; the
+    drafts not asked (`dropped`) that the draw met on the way come too."""
+    provenance = Provenance(backend=backend, prompt_version=version, seed=seed, params=keyed(settings))
     chosen, asked = [], 0
     for draft in rng.sample(drafts, len(drafts)):
-        if asked == per_dimension:
+        if asked == settings.per_dimension:
             break
         chosen.append(draft)
         asked += not draft.dropped
     return [Question(item_id=item.id, dimension_id=dimension.id, text=d.text, options=list(d.options), answer=0,
-                     provenance=provenance, meta=d.meta | {"generator": provenance.backend}
+                     provenance=provenance, meta=d.meta | {"generator": backend}
                      | ({"dropped": d.dropped} if d.dropped else {})) for d in chosen]

@@ -108,6 +108,9 @@ class QuestionStage(GeneratorStage):
     dimensions it supports, what shapes one dimension's questions, and how a window of jobs is done;
     gating, balancing, superseding and storing are shared."""
 
+    templates: Collection[str] = ()  # the dimension keys it has templates for (else it overrides `supports`)
+    version = ""  # with a dimension's definition, what shapes its questions (else it overrides `dimension_key`)
+
     def __init__(self, settings: Settings, options: GenerateSettings) -> None:
         self.own = options.part(self.generator)  # generate.<generator>, by its settings model
         self.llm = options.part("llm")            # generate.llm: the model that writes LLM distractors too
@@ -126,11 +129,11 @@ class QuestionStage(GeneratorStage):
     # -- what a generator says about itself -------------------------------------------------------------
 
     def supports(self, dimension: Dimension) -> bool:
-        raise NotImplementedError
+        return dimension.key in self.templates
 
     def dimension_key(self, dimension: Dimension) -> str:
         """What shapes one dimension's questions beyond the stage's settings."""
-        raise NotImplementedError
+        return stable_hash(self.version, dimension.definition, length=12)
 
     def distractor_prompt(self) -> Path | None:
         """The prompt file of its LLM distractors, when it asks the LLM for them."""
@@ -219,9 +222,7 @@ class ProgrammaticStage(QuestionStage):
 
     generator = "programmatic"
     settings_model = ProgrammaticSettings
-
-    def supports(self, dimension: Dimension) -> bool:
-        return programmatic.supports(dimension)
+    templates = programmatic.TEMPLATES
 
     def dimension_key(self, dimension: Dimension) -> str:
         vocabulary = self.own.vocabulary or programmatic.VOCABULARY_FILE
@@ -318,12 +319,7 @@ class TemporalStage(QuestionStage):
 
     generator = "temporal"
     settings_model = TemporalSettings
-
-    def supports(self, dimension: Dimension) -> bool:
-        return temporal.supports(dimension)
-
-    def dimension_key(self, dimension: Dimension) -> str:
-        return stable_hash(temporal.__name__, dimension.definition, length=12)
+    templates, version = temporal.TEMPLATES, temporal.__name__
 
     def distractor_prompt(self) -> Path | None:
         return temporal.PROMPT_FILE if self.own.distractors == "llm" else None

@@ -32,7 +32,6 @@ from generators.llm import fenced
 
 BACKEND = "temporal"
 VERSION = "temporal-v1"
-DIMENSIONS = ("action_recognition", "action_prediction", "procedure_understanding")
 
 
 class TemporalSettings(Strict):
@@ -42,10 +41,6 @@ class TemporalSettings(Strict):
     min_steps: int = Field(3, ge=3)              # a procedure needs at least this many steps
     extra_labels: list[str] = Field(default_factory=list)  # more candidate distractors beside the store's labels
     distractors: Literal["labels", "llm"] = "labels"   # llm: recognition/prediction distractors written by the LLM
-
-
-def supports(dimension: Dimension) -> bool:
-    return dimension.key in DIMENSIONS
 
 
 def similarity(a: str, b: str) -> float:

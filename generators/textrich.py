@@ -37,9 +37,9 @@ from pydantic import Field
 
 from benchsmith import runner
 from benchsmith.dimensions import Dimension
-from benchsmith.records import Fact, Image, Provenance, Question, normalise_text, stable_hash
+from benchsmith.records import Fact, Image, Question, normalise_text, stable_hash
 from benchsmith.geometry import unit_box
-from benchsmith.settings import Strict, keyed
+from benchsmith.settings import Strict
 from generators import textrich_maps
 from generators.programmatic import Draft, drafts_of, four_options, questions_from
 from generators.stage import Job, Outcome, QuestionStage
@@ -298,8 +298,7 @@ def generate(item: Image, dimension: Dimension, pools: Pools, settings: TextRich
     if settings.only_ocr_text and ocr:
         drafts = [replace(d, dropped=why, meta=d.meta | {"drop_rule": "text_not_read"})
                   if (why := unread_text(d, truth, ocr, item.width, item.height)) else d for d in drafts]
-    provenance = Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed, params=keyed(settings))
-    return questions_from(drafts, item, dimension, settings.per_dimension, provenance, rng)
+    return questions_from(drafts, item, dimension, settings, rng, seed, BACKEND, VERSION)
 
 
 class TextRichStage(QuestionStage):
@@ -309,11 +308,10 @@ class TextRichStage(QuestionStage):
     generator = "textrich"
     settings_model = TextRichSettings
 
+    version = VERSION
+
     def supports(self, dimension: Dimension) -> bool:
         return dimension.key in templates()
-
-    def dimension_key(self, dimension: Dimension) -> str:
-        return stable_hash(VERSION, dimension.definition, length=12)
 
     def prepare(self, context: runner.StageContext, jobs: Sequence[Job]) -> None:
         self.pools = Pools.of([item.annotations.get("truth") or {} for item in context.store.get_items(kind="image")])
