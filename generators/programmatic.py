@@ -75,16 +75,11 @@ class Vocabulary:
         collection's own label set rather than from unrelated generic ones. The keys the collection
         could give each balanced template are tallied too (`key_tallies`)."""
         attributes = {k: list(v) for k, v in self.attributes.items()}
-        labels: list[str] = []
-        words: list[str] = []
-        for fact in facts:
-            if fact.kind == "object":
-                labels.append(fact.text.lower())
-                for key, value in fact.attributes.items():
-                    attributes.setdefault(key, []).append(value.lower())
-            elif fact.kind == "ocr":
-                words.append(fact.text)
-        labels, words = list(_unique(labels)), list(_unique(words))
+        objects = [f for f in facts if f.kind == "object"]
+        for fact in objects:
+            for key, value in fact.attributes.items():
+                attributes.setdefault(key, []).append(value.lower())
+        labels, words = _unique(f.text.lower() for f in objects), _unique(f.text for f in facts if f.kind == "ocr")
         observed = {k: _unique(v[len(self.attributes.get(k, ())):]) for k, v in attributes.items()}
         wide = Vocabulary({k: _unique(v) for k, v in attributes.items()},
                           _unique(labels if len(labels) >= 4 else [*labels, *self.labels]), self.plurals,
@@ -303,12 +298,8 @@ def counting(things, facts, vocabulary, settings, rng) -> list[Draft]:
     drafts, noun = [], vocabulary.noun(things)
     for (key, value), n in sorted(count_groups(things, vocabulary, rng, _has_text(facts)).items()):
         family = f"count:{key}"
-        if key == "all":
-            text = f"How many {value} are there in the image?"
-        elif key == "label":
-            text = f"How many {plural(value, vocabulary)} are there in the image?"
-        else:
-            text = f"How many {value} {noun} are there in the image?"
+        what = value if key == "all" else plural(value, vocabulary) if key == "label" else f"{value} {noun}"
+        text = f"How many {what} are there in the image?"
         meta = {"template": "count", "filter": {} if key == "all" else {key: value}}
         support = vocabulary.support(family)
         if len(support) < 4:
@@ -427,6 +418,10 @@ def spatial(things, _facts, vocabulary, settings, rng) -> list[Draft]:
 
 # -- Instance Attributes ----------------------------------------------------------------------------
 
+ATTRIBUTE_QUESTIONS = {"colour": "What colour is {}?", "shape": "What shape is {}?",
+                       "size": "How large is {} compared with the other objects?"}
+
+
 def attributes(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
     drafts = []
     for thing in things:
@@ -444,11 +439,8 @@ def attributes(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
             others = pick(pool, 3, avoid=[value])
             if len(others) < 3:
                 continue
-            question = {"colour": f"What colour is {phrase(target)}?",
-                        "shape": f"What shape is {phrase(target)}?",
-                        "size": f"How large is {phrase(target)} compared with the other objects?"}[key]
-            drafts.append(Draft(question, (value, *others), {"template": "attribute", "attribute": key,
-                                                             "target": target}))
+            drafts.append(Draft(ATTRIBUTE_QUESTIONS[key].format(phrase(target)), (value, *others),
+                                {"template": "attribute", "attribute": key, "target": target}))
     return drafts
 
 

@@ -80,11 +80,8 @@ def recognition(video: Video, labels: list[str], settings: TemporalSettings, rng
         others = hard_negatives(segment["label"], labels, overlapping, settings.hard_negative_pool, rng)
         if not others:
             continue
-        if len(segments) == 1:
-            text = "What happens in the video?"
-        else:
-            text = f"What happens in the video between {segment['start']:g} s and {segment['end']:g} s?"
-        drafts.append((text, [segment["label"], *others],
+        window = "" if len(segments) == 1 else f" between {segment['start']:g} s and {segment['end']:g} s"
+        drafts.append((f"What happens in the video{window}?", [segment["label"], *others],
                        {"template": "recognition", "window": [segment["start"], segment["end"]],
                         "true_labels": sorted(overlapping), "frames": list(video.frames)}))
     return drafts
@@ -106,10 +103,6 @@ def prediction(video: Video, labels: list[str], settings: TemporalSettings, rng:
     return drafts
 
 
-def _sequence(steps: list[str]) -> str:
-    return ", then ".join(steps)
-
-
 def procedure(video: Video, labels: list[str], settings: TemporalSettings, rng: random.Random) -> list[tuple]:
     steps = video.annotations.get("steps") or [s["label"] for s in _segments(video)]
     if len(steps) < settings.min_steps or len({normalise_text(s) for s in steps}) != len(steps):
@@ -123,10 +116,7 @@ def procedure(video: Video, labels: list[str], settings: TemporalSettings, rng: 
     substitutes = hard_negatives(steps[replace_at], labels, set(steps), settings.hard_negative_pool, rng, n=1)
     if substitutes:
         wrong.insert(1, steps[:replace_at] + substitutes + steps[replace_at + 1:])
-    options = [_sequence(steps)]
-    for candidate in wrong:
-        if _sequence(candidate) not in options:
-            options.append(_sequence(candidate))
+    options = list(dict.fromkeys(", then ".join(sequence) for sequence in [steps, *wrong]))
     if len(options) < 4:
         return []
     return [("In which order are the steps carried out in the video?", options[:4],

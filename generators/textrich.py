@@ -154,7 +154,7 @@ def arithmetic(truth, _pools, _settings, rng) -> list[Draft]:
         if not column.readable or numbers is None or len(set(column.names)) != len(column.names) or len(numbers) < 4:
             continue
         pairs = list(itertools.combinations(range(len(numbers)), 2))
-        for operation in ("sum", "difference"):
+        for operation, words in (("sum", "sum of"), ("difference", "difference between")):
             result = {p: _format(numbers[p[0]] + numbers[p[1]] if operation == "sum"
                                  else abs(numbers[p[0]] - numbers[p[1]]), column.cells) for p in pairs}
             for pair in rng.sample(pairs, min(len(pairs), 4)):
@@ -164,9 +164,7 @@ def arithmetic(truth, _pools, _settings, rng) -> list[Draft]:
                 options = four_options(rng, result[pair], [r for p, r in result.items() if p != pair])
                 if options is None:
                     continue
-                text = (f"What is the sum of the {column.measure} for {a} and for {b} {column.scope}?"
-                        if operation == "sum" else
-                        f"What is the difference between the {column.measure} for {a} and for {b} {column.scope}?")
+                text = f"What is the {words} the {column.measure} for {a} and for {b} {column.scope}?"
                 drafts.append(Draft(text, options, {"template": "arithmetic", "operation": operation,
                                                     "reads": [column.cells[i] for i in pair]}))
     return drafts
