@@ -32,8 +32,7 @@ class Embeddings:
 
     def prefetch(self, texts: Iterable[str]) -> None:
         """Ask for the vectors of `texts` without waiting for them; the next `add` reads them back."""
-        missing = sorted(set(texts) - self.vectors.keys() - self._asked)
-        if missing:
+        if missing := sorted(set(texts) - self.vectors.keys() - self._asked):
             self.start()
             self._encoder.send(missing)
             self._sent.append(missing)

@@ -147,8 +147,7 @@ class Pools:
         self.embed(parsed)
         self._near = {}
         for method in ("captions", "texts"):
-            keys = sorted({p.key for p in parsed if p.kind.method == method})
-            if keys:
+            if keys := sorted({p.key for p in parsed if p.kind.method == method}):
                 self._nearest(method, keys)
 
     def embed(self, parsed: Sequence[Parsed]) -> None:
