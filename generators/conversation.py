@@ -138,12 +138,10 @@ class ConversationStage(GeneratorStage):
 
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         facts = context.store.get_facts(sorted({j.item.id for j in jobs}))
-        active: list[Job] = []
         for job in jobs:
-            if facts[job.item.id]:
-                active.append(job)
-            else:  # nothing extracted yet: left for a run after `benchsmith extract`
+            if not facts[job.item.id]:  # nothing extracted yet: left for a run after `benchsmith extract`
                 yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
+        active = [job for job in jobs if facts[job.item.id]]
         drafts = {job.item.id: _Draft() for job in active}
         for level in LEVELS:
             calls = [(job, request_for_turn(job.item, facts[job.item.id], drafts[job.item.id].turns, self.options))

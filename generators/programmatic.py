@@ -276,8 +276,7 @@ def count_groups(things: list[Thing], vocabulary: Vocabulary, rng: random.Random
         if "colour" in thing.attributes:
             groups[("colour", thing.attributes["colour"])] += 1
     for key, values in (("label", vocabulary.labels), ("colour", vocabulary.values("colour"))):
-        absent = [v for v in values if (key, v) not in groups]
-        if absent:
+        if absent := [v for v in values if (key, v) not in groups]:
             groups[(key, rng.choice(absent))] = 0
     return dict(groups)
 
@@ -338,8 +337,7 @@ def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: Programmati
         for (key, _value), n in count_groups(things, vocabulary, rng, _has_text(item_facts)).items():
             tallies[f"count:{key}"][str(n)] += 1
         for a, b in itertools.permutations(things, 2):
-            where = relation(a, b, settings.spatial_gap)
-            if where is not None:
+            if (where := relation(a, b, settings.spatial_gap)) is not None:
                 tallies["spatial"][where] += 1
     return {family: dict(tally) for family, tally in sorted(tallies.items())}
 

@@ -85,10 +85,9 @@ def catch_all_rule(question: Question, pattern: str) -> str:
     return ""
 
 
-def mentions_source_rule(question: Question, pattern: str) -> str:
-    for text in (question.text, *question.options):
-        found = re.search(pattern, normalise_text(text))
-        if found:
+def mentions_source_rule(texts: Sequence[str], pattern: str) -> str:
+    for text in texts:
+        if found := re.search(pattern, normalise_text(text)):
             return f"speaks of {found.group(0)!r} instead of the image"
     return ""
 
@@ -192,7 +191,7 @@ def gate(questions: Sequence[Question], existing: dict[str, list[Question]],
                   ("catch_all_option", lambda q: catch_all_rule(q, settings.catch_all_pattern)),
                   ("answer_in_question", answer_in_question_rule),
                   ("distractors_from_key", lambda q: distractors_from_key_rule(q, settings.centroid_margin)),
-                  ("mentions_source", lambda q: mentions_source_rule(q, settings.source_pattern)))
+                  ("mentions_source", lambda q: mentions_source_rule([q.text, *q.options], settings.source_pattern)))
         rule, reason = next(((name, why) for name, check in checks if (why := check(question))), ("", ""))
         if not rule:
             # the twin named is the one with the least id, so the reason is the same whatever the siblings' order
@@ -272,13 +271,11 @@ def conversation_rule(conversation: Conversation, settings: QualitySettings) -> 
             return "empty_field", f"turn {number} has no focus points"
     for later, turn in enumerate(turns[1:], 2):
         for earlier, before in enumerate(turns[:later - 1], 1):
-            reason = leak_reason(turn.instruction, before.reference, settings)
-            if reason:
+            if reason := leak_reason(turn.instruction, before.reference, settings):
                 return "leaked_reference", f"turn {later}'s instruction gives away turn {earlier}'s answer: {reason}"
     for number, turn in enumerate(turns, 1):
-        found = re.search(settings.source_pattern, normalise_text(turn.instruction))
-        if found:
-            return "mentions_source", f"turn {number} speaks of {found.group(0)!r} instead of the image"
+        if reason := mentions_source_rule([turn.instruction], settings.source_pattern):
+            return "mentions_source", f"turn {number} {reason}"
     return "", ""
 
 

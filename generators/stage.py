@@ -267,8 +267,7 @@ class LlmStage(QuestionStage):
 
     def dimension_key(self, dimension: Dimension) -> str:
         folder = llm_generator.prompts_for(dimension, self.llm.prompts_dir)
-        shared = (folder / "_shared.yaml").read_text(encoding="utf-8")
-        own = (folder / f"{dimension.key}.yaml").read_text(encoding="utf-8")
+        shared, own = ((folder / f"{name}.yaml").read_text(encoding="utf-8") for name in ("_shared", dimension.key))
         return stable_hash(shared, own, self.llm.model_for(dimension), length=12)
 
     def units(self, context: runner.StageContext) -> list[Job]:

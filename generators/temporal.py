@@ -113,8 +113,7 @@ def procedure(video: Video, labels: list[str], settings: TemporalSettings, rng: 
         swapped[i], swapped[i + 1] = swapped[i + 1], swapped[i]
         wrong.append(swapped)
     replace_at = rng.randrange(len(steps))
-    substitutes = hard_negatives(steps[replace_at], labels, set(steps), settings.hard_negative_pool, rng, n=1)
-    if substitutes:
+    if substitutes := hard_negatives(steps[replace_at], labels, set(steps), settings.hard_negative_pool, rng, n=1):
         wrong.insert(1, steps[:replace_at] + substitutes + steps[replace_at + 1:])
     options = list(dict.fromkeys(", then ".join(sequence) for sequence in [steps, *wrong]))
     if len(options) < 4:
