@@ -349,11 +349,7 @@ COLUMNS = ("left", "centre", "right")
 
 
 def region_name(row: int, column: int) -> str:
-    if row == 1 and column == 1:
-        return "centre"
-    if row == 1:
-        return f"middle {COLUMNS[column]}"
-    return f"{ROWS[row]} {COLUMNS[column]}"
+    return "centre" if row == 1 and column == 1 else f"{ROWS[row]} {COLUMNS[column]}"
 
 
 def grid_cell(value: float, margin: float) -> int | None:
