@@ -331,8 +331,7 @@ def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: Programmati
     tallies: dict[str, Counter] = defaultdict(Counter)
     rng = random.Random(0)
     for item_facts in per_item.values():
-        things = things_in(item_facts)
-        if not things:
+        if not (things := things_in(item_facts)):
             continue
         for (key, _value), n in count_groups(things, vocabulary, rng, _has_text(item_facts)).items():
             tallies[f"count:{key}"][str(n)] += 1
@@ -424,8 +423,7 @@ def attributes(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
             values = vocabulary.values(key)
             if value is None or len(values) < 4:
                 continue
-            target = referent(thing, things, without=key)
-            if target is None:
+            if (target := referent(thing, things, without=key)) is None:
                 continue
             # values seen on other objects in the same image are the hardest distractors
             present = shuffled(rng, {t.attributes.get(key) for t in things} - {value, None})

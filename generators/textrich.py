@@ -288,8 +288,7 @@ def generate(item: Image, dimension: Dimension, pools: Pools, settings: TextRich
              seed: int = 0, ocr: Sequence[Fact] = ()) -> list[Question]:
     """Up to `settings.per_dimension` questions about a text-rich page; none about another image. `ocr`:
     the lines an OCR extractor read on the page, which limit them under `only_ocr_text`."""
-    truth = page_truth(item, dimension)
-    if truth is None:
+    if (truth := page_truth(item, dimension)) is None:
         return []
     rng = random.Random(stable_hash(seed, item.id, dimension.id))
     drafts = templates()[dimension.key](truth, pools, settings, rng)

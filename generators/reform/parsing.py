@@ -195,8 +195,7 @@ def mentions(caption: str, labels: frozenset[str], attributes: frozenset[str]) -
 def parse_regions(record: dict, kind: TaskKind, dataset: str, item: Image,
                   settings: ReformSettings) -> list[Parsed]:
     expressions = _strings(field_value(record, kind, "expressions"), ("raw", "sent", "expression", "text"))
-    box = _record_box(record, kind, item)
-    if box is None:
+    if (box := _record_box(record, kind, item)) is None:
         raise Unusable("no usable box for the referent: bbox (COCO x, y, w, h), box or box_px is missing "
                        "or covers nothing inside the image")
     if not expressions:
@@ -210,8 +209,7 @@ def parse_regions(record: dict, kind: TaskKind, dataset: str, item: Image,
 
 
 def parse(record: dict, item: Image, kinds: dict[str, TaskKind], settings: ReformSettings) -> list[Parsed]:
-    kind = kinds.get(record.get("task", ""))
-    if kind is None:
+    if (kind := kinds.get(record.get("task", ""))) is None:
         raise Unusable(f"unknown task kind {record.get('task')!r}; known: {', '.join(sorted(kinds))}")
     dataset = str(record.get("dataset") or item.source)
     parsers = {"answers": parse_vqa, "classes": parse_class, "captions": parse_captions}
@@ -239,8 +237,7 @@ def read(item: Image, kinds: dict[str, TaskKind], settings: ReformSettings) -> R
     image, shared (its candidates), so the item itself is not needed again."""
     reading, regions = Reading(), None
     for index, record in enumerate(records_of(item)):
-        kind = kinds.get(record.get("task", ""))
-        if kind is None:
+        if (kind := kinds.get(record.get("task", ""))) is None:
             continue  # an unknown kind feeds no dimension (counted by the stage)
         try:
             found = parse(record, item, kinds, settings)
