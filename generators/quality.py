@@ -228,10 +228,9 @@ def balance_answers(questions: Sequence[Question], seed: int = 0) -> list[Questi
             if not letters:
                 letters = rng.sample(range(4), 4)
             target = letters.pop()
-            correct = question.options[question.answer]
-            others = [o for i, o in enumerate(question.options) if i != question.answer]
-            rng.shuffle(others)
-            options = others[:target] + [correct] + others[target:]
+            options = [o for i, o in enumerate(question.options) if i != question.answer]
+            rng.shuffle(options)
+            options.insert(target, question.options[question.answer])
             placed[question.id] = question.model_copy(update={"options": options, "answer": target})
     return [placed[q.id] for q in questions]
 
@@ -248,8 +247,7 @@ def leak_reason(instruction: str, reference: str, settings: QualitySettings) -> 
     for i in range(len(answer) - n + 1):
         if tuple(answer[i:i + n]) in grams:
             return f"repeats {' '.join(answer[i:i + n])!r}"
-    function_words = set(settings.function_words)
-    key = set(answer) - function_words
+    key = set(answer) - set(settings.function_words)
     shared = key & set(said)
     if len(key) >= 3 and len(shared) / len(key) >= settings.leak_overlap:
         return f"holds {len(shared)} of its {len(key)} content words"

@@ -42,8 +42,7 @@ class Embeddings:
         """Embed the texts not embedded yet, and wait for every vector asked for."""
         self.prefetch(texts)
         while self._sent:
-            asked = self._sent.pop(0)
-            self.vectors.update(zip(asked, self._encoder.receive()))
+            self.vectors.update(zip(self._sent.pop(0), self._encoder.receive()))
         self._asked.clear()
 
     def release(self) -> None:
