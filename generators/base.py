@@ -17,6 +17,16 @@ from benchsmith.settings import NoSettings, Settings
 WAITING_FOR_FACTS = "waiting for facts"
 
 
+def json_object(properties: dict) -> dict:
+    """A JSON schema object that requires every one of `properties` and allows nothing else."""
+    return {"type": "object", "additionalProperties": False, "required": list(properties), "properties": properties}
+
+
+def json_format(name: str, properties: dict) -> dict:
+    """A strict `response_format` asking the LLM for one `json_object` of `properties`."""
+    return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": json_object(properties)}}
+
+
 @dataclass
 class Outcome:
     """What one job produced: its items (questions, a conversation), or a failed draft (reason, raw), or

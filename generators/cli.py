@@ -45,7 +45,6 @@ def register(app: typer.Typer, context) -> None:
         with c.store() as store, stage_progress():
             report = run_stages(store, stages, limit=limit)
         dropped, failures, skipped = report.pop("dropped"), report.pop("http_failures"), report.pop("skipped")
-        waiting = report["waiting_for_facts"]
         console.print(table("generate", ["what", "count"], [*report.items(),
                                                              *((f"dropped: {k}", v) for k, v in dropped.items())]))
         for reason, count in failures.items():
@@ -53,5 +52,5 @@ def register(app: typer.Typer, context) -> None:
                           "rerun `benchsmith generate` to try them again[/]")
         for reason, count in skipped.items():
             console.print(f"[yellow]{count} source annotation(s) gave no question: {reason}[/]")
-        if waiting:
+        if waiting := report["waiting_for_facts"]:
             console.print(f"[yellow]{waiting} job(s) wait for facts: run `benchsmith extract`, then generate again[/]")

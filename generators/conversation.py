@@ -31,7 +31,7 @@ from benchsmith.settings import UNKEYED, Settings, keyed
 from extractors.context import visual_context
 from generators import quality
 from generators.quality import QualitySettings
-from generators.base import WAITING_FOR_FACTS, GeneratorStage, Outcome, ledger_entry
+from generators.base import WAITING_FOR_FACTS, GeneratorStage, Outcome, json_format, ledger_entry
 from generators.llm import LlmWriterSettings, fenced, template_for
 
 BACKEND = "conversation"
@@ -45,16 +45,11 @@ class ConversationSettings(LlmWriterSettings):
     max_tokens: int = 1200
 
 
-TURN_SCHEMA = {"type": "json_schema", "json_schema": {"name": "turn", "strict": True, "schema": {
-    "type": "object", "additionalProperties": False,
-    "required": ["task", "instruction", "reference", "focus_points"],
-    "properties": {
-        "task": {"type": "string", "minLength": 1},
-        "instruction": {"type": "string", "minLength": 5},
-        "reference": {"type": "string", "minLength": 1},
-        "focus_points": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1,
-                         "maxItems": 8},
-    }}}}
+TURN_SCHEMA = json_format("turn", {
+    "task": {"type": "string", "minLength": 1},
+    "instruction": {"type": "string", "minLength": 5},
+    "reference": {"type": "string", "minLength": 1},
+    "focus_points": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1, "maxItems": 8}})
 
 
 def earlier_block(turns: Sequence[Turn]) -> str:
@@ -143,12 +138,10 @@ class ConversationStage(GeneratorStage):
 
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         facts = context.store.get_facts(sorted({j.item.id for j in jobs}))
-        active: list[Job] = []
         for job in jobs:
-            if facts[job.item.id]:
-                active.append(job)
-            else:  # nothing extracted yet: left for a run after `benchsmith extract`
+            if not facts[job.item.id]:  # nothing extracted yet: left for a run after `benchsmith extract`
                 yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
+        active = [job for job in jobs if facts[job.item.id]]
         drafts = {job.item.id: _Draft() for job in active}
         for level in LEVELS:
             calls = [(job, request_for_turn(job.item, facts[job.item.id], drafts[job.item.id].turns, self.options))

@@ -33,8 +33,8 @@ from pydantic import Field
 
 from benchsmith import runner
 from benchsmith.dimensions import Dimension
-from benchsmith.records import ImageSet, Provenance, Question, stable_hash
-from benchsmith.settings import Strict, keyed
+from benchsmith.records import ImageSet, Question, stable_hash
+from benchsmith.settings import Strict
 from generators.programmatic import Draft, Thing, four_options, grid_cell, questions_from, region_name, relation
 from generators.stage import Job, Outcome, QuestionStage
 from ingest.scene_sets import CHANGES
@@ -309,8 +309,7 @@ def generate(item: ImageSet, dimension: Dimension, settings: ImageSetSettings, s
         drafts = framed(scenes, truth["marks"], rng) if dimension.key == "visual_correspondence" else []
     else:
         drafts = TEMPLATES[dimension.key](scenes, rng, settings)
-    provenance = Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed, params=keyed(settings))
-    return questions_from(drafts, item, dimension, settings.per_dimension, provenance, rng)
+    return questions_from(drafts, item, dimension, settings, rng, seed, BACKEND, VERSION)
 
 
 class ImageSetStage(QuestionStage):
@@ -318,12 +317,7 @@ class ImageSetStage(QuestionStage):
 
     generator = "image_sets"
     settings_model = ImageSetSettings
-
-    def supports(self, dimension: Dimension) -> bool:
-        return dimension.key in TEMPLATES
-
-    def dimension_key(self, dimension: Dimension) -> str:
-        return stable_hash(VERSION, dimension.definition, length=12)
+    templates, version = TEMPLATES, VERSION
 
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         for job in jobs:

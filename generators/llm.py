@@ -37,6 +37,7 @@ from benchsmith.records import LETTERS, Fact, Image, Item, Provenance, Question
 from benchsmith.geometry import unit_box
 from benchsmith.settings import UNKEYED, Strict, parse_yaml
 from extractors.context import text_reads, visual_context
+from generators.base import json_format, json_object
 from generators.set_grouping import SetSettings
 
 BACKEND = "llm"
@@ -123,17 +124,11 @@ def text_rich(dimension: Dimension) -> bool:
 
 
 def output_schema(n_questions: int) -> dict:
-    question = {
-        "type": "object", "additionalProperties": False, "required": ["question", "options", "answer"],
-        "properties": {
-            "question": {"type": "string", "minLength": 5},
-            "options": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 4, "maxItems": 4},
-            "answer": {"type": "string", "enum": list(LETTERS)},
-        },
-    }
-    return {"type": "json_schema", "json_schema": {"name": "questions", "strict": True, "schema": {
-        "type": "object", "additionalProperties": False, "required": ["questions"],
-        "properties": {"questions": {"type": "array", "items": question, "maxItems": n_questions}}}}}
+    question = json_object({
+        "question": {"type": "string", "minLength": 5},
+        "options": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 4, "maxItems": 4},
+        "answer": {"type": "string", "enum": list(LETTERS)}})
+    return json_format("questions", {"questions": {"type": "array", "items": question, "maxItems": n_questions}})
 
 
 def fenced(context: str) -> str:

@@ -33,7 +33,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from pydantic import Field
 
@@ -75,16 +75,11 @@ class Vocabulary:
         collection's own label set rather than from unrelated generic ones. The keys the collection
         could give each balanced template are tallied too (`key_tallies`)."""
         attributes = {k: list(v) for k, v in self.attributes.items()}
-        labels: list[str] = []
-        words: list[str] = []
-        for fact in facts:
-            if fact.kind == "object":
-                labels.append(fact.text.lower())
-                for key, value in fact.attributes.items():
-                    attributes.setdefault(key, []).append(value.lower())
-            elif fact.kind == "ocr":
-                words.append(fact.text)
-        labels, words = list(_unique(labels)), list(_unique(words))
+        objects = [f for f in facts if f.kind == "object"]
+        for fact in objects:
+            for key, value in fact.attributes.items():
+                attributes.setdefault(key, []).append(value.lower())
+        labels, words = _unique(f.text.lower() for f in objects), _unique(f.text for f in facts if f.kind == "ocr")
         observed = {k: _unique(v[len(self.attributes.get(k, ())):]) for k, v in attributes.items()}
         wide = Vocabulary({k: _unique(v) for k, v in attributes.items()},
                           _unique(labels if len(labels) >= 4 else [*labels, *self.labels]), self.plurals,
@@ -259,6 +254,13 @@ def four_options(rng: random.Random, key: str, others) -> tuple[str, str, str, s
     return (key, *picked) if len(picked) == 3 else None
 
 
+def drafts_of(rng: random.Random, template: str, asks: list[tuple[str, str, Iterable, dict]]) -> list[Draft]:
+    """Drafts of `template` from the asks (question, key, the pool of options, meta) whose pool holds three
+    distractors (`four_options`), in order."""
+    return [Draft(text, options, {"template": template} | meta) for text, key, pool, meta in asks
+            if (options := four_options(rng, key, pool))]
+
+
 # -- Instances Counting -----------------------------------------------------------------------------
 
 def count_groups(things: list[Thing], vocabulary: Vocabulary, rng: random.Random,
@@ -274,8 +276,7 @@ def count_groups(things: list[Thing], vocabulary: Vocabulary, rng: random.Random
         if "colour" in thing.attributes:
             groups[("colour", thing.attributes["colour"])] += 1
     for key, values in (("label", vocabulary.labels), ("colour", vocabulary.values("colour"))):
-        absent = [v for v in values if (key, v) not in groups]
-        if absent:
+        if absent := [v for v in values if (key, v) not in groups]:
             groups[(key, rng.choice(absent))] = 0
     return dict(groups)
 
@@ -296,12 +297,8 @@ def counting(things, facts, vocabulary, settings, rng) -> list[Draft]:
     drafts, noun = [], vocabulary.noun(things)
     for (key, value), n in sorted(count_groups(things, vocabulary, rng, _has_text(facts)).items()):
         family = f"count:{key}"
-        if key == "all":
-            text = f"How many {value} are there in the image?"
-        elif key == "label":
-            text = f"How many {plural(value, vocabulary)} are there in the image?"
-        else:
-            text = f"How many {value} {noun} are there in the image?"
+        what = value if key == "all" else plural(value, vocabulary) if key == "label" else f"{value} {noun}"
+        text = f"How many {what} are there in the image?"
         meta = {"template": "count", "filter": {} if key == "all" else {key: value}}
         support = vocabulary.support(family)
         if len(support) < 4:
@@ -334,14 +331,12 @@ def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: Programmati
     tallies: dict[str, Counter] = defaultdict(Counter)
     rng = random.Random(0)
     for item_facts in per_item.values():
-        things = things_in(item_facts)
-        if not things:
+        if not (things := things_in(item_facts)):
             continue
         for (key, _value), n in count_groups(things, vocabulary, rng, _has_text(item_facts)).items():
             tallies[f"count:{key}"][str(n)] += 1
         for a, b in itertools.permutations(things, 2):
-            where = relation(a, b, settings.spatial_gap)
-            if where is not None:
+            if (where := relation(a, b, settings.spatial_gap)) is not None:
                 tallies["spatial"][where] += 1
     return {family: dict(tally) for family, tally in sorted(tallies.items())}
 
@@ -353,11 +348,7 @@ COLUMNS = ("left", "centre", "right")
 
 
 def region_name(row: int, column: int) -> str:
-    if row == 1 and column == 1:
-        return "centre"
-    if row == 1:
-        return f"middle {COLUMNS[column]}"
-    return f"{ROWS[row]} {COLUMNS[column]}"
+    return "centre" if row == 1 and column == 1 else f"{ROWS[row]} {COLUMNS[column]}"
 
 
 def grid_cell(value: float, margin: float) -> int | None:
@@ -420,6 +411,10 @@ def spatial(things, _facts, vocabulary, settings, rng) -> list[Draft]:
 
 # -- Instance Attributes ----------------------------------------------------------------------------
 
+ATTRIBUTE_QUESTIONS = {"colour": "What colour is {}?", "shape": "What shape is {}?",
+                       "size": "How large is {} compared with the other objects?"}
+
+
 def attributes(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
     drafts = []
     for thing in things:
@@ -428,8 +423,7 @@ def attributes(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
             values = vocabulary.values(key)
             if value is None or len(values) < 4:
                 continue
-            target = referent(thing, things, without=key)
-            if target is None:
+            if (target := referent(thing, things, without=key)) is None:
                 continue
             # values seen on other objects in the same image are the hardest distractors
             present = shuffled(rng, {t.attributes.get(key) for t in things} - {value, None})
@@ -437,11 +431,8 @@ def attributes(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
             others = pick(pool, 3, avoid=[value])
             if len(others) < 3:
                 continue
-            question = {"colour": f"What colour is {phrase(target)}?",
-                        "shape": f"What shape is {phrase(target)}?",
-                        "size": f"How large is {phrase(target)} compared with the other objects?"}[key]
-            drafts.append(Draft(question, (value, *others), {"template": "attribute", "attribute": key,
-                                                             "target": target}))
+            drafts.append(Draft(ATTRIBUTE_QUESTIONS[key].format(phrase(target)), (value, *others),
+                                {"template": "attribute", "attribute": key, "target": target}))
     return drafts
 
 
@@ -514,10 +505,6 @@ TEMPLATES: dict[str, Template] = {
 }
 
 
-def supports(dimension: Dimension) -> bool:
-    return dimension.key in TEMPLATES
-
-
 def generate(item: Image, facts: list[Fact], dimension: Dimension, vocabulary: Vocabulary,
              settings: ProgrammaticSettings, seed: int = 0) -> list[Question]:
     """Up to `settings.per_dimension` questions about `item`; the correct option is first. Drafts met on
@@ -525,20 +512,20 @@ def generate(item: Image, facts: list[Fact], dimension: Dimension, vocabulary: V
     them as dropped questions)."""
     rng = random.Random(stable_hash(seed, item.id, dimension.id))
     drafts = TEMPLATES[dimension.key](things_in(facts), facts, vocabulary, settings, rng)
-    provenance = Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed, params=keyed(settings))
-    return questions_from(drafts, item, dimension, settings.per_dimension, provenance, rng)
+    return questions_from(drafts, item, dimension, settings, rng, seed)
 
 
-def questions_from(drafts: list[Draft], item: Image, dimension: Dimension, per_dimension: int,
-                   provenance: Provenance, rng: random.Random) -> list[Question]:
-    """Up to `per_dimension` of `drafts`, drawn at random, as questions of `provenance.backend`; the drafts
-    not asked (`dropped`) that the draw met on the way come too."""
+def questions_from(drafts: list[Draft], item: Image, dimension: Dimension, settings, rng: random.Random, seed: int,
+                   backend: str = BACKEND, version: str = VERSION) -> list[Question]:
+    """Up to `settings.per_dimension` of `drafts`, drawn at random, as questions of `backend` at `version`; the
+    drafts not asked (`dropped`) that the draw met on the way come too."""
+    provenance = Provenance(backend=backend, prompt_version=version, seed=seed, params=keyed(settings))
     chosen, asked = [], 0
     for draft in rng.sample(drafts, len(drafts)):
-        if asked == per_dimension:
+        if asked == settings.per_dimension:
             break
         chosen.append(draft)
         asked += not draft.dropped
     return [Question(item_id=item.id, dimension_id=dimension.id, text=d.text, options=list(d.options), answer=0,
-                     provenance=provenance, meta=d.meta | {"generator": provenance.backend}
+                     provenance=provenance, meta=d.meta | {"generator": backend}
                      | ({"dropped": d.dropped} if d.dropped else {})) for d in chosen]

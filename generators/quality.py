@@ -85,10 +85,9 @@ def catch_all_rule(question: Question, pattern: str) -> str:
     return ""
 
 
-def mentions_source_rule(question: Question, pattern: str) -> str:
-    for text in (question.text, *question.options):
-        found = re.search(pattern, normalise_text(text))
-        if found:
+def mentions_source_rule(texts: Sequence[str], pattern: str) -> str:
+    for text in texts:
+        if found := re.search(pattern, normalise_text(text)):
             return f"speaks of {found.group(0)!r} instead of the image"
     return ""
 
@@ -101,12 +100,15 @@ def answer_in_question_rule(question: Question) -> str:
     return ""
 
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", normalise_text(text))
+
+
 def near_variant(a: str, b: str, ignore: frozenset[str] = frozenset()) -> bool:
     """`b` is `a` with one small edit: for phrases, one word swapped (words in `ignore` left out); for a
     single word of four or more letters, at most two characters changed, added or dropped. Numbers are
     never variants of each other (3 and 4 are different counts, not a typo)."""
-    words_a = [w for w in re.findall(r"\w+", normalise_text(a)) if w not in ignore]
-    words_b = [w for w in re.findall(r"\w+", normalise_text(b)) if w not in ignore]
+    words_a, words_b = ([w for w in _words(text) if w not in ignore] for text in (a, b))
     if len(words_a) > 1 or len(words_b) > 1:
         return len(words_a) == len(words_b) and sum(x != y for x, y in zip(words_a, words_b)) == 1
     a, b = "".join(words_a), "".join(words_b)
@@ -153,7 +155,7 @@ def distractors_from_key_rule(question: Question, centroid_margin: float) -> str
 
 
 def content_words(text: str, function_words: set[str]) -> set[str]:
-    return set(re.findall(r"\w+", normalise_text(text))) - function_words
+    return set(_words(text)) - function_words
 
 
 def same_question(a: Question, b: Question, settings: QualitySettings) -> bool:
@@ -184,17 +186,13 @@ def gate(questions: Sequence[Question], existing: dict[str, list[Question]],
     seen = {item: list(qs) for item, qs in existing.items()}
     for question in questions:
         siblings = seen.setdefault(question.item_id, [])
-        rule, reason = "", ""
-        for name, check in ((question.meta.get("drop_rule", "unbalanced_key"), lambda q: q.meta.get("dropped", "")),
-                            ("options", lambda q: options_rule(q)),
-                            ("catch_all_option", lambda q: catch_all_rule(q, settings.catch_all_pattern)),
-                            ("answer_in_question", answer_in_question_rule),
-                            ("distractors_from_key", lambda q: distractors_from_key_rule(q, settings.centroid_margin)),
-                            ("mentions_source", lambda q: mentions_source_rule(q, settings.source_pattern))):
-            reason = check(question)
-            if reason:
-                rule = name
-                break
+        checks = ((question.meta.get("drop_rule", "unbalanced_key"), lambda q: q.meta.get("dropped", "")),
+                  ("options", options_rule),
+                  ("catch_all_option", lambda q: catch_all_rule(q, settings.catch_all_pattern)),
+                  ("answer_in_question", answer_in_question_rule),
+                  ("distractors_from_key", lambda q: distractors_from_key_rule(q, settings.centroid_margin)),
+                  ("mentions_source", lambda q: mentions_source_rule([q.text, *q.options], settings.source_pattern)))
+        rule, reason = next(((name, why) for name, check in checks if (why := check(question))), ("", ""))
         if not rule:
             # the twin named is the one with the least id, so the reason is the same whatever the siblings' order
             twin = min((s for s in siblings if s.id == question.id or same_question(s, question, settings)),
@@ -204,9 +202,7 @@ def gate(questions: Sequence[Question], existing: dict[str, list[Question]],
             elif len(siblings) >= settings.max_per_item:
                 rule, reason = "per_item_cap", f"the item already has {len(siblings)} questions"
         if rule:
-            drop = question.model_copy(update={"status": "dropped"})
-            dropped.append((drop, Verdict(subject_id=drop.id, subject_kind="question", stage=STAGE, rule=rule,
-                                          passed=False, reason=reason)))
+            dropped.append(_dropped(question, "question", rule, reason))
         else:
             kept.append(question)
             siblings.append(question)
@@ -232,16 +228,11 @@ def balance_answers(questions: Sequence[Question], seed: int = 0) -> list[Questi
             if not letters:
                 letters = rng.sample(range(4), 4)
             target = letters.pop()
-            correct = question.options[question.answer]
-            others = [o for i, o in enumerate(question.options) if i != question.answer]
-            rng.shuffle(others)
-            options = others[:target] + [correct] + others[target:]
+            options = [o for i, o in enumerate(question.options) if i != question.answer]
+            rng.shuffle(options)
+            options.insert(target, question.options[question.answer])
             placed[question.id] = question.model_copy(update={"options": options, "answer": target})
     return [placed[q.id] for q in questions]
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", normalise_text(text))
 
 
 def leak_reason(instruction: str, reference: str, settings: QualitySettings) -> str:
@@ -256,8 +247,7 @@ def leak_reason(instruction: str, reference: str, settings: QualitySettings) -> 
     for i in range(len(answer) - n + 1):
         if tuple(answer[i:i + n]) in grams:
             return f"repeats {' '.join(answer[i:i + n])!r}"
-    function_words = set(settings.function_words)
-    key = set(answer) - function_words
+    key = set(answer) - set(settings.function_words)
     shared = key & set(said)
     if len(key) >= 3 and len(shared) / len(key) >= settings.leak_overlap:
         return f"holds {len(shared)} of its {len(key)} content words"
@@ -279,13 +269,11 @@ def conversation_rule(conversation: Conversation, settings: QualitySettings) -> 
             return "empty_field", f"turn {number} has no focus points"
     for later, turn in enumerate(turns[1:], 2):
         for earlier, before in enumerate(turns[:later - 1], 1):
-            reason = leak_reason(turn.instruction, before.reference, settings)
-            if reason:
+            if reason := leak_reason(turn.instruction, before.reference, settings):
                 return "leaked_reference", f"turn {later}'s instruction gives away turn {earlier}'s answer: {reason}"
     for number, turn in enumerate(turns, 1):
-        found = re.search(settings.source_pattern, normalise_text(turn.instruction))
-        if found:
-            return "mentions_source", f"turn {number} speaks of {found.group(0)!r} instead of the image"
+        if reason := mentions_source_rule([turn.instruction], settings.source_pattern):
+            return "mentions_source", f"turn {number} {reason}"
     return "", ""
 
 
@@ -296,10 +284,14 @@ def conversation_gate(conversations: Sequence[Conversation], settings: QualitySe
     dropped: list[tuple[Conversation, Verdict]] = []
     for conversation in conversations:
         rule, reason = conversation_rule(conversation, settings)
-        if not rule:
+        if rule:
+            dropped.append(_dropped(conversation, "conversation", rule, reason))
+        else:
             kept.append(conversation)
-            continue
-        drop = conversation.model_copy(update={"status": "dropped"})
-        dropped.append((drop, Verdict(subject_id=drop.id, subject_kind="conversation", stage=STAGE, rule=rule,
-                                      passed=False, reason=reason)))
     return kept, dropped
+
+
+def _dropped(record: Question | Conversation, kind: str, rule: str, reason: str) -> tuple:
+    """`record` as dropped, with the verdict naming the rule it failed and why."""
+    drop = record.model_copy(update={"status": "dropped"})
+    return drop, Verdict(subject_id=drop.id, subject_kind=kind, stage=STAGE, rule=rule, passed=False, reason=reason)

@@ -45,11 +45,7 @@ from generators.quality import QualitySettings
 from generators import llm as llm_generator
 from generators import programmatic, reform, temporal
 from generators.base import WAITING_FOR_FACTS, GeneratorStage, Outcome, ledger_entry
-from generators.llm import LlmGeneratorSettings
-from generators.programmatic import ProgrammaticSettings
-from generators.reform import ReformSettings
 from generators.set_grouping import SetGroupingStage
-from generators.temporal import TemporalSettings
 
 STAGE = "generate"
 
@@ -108,6 +104,9 @@ class QuestionStage(GeneratorStage):
     dimensions it supports, what shapes one dimension's questions, and how a window of jobs is done;
     gating, balancing, superseding and storing are shared."""
 
+    templates: Collection[str] = ()  # the dimension keys it has templates for (else it overrides `supports`)
+    version = ""  # with a dimension's definition, what shapes its questions (else it overrides `dimension_key`)
+
     def __init__(self, settings: Settings, options: GenerateSettings) -> None:
         self.own = options.part(self.generator)  # generate.<generator>, by its settings model
         self.llm = options.part("llm")            # generate.llm: the model that writes LLM distractors too
@@ -126,11 +125,11 @@ class QuestionStage(GeneratorStage):
     # -- what a generator says about itself -------------------------------------------------------------
 
     def supports(self, dimension: Dimension) -> bool:
-        raise NotImplementedError
+        return dimension.key in self.templates
 
     def dimension_key(self, dimension: Dimension) -> str:
         """What shapes one dimension's questions beyond the stage's settings."""
-        raise NotImplementedError
+        return stable_hash(self.version, dimension.definition, length=12)
 
     def distractor_prompt(self) -> Path | None:
         """The prompt file of its LLM distractors, when it asks the LLM for them."""
@@ -146,13 +145,12 @@ class QuestionStage(GeneratorStage):
     # -- what is done, and under which settings ---------------------------------------------------------
 
     def config_key(self) -> str:
-        o = self.options
         parts = keyed(self.own)  # per-dimension parts (models, prompt files, vocabulary) are in each job's subject
         if (prompt := self.distractor_prompt()) is not None:
             parts["distractor_llm"] = self.llm.model_dump(mode="json", include={"model", "temperature", "seed",
                                                                              "max_tokens"})
             parts["distractor_prompt"] = prompt.read_text(encoding="utf-8")
-        return runner.config_key(self.generator, o.seed, o.quality.model_dump(mode="json"), parts)
+        return runner.config_key(self.generator, self.options.seed, self.options.quality.model_dump(mode="json"), parts)
 
     def units(self, context: runner.StageContext) -> list[Job]:
         """Every (item, dimension) whose item is of the dimension's modality."""
@@ -218,10 +216,8 @@ class ProgrammaticStage(QuestionStage):
     """Template questions computed from the extracted facts: no LLM, exact answers."""
 
     generator = "programmatic"
-    settings_model = ProgrammaticSettings
-
-    def supports(self, dimension: Dimension) -> bool:
-        return programmatic.supports(dimension)
+    settings_model = programmatic.ProgrammaticSettings
+    templates = programmatic.TEMPLATES
 
     def dimension_key(self, dimension: Dimension) -> str:
         vocabulary = self.own.vocabulary or programmatic.VOCABULARY_FILE
@@ -247,7 +243,7 @@ class LlmStage(QuestionStage):
     """Questions the LLM writes from an image's facts (a set's: each image's), one prompt template per dimension."""
 
     generator = "llm"
-    settings_model = LlmGeneratorSettings
+    settings_model = llm_generator.LlmGeneratorSettings
 
     @classmethod
     def stages(cls, settings: Settings, options: GenerateSettings) -> list[GeneratorStage]:
@@ -266,8 +262,7 @@ class LlmStage(QuestionStage):
 
     def dimension_key(self, dimension: Dimension) -> str:
         folder = llm_generator.prompts_for(dimension, self.llm.prompts_dir)
-        shared = (folder / "_shared.yaml").read_text(encoding="utf-8")
-        own = (folder / f"{dimension.key}.yaml").read_text(encoding="utf-8")
+        shared, own = ((folder / f"{name}.yaml").read_text(encoding="utf-8") for name in ("_shared", dimension.key))
         return stable_hash(shared, own, self.llm.model_for(dimension), length=12)
 
     def units(self, context: runner.StageContext) -> list[Job]:
@@ -317,13 +312,8 @@ class TemporalStage(QuestionStage):
     from the LLM."""
 
     generator = "temporal"
-    settings_model = TemporalSettings
-
-    def supports(self, dimension: Dimension) -> bool:
-        return temporal.supports(dimension)
-
-    def dimension_key(self, dimension: Dimension) -> str:
-        return stable_hash(temporal.__name__, dimension.definition, length=12)
+    settings_model = temporal.TemporalSettings
+    templates, version = temporal.TEMPLATES, temporal.__name__
 
     def distractor_prompt(self) -> Path | None:
         return temporal.PROMPT_FILE if self.own.distractors == "llm" else None
@@ -356,7 +346,7 @@ class ReformStage(QuestionStage):
     labels, captions, referring expressions, OCR ground truth), with distractors from their pools."""
 
     generator = "reform"
-    settings_model = ReformSettings
+    settings_model = reform.ReformSettings
 
     def __init__(self, settings: Settings, options: GenerateSettings) -> None:
         super().__init__(settings, options)
@@ -522,8 +512,7 @@ def run_stages(store, stages: Sequence[GeneratorStage], *, limit: int | None = N
         total.update({f"skipped: {reason}": n for reason, n in stage.unlisted().items()})
         total["http_calls"] += stage.http_calls
     counts = dict.fromkeys(c for stage in stages for c in stage.counts) or GeneratorStage.counts
-    out = {k: total.get(k, 0) for k in ("jobs", "finished", "retry_later", "waiting_for_facts", "failed_drafts",
-                                        *counts)}
+    out = {k: total[k] for k in ("jobs", "finished", "retry_later", "waiting_for_facts", "failed_drafts", *counts)}
     out["retry_later"] -= out["waiting_for_facts"]
     # questions dropped by the gate, and source annotations (reform) that gave none, by reason
     for what in ("dropped", "skipped"):

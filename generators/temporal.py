@@ -27,10 +27,11 @@ from benchsmith.llm import LlmRequest, LlmResult
 from benchsmith.records import Provenance, Question, Video, normalise_text, stable_hash
 from benchsmith.settings import Strict, parse_yaml
 from benchsmith.similarity import matching_ratio, word_overlap
+from generators.base import json_format
+from generators.llm import fenced
 
 BACKEND = "temporal"
 VERSION = "temporal-v1"
-DIMENSIONS = ("action_recognition", "action_prediction", "procedure_understanding")
 
 
 class TemporalSettings(Strict):
@@ -40,10 +41,6 @@ class TemporalSettings(Strict):
     min_steps: int = Field(3, ge=3)              # a procedure needs at least this many steps
     extra_labels: list[str] = Field(default_factory=list)  # more candidate distractors beside the store's labels
     distractors: Literal["labels", "llm"] = "labels"   # llm: recognition/prediction distractors written by the LLM
-
-
-def supports(dimension: Dimension) -> bool:
-    return dimension.key in DIMENSIONS
 
 
 def similarity(a: str, b: str) -> float:
@@ -83,11 +80,8 @@ def recognition(video: Video, labels: list[str], settings: TemporalSettings, rng
         others = hard_negatives(segment["label"], labels, overlapping, settings.hard_negative_pool, rng)
         if not others:
             continue
-        if len(segments) == 1:
-            text = "What happens in the video?"
-        else:
-            text = f"What happens in the video between {segment['start']:g} s and {segment['end']:g} s?"
-        drafts.append((text, [segment["label"], *others],
+        window = "" if len(segments) == 1 else f" between {segment['start']:g} s and {segment['end']:g} s"
+        drafts.append((f"What happens in the video{window}?", [segment["label"], *others],
                        {"template": "recognition", "window": [segment["start"], segment["end"]],
                         "true_labels": sorted(overlapping), "frames": list(video.frames)}))
     return drafts
@@ -109,10 +103,6 @@ def prediction(video: Video, labels: list[str], settings: TemporalSettings, rng:
     return drafts
 
 
-def _sequence(steps: list[str]) -> str:
-    return ", then ".join(steps)
-
-
 def procedure(video: Video, labels: list[str], settings: TemporalSettings, rng: random.Random) -> list[tuple]:
     steps = video.annotations.get("steps") or [s["label"] for s in _segments(video)]
     if len(steps) < settings.min_steps or len({normalise_text(s) for s in steps}) != len(steps):
@@ -123,13 +113,9 @@ def procedure(video: Video, labels: list[str], settings: TemporalSettings, rng: 
         swapped[i], swapped[i + 1] = swapped[i + 1], swapped[i]
         wrong.append(swapped)
     replace_at = rng.randrange(len(steps))
-    substitutes = hard_negatives(steps[replace_at], labels, set(steps), settings.hard_negative_pool, rng, n=1)
-    if substitutes:
+    if substitutes := hard_negatives(steps[replace_at], labels, set(steps), settings.hard_negative_pool, rng, n=1):
         wrong.insert(1, steps[:replace_at] + substitutes + steps[replace_at + 1:])
-    options = [_sequence(steps)]
-    for candidate in wrong:
-        if _sequence(candidate) not in options:
-            options.append(_sequence(candidate))
+    options = list(dict.fromkeys(", then ".join(sequence) for sequence in [steps, *wrong]))
     if len(options) < 4:
         return []
     return [("In which order are the steps carried out in the video?", options[:4],
@@ -161,10 +147,8 @@ def generate(video: Video, dimension: Dimension, labels: list[str], settings: Te
 # -- LLM-written distractors ------------------------------------------------------------------------
 
 PROMPT_FILE = Path(__file__).with_name("prompts") / "temporal_distractors.yaml"
-DISTRACTOR_SCHEMA = {"type": "json_schema", "json_schema": {"name": "distractors", "strict": True, "schema": {
-    "type": "object", "additionalProperties": False, "required": ["distractors"],
-    "properties": {"distractors": {"type": "array", "minItems": 3, "maxItems": 3,
-                                   "items": {"type": "string", "minLength": 1}}}}}}
+DISTRACTOR_SCHEMA = json_format("distractors", {"distractors": {"type": "array", "minItems": 3, "maxItems": 3,
+                                                                "items": {"type": "string", "minLength": 1}}})
 
 
 @lru_cache(maxsize=4)
@@ -178,8 +162,7 @@ def llm_distractor_request(prompt_file: Path, dimension: Dimension, llm, tag: st
     filled with the dimension, `plain` and `quoted`, the latter JSON-quoted with angle brackets escaped
     (dataset text is data inside the prompt)."""
     prompt = distractor_prompt(prompt_file)
-    fields = {k: json.dumps(v, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
-              for k, v in quoted.items()}
+    fields = {k: fenced(json.dumps(v, ensure_ascii=False)) for k, v in quoted.items()}
     user = prompt["user"].strip().format_map({"dimension_name": dimension.name, "definition": dimension.definition,
                                               **plain, **fields})
     return LlmRequest(purpose="generate", model=llm.model_for(dimension), temperature=llm.temperature, seed=llm.seed,

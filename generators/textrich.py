@@ -37,11 +37,11 @@ from pydantic import Field
 
 from benchsmith import runner
 from benchsmith.dimensions import Dimension
-from benchsmith.records import Fact, Image, Provenance, Question, normalise_text, stable_hash
+from benchsmith.records import Fact, Image, Question, normalise_text, stable_hash
 from benchsmith.geometry import unit_box
-from benchsmith.settings import Strict, keyed
+from benchsmith.settings import Strict
 from generators import textrich_maps
-from generators.programmatic import Draft, four_options, questions_from
+from generators.programmatic import Draft, drafts_of, four_options, questions_from
 from generators.stage import Job, Outcome, QuestionStage
 
 BACKEND = "textrich"
@@ -109,16 +109,10 @@ def columns(truth: dict) -> list[Column]:
 # -- Chart Value Retrieval ------------------------------------------------------------------------
 
 def retrieval(truth, _pools, _settings, rng) -> list[Draft]:
-    drafts = []
-    for column in columns(truth):
-        if not column.readable or len(set(column.names)) != len(column.names):
-            continue
-        for name, cell in zip(column.names, column.cells):
-            options = four_options(rng, cell, column.cells)
-            if options:
-                drafts.append(Draft(column.retrieve.format(name=name), options,
-                                    {"template": "retrieval", "target": {"name": name}}))
-    return drafts
+    asks = [(column.retrieve.format(name=name), cell, column.cells, {"target": {"name": name}})
+            for column in columns(truth) if column.readable and len(set(column.names)) == len(column.names)
+            for name, cell in zip(column.names, column.cells)]
+    return drafts_of(rng, "retrieval", asks)
 
 
 # -- Chart Comparison -----------------------------------------------------------------------------
@@ -160,7 +154,7 @@ def arithmetic(truth, _pools, _settings, rng) -> list[Draft]:
         if not column.readable or numbers is None or len(set(column.names)) != len(column.names) or len(numbers) < 4:
             continue
         pairs = list(itertools.combinations(range(len(numbers)), 2))
-        for operation in ("sum", "difference"):
+        for operation, words in (("sum", "sum of"), ("difference", "difference between")):
             result = {p: _format(numbers[p[0]] + numbers[p[1]] if operation == "sum"
                                  else abs(numbers[p[0]] - numbers[p[1]]), column.cells) for p in pairs}
             for pair in rng.sample(pairs, min(len(pairs), 4)):
@@ -170,9 +164,7 @@ def arithmetic(truth, _pools, _settings, rng) -> list[Draft]:
                 options = four_options(rng, result[pair], [r for p, r in result.items() if p != pair])
                 if options is None:
                     continue
-                text = (f"What is the sum of the {column.measure} for {a} and for {b} {column.scope}?"
-                        if operation == "sum" else
-                        f"What is the difference between the {column.measure} for {a} and for {b} {column.scope}?")
+                text = f"What is the {words} the {column.measure} for {a} and for {b} {column.scope}?"
                 drafts.append(Draft(text, options, {"template": "arithmetic", "operation": operation,
                                                     "reads": [column.cells[i] for i in pair]}))
     return drafts
@@ -224,12 +216,8 @@ def reading(truth, pools: Pools, _settings, rng) -> list[Draft]:
              for heading in headings(truth)]
     asks += [(f"What is written for {name} on the {kind}?", value, f"field:{kind}:{name}", "field")
              for name, value in truth.get("fields", {}).items()]
-    drafts = []
-    for text, key, role, template in asks:
-        options = four_options(rng, key, pools.others(role, shown))
-        if options:
-            drafts.append(Draft(text, options, {"template": "reading", "role": template}))
-    return drafts
+    return drafts_of(rng, "reading", [(text, key, pools.others(role, shown), {"role": ask})
+                                      for text, key, role, ask in asks])
 
 
 # -- Chart Layout ---------------------------------------------------------------------------------
@@ -248,14 +236,11 @@ def sequence(truth: dict) -> tuple[tuple[str, ...], str]:
 
 def layout(truth, _pools, _settings, rng) -> list[Draft]:
     names, order = sequence(truth)
-    drafts = []
-    if order and len(names) >= 5 and len(set(names)) == len(names):
-        for here, after in zip(names, names[1:]):
-            options = four_options(rng, after, [n for n in names if n != here])
-            if options:
-                drafts.append(Draft(f"Which entry comes directly after {here}, {order}?", options,
-                                    {"template": "layout", "relation": "next"}))
-    return drafts
+    if not order or len(names) < 5 or len(set(names)) != len(names):
+        return []
+    return drafts_of(rng, "layout", [(f"Which entry comes directly after {here}, {order}?", after,
+                                      [n for n in names if n != here], {"relation": "next"})
+                                     for here, after in zip(names, names[1:])])
 
 
 TEMPLATES = {"chart_retrieval": retrieval, "chart_comparison": comparison, "chart_arithmetic": arithmetic,
@@ -303,16 +288,14 @@ def generate(item: Image, dimension: Dimension, pools: Pools, settings: TextRich
              seed: int = 0, ocr: Sequence[Fact] = ()) -> list[Question]:
     """Up to `settings.per_dimension` questions about a text-rich page; none about another image. `ocr`:
     the lines an OCR extractor read on the page, which limit them under `only_ocr_text`."""
-    truth = page_truth(item, dimension)
-    if truth is None:
+    if (truth := page_truth(item, dimension)) is None:
         return []
     rng = random.Random(stable_hash(seed, item.id, dimension.id))
     drafts = templates()[dimension.key](truth, pools, settings, rng)
     if settings.only_ocr_text and ocr:
         drafts = [replace(d, dropped=why, meta=d.meta | {"drop_rule": "text_not_read"})
                   if (why := unread_text(d, truth, ocr, item.width, item.height)) else d for d in drafts]
-    provenance = Provenance(backend=BACKEND, prompt_version=VERSION, seed=seed, params=keyed(settings))
-    return questions_from(drafts, item, dimension, settings.per_dimension, provenance, rng)
+    return questions_from(drafts, item, dimension, settings, rng, seed, BACKEND, VERSION)
 
 
 class TextRichStage(QuestionStage):
@@ -322,11 +305,10 @@ class TextRichStage(QuestionStage):
     generator = "textrich"
     settings_model = TextRichSettings
 
+    version = VERSION
+
     def supports(self, dimension: Dimension) -> bool:
         return dimension.key in templates()
-
-    def dimension_key(self, dimension: Dimension) -> str:
-        return stable_hash(VERSION, dimension.definition, length=12)
 
     def prepare(self, context: runner.StageContext, jobs: Sequence[Job]) -> None:
         self.pools = Pools.of([item.annotations.get("truth") or {} for item in context.store.get_items(kind="image")])

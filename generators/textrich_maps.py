@@ -13,20 +13,10 @@ from __future__ import annotations
 import math
 import random
 
-from generators.programmatic import Draft, four_options
+from generators.programmatic import Draft, drafts_of
 
 # the sign that turns a place's x or y into how far it lies in each direction
 DIRECTIONS = {"north": (1, -1), "south": (1, 1), "east": (0, 1), "west": (0, -1)}
-
-
-def _drafts(rng: random.Random, template: str, asks) -> list[Draft]:
-    """Drafts of the asks (question, key, the pool of options, meta) whose pool holds three distractors."""
-    drafts = []
-    for text, key, pool, meta in asks:
-        options = four_options(rng, key, pool)
-        if options:
-            drafts.append(Draft(text, options, {"template": template} | meta))
-    return drafts
 
 
 def reading(truth: dict, _pools, _settings, rng: random.Random) -> list[Draft]:
@@ -39,7 +29,7 @@ def reading(truth: dict, _pools, _settings, rng: random.Random) -> list[Draft]:
              for e in truth["legend"] if e["symbol"] == "line"]
     asks += [(f"What kind of place is {p['name']}, going by its symbol on the map?", p["kind"], meanings,
               {"ask": "kind"}) for p in truth["places"]]
-    return _drafts(rng, "map_reading", asks)
+    return drafts_of(rng, "map_reading", asks)
 
 
 def routes(truth: dict, _pools, _settings, rng: random.Random) -> list[Draft]:
@@ -54,7 +44,7 @@ def routes(truth: dict, _pools, _settings, rng: random.Random) -> list[Draft]:
             asks.append((f"Which route runs directly between {a} and {b}?", route["name"], names, {"ask": "connects"}))
             asks.append((f"{route['name']} starts at {stops[0]}. Which stop comes directly after {here}?", after,
                          [p for p in places if p not in (stops[0], here)], {"ask": "next stop"}))
-    return _drafts(rng, "map_routes", asks)
+    return drafts_of(rng, "map_routes", asks)
 
 
 def spatial(truth: dict, _pools, settings, rng: random.Random) -> list[Draft]:
@@ -66,7 +56,7 @@ def spatial(truth: dict, _pools, settings, rng: random.Random) -> list[Draft]:
             for p in truth["places"]]
     asks += [(f"Which of these places lies in {r['name']}?", name, [p for p in at if p not in r["places"]],
               {"ask": "in region"}) for r in truth["regions"] for name in r["places"]]
-    drafts = _drafts(rng, "map_spatial", asks)
+    drafts = drafts_of(rng, "map_spatial", asks)
     width, height = truth["map_px"]
     for _ in range(len(at)):
         direction = rng.choice(sorted(DIRECTIONS))

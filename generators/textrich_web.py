@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from decimal import Decimal
 
-from generators.programmatic import Draft, four_options
+from generators.programmatic import Draft, drafts_of
 from generators.textrich import Pools, noun
 
 CLEAR_PX = 8
@@ -39,8 +39,7 @@ def reading(truth, pools: Pools, _settings, rng) -> list[Draft]:
     pooled += [("Which of these is written on a button on the page?", b, f"button:{layout}") for b in truth["buttons"]]
     pooled += [(f"What does the profile show for {name}?", value, f"field:{layout}:{name}")
                for name, value in truth.get("fields", {}).items()]
-    drafts = [Draft(text, options, {"template": "web_reading", "pooled": role.split(":")[0]})
-              for text, key, role in pooled if (options := four_options(rng, key, pools.others(role, shown)))]
+    asks = [(text, key, pools.others(role, shown), {"pooled": role.split(":")[0]}) for text, key, role in pooled]
     local = []  # (question, key, the same kind of value elsewhere on the page)
     products, results = truth.get("products", ()), truth.get("results", ())
     for name, about in (("price", "What is the price of {} on the page?"),
@@ -51,9 +50,7 @@ def reading(truth, pools: Pools, _settings, rng) -> list[Draft]:
     for c, heading in enumerate(truth.get("columns", ())[1:], 1):
         local += [(f"What does the table on the page show under {heading} for {row[0]}?", row[c],
                    [other[c] for other in truth["rows"]]) for row in truth["rows"]]
-    drafts += [Draft(text, options, {"template": "web_reading", "pooled": ""})
-               for text, key, others in local if (options := four_options(rng, key, others))]
-    return drafts
+    return drafts_of(rng, "web_reading", asks + [(text, key, others, {"pooled": ""}) for text, key, others in local])
 
 
 # -- Web Page Comparison --------------------------------------------------------------------------
@@ -125,13 +122,10 @@ def layout(truth, _pools, _settings, rng) -> list[Draft]:
         boxes = {t["text"]: t["box_px"] for t in _texts(truth, role)}
         if len(boxes) < 5 or len(boxes) != len(_texts(truth, role)):  # four options, none the named one
             continue
-        for name in boxes:
-            for direction in directions:
-                key = neighbour(boxes, name, direction)
-                options = key and four_options(rng, key, [n for n in boxes if n != name])
-                if options:
-                    drafts.append(Draft(f"Which {what} is {PLACES[direction]} {name} on the page?", options,
-                                        {"template": "web_layout", "direction": direction}))
+        drafts += drafts_of(rng, "web_layout", [(f"Which {what} is {PLACES[direction]} {name} on the page?", key,
+                                                 [n for n in boxes if n != name], {"direction": direction})
+                                                for name in boxes for direction in directions
+                                                if (key := neighbour(boxes, name, direction))])
     return drafts
 
 

@@ -32,8 +32,7 @@ class Embeddings:
 
     def prefetch(self, texts: Iterable[str]) -> None:
         """Ask for the vectors of `texts` without waiting for them; the next `add` reads them back."""
-        missing = sorted(set(texts) - self.vectors.keys() - self._asked)
-        if missing:
+        if missing := sorted(set(texts) - self.vectors.keys() - self._asked):
             self.start()
             self._encoder.send(missing)
             self._sent.append(missing)
@@ -43,8 +42,7 @@ class Embeddings:
         """Embed the texts not embedded yet, and wait for every vector asked for."""
         self.prefetch(texts)
         while self._sent:
-            asked = self._sent.pop(0)
-            self.vectors.update(zip(asked, self._encoder.receive()))
+            self.vectors.update(zip(self._sent.pop(0), self._encoder.receive()))
         self._asked.clear()
 
     def release(self) -> None:

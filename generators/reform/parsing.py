@@ -46,13 +46,7 @@ def _strings(value: Any, keys: Sequence[str]) -> list[str]:
                     break
             else:
                 continue
-        if isinstance(v, str):
-            text = " ".join(v.split())
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            text = " ".join(str(v).split())
-        else:
-            continue
-        if text:
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool) and (text := " ".join(str(v).split())):
             out.append(text)
     return out
 
@@ -163,8 +157,7 @@ def regions_of(item: Image, kinds: dict[str, TaskKind]) -> list[tuple[Box, str]]
         kind = kinds.get(record.get("task", ""))
         if kind is None or kind.method != "regions":
             continue
-        box = _record_box(record, kind, item)
-        if box is not None:
+        if (box := _record_box(record, kind, item)) is not None:
             found.append((box, _category(field_value(record, kind, "category", required=False))))
         for region in field_value(record, kind, "regions", required=False) or []:
             if isinstance(region, dict) and (box := region_box(region, item)) is not None:
@@ -202,8 +195,7 @@ def mentions(caption: str, labels: frozenset[str], attributes: frozenset[str]) -
 def parse_regions(record: dict, kind: TaskKind, dataset: str, item: Image,
                   settings: ReformSettings) -> list[Parsed]:
     expressions = _strings(field_value(record, kind, "expressions"), ("raw", "sent", "expression", "text"))
-    box = _record_box(record, kind, item)
-    if box is None:
+    if (box := _record_box(record, kind, item)) is None:
         raise Unusable("no usable box for the referent: bbox (COCO x, y, w, h), box or box_px is missing "
                        "or covers nothing inside the image")
     if not expressions:
@@ -217,16 +209,12 @@ def parse_regions(record: dict, kind: TaskKind, dataset: str, item: Image,
 
 
 def parse(record: dict, item: Image, kinds: dict[str, TaskKind], settings: ReformSettings) -> list[Parsed]:
-    kind = kinds.get(record.get("task", ""))
-    if kind is None:
+    if (kind := kinds.get(record.get("task", ""))) is None:
         raise Unusable(f"unknown task kind {record.get('task')!r}; known: {', '.join(sorted(kinds))}")
     dataset = str(record.get("dataset") or item.source)
-    if kind.method == "answers":
-        return parse_vqa(record, kind, dataset)
-    if kind.method == "classes":
-        return parse_class(record, kind, dataset)
-    if kind.method == "captions":
-        return parse_captions(record, kind, dataset)
+    parsers = {"answers": parse_vqa, "classes": parse_class, "captions": parse_captions}
+    if kind.method in parsers:
+        return parsers[kind.method](record, kind, dataset)
     if kind.method == "texts":
         return parse_texts(record, kind, dataset, settings)
     return parse_regions(record, kind, dataset, item, settings)
@@ -249,8 +237,7 @@ def read(item: Image, kinds: dict[str, TaskKind], settings: ReformSettings) -> R
     image, shared (its candidates), so the item itself is not needed again."""
     reading, regions = Reading(), None
     for index, record in enumerate(records_of(item)):
-        kind = kinds.get(record.get("task", ""))
-        if kind is None:
+        if (kind := kinds.get(record.get("task", ""))) is None:
             continue  # an unknown kind feeds no dimension (counted by the stage)
         try:
             found = parse(record, item, kinds, settings)
@@ -268,8 +255,7 @@ def read(item: Image, kinds: dict[str, TaskKind], settings: ReformSettings) -> R
     for dimension, found in reading.parsed.items():
         # every string written in the image answers "which of these is written in the image?", whichever
         # row holds it (TextOCR ships one word per row): all of them are accepted by each of its questions
-        written = tuple(dict.fromkeys(a for p in found if p.kind.method == "texts" for a in p.accepted))
-        if written:
+        if written := tuple(dict.fromkeys(a for p in found if p.kind.method == "texts" for a in p.accepted)):
             reading.parsed[dimension] = [replace(p, accepted=written) if p.kind.method == "texts" else p
                                          for p in found]
     return reading

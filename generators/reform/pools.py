@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchsmith.geometry import Box, iou
 from benchsmith.records import Image, normalise_text
@@ -43,6 +43,16 @@ def _nearest_first(scores: np.ndarray, head: int):
 
 EMBED_AS_FOUND = 256      # new answers and class names sent to MiniLM together while the annotations are read
 EMBEDDED_CACHE = 16_384  # keys whose MiniLM candidates, and option sets whose key ranks, are kept (a few MB)
+
+
+def _cached(cache: dict, key, make: Callable[[], Any]):
+    """`cache[key]`, made now when missing; a full cache (`EMBEDDED_CACHE`) is emptied first."""
+    found = cache.get(key)
+    if found is None:
+        if len(cache) >= EMBEDDED_CACHE:
+            cache.clear()
+        found = cache[key] = make()
+    return found
 
 
 class Pools:
@@ -137,8 +147,7 @@ class Pools:
         self.embed(parsed)
         self._near = {}
         for method in ("captions", "texts"):
-            keys = sorted({p.key for p in parsed if p.kind.method == method})
-            if keys:
+            if keys := sorted({p.key for p in parsed if p.kind.method == method}):
                 self._nearest(method, keys)
 
     def embed(self, parsed: Sequence[Parsed]) -> None:
@@ -197,12 +206,8 @@ class Pools:
     def embedded_candidates(self, p: Parsed) -> list[tuple[str, float, str]]:
         group, where = self.group_of(p)
         # a function of the pool, the key and the accepted answers: class labels and common VQA answers recur
-        found = self._embedded.get((group, p.key, p.accepted))
-        if found is None:
-            if len(self._embedded) >= EMBEDDED_CACHE:
-                self._embedded.clear()
-            found = self._embedded[(group, p.key, p.accepted)] = self._embedded_candidates(p, group, where)
-        return list(found)
+        return list(_cached(self._embedded, (group, p.key, p.accepted),
+                            lambda: self._embedded_candidates(p, group, where)))
 
     def _embedded_candidates(self, p: Parsed, group: tuple, where: str) -> list[tuple[str, float, str]]:
         matrix, texts, synonyms, numbers = self._group_matrix(group)
@@ -258,11 +263,7 @@ class Pools:
 
     def _describes(self, caption: str, objects: tuple[tuple[str, frozenset[str]], ...]) -> bool:
         """Whether `caption` names objects, and each of them, with the attributes it gives, is one of `objects`."""
-        named = self._mentions.get(caption)
-        if named is None:
-            if len(self._mentions) >= EMBEDDED_CACHE:
-                self._mentions.clear()
-            named = self._mentions[caption] = mentions(caption, *self.object_words)
+        named = _cached(self._mentions, caption, lambda: mentions(caption, *self.object_words))
         return bool(named) and all(any(label == have and wanted <= values for have, values in objects)
                                    for label, wanted in named)
 
@@ -341,10 +342,4 @@ class Pools:
         candidates again."""
         if p.kind.method not in ("answers", "classes", "texts"):
             return key_ranks(self.similarity(p, options))
-        key = (p.kind.method, tuple(options))
-        found = self._ranked.get(key)
-        if found is None:
-            if len(self._ranked) >= EMBEDDED_CACHE:
-                self._ranked.clear()
-            found = self._ranked[key] = key_ranks(self.similarity(p, options))
-        return found
+        return _cached(self._ranked, (p.kind.method, tuple(options)), lambda: key_ranks(self.similarity(p, options)))
