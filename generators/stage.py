@@ -104,7 +104,7 @@ class QuestionStage(GeneratorStage):
     dimensions it supports, what shapes one dimension's questions, and how a window of jobs is done;
     gating, balancing, superseding and storing are shared."""
 
-    templates: Collection[str] = ()  # the dimension keys it has templates for (else it overrides `supports`)
+    templates: Collection[str] | None = None  # the dimension keys it has templates for; None: it overrides `supports`
     version = ""  # with a dimension's definition, what shapes its questions (else it overrides `dimension_key`)
 
     def __init__(self, settings: Settings, options: GenerateSettings) -> None:
@@ -125,6 +125,8 @@ class QuestionStage(GeneratorStage):
     # -- what a generator says about itself -------------------------------------------------------------
 
     def supports(self, dimension: Dimension) -> bool:
+        if self.templates is None:  # a plugin that says neither would silently make no stage
+            raise NotImplementedError(f"{type(self).__name__} names no `templates` and does not override `supports`")
         return dimension.key in self.templates
 
     def dimension_key(self, dimension: Dimension) -> str:

@@ -254,3 +254,14 @@ def test_editing_one_prompt_regenerates_that_dimension_only_and_supersedes_its_o
     superseded = store.get_questions(status="superseded")
     assert len(superseded) == 6 and {q.dimension_id for q in superseded} == {counting_id}
     assert len([q for q in store.get_questions(status="candidate") if q.dimension_id == counting_id]) == 6
+
+
+def test_a_generator_that_names_no_templates_and_no_supports_is_an_error_not_an_empty_stage(tmp_path):
+    from generators.stage import GenerateSettings, QuestionStage
+
+    class Forgetful(QuestionStage):
+        generator = "programmatic"  # any installed generator's settings section will do
+
+    settings = load_settings(env={"BENCHSMITH_WORKSPACE": str(tmp_path)})
+    with pytest.raises(NotImplementedError, match="Forgetful names no `templates`"):
+        Forgetful(settings, settings.section("generate", GenerateSettings))
