@@ -54,7 +54,16 @@ try {
     checkedAtStart: await checked(),
   };
   const reasons = page.getByText('Why discard it?');
-  for (const key of hotkeys.split(' ')) await page.keyboard.press(key);
+  // Label Studio binds its hotkeys a moment after the task shows, and re-renders a choice after its key:
+  // press each key once the page is idle, and read the radios once they have changed (or after 5 s).
+  await page.waitForLoadState('networkidle', { timeout: 10000 }).catch(() => {});
+  for (const key of hotkeys.split(' ')) {
+    const before = JSON.stringify(await checked());
+    await page.keyboard.press(key);
+    for (const until = Date.now() + 5000; Date.now() < until && JSON.stringify(await checked()) === before;) {
+      await page.waitForTimeout(100);
+    }
+  }
   seen.checkedByHotkey = await checked();
   await option.click();
   seen.checkedByClick = await checked();
