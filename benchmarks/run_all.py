@@ -55,6 +55,7 @@ CASES = {
     "S1": ("distributed_scaling", lambda r: r["extract"]["same_rows"] and r["generate"]["same_rows"]),
     "ingest": ("ingest_throughput", lambda r: r["meets_target"]),
     "ocr": ("ocr_accuracy", lambda r: r["target_met"]),
+    "detector": ("detector", lambda r: True),
     "textrich": ("textrich", lambda r: r["meets_target"]),
     "T1": ("textrich_build", lambda r: r["meets_targets"]),
     "M1": ("image_sets", lambda r: r["meets_target"]),
