@@ -164,7 +164,7 @@ def main() -> None:
     save(args.out, {
         "detector_min_score": args.min_score or "the profile's", "photos": len(names), "detector_objects": detector_facts, "questions_drafted": len(questions),
         "asked_after_rules": len(asked), "kept_by_blind_filter": len(kept),
-        "dropped_by_rule": dict(Counter(q.meta.get("rule", "?") for q in questions if "dropped" in q.meta)),
+        "dropped_by_rule": dict(Counter(q.meta.get("drop_rule", "?") for q in questions if "dropped" in q.meta)),
         "verdicts": shares, "wrong_examples": wrong_examples,
         "seconds": {k: round(v, 1) for k, v in seconds.items()}})
 
