@@ -76,7 +76,8 @@ def supercategories() -> dict[str, str]:
     return {c["name"]: c["supercategory"] for c in instances["categories"]}
 
 
-def match(detections: list[tuple[str, float, tuple]], truth: list[tuple[str, tuple, bool]]) -> list[tuple[str, float, str]]:
+def match(detections: list[tuple[str, float, tuple]],
+          truth: list[tuple[str, tuple, bool]]) -> list[tuple[str, float, str]]:
     """Each detection as (class, score, 'tp' | 'fp' | 'ignored'): greedy by score, one truth box each."""
     from benchsmith.geometry import iou
 

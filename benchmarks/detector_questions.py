@@ -58,7 +58,9 @@ def grid(value: float, margin: float) -> tuple[int, bool]:
 
 
 def cell_name(row: int, column: int) -> str:
-    return "centre" if (row, column) == (1, 1) else f"{('top', 'middle', 'bottom')[row]} {('left', 'centre', 'right')[column]}"
+    if (row, column) == (1, 1):
+        return "centre"
+    return f"{('top', 'middle', 'bottom')[row]} {('left', 'centre', 'right')[column]}"
 
 
 def judge(text: str, options: list[str], key: str, truth: list[tuple[str, tuple, bool]], classes: set[str],
@@ -162,7 +164,8 @@ def main() -> None:
                          "wrong_or_arguable_share": round((c["wrong"] + c["arguable"]) / n, 3) if n else None}
               for template, c in sorted(verdicts.items())}
     save(args.out, {
-        "detector_min_score": args.min_score or "the profile's", "photos": len(names), "detector_objects": detector_facts, "questions_drafted": len(questions),
+        "detector_min_score": args.min_score or "the profile's", "photos": len(names),
+        "detector_objects": detector_facts, "questions_drafted": len(questions),
         "asked_after_rules": len(asked), "kept_by_blind_filter": len(kept),
         "dropped_by_rule": dict(Counter(q.meta.get("drop_rule", "?") for q in questions if "dropped" in q.meta)),
         "verdicts": shares, "wrong_examples": wrong_examples,

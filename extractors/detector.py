@@ -34,7 +34,7 @@ from extractors.base import Backend, BackendParams, ExtractorError, Loaded
 RUNTIME_DIR = Path(__file__).with_name("centernet_js")
 MODEL_JSON = Path("node_modules/@vladmandic/human/models/centernet.json")
 COCO_CLASSES = DATA_DIR / "coco_classes.txt"
-INSTALL_HINT = f"run `make install`, or `npm ci` in {RUNTIME_DIR} (it installs the locked packages of package-lock.json)"
+INSTALL_HINT = f"run `make install`, or `npm ci` in {RUNTIME_DIR} (the packages its package-lock.json pins)"
 
 
 @lru_cache(maxsize=2)
