@@ -6,8 +6,8 @@ data: coco128 (YOLO labels) and coco-mini-train (an instances JSON; `iscrowd` re
 find nor errors to count: a detection on one is ignored). A detection is right when it has the class of a
 truth box not yet taken with IoU >= 0.5 (greedy, best score first, per image and class). Per COCO
 supercategory (person, vehicle, animal, kitchen, food, furniture...) and overall:
-- precision and recall at the profile's `min_score`, and at each of --thresholds (up to 100 boxes an image
-  are kept for the curve; the profile's cap of 20 is never reached at its threshold);
+- precision and recall at the profile's `min_score`, and at each of --thresholds (counting up to 100 boxes
+  an image, where the profile keeps at most `max_boxes`, 20);
 - AP50: the area under each class's precision-recall curve (COCO's 101-point interpolation) over all
   detections above the floor, averaged over the classes of the group that have truth.
 And seconds_per_image (median, the extractor's call: resize, Node round trip, selection).
