@@ -159,7 +159,9 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise IngestError(f"{path} is not UTF-8 text; save it as UTF-8") from None
     except yaml.YAMLError as exc:
-        raise IngestError(f"{path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise IngestError(f"{path} is not valid YAML: {getattr(exc, 'problem', None) or exc}{where}") from None
     if not isinstance(data, dict) or "names" not in data:
         raise IngestError(f"{path} is not a YOLO dataset file: it has no 'names' (the class names)")
     return data
@@ -199,18 +201,17 @@ def _images_under(folder: Path) -> Iterator[Path]:
                     if not name.startswith(".") and Path(name).suffix.lower() in IMAGE_SUFFIXES)
 
 
-def _label_file(image: Path, split: str, root: Path, config_dir: Path) -> Path | None:
-    """The label file of `image`: Ultralytics' rule (the last `images` folder of its path becomes
-    `labels`), else `labels/<split>/` beside the dataset YAML; None when neither exists or it leaves both
-    folders."""
+def _label_places(image: Path, split: str, config_dir: Path) -> list[Path]:
+    """Where the label file of `image` may be, in order: Ultralytics' rule (the last `images` folder of its
+    path becomes `labels`), then `labels/<split>/` beside the dataset YAML."""
     parts = image.parts
-    tried = []
+    places = []
     if "images" in parts:
         at = len(parts) - 1 - parts[::-1].index("images")
-        tried.append(Path(*parts[:at], "labels", *parts[at + 1:]).with_suffix(".txt"))
+        places.append(Path(*parts[:at], "labels", *parts[at + 1:]).with_suffix(".txt"))
     split_dir = next((p for p in image.parents if p.name == split), image.parent)
-    tried.append((config_dir / "labels" / split / image.relative_to(split_dir)).with_suffix(".txt"))
-    return next((p for p in tried if p.is_file() and (inside(root, p) or inside(config_dir, p))), None)
+    places.append((config_dir / "labels" / split / image.relative_to(split_dir)).with_suffix(".txt"))
+    return places
 
 
 def _yolo_object(line: str, number: int, names: dict[int, str]) -> dict[str, Any]:
@@ -257,8 +258,9 @@ def yolo_root(config: Path, data: dict[str, Any], images: Path | None) -> Path:
 
 def yolo_candidates(config: Path, *, images: Path | None = None, source: str = "",
                     license: str = "") -> Iterator[Candidate]:
-    """The images of every split a YOLO dataset YAML lists, with the objects of their label files; label
-    files no image claims are refused (`no_image`), so their boxes are counted too."""
+    """The images of every split a YOLO dataset YAML lists, with the objects of their label files; a label
+    file beside them that no image claims (or that links out of the dataset) is refused, so that its boxes
+    are counted too."""
     data = _load_yaml(config)
     names = yolo_names(data, config)
     root, config_dir = yolo_root(config, data, images), config.parent.resolve()
@@ -270,13 +272,17 @@ def yolo_candidates(config: Path, *, images: Path | None = None, source: str = "
         raise IngestError(f"{config} lists no split ({', '.join(YOLO_SPLITS)}) of images")
     source = source or root.name
     claimed: set[Path] = set()
+    label_folders: set[Path] = set()
     for split, entry in entries:
         found = _split_images(root, entry)
         if isinstance(found, Rejected):
             yield Candidate(f"{split}: {entry}", None, refused=found)
             continue
         for folder, path in found:
-            labels = _label_file(path, folder, root, config_dir)
+            places = _label_places(path, folder, config_dir)
+            label_folders.update(p.parent for p in places)
+            # a label file that links out of both folders is not read
+            labels = next((p for p in places if p.is_file() and (inside(root, p) or inside(config_dir, p))), None)
             claimed.add(labels)
             objects = _yolo_labels(labels, names)
             notes = {"objects": [o for o in objects if "rule" not in o],
@@ -285,7 +291,10 @@ def yolo_candidates(config: Path, *, images: Path | None = None, source: str = "
             name = str(path.relative_to(root)) if inside(root, path) else str(path)
             yield _candidate(name, path, root, "dataset folder", notes, source=source, license=license,
                              version=stable_hash(notes, file_version(labels) if labels else ""))
-    for folder in sorted({p.parent for p in claimed if p}):
-        for orphan in sorted(set(folder.glob("*.txt")) - claimed):
-            yield Candidate(str(orphan.relative_to(config_dir) if inside(config_dir, orphan) else orphan), None,
-                            refused=Rejected("no_image", "a label file that no image of the dataset has"))
+    for folder in sorted(f for f in label_folders if f.is_dir() and (inside(root, f) or inside(config_dir, f))):
+        for unread in sorted(set(folder.glob("*.txt")) - claimed):
+            name = str(unread.relative_to(config_dir) if unread.is_relative_to(config_dir) else unread)
+            yield Candidate(name, None, refused=(
+                Rejected("no_image", "a label file that no image of the dataset has")
+                if inside(root, unread) or inside(config_dir, unread)
+                else Rejected("escapes_root", "a label file that links out of the dataset's folders: not read")))
