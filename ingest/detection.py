@@ -9,7 +9,8 @@ a rule and a reason, so every box the dataset holds is accounted for.
   file does not list, is dropped with its reason. `captions_<split>.json` beside `instances_<split>.json`
   adds its captions by image id.
 - YOLO (Ultralytics): `names` (a list, or a map from class id), and `train`/`val`/`test`, each a folder
-  of images or a .txt list of image paths, relative to `path` (itself relative to the YAML's folder). The
+  of images or a .txt list of image paths (`./x` relative to the list's folder), relative to `path`
+  (itself relative to the YAML's folder). The
   labels of `.../images/<rest>.jpg` are in `.../labels/<rest>.txt` or, failing that, in
   `labels/<split folder>/<rest>.txt` beside the YAML; a line is `class cx cy w h` in unit coordinates, or a
   polygon `class x1 y1 x2 y2 ...`, which gives its bounding box. An image without a label file has no
@@ -95,11 +96,11 @@ def coco_images_folder(annotations: Path) -> Path:
 
 def _coco_object(annotation: dict[str, Any], labels: dict[Any, str]) -> dict[str, Any]:
     """An object (or a dropped record, marked by its `rule`) for one instance annotation."""
-    label = labels.get(annotation.get("category_id"))
+    category = annotation.get("category_id")
+    label = labels.get(category) if isinstance(category, (int, str)) else None
     where = f"annotation {annotation.get('id', '?')}"
     if label is None:
-        return _dropped("unknown_class", None, f"{where}: category_id {annotation.get('category_id')!r} is not "
-                                               "in the file's categories")
+        return _dropped("unknown_class", None, f"{where}: category_id {category!r} is not in the file's categories")
     bbox = annotation.get("bbox")
     if not bbox:
         what = "a segmentation only" if annotation.get("segmentation") else "no box"
@@ -122,15 +123,19 @@ def coco_candidates(annotations: Path, *, images: Path | None = None, source: st
     root = (images or coco_images_folder(annotations)).resolve()
     if not root.is_dir():
         raise IngestError(f"images folder {root} for {annotations} is not a folder; name it with --images")
-    labels = {c["id"]: str(c["name"]) for c in _records(data, "categories", annotations, ("id", "name"))}
+    labels = {c["id"]: str(c["name"]) for c in _records(data, "categories", annotations, ("id", "name"))
+              if isinstance(c["id"], (int, str))}  # any other id names nothing: its boxes are unknown_class
     licences = {entry["id"]: f"{entry.get('name') or ''} {entry.get('url') or ''}".strip()
                 for entry in _records(data, "licenses", annotations, ("id",))}
     listed = _records(data, "images", annotations, ("id", "file_name"))
+    for image in listed:
+        if not isinstance(image["id"], (int, str)):
+            raise IngestError(f"{annotations}: image id {image['id']!r} is not a whole number or a string")
     known = {image["id"] for image in listed}
     objects, captions_of = defaultdict(list), defaultdict(list)
     for path, content in sources:
         for number, annotation in enumerate(_records(content, "annotations", path, ("image_id",))):
-            if annotation["image_id"] not in known:
+            if not isinstance(annotation["image_id"], (int, str)) or annotation["image_id"] not in known:
                 yield Candidate(f"{path.name}:annotations[{number}]", None, refused=Rejected(
                     "unknown_image", f"image_id {annotation['image_id']!r} is not in {annotations.name}'s images"))
             elif "caption" in annotation:
@@ -186,8 +191,12 @@ def _split_images(root: Path, entry: str) -> Iterator[tuple[str, Path]] | Reject
     if not inside(root, where):
         return Rejected("escapes_root", f"split {entry} leaves the dataset folder {root}")
     if where.is_file() and where.suffix == ".txt":
-        lines = [line.strip() for line in where.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return ((Path(line).parent.name, root / line.removeprefix("./")) for line in lines)
+        try:
+            lines = [line.strip() for line in where.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            return Rejected("unreadable", f"split {entry}: the list cannot be read as UTF-8 text ({exc})")
+        # Ultralytics: a `./` path is relative to the list's folder, any other to the dataset's
+        return ((Path(line).parent.name, (where.parent if line.startswith("./") else root) / line) for line in lines)
     if not where.is_dir():
         return Rejected("missing", f"split {entry}: {where} is neither a folder nor a .txt list of images")
     return ((where.name, path) for path in _images_under(where))
@@ -246,7 +255,10 @@ def _yolo_labels(path: Path | None, names: dict[int, str]) -> list[dict[str, Any
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        return [_dropped("bad_line", None, f"{path.name} is not UTF-8 text")]
+        return [_dropped("unreadable", None, f"label file {path.name} is not UTF-8 text: its boxes are unknown")]
+    except OSError as exc:
+        return [_dropped("unreadable", None, f"label file {path.name} cannot be read ({exc.strerror or exc}): "
+                                             "its boxes are unknown")]
     return [_yolo_object(line, number, names) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
