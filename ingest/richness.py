@@ -116,8 +116,8 @@ class RichnessStage(runner.Stage):
             reason = "no caption yet" if nouns is None else f"richest caption has {nouns} nouns, fewer than {s.min_nouns}"
             if s.min_objects:
                 reason += f", and {unit.objects} objects, fewer than {s.min_objects}"
-            yield unit, Verdict(subject_id=unit.id, subject_kind="item", stage=STAGE, rule="min_nouns", passed=passed,
-                                reason="" if passed else reason,
+            yield unit, Verdict(subject_id=unit.id, subject_kind="item", stage=STAGE, rule="min_nouns_or_objects",
+                                passed=passed, reason="" if passed else reason,
                                 details={"nouns": nouns, "objects": unit.objects, "spacy_model": s.spacy_model})
 
     def commit(self, context: runner.StageContext, pairs: list[tuple[Judged, Verdict]],
