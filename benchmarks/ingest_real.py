@@ -15,7 +15,6 @@ Results: benchmarks/results/ingest_real.json.
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import tempfile
@@ -44,7 +43,8 @@ def counted(workspace: Path) -> dict:
     richness = Counter("excluded" if not v.passed else "passed on nouns" if (v.details["nouns"] or 0) >= min_nouns
                        else "passed on objects alone" for v in verdicts)
     richness["waiting for a caption"] = len(images) - len(verdicts)
-    return {"photos": len(images), "boxes_kept": len(objects), "crowd_regions": sum(bool(o.get("crowd")) for o in objects),
+    return {"photos": len(images), "boxes_kept": len(objects),
+            "crowd_regions": sum(bool(o.get("crowd")) for o in objects),
             "boxes_dropped": dict(dropped), "richness": dict(richness)}
 
 
@@ -54,7 +54,8 @@ def main() -> None:
     options = arguments(__doc__, quick={"runs": 1}, runs=3).parse_args()
     data = shared_data_dir()
     if not data.exists():
-        sys.exit(f"real data not found at {data}: lay ../shared/data beside the checkout, or set BENCHSMITH_SHARED_DATA")
+        sys.exit(f"real data not found at {data}: lay ../shared/data beside the checkout, "
+                 "or set BENCHSMITH_SHARED_DATA")
     env = user_env()
     no_richness = env | {"BENCHSMITH__INGEST__RICHNESS__ENABLED": "false"}
     result = {"runs": options.runs, "sources": {}}

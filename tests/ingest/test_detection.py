@@ -185,7 +185,8 @@ def small_coco(root: Path) -> Path:
         {"id": 6, "image_id": 2, "category_id": 2, "bbox": [5, 5, -3, 8], "iscrowd": 0},
         {"id": 7, "image_id": 999, "category_id": 1, "bbox": [5, 5, 8, 8], "iscrowd": 0},
     ]
-    instances = {"licenses": [{"id": 4, "name": "Attribution License", "url": "http://creativecommons.org/licenses/by/2.0/"}],
+    instances = {"licenses": [{"id": 4, "name": "Attribution License",
+                               "url": "http://creativecommons.org/licenses/by/2.0/"}],
                  "categories": [{"id": 1, "name": "cat"}, {"id": 2, "name": "person"}],
                  "images": [{"id": 1, "file_name": "a.png", "license": 4, "width": 64, "height": 48},
                             {"id": 2, "file_name": "b.png"},
