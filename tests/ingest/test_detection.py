@@ -290,6 +290,10 @@ def test_a_yolo_dataset_in_ultralytics_layout_keeps_good_lines_and_counts_each_b
     refused = {v.rule: v.subject_id for v in store.get_verdicts(stage="ingest")}
     assert refused["no_image"].endswith("labels/val/lost.txt") and "../elsewhere" in refused["escapes_root"]
 
+    (tmp_path / "ds" / "labels" / "val" / "y.txt").write_text("1 0.5 0.5 0.5 0.5\n")  # y gets its label file
+    again = ingest(store, tmp_path / "media", candidates_for(config), IngestSettings(min_side=16), label="ds")
+    assert (again.seen, again.skipped, again.added, again.unchanged) == (5, 4, 0, 1)  # only y is read again
+
 
 def test_a_yolo_split_outside_its_folder_and_a_label_file_outside_are_not_read(store, tmp_path):
     config = small_yolo(tmp_path / "ds")
