@@ -19,7 +19,8 @@ def register(app: typer.Typer, context) -> None:
     @app.command()
     def build(
         ctx: typer.Context,
-        sources: Annotated[Optional[list[Path]], typer.Argument(help="Image folders, manifests or datasets to ingest.")] = None,
+        sources: Annotated[Optional[list[Path]], typer.Argument(
+            help="Image folders, manifests, datasets, COCO .json or YOLO .yaml files to ingest.")] = None,
         scenes: Annotated[int, typer.Option(help="Also render and ingest this many oracle scenes.")] = 0,
         scenes_seed: Annotated[int, typer.Option(help="Seed for the oracle scenes.")] = 0,
         source: SourceName = "",

@@ -95,7 +95,8 @@ class SuppliedText(Strict):
 
 class Dropped(Strict):
     """A supplied object or text line that is not kept, and why: `rule` names the kind of reason
-    (`no_area`, `no_box`, `bad_box`, `unknown_class`, `bad_line`) so the ingest summary can count them."""
+    (`no_area`, `no_box`, `bad_box`, `unknown_class`, `bad_line`, `unreadable`) so the ingest summary can
+    count them."""
 
     kind: Literal["object", "ocr"]
     rule: str

@@ -9,7 +9,8 @@ a rule and a reason, so every box the dataset holds is accounted for.
   file does not list, is dropped with its reason. `captions_<split>.json` beside `instances_<split>.json`
   adds its captions by image id.
 - YOLO (Ultralytics): `names` (a list, or a map from class id), and `train`/`val`/`test`, each a folder
-  of images or a .txt list of image paths, relative to `path` (itself relative to the YAML's folder). The
+  of images or a .txt list of image paths (`./x` relative to the list's folder), relative to `path`
+  (itself relative to the YAML's folder). The
   labels of `.../images/<rest>.jpg` are in `.../labels/<rest>.txt` or, failing that, in
   `labels/<split folder>/<rest>.txt` beside the YAML; a line is `class cx cy w h` in unit coordinates, or a
   polygon `class x1 y1 x2 y2 ...`, which gives its bounding box. An image without a label file has no
@@ -95,11 +96,11 @@ def coco_images_folder(annotations: Path) -> Path:
 
 def _coco_object(annotation: dict[str, Any], labels: dict[Any, str]) -> dict[str, Any]:
     """An object (or a dropped record, marked by its `rule`) for one instance annotation."""
-    label = labels.get(annotation.get("category_id"))
+    category = annotation.get("category_id")
+    label = labels.get(category) if isinstance(category, (int, str)) else None
     where = f"annotation {annotation.get('id', '?')}"
     if label is None:
-        return _dropped("unknown_class", None, f"{where}: category_id {annotation.get('category_id')!r} is not "
-                                               "in the file's categories")
+        return _dropped("unknown_class", None, f"{where}: category_id {category!r} is not in the file's categories")
     bbox = annotation.get("bbox")
     if not bbox:
         what = "a segmentation only" if annotation.get("segmentation") else "no box"
@@ -122,15 +123,19 @@ def coco_candidates(annotations: Path, *, images: Path | None = None, source: st
     root = (images or coco_images_folder(annotations)).resolve()
     if not root.is_dir():
         raise IngestError(f"images folder {root} for {annotations} is not a folder; name it with --images")
-    labels = {c["id"]: str(c["name"]) for c in _records(data, "categories", annotations, ("id", "name"))}
+    labels = {c["id"]: str(c["name"]) for c in _records(data, "categories", annotations, ("id", "name"))
+              if isinstance(c["id"], (int, str))}  # any other id names nothing: its boxes are unknown_class
     licences = {entry["id"]: f"{entry.get('name') or ''} {entry.get('url') or ''}".strip()
                 for entry in _records(data, "licenses", annotations, ("id",))}
     listed = _records(data, "images", annotations, ("id", "file_name"))
+    for image in listed:
+        if not isinstance(image["id"], (int, str)):
+            raise IngestError(f"{annotations}: image id {image['id']!r} is not a whole number or a string")
     known = {image["id"] for image in listed}
     objects, captions_of = defaultdict(list), defaultdict(list)
     for path, content in sources:
         for number, annotation in enumerate(_records(content, "annotations", path, ("image_id",))):
-            if annotation["image_id"] not in known:
+            if not isinstance(annotation["image_id"], (int, str)) or annotation["image_id"] not in known:
                 yield Candidate(f"{path.name}:annotations[{number}]", None, refused=Rejected(
                     "unknown_image", f"image_id {annotation['image_id']!r} is not in {annotations.name}'s images"))
             elif "caption" in annotation:
@@ -159,7 +164,9 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise IngestError(f"{path} is not UTF-8 text; save it as UTF-8") from None
     except yaml.YAMLError as exc:
-        raise IngestError(f"{path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise IngestError(f"{path} is not valid YAML: {getattr(exc, 'problem', None) or exc}{where}") from None
     if not isinstance(data, dict) or "names" not in data:
         raise IngestError(f"{path} is not a YOLO dataset file: it has no 'names' (the class names)")
     return data
@@ -184,8 +191,12 @@ def _split_images(root: Path, entry: str) -> Iterator[tuple[str, Path]] | Reject
     if not inside(root, where):
         return Rejected("escapes_root", f"split {entry} leaves the dataset folder {root}")
     if where.is_file() and where.suffix == ".txt":
-        lines = [line.strip() for line in where.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return ((Path(line).parent.name, root / line.removeprefix("./")) for line in lines)
+        try:
+            lines = [line.strip() for line in where.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            return Rejected("unreadable", f"split {entry}: the list cannot be read as UTF-8 text ({exc})")
+        # Ultralytics: a `./` path is relative to the list's folder, any other to the dataset's
+        return ((Path(line).parent.name, (where.parent if line.startswith("./") else root) / line) for line in lines)
     if not where.is_dir():
         return Rejected("missing", f"split {entry}: {where} is neither a folder nor a .txt list of images")
     return ((where.name, path) for path in _images_under(where))
@@ -199,18 +210,17 @@ def _images_under(folder: Path) -> Iterator[Path]:
                     if not name.startswith(".") and Path(name).suffix.lower() in IMAGE_SUFFIXES)
 
 
-def _label_file(image: Path, split: str, root: Path, config_dir: Path) -> Path | None:
-    """The label file of `image`: Ultralytics' rule (the last `images` folder of its path becomes
-    `labels`), else `labels/<split>/` beside the dataset YAML; None when neither exists or it leaves both
-    folders."""
+def _label_places(image: Path, split: str, config_dir: Path) -> list[Path]:
+    """Where the label file of `image` may be, in order: Ultralytics' rule (the last `images` folder of its
+    path becomes `labels`), then `labels/<split>/` beside the dataset YAML."""
     parts = image.parts
-    tried = []
+    places = []
     if "images" in parts:
         at = len(parts) - 1 - parts[::-1].index("images")
-        tried.append(Path(*parts[:at], "labels", *parts[at + 1:]).with_suffix(".txt"))
+        places.append(Path(*parts[:at], "labels", *parts[at + 1:]).with_suffix(".txt"))
     split_dir = next((p for p in image.parents if p.name == split), image.parent)
-    tried.append((config_dir / "labels" / split / image.relative_to(split_dir)).with_suffix(".txt"))
-    return next((p for p in tried if p.is_file() and (inside(root, p) or inside(config_dir, p))), None)
+    places.append((config_dir / "labels" / split / image.relative_to(split_dir)).with_suffix(".txt"))
+    return places
 
 
 def _yolo_object(line: str, number: int, names: dict[int, str]) -> dict[str, Any]:
@@ -245,7 +255,10 @@ def _yolo_labels(path: Path | None, names: dict[int, str]) -> list[dict[str, Any
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        return [_dropped("bad_line", None, f"{path.name} is not UTF-8 text")]
+        return [_dropped("unreadable", None, f"label file {path.name} is not UTF-8 text: its boxes are unknown")]
+    except OSError as exc:
+        return [_dropped("unreadable", None, f"label file {path.name} cannot be read ({exc.strerror or exc}): "
+                                             "its boxes are unknown")]
     return [_yolo_object(line, number, names) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
@@ -257,8 +270,9 @@ def yolo_root(config: Path, data: dict[str, Any], images: Path | None) -> Path:
 
 def yolo_candidates(config: Path, *, images: Path | None = None, source: str = "",
                     license: str = "") -> Iterator[Candidate]:
-    """The images of every split a YOLO dataset YAML lists, with the objects of their label files; label
-    files no image claims are refused (`no_image`), so their boxes are counted too."""
+    """The images of every split a YOLO dataset YAML lists, with the objects of their label files; a label
+    file beside them that no image claims (or that links out of the dataset) is refused, so that its boxes
+    are counted too."""
     data = _load_yaml(config)
     names = yolo_names(data, config)
     root, config_dir = yolo_root(config, data, images), config.parent.resolve()
@@ -270,13 +284,17 @@ def yolo_candidates(config: Path, *, images: Path | None = None, source: str = "
         raise IngestError(f"{config} lists no split ({', '.join(YOLO_SPLITS)}) of images")
     source = source or root.name
     claimed: set[Path] = set()
+    label_folders: set[Path] = set()
     for split, entry in entries:
         found = _split_images(root, entry)
         if isinstance(found, Rejected):
             yield Candidate(f"{split}: {entry}", None, refused=found)
             continue
         for folder, path in found:
-            labels = _label_file(path, folder, root, config_dir)
+            places = _label_places(path, folder, config_dir)
+            label_folders.update(p.parent for p in places)
+            # a label file that links out of both folders is not read
+            labels = next((p for p in places if p.is_file() and (inside(root, p) or inside(config_dir, p))), None)
             claimed.add(labels)
             objects = _yolo_labels(labels, names)
             notes = {"objects": [o for o in objects if "rule" not in o],
@@ -285,7 +303,10 @@ def yolo_candidates(config: Path, *, images: Path | None = None, source: str = "
             name = str(path.relative_to(root)) if inside(root, path) else str(path)
             yield _candidate(name, path, root, "dataset folder", notes, source=source, license=license,
                              version=stable_hash(notes, file_version(labels) if labels else ""))
-    for folder in sorted({p.parent for p in claimed if p}):
-        for orphan in sorted(set(folder.glob("*.txt")) - claimed):
-            yield Candidate(str(orphan.relative_to(config_dir) if inside(config_dir, orphan) else orphan), None,
-                            refused=Rejected("no_image", "a label file that no image of the dataset has"))
+    for folder in sorted(f for f in label_folders if f.is_dir() and (inside(root, f) or inside(config_dir, f))):
+        for unread in sorted(set(folder.glob("*.txt")) - claimed):
+            name = str(unread.relative_to(config_dir) if unread.is_relative_to(config_dir) else unread)
+            yield Candidate(name, None, refused=(
+                Rejected("no_image", "a label file that no image of the dataset has")
+                if inside(root, unread) or inside(config_dir, unread)
+                else Rejected("escapes_root", "a label file that links out of the dataset's folders: not read")))

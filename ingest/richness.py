@@ -113,11 +113,12 @@ class RichnessStage(runner.Stage):
             nouns = (unit.nouns if unit.nouns is not None
                      else count_nouns(unit.captions, s.spacy_model) if unit.captions else None)
             passed = (nouns or 0) >= s.min_nouns or self._rich_in_objects(unit)
-            reason = "no caption yet" if nouns is None else f"richest caption has {nouns} nouns, fewer than {s.min_nouns}"
+            reason = ("no caption yet" if nouns is None
+                      else f"richest caption has {nouns} nouns, fewer than {s.min_nouns}")
             if s.min_objects:
                 reason += f", and {unit.objects} objects, fewer than {s.min_objects}"
-            yield unit, Verdict(subject_id=unit.id, subject_kind="item", stage=STAGE, rule="min_nouns", passed=passed,
-                                reason="" if passed else reason,
+            yield unit, Verdict(subject_id=unit.id, subject_kind="item", stage=STAGE, rule="min_nouns_or_objects",
+                                passed=passed, reason="" if passed else reason,
                                 details={"nouns": nouns, "objects": unit.objects, "spacy_model": s.spacy_model})
 
     def commit(self, context: runner.StageContext, pairs: list[tuple[Judged, Verdict]],

@@ -57,3 +57,14 @@ def test_boxes_wholly_outside_the_image_are_dropped_with_a_reason_and_never_beco
     extractor, = build_extractors(configure({"extractors": {"all": {"backend": "supplied"}}}), only=["all"])
     facts, = extractor.extract([Loaded(image, None)])
     assert [(f.kind, f.text) for f in facts] == [("object", "dog")]
+
+
+def test_a_crowd_region_in_a_manifest_stays_a_crowd_object_and_its_fact_says_so(configure):
+    """COCO's iscrowd: a region of many people is truth that people are there, never one countable person."""
+    image = image_with({"objects": [{"label": "person", "bbox": [0, 0, 120, 60], "crowd": True},
+                                    {"label": "person", "bbox": [130, 10, 30, 60]}]})
+    crowd, one = image.annotations["objects"]
+    assert crowd["crowd"] is True and "crowd" not in one  # marked only when set
+    extractor, = build_extractors(configure({"extractors": {"all": {"backend": "supplied"}}}), only=["all"])
+    facts, = extractor.extract([Loaded(image, None)])
+    assert [(f.text, f.attributes) for f in facts] == [("person", {"crowd": "true"}), ("person", {})]

@@ -48,3 +48,23 @@ def test_a_missing_spacy_model_stops_ingest_with_one_line(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert "en_core_web_nonexistent" in result.stderr and "make install" in result.stderr
+
+
+def test_a_photo_with_enough_objects_passes_without_waiting_for_nouns_and_crowds_are_not_counted(store):
+    def photo(letter: str, objects: int, crowds: int = 0, captions=("A kitchen.",)) -> Image:
+        boxes = [{"label": "cup", "box": [0.1, 0.1, 0.2, 0.2]}] * objects
+        boxes += [{"label": "person", "box": [0.3, 0.3, 0.9, 0.9], "crowd": True}] * crowds
+        return Image(id=letter * 64, path=f"{letter}.png", width=64, height=64,
+                     annotations={"objects": boxes} | ({"captions": list(captions)} if captions else {}))
+
+    rich, crowded = photo("e", 6), photo("f", 5, crowds=3)
+    uncaptioned, bare = photo("g", 7, captions=()), photo("h", 2, captions=())
+    store.add_items([rich, crowded, uncaptioned, bare])
+    assert apply(store, Richness(min_nouns=6, min_objects=6)) == (3, 1, 0)  # the bare one waits for a caption
+    assert {i.id for i in store.get_items()} == {rich.id, uncaptioned.id, bare.id}
+    [poor] = store.get_verdicts(passed=False)
+    assert poor.subject_id == crowded.id and poor.reason.endswith("and 5 objects, fewer than 6")
+    # captions alone decide: the two that passed on objects go (the uncaptioned one until it has a caption),
+    # and the crowded one keeps failing with a reason that no longer names objects
+    assert apply(store, Richness(min_nouns=6, min_objects=0)) == (3, 2, 0)
+    assert {i.id for i in store.get_items()} == {bare.id}
