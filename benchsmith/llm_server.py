@@ -54,6 +54,7 @@ class LlmServerSettings(Strict):
     context: int = Field(4096, ge=256)  # tokens per request slot (prompt and reply)
     parallel: int = Field(1, ge=1)  # requests decoded together
     start_timeout_s: float = Field(300, gt=0)  # load and readiness wait of a detached server
+    models_dir: Path | None = None  # where models in parts are joined; None: <workspace>/cache/models
 
     @field_validator("host")
     @classmethod
@@ -66,6 +67,10 @@ class LlmServerSettings(Strict):
 
 def server_settings(settings: Settings) -> LlmServerSettings:
     return settings.section("llm_server", LlmServerSettings)
+
+
+def models_dir(settings: Settings) -> Path:
+    return server_settings(settings).models_dir or settings.cache_dir / "models"
 
 
 def url(options: LlmServerSettings) -> str:
@@ -87,9 +92,9 @@ def _installed_file(package: str, inside: str, install: str) -> Path:
     return path
 
 
-def model_path(model: str, cache_dir: Path) -> Path:
+def model_path(model: str, models_dir: Path) -> Path:
     """The GGUF file of `model` (a name in data/local_models.yaml, or a path); a model in parts is
-    joined into `cache_dir/models/` the first time and its size and sha256 checked."""
+    joined into `models_dir` the first time and its size and sha256 checked."""
     models = known_models()
     if model not in models:
         path = Path(model).expanduser()
@@ -99,7 +104,7 @@ def model_path(model: str, cache_dir: Path) -> Path:
     entry = models[model]
     if "parts" not in entry:
         return _installed_file(entry["package"], entry["file"], entry["install"])
-    target = cache_dir / "models" / f"{model}.gguf"
+    target = models_dir / f"{model}.gguf"
     if target.is_file() and target.stat().st_size == entry["bytes"]:
         return target
     parts = entry["parts"]
@@ -161,7 +166,7 @@ def _params(path: Path, options: LlmServerSettings):
 def serve(settings: Settings, stop: threading.Event | None = None) -> None:
     """Run the server in this process until SIGTERM/SIGINT (or `stop`), with its state file written."""
     options = server_settings(settings)
-    path = model_path(options.model, settings.cache_dir)
+    path = model_path(options.model, models_dir(settings))
     if not port_free(options.host, options.port):
         raise LlmServerError(f"port {options.port} on {options.host} is taken (a server already running? "
                              "`benchsmith llm stop`, or choose another llm_server.port)")
@@ -188,7 +193,7 @@ def start_detached(settings: Settings, settings_file: Path | None = None) -> dic
     """Start the server as a child process of its own session; return its state once it is ready. A
     child that dies while loading is reported with the end of its log."""
     options = server_settings(settings)
-    model_path(options.model, settings.cache_dir)  # a missing model fails here, not in the child's log
+    model_path(options.model, models_dir(settings))  # a missing model fails here, not in the child's log
     if not port_free(options.host, options.port):
         raise LlmServerError(f"port {options.port} on {options.host} is taken (a server already running? "
                              "`benchsmith llm stop`, or choose another llm_server.port)")

@@ -81,6 +81,15 @@ def settings(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="session")
+def local_llm(tmp_path_factory):
+    """The real local chat model (SmolLM2-135M via llama.cpp), served once per session."""
+    from tests.support.local_llm import local_llm_server
+
+    with local_llm_server(tmp_path_factory.mktemp("local-llm")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def oracle_dir(tmp_path_factory) -> Path:
     """40 oracle scenes (seed 7) with their truth manifest, rendered once per session."""
     from ingest.scenes import make_scenes

