@@ -71,6 +71,15 @@ def store(store_url):
 
 
 @pytest.fixture
+def sqlite_store(tmp_path):
+    """A SQLite store alone, for tests whose calls to a real model are too slow to make once per backend."""
+    from benchsmith.store import Store
+
+    with Store(f"sqlite:///{tmp_path / 'store.db'}") as opened:
+        yield opened
+
+
+@pytest.fixture
 def settings(tmp_path, monkeypatch):
     """Settings for a workspace in tmp_path, isolated from the caller's environment and files."""
     monkeypatch.chdir(tmp_path)

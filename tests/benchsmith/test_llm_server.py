@@ -40,16 +40,31 @@ def test_a_missing_model_says_what_to_install_and_a_bad_address_or_taken_port_is
 COLOUR = json_format("colour", {"colour": {"type": "string", "enum": ["red", "green", "blue"]}})
 
 
-def test_the_real_server_answers_in_the_schema_and_a_rerun_reads_the_stored_call(local_llm, tmp_path, store):
+def test_the_real_server_answers_in_the_schema_and_a_rerun_reads_the_stored_call(local_llm, tmp_path, sqlite_store):
     settings = load_settings(env={"BENCHSMITH_WORKSPACE": str(tmp_path / "bench"), "OPENAI_BASE_URL": local_llm.base_url})
     request = LlmRequest(purpose="generate", model=local_llm.model, temperature=0.0, max_tokens=20,
                          messages=[{"role": "user", "content": "Pick a colour for a stop sign."}],
                          response_format=COLOUR)
-    first = LlmClient(settings, LlmOptions(), store=store)
+    first = LlmClient(settings, LlmOptions(), sqlite_store=sqlite_store)
     [answer] = first.run([request])
     assert answer.ok, answer.reason
     assert answer.parsed["colour"] in ("red", "green", "blue") and answer.tokens_in > 0 and answer.tokens_out > 0
-    assert first.http_calls == 1 and store.get_llm_calls([answer.key])[answer.key]["status"] == "ok"
-    again = LlmClient(settings, LlmOptions(), store=store)
+    assert first.http_calls == 1 and sqlite_store.get_llm_calls([answer.key])[answer.key]["status"] == "ok"
+    again = LlmClient(settings, LlmOptions(), sqlite_store=sqlite_store)
     [cached] = again.run([request])
     assert again.http_calls == 0 and cached.cached and cached.parsed == answer.parsed
+
+
+def test_a_cee_judge_prompt_gets_a_real_judgement_through_the_same_request_and_reader(local_llm, tmp_path, sqlite_store):
+    """The judge ensemble's request (evaluation.judge) and vote reader on a real reply: a vote or an
+    unparseable one (None), never an error. The stage itself sends images, which a text-only model refuses."""
+    from evaluation.judge import judge_request, read_vote
+    from evaluation.templates import load_templates
+
+    settings = load_settings(env={"BENCHSMITH_WORKSPACE": str(tmp_path / "bench"), "OPENAI_BASE_URL": local_llm.base_url})
+    prompt = load_templates().judge[0].text.format(question="What colour is the ball?\n(A) red\n(B) blue",
+                                                   reference="(A) red", reply="It is red.")
+    client = LlmClient(settings, LlmOptions(), store=sqlite_store)
+    [judgement] = client.run([judge_request(local_llm.model, prompt, 40)])
+    assert judgement.ok and judgement.content.strip()
+    assert read_vote(judgement.content) in (0, 1, None)
