@@ -20,7 +20,7 @@ TEST_WORKERS ?= 2
 DEMO_ENV := $(DEMO)/labelstudio.env
 WITH_LS := set -a && . ./labelstudio.env && set +a &&
 
-.PHONY: install install-dev system-deps demo demo-run finish test-deps test lock check-locks
+.PHONY: install install-dev detector system-deps demo demo-run finish test-deps test lock check-locks
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import platform, sys; sys.exit(0 if sys.version_info[:2] == (3, 11) and sys.platform == "linux" and platform.machine() == "x86_64" else "the locks in locks/ are for CPython 3.11 on Linux x86_64; this is Python " + platform.python_version() + " on " + sys.platform + " " + platform.machine() + ": point PYTHON= at a 3.11, or resolve locks for yours (README, Locked installs)")'
@@ -30,10 +30,16 @@ $(BIN)/python:
 install: $(BIN)/python          ## benchsmith with the offline models, review client and publishing (locks/install.txt)
 	$(SYNC) locks/install.txt
 	$(SELF)
+	@$(MAKE) --no-print-directory detector
+
+detector:                       ## the centernet detector's Node packages and weights (extractors/centernet_js/package-lock.json)
+	@if command -v npm >/dev/null; then cd extractors/centernet_js && npm ci --no-audit --no-fund --loglevel=error --ignore-scripts; \
+	else echo "npm not found: the centernet extractor needs Node and npm (make system-deps, then make detector)"; fi
 
 install-dev: $(BIN)/python      ## everything, including the production model stacks the tests load tiny copies of (locks/install-dev.txt)
 	$(SYNC) locks/install-dev.txt
 	$(SELF)
+	@$(MAKE) --no-print-directory detector
 
 lock:                           ## resolve the locks again with uv (LOCKS="install labelstudio" for some); commit locks/
 	@test -x $(UV) || { $(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --no-deps --require-hashes -r locks/uv.txt; }
@@ -84,11 +90,12 @@ finish:                         ## after review: pull, reconcile, publish VERSIO
 test-deps: install-dev system-deps   ## Label Studio's and lmms-eval's own venvs and the browser driver the tests use
 	@$(BIN)/benchsmith labelstudio install & ls=$$!; \
 	$(BIN)/python -m tests.support.lmms_eval_venv & lmms=$$!; \
-	(cd tests/browser && npm ci --no-audit --no-fund --loglevel=error) & browser=$$!; \
+	(cd tests/browser && npm ci --no-audit --no-fund --loglevel=error && cd ../../extractors/centernet_js && \
+	 npm ci --no-audit --no-fund --loglevel=error --ignore-scripts) & browser=$$!; \
 	failed=""; \
 	wait $$ls || failed="$$failed Label-Studio-venv"; \
 	wait $$lmms || failed="$$failed lmms-eval-venv"; \
-	wait $$browser || failed="$$failed browser-driver"; \
+	wait $$browser || failed="$$failed browser-driver-or-detector"; \
 	if [ -n "$$failed" ]; then echo "test-deps failed:$$failed" >&2; exit 1; fi
 
 test: check-locks test-deps     ## the whole test suite against real services, TEST_WORKERS processes side by side

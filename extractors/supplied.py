@@ -34,8 +34,10 @@ class SuppliedExtractor(Backend):
         if "tags" in kinds:
             out += [self.fact(image, "tag", text) for text in notes.get("tags", []) if text.strip()]
         if "objects" in kinds:
+            # a crowd region (COCO iscrowd) stays an object fact, marked so that nothing counts it as one thing
             out += [self.fact(image, "object", o["label"], box=tuple(o["box"]), score=o.get("score"),
-                              attributes={k: str(v) for k, v in (o.get("attributes") or {}).items()})
+                              attributes={k: str(v) for k, v in (o.get("attributes") or {}).items()}
+                              | ({"crowd": "true"} if o.get("crowd") else {}))
                     for o in notes.get("objects", [])]
         if "ocr" in kinds:
             out += [self.fact(image, "ocr", line["text"], quad=tuple(tuple(p) for p in line["quad"]),

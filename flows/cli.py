@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from benchsmith.console import console
-from ingest.cli import ImageColumn, License, SourceName, TaskKind, Workers, check_task_kind
+from ingest.cli import ImageColumn, ImagesFolder, License, SourceName, TaskKind, Workers, check_task_kind
 
 
 def register(app: typer.Typer, context) -> None:
@@ -25,6 +25,7 @@ def register(app: typer.Typer, context) -> None:
         source: SourceName = "",
         license: License = "",
         image_column: ImageColumn = None,
+        images: ImagesFolder = None,
         workers: Workers = 1,
         task: TaskKind = "",
     ) -> None:
@@ -42,6 +43,7 @@ def register(app: typer.Typer, context) -> None:
         with stage_progress():
             summary = run_build(c.settings, sources or [], scenes=scenes, scenes_seed=scenes_seed,
                                 ingest_options={"source": source, "license": license, "image_column": image_column,
+                                                "images": str(images) if images else None,
                                                 "workers": workers, "task": task})
         _print_summary(summary)
         if "skipped" not in summary["review"]:

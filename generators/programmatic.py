@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -43,7 +44,7 @@ from benchsmith.settings import UNKEYED, Strict, keyed, parse_yaml
 from extractors.context import text_reads
 
 BACKEND = "programmatic"
-VERSION = "programmatic-v5"  # v5: a line read twice (supplied and by OCR) is one text question
+VERSION = "programmatic-v6"  # v6: nothing asked that the boxes or the captions cannot settle exactly
 VOCABULARY_FILE = Path(__file__).with_name("vocabulary.yaml")
 DESCRIBING = ("size", "colour")  # attributes that may qualify a label, in the order they are spoken
 
@@ -54,6 +55,16 @@ class ProgrammaticSettings(Strict):
     spatial_gap: float = Field(0.02, ge=0)       # boxes must be this far apart for left/right/above/below
     min_word_length: int = Field(3, ge=1)        # shorter OCR text is not asked about
     min_ocr_score: float = Field(0.5, ge=0, le=1)
+    # What real boxes cannot settle exactly (see `doubts`); an object fact with attributes {"crowd": "true"}
+    # is a crowd region: its class is never counted and never the one object of its label.
+    min_area: float = Field(0.0033, ge=0, le=1)  # smaller objects (32x32 px on 640x480) are not counted or placed
+    border: float = Field(0.005, ge=0)           # a box this close to an edge is cut by the border: not counted
+    touching: float = Field(0.005, ge=0)         # same-label boxes this close are not counted (one may hide another)
+    region_share: float = Field(0.6, gt=0, le=1)  # a location only when this share of the box is in one grid cell
+    # "How many objects?" only when every object in every image is labelled (drawn scenes); a count under a
+    # group noun the vocabulary declares ("shapes") is asked either way
+    labels_exhaustive: bool = False
+    high_ocr_score: float = Field(0.9, ge=0, le=1)  # an OCR read this confident holds up alone if it is a word
     vocabulary: Path | None = Field(None, json_schema_extra=UNKEYED)  # None: generators/vocabulary.yaml
 
 
@@ -68,6 +79,8 @@ class Vocabulary:
     # family ("count:label", "spatial", ...) -> answer value -> how many questions of that family could
     # have it as their key over the collection (`key_tallies`)
     keys: dict[str, dict[str, int]] = field(default_factory=dict)
+    synonyms: dict[str, tuple[str, ...]] = field(default_factory=dict)  # label -> other nouns captions use for it
+    names: dict[str, str] = field(default_factory=dict)  # label -> how a question writes it ("tv": "TV")
 
     def widened(self, facts: list[Fact], settings: ProgrammaticSettings | None = None) -> Vocabulary:
         """Attribute values from `facts` added to this vocabulary's; labels and words from `facts`
@@ -78,12 +91,17 @@ class Vocabulary:
         objects = [f for f in facts if f.kind == "object"]
         for fact in objects:
             for key, value in fact.attributes.items():
-                attributes.setdefault(key, []).append(value.lower())
-        labels, words = _unique(f.text.lower() for f in objects), _unique(f.text for f in facts if f.kind == "ocr")
+                if key != "crowd":
+                    attributes.setdefault(key, []).append(value.lower())
+        objects = [f for f in objects if f.attributes.get("crowd") != "true"]
+        labels = _unique(f.text.lower() for f in objects)
+        words = _unique(f.text for item_facts in _per_item(facts).values()
+                        for f in readings(item_facts, settings or ProgrammaticSettings()))
         observed = {k: _unique(v[len(self.attributes.get(k, ())):]) for k, v in attributes.items()}
         wide = Vocabulary({k: _unique(v) for k, v in attributes.items()},
                           _unique(labels if len(labels) >= 4 else [*labels, *self.labels]), self.plurals,
-                          _unique(words if len(words) >= 8 else [*words, *self.words]), self.groups, observed)
+                          _unique(words if len(words) >= 8 else [*words, *self.words]), self.groups, observed,
+                          synonyms=self.synonyms, names=self.names)
         return replace(wide, keys=key_tallies(facts, wide, settings or ProgrammaticSettings()))
 
     def noun(self, things: list[Thing]) -> str:
@@ -141,7 +159,9 @@ def load_vocabulary(path: Path | None = None) -> Vocabulary:
     data = parse_yaml((path or VOCABULARY_FILE).read_text(encoding="utf-8"))
     return Vocabulary({k: tuple(v) for k, v in data.get("attributes", {}).items()}, tuple(data.get("labels", ())),
                       dict(data.get("plurals", {})), tuple(data.get("words", ())),
-                      {k: tuple(v) for k, v in data.get("groups", {}).items()})
+                      {k: tuple(v) for k, v in data.get("groups", {}).items()},
+                      synonyms={k: tuple(v) for k, v in data.get("synonyms", {}).items()},
+                      names=dict(data.get("names", {})))
 
 
 @dataclass(frozen=True)
@@ -151,6 +171,11 @@ class Thing:
     label: str
     box: tuple[float, float, float, float]
     attributes: dict[str, str]
+    crowd: bool = False  # a region holding many instances of its label, none of them boxed
+
+    @property
+    def area(self) -> float:
+        return (self.box[2] - self.box[0]) * (self.box[3] - self.box[1])
 
     def describe(self) -> dict[str, str]:
         return {"label": self.label} | {k: self.attributes[k] for k in DESCRIBING if k in self.attributes}
@@ -163,9 +188,90 @@ class Thing:
 def things_in(facts: list[Fact]) -> list[Thing]:
     """The objects, each once: an extractor's facts stay when its parameters change (the supplied
     annotations once more, say), and the same label, box and attributes twice are one object."""
-    things = [Thing(" ".join(f.text.split()).lower(), f.box, {k: v.lower() for k, v in f.attributes.items()})
+    things = [Thing(" ".join(f.text.split()).lower(), f.box,
+                    {k: v.lower() for k, v in f.attributes.items() if k != "crowd"},
+                    f.attributes.get("crowd", "").lower() == "true")
               for f in facts if f.kind == "object" and f.box is not None and f.text.strip()]
-    return list({(t.label, t.box, tuple(sorted(t.attributes.items()))): t for t in things}.values())
+    return list({(t.label, t.box, t.crowd, tuple(sorted(t.attributes.items()))): t for t in things}.values())
+
+
+def _apart(a: Thing, b: Thing, gap: float) -> bool:
+    return (a.box[2] + gap <= b.box[0] or b.box[2] + gap <= a.box[0]
+            or a.box[3] + gap <= b.box[1] or b.box[3] + gap <= a.box[1])
+
+
+def doubt(thing: Thing, things: list[Thing], settings: ProgrammaticSettings) -> str:
+    """Why `thing`'s boxes cannot settle exactly how many there are of its label, or "": a crowd region,
+    one too small to be sure of (labels miss such), one cut by the border, or two of them touching."""
+    same = [t for t in things if t.label == thing.label]
+    if any(t.crowd for t in same):
+        return f"a crowd region holds an uncounted number of {thing.label}"
+    if any(t.area < settings.min_area for t in same):
+        return f"a {thing.label} covers under {settings.min_area:.2%} of the image: too small to be sure of"
+    if any(min(t.box[0], t.box[1], 1 - t.box[2], 1 - t.box[3]) < settings.border for t in same):
+        return f"a {thing.label} is cut by the image border"
+    if any(not _apart(a, b, settings.touching) for a, b in itertools.combinations(same, 2)):
+        return f"two {thing.label} boxes touch or overlap: one may hide another"
+    return ""
+
+
+# -- Captions: what they say about the labels ----------------------------------------------------------
+
+NUMBER_WORDS = {"no": 0, "one": 1, "two": 2, "both": 2, "pair": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+                "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+MANY_WORDS = {"several", "many", "some", "group", "groups", "bunch", "herd", "flock", "crowd", "lots", "lot", "few",
+              "couple", "multiple", "various", "numerous", "pile", "piles", "stack", "stacks", "row", "rows",
+              "line", "lines", "full", "assortment", "variety", "plenty", "bunches", "dozens", "dozen", "team"}
+PHRASE_BREAKS = {"and", "with", "on", "in", "at", "by", "near", "while", "beside", "from", "to", "for", "under",
+                 "over", "is", "are", "has", "have", "next", "behind", "into", "onto", "as", "that", "who"}
+
+
+def _words(caption: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", caption.lower())
+
+
+def mentions(captions: list[str], label: str, vocabulary: Vocabulary) -> list[tuple[int | str | None, bool]]:
+    """Each place a caption names `label` (or one of its synonyms): the number said before it (an int,
+    "many" for a vague quantity, None for none) and whether the noun is plural."""
+    forms: dict[tuple[str, ...], bool] = {}
+    for name in (label, *vocabulary.synonyms.get(label, ())):
+        forms.setdefault(tuple(name.lower().split()), False)
+        forms.setdefault(tuple(plural(name, vocabulary).lower().split()), True)
+    found = []
+    for caption in captions:
+        words = _words(caption)
+        for i in range(len(words)):
+            for form, many in forms.items():
+                if tuple(words[i:i + len(form)]) != form:
+                    continue
+                said = None
+                for word in reversed(words[max(0, i - 3):i]):
+                    if word in PHRASE_BREAKS:
+                        break
+                    if word in NUMBER_WORDS or word.isdigit():
+                        said = NUMBER_WORDS.get(word, int(word) if word.isdigit() else None)
+                        break
+                    if word in MANY_WORDS:
+                        said = "many"
+                        break
+                found.append((said, many))
+    return found
+
+
+def caption_conflict(captions: list[str], label: str, n: int, vocabulary: Vocabulary) -> str:
+    """Why the captions do not agree that there are exactly `n` of `label`, or ""."""
+    for said, many in mentions(captions, label, vocabulary):
+        if said == "many":
+            return f"a caption speaks of an uncounted number of {label}"
+        if isinstance(said, int) and said != n:
+            return f"a caption says {said} {label} where the boxes give {n}"
+        if n == 0 or (many and said is None and n < 2):
+            return f"a caption mentions {label} where the boxes give {n}"
+    return ""
+
+
+def captions_of(facts: list[Fact]) -> list[str]:
+    return [f.text for f in facts if f.kind == "caption"]
 
 
 def _matches(thing: Thing, target: dict[str, str]) -> bool:
@@ -190,10 +296,11 @@ def referent(thing: Thing, things: list[Thing], *, without: str | None = None) -
     return None
 
 
-def phrase(target: dict[str, str]) -> str:
-    """'the large red circle'; an unlabelled target is an 'object'."""
+def phrase(target: dict[str, str], vocabulary: Vocabulary | None = None) -> str:
+    """'the large red circle'; an unlabelled target is an 'object'; a label as the vocabulary writes it ('TV')."""
     words = [target[k] for k in DESCRIBING if k in target]
-    return "the " + " ".join([*words, target.get("label", "object")])
+    label = target.get("label", "object")
+    return "the " + " ".join([*words, vocabulary.names.get(label, label) if vocabulary else label])
 
 
 def plural(label: str, vocabulary: Vocabulary) -> str:
@@ -207,6 +314,17 @@ def plural(label: str, vocabulary: Vocabulary) -> str:
     if singular and engine.plural_noun(singular) == last:
         return label
     return f"{head} {engine.plural_noun(last)}".strip()
+
+
+def is_plural(label: str, vocabulary: Vocabulary) -> bool:
+    """Whether `label` names several things already ('skis', 'scissors'): its verb is 'are'."""
+    last = label.rpartition(" ")[2]
+    return plural(label, vocabulary) == label and (_inflection().singular_noun(last) not in (False, last)
+                                                   or last.endswith("s") and not last.endswith("ss"))
+
+
+def be(target: dict[str, str], vocabulary: Vocabulary) -> str:
+    return "are" if is_plural(target.get("label", "object"), vocabulary) else "is"
 
 
 @lru_cache(maxsize=1)
@@ -223,6 +341,7 @@ class Draft:
     options: tuple[str, str, str, str]
     meta: dict
     dropped: str = ""  # why this question is not asked (kept as a dropped question with this reason)
+    rule: str = "unbalanced_key"  # the quality gate's rule it is dropped under
 
 
 Template = Callable[[list[Thing], list[Fact], Vocabulary, ProgrammaticSettings, random.Random], list[Draft]]
@@ -264,13 +383,15 @@ def drafts_of(rng: random.Random, template: str, asks: list[tuple[str, str, Iter
 # -- Instances Counting -----------------------------------------------------------------------------
 
 def count_groups(things: list[Thing], vocabulary: Vocabulary, rng: random.Random,
-                 text: bool = False) -> dict[tuple[str, str], int]:
+                 text: bool = False, exhaustive: bool = False) -> dict[tuple[str, str], int]:
     """What can be counted in an image and how many there are: every object, each label and each colour,
     plus one label and one colour that are absent (count 0), so that 0 is a key as well as a distractor.
-    Every object is counted under the name of the group they all belong to ("shapes"); with no group
-    and `text` in the image, not at all: "objects" would count the signs the text is on too."""
+    Every object is counted under the name of the group they all belong to ("shapes"); with no group, only
+    when the labels are `exhaustive` and no `text` is in the image ("objects" would count the signs the
+    text is on too, and whatever was left unlabelled)."""
     noun = vocabulary.noun(things)
-    groups: Counter = Counter() if noun == "objects" and text else Counter({("all", noun): len(things)})
+    groups: Counter = (Counter() if noun == "objects" and (text or not exhaustive)
+                       else Counter({("all", noun): len(things)}))
     for thing in things:
         groups[("label", thing.label)] += 1
         if "colour" in thing.attributes:
@@ -281,10 +402,12 @@ def count_groups(things: list[Thing], vocabulary: Vocabulary, rng: random.Random
     return dict(groups)
 
 
-def count_options(true: int, support: tuple[str, ...], rng: random.Random) -> list[int]:
-    """Four distinct counts, `true` first, the others drawn uniformly from the supported counts: the
-    four are then a uniform draw of the support whichever of them is the key."""
-    return [true, *rng.sample([int(v) for v in support if int(v) != true], 3)]
+def count_options(true: int, support: tuple[str, ...], rng: random.Random, unfit=()) -> list[int] | None:
+    """Four distinct counts, `true` first, the others drawn uniformly from the supported counts but not
+    from `unfit` (counts a viewer could also defend): the four are then a uniform draw of the support
+    whichever of them is the key. None when fewer than three are left."""
+    others = [int(v) for v in support if int(v) != true and int(v) not in unfit]
+    return [true, *rng.sample(others, 3)] if len(others) >= 3 else None
 
 
 def _has_text(facts: list[Fact]) -> bool:
@@ -294,8 +417,11 @@ def _has_text(facts: list[Fact]) -> bool:
 def counting(things, facts, vocabulary, settings, rng) -> list[Draft]:
     if not things:
         return []
-    drafts, noun = [], vocabulary.noun(things)
-    for (key, value), n in sorted(count_groups(things, vocabulary, rng, _has_text(facts)).items()):
+    drafts, noun, captions = [], vocabulary.noun(things), captions_of(facts)
+    # the signs on a drawn scene are boards a viewer might count as shapes too: never offer those counts
+    signs = len(text_reads(f for f in facts if f.kind == "ocr" and f.text.strip()))
+    groups = count_groups(things, vocabulary, rng, _has_text(facts), settings.labels_exhaustive)
+    for (key, value), n in sorted(groups.items()):
         family = f"count:{key}"
         what = value if key == "all" else plural(value, vocabulary) if key == "label" else f"{value} {noun}"
         text = f"How many {what} are there in the image?"
@@ -303,8 +429,16 @@ def counting(things, facts, vocabulary, settings, rng) -> list[Draft]:
         support = vocabulary.support(family)
         if len(support) < 4:
             continue
-        draft = Draft(text, tuple(str(v) for v in count_options(n, support, rng)), meta)
-        if str(n) not in support:
+        unfit = range(n + 1, n + signs + 1) if key == "all" else ()
+        counted = [t for t in things if key == "all" or (t.label if key == "label" else t.attributes.get(key)) == value]
+        unsure = next((why for t in counted if (why := doubt(t, things, settings))), "") or (
+            caption_conflict(captions, value, n, vocabulary) if key == "label" else "")
+        if (options := count_options(n, support, rng, unfit)) is None:
+            continue
+        draft = Draft(text, tuple(str(v) for v in options), meta)
+        if unsure:
+            drafts.append(replace(draft, dropped=unsure, rule="inexact_truth"))
+        elif str(n) not in support:
             drafts.append(replace(draft, dropped=f"count {n} is outside the counts asked about "
                                                  f"({', '.join(support)}): the options would give it away"))
         else:
@@ -325,20 +459,25 @@ def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: Programmati
     """For the balanced templates, how many questions over the collection could have each key: counts
     per family (every object, per label, per colour, one absent label and colour per image) and spatial
     relations between pairs of objects."""
+    tallies: dict[str, Counter] = defaultdict(Counter)
+    rng = random.Random(0)
+    for item_facts in _per_item(facts).values():
+        if not (things := things_in(item_facts)):
+            continue
+        for (key, _value), n in count_groups(things, vocabulary, rng, _has_text(item_facts),
+                                             settings.labels_exhaustive).items():
+            tallies[f"count:{key}"][str(n)] += 1
+        for a, b in itertools.permutations(things, 2):
+            if (where := relation(a, b, settings.spatial_gap)) is not None and not (a.crowd or b.crowd):
+                tallies["spatial"][where] += 1
+    return {family: dict(tally) for family, tally in sorted(tallies.items())}
+
+
+def _per_item(facts: list[Fact]) -> dict[str, list[Fact]]:
     per_item: dict[str, list[Fact]] = defaultdict(list)
     for fact in facts:
         per_item[fact.item_id].append(fact)
-    tallies: dict[str, Counter] = defaultdict(Counter)
-    rng = random.Random(0)
-    for item_facts in per_item.values():
-        if not (things := things_in(item_facts)):
-            continue
-        for (key, _value), n in count_groups(things, vocabulary, rng, _has_text(item_facts)).items():
-            tallies[f"count:{key}"][str(n)] += 1
-        for a, b in itertools.permutations(things, 2):
-            if (where := relation(a, b, settings.spatial_gap)) is not None:
-                tallies["spatial"][where] += 1
-    return {family: dict(tally) for family, tally in sorted(tallies.items())}
+    return per_item
 
 
 # -- Instance Location ------------------------------------------------------------------------------
@@ -358,19 +497,35 @@ def grid_cell(value: float, margin: float) -> int | None:
     return min(int(value * 3), 2)
 
 
-def location(things, _facts, _vocabulary, settings, rng) -> list[Draft]:
+def cell_share(box: tuple[float, float, float, float], row: int, column: int) -> float:
+    """The share of `box`'s area that lies in grid cell (row, column)."""
+    x1, y1, x2, y2 = box
+    width = max(0.0, min(x2, (column + 1) / 3) - max(x1, column / 3))
+    height = max(0.0, min(y2, (row + 1) / 3) - max(y1, row / 3))
+    area = (x2 - x1) * (y2 - y1)
+    return width * height / area if area > 0 else 0.0
+
+
+def location(things, _facts, vocabulary, settings, rng) -> list[Draft]:
     drafts = []
     for thing in things:
         target = referent(thing, things)
         column, row = (grid_cell(v, settings.grid_margin) for v in thing.centre)
-        if target is None or row is None or column is None:
+        if target is None or row is None or column is None or thing.crowd:
             continue
         cells = [(r, c) for r in range(3) for c in range(3) if (r, c) != (row, column)]
         # uniformly drawn, not the neighbours: neighbouring distractors surround the key and give it away
         chosen = rng.sample(cells, 3)
         options = (region_name(row, column), *(region_name(*cell) for cell in chosen))
-        drafts.append(Draft(f"In which part of the image is {phrase(target)}?", options,
-                            {"template": "location", "target": target}))
+        draft = Draft(f"In which part of the image {be(target, vocabulary)} {phrase(target, vocabulary)}?", options,
+                      {"template": "location", "target": target})
+        share = cell_share(thing.box, row, column)
+        if thing.area < settings.min_area:
+            draft = replace(draft, dropped=f"it covers under {settings.min_area:.2%} of the image", rule="inexact_truth")
+        elif share < settings.region_share:
+            draft = replace(draft, dropped=f"only {share:.0%} of its box lies in the {options[0]} region: it straddles "
+                                           f"or fills several", rule="inexact_truth")
+        drafts.append(draft)
     return drafts
 
 
@@ -400,10 +555,16 @@ def spatial(things, _facts, vocabulary, settings, rng) -> list[Draft]:
     for a, b in itertools.permutations(things, 2):
         where = relation(a, b, settings.spatial_gap)
         target, other = referent(a, things), referent(b, things)
-        if where is None or target is None or other is None:
+        if where is None or target is None or other is None or a.crowd or b.crowd:
             continue
         options = (RELATIONS[where], *(text for name, text in RELATIONS.items() if name != where))
-        drafts.append(_balanced(Draft(f"Where is {phrase(target)} relative to {phrase(other)}?", options,
+        question = f"Where {be(target, vocabulary)} {phrase(target, vocabulary)} relative to {phrase(other, vocabulary)}?"
+        if min(a.area, b.area) < settings.min_area:
+            drafts.append(Draft(question, options, {"template": "spatial", "target": target, "other": other},
+                                dropped=f"an object covers under {settings.min_area:.2%} of the image",
+                                rule="inexact_truth"))
+            continue
+        drafts.append(_balanced(Draft(question, options,
                                       {"template": "spatial", "target": target, "other": other}),
                                 "spatial", where, vocabulary, rng))
     return drafts
@@ -411,7 +572,8 @@ def spatial(things, _facts, vocabulary, settings, rng) -> list[Draft]:
 
 # -- Instance Attributes ----------------------------------------------------------------------------
 
-ATTRIBUTE_QUESTIONS = {"colour": "What colour is {}?", "shape": "What shape is {}?",
+ATTRIBUTE_QUESTIONS = {"colour": "What colour is {}?", "shape": "What shape is {}?",  # 'is' becomes 'are' for 'skis'
+
                        "size": "How large is {} compared with the other objects?"}
 
 
@@ -431,68 +593,115 @@ def attributes(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
             others = pick(pool, 3, avoid=[value])
             if len(others) < 3:
                 continue
-            drafts.append(Draft(ATTRIBUTE_QUESTIONS[key].format(phrase(target)), (value, *others),
+            question = ATTRIBUTE_QUESTIONS[key].format(phrase(target, vocabulary))
+            if be(target, vocabulary) == "are":
+                question = question.replace(" is ", " are ", 1)
+            drafts.append(Draft(question, (value, *others),
                                 {"template": "attribute", "attribute": key, "target": target}))
     return drafts
 
 
 # -- Instance Identity ------------------------------------------------------------------------------
 
-def _name(label: str, colour: str | None) -> str:
+def _name(label: str, colour: str | None, vocabulary: Vocabulary) -> str:
+    label = vocabulary.names.get(label, label)
     return f"{colour} {label}" if colour else label
 
 
-def identity(things, _facts, vocabulary, _settings, rng) -> list[Draft]:
+def identity(things, facts, vocabulary, settings, rng) -> list[Draft]:
     """With colours: the present (label, colour) crossed with another label and another colour, the
-    three other pairs all absent from the image. Without: four labels, three of them absent."""
-    present = {(t.label, t.attributes.get("colour")) for t in things}
-    present_labels = {t.label for t in things}
+    three other pairs all absent from the image. Without: four labels, three of them absent. A label
+    shown only too small to see is not the key; one a caption names is never a wrong option."""
+    captions = captions_of(facts)
+    seen = {(t.label, t.attributes.get("colour")) for t in things}
+    present = {(t.label, t.attributes.get("colour")) for t in things if t.crowd or t.area >= settings.min_area}
+    present_labels = {t.label for t in things} | {l for l in vocabulary.labels if mentions(captions, l, vocabulary)}
     colours = vocabulary.values("colour")
     drafts = []
     for label, colour in sorted(present, key=lambda p: (p[0], p[1] or "")):
         if colour:
             crossings = [(other_label, other_colour)
-                         for other_label in shuffled(rng, [l for l in vocabulary.labels if l != label])
+                         for other_label in shuffled(rng, [l for l in vocabulary.labels if l not in present_labels])
                          for other_colour in shuffled(rng, [c for c in colours if c != colour])
-                         if not {(label, other_colour), (other_label, colour), (other_label, other_colour)} & present]
+                         if not {(label, other_colour), (other_label, colour), (other_label, other_colour)} & seen]
             if not crossings:
                 continue
             other_label, other_colour = rng.choice(crossings[:20])
-            others = [_name(label, other_colour), _name(other_label, colour), _name(other_label, other_colour)]
+            others = [_name(label, other_colour, vocabulary), _name(other_label, colour, vocabulary),
+                      _name(other_label, other_colour, vocabulary)]
         else:
-            others = pick(shuffled(rng, [l for l in vocabulary.labels if l not in present_labels]), 3,
-                           avoid=[label])
+            others = pick(shuffled(rng, [vocabulary.names.get(l, l) for l in vocabulary.labels
+                                         if l not in present_labels]), 3, avoid=[label])
         if len(others) < 3:
             continue
-        drafts.append(Draft("Which of these can be seen in the image?", (_name(label, colour), *others),
+        drafts.append(Draft("Which of these can be seen in the image?", (_name(label, colour, vocabulary), *others),
                             {"template": "identity", "target": {"label": label} | ({"colour": colour} if colour else {})}))
     return drafts
 
 
 # -- Text Understanding -----------------------------------------------------------------------------
 
+WELL_FORMED = re.compile(r"[A-Z][a-z]{2,}|[A-Z]{3,}|[a-z]{3,}|\d{1,6}([.,:/-]\d{1,4})*")
+
+
+def holds_up(read: Fact, facts: list[Fact], settings: ProgrammaticSettings) -> bool:
+    """Whether an OCR read can be the key of a text question on a photo with no text truth: supplied
+    text; a read another reader (or a second pass) agrees with letter for letter; or a confident read
+    that is one well-formed word, name or number (not debris such as 'mm mer mee')."""
+    if read.provenance.backend == "supplied":
+        return True
+    if read.score is not None and read.score < settings.min_ocr_score:
+        return False
+    plain = re.sub(r"[\W_]+", "", normalise_text(read.text))
+    if any(other is not read and other.kind == "ocr" and other.provenance != read.provenance
+           and re.sub(r"[\W_]+", "", normalise_text(other.text)) == plain and text_reads([read, other]) != [read, other]
+           for other in facts):
+        return True
+    return (read.score or 0.0) >= settings.high_ocr_score and WELL_FORMED.fullmatch(read.text.strip()) is not None
+
+
+def readings(facts: list[Fact], settings: ProgrammaticSettings) -> list[Fact]:
+    """An image's text reads that hold up (`holds_up`), each piece of text once (`text_reads`)."""
+    ocr = [f for f in facts if f.kind == "ocr" and f.text.strip()]
+    return [f for f in text_reads(ocr) if holds_up(f, ocr, settings)
+            and len(" ".join(f.text.split())) >= settings.min_word_length]
+
+
 def text(_things, facts, vocabulary, settings, rng) -> list[Draft]:
-    """Which text is in the image; the distractors are other real words and strings from the collection
-    (the vocabulary's words and the OCR text of other images) of the same case and a similar length.
-    A line read twice (supplied and by an OCR model) is asked about once, as supplied (`text_reads`)."""
-    confident = [f for f in facts if f.kind == "ocr" and (f.score is None or f.score >= settings.min_ocr_score)]
-    lines = [" ".join(f.text.split()) for f in text_reads(confident)]
-    lines = [line for line in dict.fromkeys(lines) if len(line) >= settings.min_word_length]
+    """Which text is in the image, about reads that hold up (`readings`); the distractors are words of the
+    vocabulary and reads that hold up on other images, of a similar length, in the key's case. A line read
+    twice (supplied and by an OCR model) is asked about once, as supplied (`text_reads`). The meta keeps
+    the box the text was read from, for review."""
+    reads = readings(facts, settings)
+    lines = {" ".join(f.text.split()): f for f in reads}
     present = {normalise_text(line) for line in lines}
     if not lines:
         return []
     question = ("What does the text in the image say?" if len(lines) == 1
                 else "Which of these words is written in the image?")
     drafts = []
-    for line in lines:
-        same_case = [w for w in vocabulary.words if w.isupper() == line.isupper() and normalise_text(w) not in present]
+    for line, read in lines.items():
+        same_case = [w for w in dict.fromkeys(_in_case_of(line, w) for w in vocabulary.words)
+                     if normalise_text(w) not in present]
         # the nearest lengths, ties broken at random: neither the shortest nor the longest gives the key away
         pool = sorted(shuffled(rng, same_case), key=lambda w: abs(len(w) - len(line)))[:8]
         others = pick(shuffled(rng, pool), 3, avoid=[line, *lines])
         if len(others) < 3:
             continue
-        drafts.append(Draft(question, (line, *others), {"template": "text", "target": {"text": line}}))
+        crop = [round(v, 4) for v in _quad_box(read.quad)]
+        drafts.append(Draft(question, (line, *others), {"template": "text", "target": {"text": line}, "crop": crop}))
     return drafts
+
+
+def _in_case_of(line: str, word: str) -> str:
+    """`word` written in the case `line` is: an all-capitals key gets all-capitals distractors, and so on."""
+    return word.upper() if line.isupper() else word.lower() if line.islower() else \
+        word.capitalize() if line[:1].isupper() else word
+
+
+def _quad_box(quad) -> tuple[float, float, float, float]:
+    xs, ys = zip(*quad)
+    return (min(xs), min(ys), max(xs), max(ys))
 
 
 TEMPLATES: dict[str, Template] = {
@@ -528,4 +737,4 @@ def questions_from(drafts: list[Draft], item: Image, dimension: Dimension, setti
         asked += not draft.dropped
     return [Question(item_id=item.id, dimension_id=dimension.id, text=d.text, options=list(d.options), answer=0,
                      provenance=provenance, meta=d.meta | {"generator": backend}
-                     | ({"dropped": d.dropped} if d.dropped else {})) for d in chosen]
+                     | ({"dropped": d.dropped, "drop_rule": d.rule} if d.dropped else {})) for d in chosen]

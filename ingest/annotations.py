@@ -4,7 +4,7 @@ checked and normalised to unit coordinates at ingest (`normalise_annotations`)."
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
@@ -58,7 +58,9 @@ OcrText = Annotated[str, AfterValidator(lambda value: _checked_text(value, "ocr 
 
 class SuppliedObject(Strict):
     """An object: `label` plus one of `box` (normalised xyxy), `box_px` (pixel xyxy) or `bbox` (COCO
-    pixel xywh); optional `attributes` such as {"colour": "red"} and `score`."""
+    pixel xywh); optional `attributes` such as {"colour": "red"} and `score`. `crowd` marks a region that
+    holds many instances of its class (COCO's `iscrowd`): truth that the class is there, never one
+    countable object."""
 
     label: Label
     box: tuple[float, float, float, float] | None = None
@@ -66,6 +68,7 @@ class SuppliedObject(Strict):
     bbox: tuple[float, float, float, float] | None = None
     attributes: dict[str, str] = Field(default_factory=dict)
     score: float | None = None
+    crowd: bool = False
 
     @field_validator("attributes")
     @classmethod
@@ -90,6 +93,17 @@ class SuppliedText(Strict):
     score: float | None = None
 
 
+class Dropped(Strict):
+    """A supplied object or text line that is not kept, and why: `rule` names the kind of reason
+    (`no_area`, `no_box`, `bad_box`, `unknown_class`, `bad_line`) so the ingest summary can count them."""
+
+    kind: Literal["object", "ocr"]
+    rule: str
+    reason: str
+    label: str | None = None
+    text: str | None = None
+
+
 class SuppliedAnnotations(Strict):
     captions: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
@@ -97,6 +111,7 @@ class SuppliedAnnotations(Strict):
     ocr: list[SuppliedText] = Field(default_factory=list)
     truth: dict[str, Any] = Field(default_factory=dict)  # exact ground truth (oracle scenes), kept as is
     reform: list[dict[str, Any]] = Field(default_factory=list)  # task rows for the reform generator, kept as is
+    dropped: list[Dropped] = Field(default_factory=list)  # what the source itself could not use (COCO, YOLO)
 
     @field_validator("captions")
     @classmethod
@@ -121,7 +136,8 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
     """Validate supplied annotations and express every box in unit coordinates. Raises ValueError.
 
     Objects and text lines whose box lies wholly outside the image are not kept: each goes to
-    `dropped` with its reason, so no question is ever asked about something the image does not show."""
+    `dropped` with its reason (after what the source dropped itself), so no question is ever asked about
+    something the image does not show."""
     if isinstance(raw.get("captions"), str):
         raw = raw | {"captions": [raw["captions"]]}
     try:
@@ -129,15 +145,15 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ValueError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    objects, dropped = [], []
+    objects, dropped = [], [d.model_dump(exclude_none=True) for d in parsed.dropped]
     for o in parsed.objects:
         try:
             box = unit_box(width, height, box=o.box, box_px=o.box_px, bbox=o.bbox, ndigits=6)
         except OutsideImage as exc:
-            dropped.append({"kind": "object", "label": o.label, "reason": str(exc)})
+            dropped.append({"kind": "object", "rule": "no_area", "label": o.label, "reason": str(exc)})
             continue
         objects.append({"label": o.label, "box": list(box), "attributes": o.attributes}
-                       | ({"score": o.score} if o.score is not None else {}))
+                       | ({"score": o.score} if o.score is not None else {}) | ({"crowd": True} if o.crowd else {}))
     ocr = []
     for line in parsed.ocr:
         if line.quad is not None:
@@ -146,7 +162,7 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
             try:
                 box = unit_box(width, height, box=line.box, box_px=line.box_px, ndigits=6)
             except OutsideImage as exc:
-                dropped.append({"kind": "ocr", "text": line.text, "reason": str(exc)})
+                dropped.append({"kind": "ocr", "rule": "no_area", "text": line.text, "reason": str(exc)})
                 continue
             if box is None:
                 raise ValueError(f"ocr line {line.text!r} needs box, box_px or quad")

@@ -5,7 +5,8 @@ Sources:
 - a folder, walked recursively;
 - a manifest (JSONL or CSV) of paths relative to the manifest's folder, each with optional supplied
   annotations, source and license (see `ingest.annotations.SuppliedAnnotations`);
-- a Hugging Face dataset saved with `save_to_disk`, or parquet files, with an image column.
+- a Hugging Face dataset saved with `save_to_disk`, or parquet files, with an image column;
+- a COCO annotation .json or a YOLO dataset .yaml, with the folder of their images (`ingest.detection`).
 
 A row that declares a task kind (a `task` column, or `task=` for the whole source) is an annotation for
 the `reform` generator: its other columns are kept with the image under `annotations.reform`, as given
@@ -316,7 +317,15 @@ def candidates_for(location: Path, **options: Any) -> Iterator[Candidate]:
     """Pick the source type from what `location` is."""
     if not location.exists():
         raise IngestError(f"{location} does not exist")
-    image_column = options.pop("image_column", None)
+    image_column, images = options.pop("image_column", None), options.pop("images", None)
+    suffix = location.suffix.lower() if location.is_file() else ""
+    if suffix in (".json", ".yaml", ".yml"):
+        from ingest import detection
+
+        if options.pop("task", ""):
+            raise IngestError(f"{location}: a task kind applies to manifests and datasets, not to COCO or YOLO files")
+        read = detection.coco_candidates if suffix == ".json" else detection.yolo_candidates
+        return read(location, images=Path(images) if images else None, **options)
     if location.is_file() and location.suffix.lower() in MANIFEST_SUFFIXES:
         return manifest_candidates(location, **options)
     if (location.is_file() and location.suffix.lower() in HF_SUFFIXES) or _is_saved_dataset(location):
@@ -325,4 +334,5 @@ def candidates_for(location: Path, **options: Any) -> Iterator[Candidate]:
         if options.pop("task", ""):
             raise IngestError(f"{location}: a task kind applies to manifests and datasets, not to a folder of images")
         return folder_candidates(location, **options)
-    raise IngestError(f"{location} is neither a folder, a .jsonl/.csv manifest, nor a dataset")
+    raise IngestError(f"{location} is neither a folder, a .jsonl/.csv manifest, a COCO .json, a YOLO .yaml, "
+                      "nor a dataset")

@@ -12,6 +12,10 @@ import typer
 SourceName = Annotated[str, typer.Option("--source", help="Source name recorded on each item (default: the folder name).")]
 License = Annotated[str, typer.Option("--license", help="License recorded on items that do not name one.")]
 ImageColumn = Annotated[Optional[str], typer.Option("--image-column", help="Image column of a Hugging Face dataset.")]
+ImagesFolder = Annotated[Optional[Path], typer.Option("--images", help="Folder of the images of a COCO .json "
+                         "(file_name is relative to it; default: <root>/<split> for <root>/annotations/"
+                         "instances_<split>.json) or of a YOLO .yaml (its train/val/test paths are relative to "
+                         "it; default: the YAML's `path`).")]
 Workers = Annotated[int, typer.Option("--workers", min=1, help="Processes that decode images in parallel.")]
 TaskKind = Annotated[str, typer.Option("--task", help="Task kind of every row (data/reform_tasks.yaml: vqa, "
                                        "classification, matching, grounding, text_reading, ...): the rows are "
@@ -45,10 +49,12 @@ def register(app: typer.Typer, context) -> None:
         ctx: typer.Context,
         sources: Annotated[list[Path], typer.Argument(
             help="Folders of images, .jsonl/.csv manifests (paths relative to the manifest, with optional "
-                 "annotations), or Hugging Face datasets (save_to_disk folders or .parquet).")],
+                 "annotations), Hugging Face datasets (save_to_disk folders or .parquet), COCO annotation "
+                 ".json files (instances, with captions_*.json beside them) or YOLO dataset .yaml files.")],
         source: SourceName = "",
         license: License = "",
         image_column: ImageColumn = None,
+        images: ImagesFolder = None,
         workers: Workers = 1,
         task: TaskKind = "",
     ) -> None:
@@ -57,6 +63,10 @@ def register(app: typer.Typer, context) -> None:
         Every file is checked (readable, a real image, not truncated, not a decompression bomb, big enough,
         not a duplicate) and normalised to RGB with its EXIF orientation applied. Refused files are recorded
         with a reason and the run goes on; `benchsmith status` lists them. Re-ingesting adds nothing new.
+
+        COCO and YOLO boxes come in as objects: a COCO crowd region (iscrowd) as an object marked crowd, and
+        every box that cannot be kept (no box, no area, unknown class, a bad label line) is counted in the
+        summary by its reason and listed under its image's annotations.dropped.
         """
         from benchsmith.console import console, stage_progress
         from ingest.stage import ingest_sources
@@ -65,7 +75,7 @@ def register(app: typer.Typer, context) -> None:
         check_task_kind(c.settings, task)
         with c.store() as store, stage_progress():
             reports = ingest_sources(store, c.settings, sources, source=source, license=license,
-                                     image_column=image_column, workers=workers, task=task)
+                                     image_column=image_column, images=images, workers=workers, task=task)
         for location, report in reports:
             console.print(f"[bold]{location}[/]: {report.summary()}")
 

@@ -1,8 +1,12 @@
-"""Richness filter: keep images whose caption names enough things to ask about.
+"""Richness filter: keep images whose caption names enough things to ask about, or that come with enough
+labelled objects.
 
 SEED-Bench kept images whose caption had more than five nouns. We count nouns (common and proper)
-with spaCy's English tagger and take the richest caption an image has. An image with no caption yet is
-left for later; the filter runs again once captions have been extracted.
+with spaCy's English tagger and take the richest caption an image has. A photo supplied with its instances
+(COCO, YOLO, a manifest's objects) also passes on those: `min_objects` objects, crowd regions aside, since
+a short caption ("A kitchen with a stove") says little about what such a photo holds. An image with
+neither a caption nor enough objects yet is left for later; the filter runs again once captions have been
+extracted.
 
 The check is a runner stage keyed by its settings. Each verdict records the noun count and the tagger it
 was counted with, so changing `ingest.richness.min_nouns` re-judges from the stored counts (no tagging)
@@ -52,19 +56,26 @@ def _subject(image_id: str, verdict: Verdict | None) -> str:
 
 @dataclass(frozen=True)
 class Judged:
-    """An image to judge: its verdict now, and its stored noun count or else its captions to count."""
+    """An image to judge: its verdict now, its stored noun count or else its captions to count, and its
+    supplied objects (crowd regions aside)."""
 
     id: str
     verdict: Verdict | None
     nouns: int | None
     captions: tuple[str, ...]
+    objects: int = 0
+
+
+def supplied_objects(annotations: dict) -> int:
+    """Objects that came with an image, each one thing: a crowd region is many, not one."""
+    return sum(not o.get("crowd") for o in annotations.get("objects", []))
 
 
 class RichnessStage(runner.Stage):
     """The check as a runner stage. A subject is an image with the outcome of its verdict now, and what is
     recorded done is the image with the verdict it ended with: so a key seen before still re-judges an image
-    another key changed since (min_nouns 6, then 1, then 6 again). Images with neither a caption nor a
-    stored count wait for extraction."""
+    another key changed since (min_nouns 6, then 1, then 6 again). Images with neither a caption, a stored
+    count nor enough objects wait for extraction (unless judged before: a new key judges them again)."""
 
     name = STAGE
 
@@ -72,7 +83,8 @@ class RichnessStage(runner.Stage):
         self.settings = settings
 
     def config_key(self) -> str:
-        return runner.config_key(self.settings.min_nouns, self.settings.spacy_model, self.settings.enabled)
+        s = self.settings
+        return runner.config_key(s.min_nouns, s.min_objects, s.spacy_model, s.enabled)
 
     def units(self, context: runner.StageContext) -> list[Judged]:
         if not self.settings.enabled:
@@ -80,13 +92,16 @@ class RichnessStage(runner.Stage):
         store = context.store
         earlier = {v.subject_id: v for v in store.get_verdicts(stage=STAGE)}
         counted = {i: v.details["nouns"] for i, v in earlier.items()
-                   if v.details.get("spacy_model") == self.settings.spacy_model}
+                   if v.details.get("spacy_model") == self.settings.spacy_model and v.details.get("nouns") is not None}
         images = store.get_items(kind="image", status=None)
         facts = store.get_facts([i.id for i in images if i.id not in counted], kinds=["caption"])
         units = [Judged(i.id, earlier.get(i.id), counted.get(i.id), () if i.id in counted else tuple(
                         c for c in [*i.annotations.get("captions", []), *(f.text for f in facts.get(i.id, []))]
-                        if c.strip())) for i in images]
-        return [u for u in units if u.nouns is not None or u.captions]
+                        if c.strip()), supplied_objects(i.annotations)) for i in images]
+        return [u for u in units if u.nouns is not None or u.captions or u.verdict or self._rich_in_objects(u)]
+
+    def _rich_in_objects(self, unit: Judged) -> bool:
+        return 0 < self.settings.min_objects <= unit.objects
 
     def subject(self, unit: Judged) -> str:
         return _subject(unit.id, unit.verdict)
@@ -94,11 +109,16 @@ class RichnessStage(runner.Stage):
     def process(self, units: Sequence[Judged], _context: runner.StageContext) -> Iterator[tuple[Judged, Verdict]]:
         s = self.settings
         for unit in units:
-            nouns = unit.nouns if unit.nouns is not None else count_nouns(unit.captions, s.spacy_model)
-            passed = nouns >= s.min_nouns
+            # nouns are counted whenever there is a caption, so a later min_nouns re-judges from the count
+            nouns = (unit.nouns if unit.nouns is not None
+                     else count_nouns(unit.captions, s.spacy_model) if unit.captions else None)
+            passed = (nouns or 0) >= s.min_nouns or self._rich_in_objects(unit)
+            reason = "no caption yet" if nouns is None else f"richest caption has {nouns} nouns, fewer than {s.min_nouns}"
+            if s.min_objects:
+                reason += f", and {unit.objects} objects, fewer than {s.min_objects}"
             yield unit, Verdict(subject_id=unit.id, subject_kind="item", stage=STAGE, rule="min_nouns", passed=passed,
-                                reason="" if passed else f"richest caption has {nouns} nouns, fewer than {s.min_nouns}",
-                                details={"nouns": nouns, "spacy_model": s.spacy_model})
+                                reason="" if passed else reason,
+                                details={"nouns": nouns, "objects": unit.objects, "spacy_model": s.spacy_model})
 
     def commit(self, context: runner.StageContext, pairs: list[tuple[Judged, Verdict]],
                report: runner.StageReport) -> list[runner.Outcome]:

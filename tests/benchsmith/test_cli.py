@@ -73,8 +73,8 @@ def test_supplied_boxes_outside_their_image_are_counted_with_their_reason_in_the
     (tmp_path / "coco.jsonl").write_text(json.dumps(row) + "\n")
     result = run("ingest", "coco.jsonl", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert ("1 added, 0 already in the store, 2 supplied boxes dropped with no area inside their image "
-            "(1 object, 1 ocr; each under its image's annotations.dropped)") in result.stdout
+    assert ("1 added, 0 already in the store, 2 supplied boxes dropped (1 object no_area, 1 ocr no_area; "
+            "each with its reason under its image's annotations.dropped)") in result.stdout
 
 
 def test_user_errors_are_one_clear_line_and_exit_code_2(tmp_path):
@@ -123,7 +123,8 @@ def test_changing_min_nouns_rejudges_exactly_the_images_it_affects(tmp_path):
     assert poor
 
     stricter = run("ingest", "scenes/manifest.jsonl", cwd=tmp_path,
-                   env={"BENCHSMITH__INGEST__RICHNESS__MIN_NOUNS": str(threshold)})
+                   env={"BENCHSMITH__INGEST__RICHNESS__MIN_NOUNS": str(threshold),
+                        "BENCHSMITH__INGEST__RICHNESS__MIN_OBJECTS": "0"})  # the scenes' shapes count alone
     assert stricter.returncode == 0, stricter.stderr
     status = json.loads(run("status", "--json", cwd=tmp_path).stdout)
     assert status["items"] == {"image/ok": 8 - len(poor), "image/excluded": len(poor)}

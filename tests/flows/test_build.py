@@ -46,7 +46,8 @@ def test_a_new_richness_threshold_rejudges_exactly_the_images_it_changes_then_a_
     assert 0 < len(newly_poor) < len(nouns)
 
     stricter = load_settings(env={"BENCHSMITH_WORKSPACE": str(settings.workspace),
-                                  "BENCHSMITH__INGEST__RICHNESS__MIN_NOUNS": str(threshold)})
+                                  "BENCHSMITH__INGEST__RICHNESS__MIN_NOUNS": str(threshold),
+                                  "BENCHSMITH__INGEST__RICHNESS__MIN_OBJECTS": "0"})  # nouns alone decide
     rerun = build_flow(stricter, [source])
     richness = rerun["ingest"]["richness"]
     assert (richness["judged"], richness["excluded"], richness["readmitted"]) == (len(newly_poor), len(newly_poor), 0)

@@ -177,7 +177,7 @@ def test_a_count_outside_the_support_is_dropped_with_its_reason():
                                                   "count:label": {"0": 9, "1": 9, "2": 9, "3": 9},
                                                   "count:colour": {"0": 9, "1": 9, "2": 9, "3": 9}})
     image = Image(id="img", path="img.png", width=640, height=480)
-    facts = [Fact(item_id="img", kind="object", text="star", box=(0.1 * i, 0.1, 0.1 * i + 0.05, 0.2),
+    facts = [Fact(item_id="img", kind="object", text="star", box=(0.1 * i + 0.02, 0.1, 0.1 * i + 0.07, 0.2),
                   attributes={"colour": "red"}, provenance=SUPPLIED) for i in range(6)]
     questions = generate(image, facts, registry().get("instances_counting"), vocabulary,
                          ProgrammaticSettings(per_dimension=10), seed=0)

@@ -1,0 +1,196 @@
+"""Programmatic questions on real photos: what the boxes and captions cannot settle is not asked, and labels
+are spoken as English. Small inline facts; each test checks the question text against its own truth."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from benchsmith.dimensions import registry
+from benchsmith.records import Fact, Image, Provenance
+from generators.programmatic import ProgrammaticSettings, generate, load_vocabulary, plural
+from tests.support.shared_data import require_shared_data
+
+SUPPLIED = Provenance(backend="supplied")
+IMAGE = Image(id="photo", path="photo.jpg", width=640, height=480)
+
+
+def obj(label, box, **attributes) -> Fact:
+    return Fact(item_id=IMAGE.id, kind="object", text=label, box=box, attributes=attributes, provenance=SUPPLIED)
+
+
+def caption(text) -> Fact:
+    return Fact(item_id=IMAGE.id, kind="caption", text=text, provenance=SUPPLIED)
+
+
+def ocr(text, box, backend="rapidocr", score=0.95, item=IMAGE.id) -> Fact:
+    x1, y1, x2, y2 = box
+    return Fact(item_id=item, kind="ocr", text=text, quad=((x1, y1), (x2, y1), (x2, y2), (x1, y2)), score=score,
+                provenance=SUPPLIED if backend == "supplied" else Provenance(backend=backend))
+
+
+def made(dimension, facts, vocabulary=None, **settings):
+    return generate(IMAGE, facts, registry().get(dimension), vocabulary or load_vocabulary(),
+                    ProgrammaticSettings(per_dimension=50, **settings), seed=3)
+
+
+def asked(questions):
+    return {q.text: q for q in questions if "dropped" not in q.meta}
+
+
+def dropped(questions):
+    return {q.text: q.meta["dropped"] for q in questions if "dropped" in q.meta}
+
+
+# well apart, inside the frame, each large enough
+APART = [(0.05 + 0.3 * i, 0.4, 0.2 + 0.3 * i, 0.6) for i in range(3)]
+
+
+def test_a_clean_count_is_asked_with_the_number_of_boxes():
+    questions = made("instances_counting", [obj("keyboard", box) for box in APART])
+    q = asked(questions)["How many keyboards are there in the image?"]
+    assert q.options[q.answer] == "3"
+
+
+@pytest.mark.parametrize("extra, reason", [
+    (obj("keyboard", (0.0, 0.0, 1.0, 1.0), crowd="true"), "crowd region"),
+    (obj("keyboard", (0.5, 0.1, 0.52, 0.12)), "too small"),
+    (obj("keyboard", (0.0, 0.1, 0.2, 0.3)), "cut by the image border"),
+    (obj("keyboard", (0.19, 0.45, 0.3, 0.55)), "touch or overlap"),
+])
+def test_a_count_the_boxes_cannot_settle_is_dropped_with_its_reason(extra, reason):
+    questions = made("instances_counting", [obj("keyboard", box) for box in APART] + [extra])
+    assert "How many keyboards are there in the image?" not in asked(questions)
+    assert reason in dropped(questions)["How many keyboards are there in the image?"]
+
+
+def test_a_crowd_region_is_never_a_describing_attribute_nor_the_one_object_of_its_label():
+    facts = [obj("person", APART[0]), obj("person", (0.6, 0.1, 0.9, 0.3), crowd="true"), obj("dog", APART[2])]
+    texts = [q.text for key in ("instance_location", "spatial_relation", "instance_attributes", "instance_identity")
+             for q in made(key, facts)]
+    assert texts and not [t for t in texts if "crowd" in t or "person" in t and "Where" in t]
+    assert "In which part of the image is the person?" not in texts
+
+
+@pytest.mark.parametrize("captions, kept", [
+    (["Two keyboards sit on a desk."], False),
+    (["A desk with several keyboards and a mouse."], False),
+    (["Three keyboards sit on a desk."], True),
+    (["A desk with keyboards on it."], True),
+])
+def test_a_count_a_caption_contradicts_is_not_asked(captions, kept):
+    questions = made("instances_counting", [obj("keyboard", box) for box in APART] + [caption(c) for c in captions])
+    assert ("How many keyboards are there in the image?" in asked(questions)) is kept
+    if not kept:
+        assert "caption" in dropped(questions)["How many keyboards are there in the image?"]
+
+
+def test_an_absent_label_a_caption_names_is_neither_counted_as_zero_nor_a_wrong_option():
+    vocabulary = load_vocabulary()
+    vocabulary = type(vocabulary)(**{**vocabulary.__dict__, "labels": ("cup", "dining table", "dog", "bench", "cat")})
+    facts = [obj("cup", APART[0]), caption("Two cups sit on a wooden table.")]
+    for _ in range(3):
+        identity = made("instance_identity", facts, vocabulary)
+        assert identity and all("dining table" not in q.options for q in identity)
+    counts = made("instances_counting", facts, vocabulary)
+    assert "How many dining tables are there in the image?" not in asked(counts)
+
+
+def test_how_many_objects_only_where_every_object_is_labelled():
+    facts = [obj("cup", APART[0]), obj("dog", APART[1])]
+    assert not [q for q in made("instances_counting", facts) if q.meta["filter"] == {}]
+    everything = [q for q in made("instances_counting", facts, labels_exhaustive=True) if q.meta["filter"] == {}]
+    assert [q.text for q in everything] == ["How many objects are there in the image?"]
+
+
+def _region(x: float, y: float) -> str:
+    row, column = min(int(y * 3), 2), min(int(x * 3), 2)
+    return "centre" if (row, column) == (1, 1) else f"{('top', 'middle', 'bottom')[row]} {('left', 'centre', 'right')[column]}"
+
+
+def test_a_box_that_fills_or_straddles_regions_is_not_located_and_one_inside_a_region_is():
+    facts = [obj("dining table", (0.0, 0.0, 1.0, 1.0)), obj("knife", (0.1, 0.75, 0.66, 0.85)),
+             obj("cup", (0.72, 0.05, 0.9, 0.25)), obj("skis", (0.05, 0.4, 0.28, 0.6))]
+    questions = made("instance_location", facts)
+    kept = asked(questions)
+    assert set(kept) == {"In which part of the image is the cup?", "In which part of the image are the skis?"}
+    assert kept["In which part of the image is the cup?"].options[kept["In which part of the image is the cup?"].answer] \
+        == _region(0.81, 0.15)
+    assert {"In which part of the image is the dining table?", "In which part of the image is the knife?"} \
+        <= set(dropped(questions))
+
+
+def test_spatial_relations_need_apart_boxes_of_visible_size_and_agree_in_number():
+    facts = [obj("skis", APART[0]), obj("dog", APART[2]), obj("cat", (0.5, 0.1, 0.51, 0.11))]
+    texts = {q.text for q in made("spatial_relation", facts)}
+    assert "Where are the skis relative to the dog?" in texts
+    assert not [t for t in asked(made("spatial_relation", facts)) if "cat" in t]
+
+
+def coco_names() -> list[str]:
+    config = yaml.safe_load(require_shared_data("coco128", "object_detection", "config.yaml").read_text())
+    return list(config["names"].values())
+
+
+SPECIAL = {"person": "people", "sheep": "sheep", "skis": "skis", "scissors": "scissors", "broccoli": "broccoli",
+           "tv": "TVs", "mouse": "mice", "knife": "knives", "bus": "buses", "bench": "benches", "couch": "couches",
+           "sandwich": "sandwiches", "toothbrush": "toothbrushes", "wine glass": "wine glasses",
+           "hair drier": "hair driers", "hot dog": "hot dogs", "teddy bear": "teddy bears"}
+
+
+def test_every_coco_class_name_has_its_english_plural_and_verb():
+    names = coco_names()
+    assert len(names) == 80 and SPECIAL.keys() <= set(names)
+    vocabulary = load_vocabulary()
+    said = {name: plural(name, vocabulary) for name in names}
+    assert {name: said[name] for name in SPECIAL} == SPECIAL
+    # every other one: the regular -s or -es of its last word
+    regular = {name: p for name, p in said.items() if name not in SPECIAL
+               and not re.fullmatch(re.escape(name) + "(s|es)", p)}
+    assert not regular
+    for name in names:
+        q = asked(made("instance_location", [obj(name, (0.72, 0.05, 0.9, 0.25))]))
+        verb = "are" if name in ("skis", "scissors") else "is"
+        spoken = "TV" if name == "tv" else name
+        assert list(q) == [f"In which part of the image {verb} the {spoken}?"]
+
+
+def test_how_many_shapes_never_offers_the_count_with_the_signs():
+    shapes = ["circle", "square", "triangle", "star", "hexagon"]
+    facts = [obj(s, (0.05 + 0.18 * i, 0.7, 0.15 + 0.18 * i, 0.8), colour="red") for i, s in enumerate(shapes)]
+    facts += [ocr("TEA", (0.1, 0.1, 0.3, 0.2), "supplied", None), ocr("SALE", (0.6, 0.1, 0.8, 0.2), "supplied", None)]
+    for seed in range(20):
+        questions = generate(IMAGE, facts, registry().get("instances_counting"), load_vocabulary(),
+                             ProgrammaticSettings(per_dimension=50), seed=seed)
+        everything = [q for q in questions if q.text == "How many shapes are there in the image?"]
+        assert everything and all(q.options[q.answer] == "5" for q in everything)
+        assert not [q.options for q in everything if {"6", "7"} & set(q.options)]
+
+
+def test_a_text_question_only_about_a_reading_that_holds_up_and_its_crop_is_recorded():
+    facts = [ocr("mm mer mee m wm wow mn wom", (0.1, 0.1, 0.5, 0.2), score=0.8),  # debris on a grille
+             ocr("OMNHTES", (0.1, 0.3, 0.4, 0.4), score=0.7),                      # a misread, alone
+             ocr("PIACENZA", (0.5, 0.5, 0.8, 0.6), score=0.97),                    # a confident well-formed word
+             ocr("Msgs", (0.1, 0.7, 0.2, 0.8), score=0.6), ocr("Msgs", (0.1, 0.7, 0.2, 0.8), "paddleocr", 0.7)]
+    questions = made("text_understanding", facts)
+    keys = {q.options[q.answer]: q for q in questions}
+    assert set(keys) == {"PIACENZA", "Msgs"}
+    assert keys["PIACENZA"].meta["crop"] == [0.5, 0.5, 0.8, 0.6]
+    assert not {"OMNHTES", "mm mer mee m wm wow mn wom"} & {o for q in questions for o in q.options}
+
+
+def test_text_distractors_never_come_from_reads_on_other_photos_that_do_not_hold_up():
+    other = [ocr(text, (0.1, 0.1, 0.4, 0.2), score=0.6, item=f"other{i}")
+             for i, text in enumerate(["IOVARA", "HACENZA", "CRZZ", "OMNHTES", "WOMN", "MERE", "WOWM", "MEEM"])]
+    vocabulary = load_vocabulary().widened(other, ProgrammaticSettings())
+    assert not set(vocabulary.words) & {f.text for f in other}
+    questions = made("text_understanding", [ocr("PIACENZA", (0.5, 0.5, 0.8, 0.6), score=0.97)], vocabulary)
+    assert questions and all(set(q.options[1:]) <= set(load_vocabulary().words) for q in questions)
+
+
+def test_a_mixed_case_reading_gets_distractors_in_its_own_case():
+    questions = made("text_understanding", [ocr("Piacenza", (0.5, 0.5, 0.8, 0.6), score=0.97)])
+    words = {w.capitalize() for w in load_vocabulary().words}
+    assert questions and all(set(q.options[1:]) <= words for q in questions)
