@@ -25,6 +25,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,7 @@ class LlmServerSettings(Strict):
     parallel: int = Field(1, ge=1)  # requests decoded together
     start_timeout_s: float = Field(300, gt=0)  # load and readiness wait of a detached server
     models_dir: Path | None = None  # where models in parts are joined; None: <workspace>/cache/models
+    autostart: bool = False         # `build` starts it (and stops it after) when services.openai_base_url is url()
 
     @field_validator("host")
     @classmethod
@@ -219,6 +222,24 @@ def start_detached(settings: Settings, settings_file: Path | None = None) -> dic
     child.wait(10)
     raise LlmServerError(f"the model server was not ready within llm_server.start_timeout_s "
                          f"({options.start_timeout_s:g} s); see {log}")
+
+
+@contextmanager
+def serving(settings: Settings, say: Callable[[str], None] = print) -> Iterator[None]:
+    """With `autostart`, a server for the run when the LLM endpoint is this server's address and none
+    answers there yet; it is stopped when the run ends, and one that was already running is left alone."""
+    options = server_settings(settings)
+    wanted = options.autostart and settings.services.openai_base_url.rstrip("/") == url(options)
+    if not wanted or healthy(options):
+        yield
+        return
+    say(f"llm server: starting {options.model} at {url(options)} ({options.threads} thread(s))")
+    info = start_detached(settings)
+    try:
+        yield
+    finally:
+        stop(settings)
+        say(f"llm server: stopped (pid {info.get('pid')})")
 
 
 def running(settings: Settings) -> dict[str, Any] | None:
