@@ -8,7 +8,8 @@ the key makes a claim the facts decide, the claim is checked:
   an object that is there too (two right answers);
 - a region (`instance_location`): the named object's centre lies in the part of the image the key says;
 - a relation (`spatial_relation`): the first object the question names lies where the key says of the
-  second (left, right, above, below), by the same rule as the programmatic questions;
+  second (left, right, above, below), by the same rule as the programmatic questions; or, where the key
+  is an object ("Which object is left of the dog?"), it lies there and no other option does;
 - a text (`text_understanding`): the key was read in the image.
 
 A question whose claim fails is dropped (`meta["dropped"]`, rule `fact_check`) with the reason; one that
@@ -116,18 +117,33 @@ def _location(question: Question, things: list[Thing], margin: float) -> str | N
 
 
 def _relation(question: Question, things: list[Thing]) -> str | None:
+    """'Where is the A relative to the B?' with a direction as the key, or 'Which object is left of
+    the B?' with an object as the key (then no other option may lie there too)."""
+    labels = [t.label for t in things]
+    once = lambda label: sum(t.label == label for t in things) == 1  # noqa: E731
+    thing = lambda label: next(t for t in things if t.label == label)  # noqa: E731
     key_words = _norm(question.options[question.answer]).split()
     said = [d for d in DIRECTIONS if d in key_words]
-    if len(said) != 1:
-        return "unchecked: the key names no one direction"
-    named = _named(question.text, [t.label for t in things])
-    if len(named) != 2 or any(sum(t.label == n for t in things) != 1 for n in named):
-        return "unchecked: the question does not name two objects the facts have once each"
-    a, b = (next(t for t in things if t.label == n) for n in named)
-    where = relation(a, b, 0.0)
+    if len(said) == 1:
+        named = _named(question.text, labels)
+        if len(named) != 2 or not all(once(n) for n in named):
+            return "unchecked: the question does not name two objects the facts have once each"
+        where = relation(thing(named[0]), thing(named[1]), 0.0)
+        if where is None:
+            return "unchecked: the two boxes are not apart along one side"
+        return VERIFIED if where == said[0] else f"the key says {said[0]}, the {named[0]} is {where} of the {named[1]}"
+    asked = [d for d in DIRECTIONS if d in _norm(question.text).split()]
+    anchor, key = _named(question.text, labels), _named(question.options[question.answer], labels)
+    if len(asked) != 1 or len(anchor) != 1 or len(key) != 1 or not (once(anchor[0]) and once(key[0])):
+        return "unchecked: the question and key do not name objects the facts have once each"
+    where = relation(thing(key[0]), thing(anchor[0]), 0.0)
     if where is None:
         return "unchecked: the two boxes are not apart along one side"
-    return VERIFIED if where == said[0] else f"the key says {said[0]}, the {named[0]} is {where} of the {named[1]}"
+    if where != asked[0]:
+        return f"the key's {key[0]} is {where} of the {anchor[0]}, not {asked[0]}"
+    also = [o for i, o in enumerate(question.options) if i != question.answer
+            for n in _named(o, labels) if once(n) and n != anchor[0] and relation(thing(n), thing(anchor[0]), 0.0) == asked[0]]
+    return f"option {also[0]!r} is {asked[0]} of the {anchor[0]} too" if also else VERIFIED
 
 
 def _text(question: Question, facts: list[Fact]) -> str | None:

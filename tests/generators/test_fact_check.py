@@ -33,7 +33,9 @@ DRAFTS = {
                           q("Where is the dog?", ["bottom left", "top right", "centre", "top left"])],
     "Spatial Relation": [q("Where is the cat relative to the sign?", ["right", "left", "above", "below"]),
                          q("Where is the sign relative to the cat?", ["right", "left", "above", "below"]),
-                         q("Is the dog near the cat?", ["left", "right", "above", "below"])],
+                         q("Is the dog near the cat?", ["left", "right", "above", "below"]),
+                         q("Which object is to the left of the cat?", ["the sign", "a tree", "a car", "a bench"]),
+                         q("Which object is to the left of the sign?", ["the cat", "a tree", "a car", "a bench"])],
     "Text Understanding": [q("What does the sign say?", ["BAKERY", "BUTCHER", "GROCER", "FLORIST"]),
                            q("What word is on the shop sign?", ["PHARMACY", "BAKERY", "GROCER", "FLORIST"]),
                            q("Which colour is the sign?", ["red", "blue", "green", "white"])],
@@ -57,20 +59,24 @@ def test_drafts_wrong_against_their_facts_are_dropped_with_the_reason_and_the_re
     keys = ["instances_counting", "instance_identity", "instance_location", "spatial_relation", "text_understanding"]
     with ScriptedOpenAI(answer) as server:
         run_generate(store, settings_with(tmp_path, OPENAI_BASE_URL=server.base_url,
-                                          BENCHSMITH__GENERATE__DIMENSIONS=f"[{', '.join(keys)}]"),
+                                          BENCHSMITH__GENERATE__DIMENSIONS=f"[{', '.join(keys)}]",
+                                          BENCHSMITH__GENERATE__LLM__QUESTIONS_PER_CALL="5"),
                      generators=["llm"])
 
     by_text = {q.text: q for q in store.get_questions()}
     verdicts = {v.subject_id: v for v in store.get_verdicts(passed=False)}
     names = {registry().get(k).name: k for k in keys}
-    for name, (right, wrong, open_) in DRAFTS.items():
+    for name, (right, wrong, open_, *more) in DRAFTS.items():
         kept, dropped, unsure = (by_text[d["question"]] for d in (right, wrong, open_))
         assert kept.meta["fact_check"] == "verified", (name, kept.meta)
         assert kept.status == "candidate"
         assert dropped.status == "dropped" and dropped.meta["fact_check"] == "failed", (name, dropped.meta)
         assert verdicts[dropped.id].rule == "fact_check" and verdicts[dropped.id].reason == dropped.meta["dropped"]
         assert unsure.meta["fact_check"].startswith("unchecked: "), (name, names[name], unsure.meta)
-    reasons = {name: by_text[wrong["question"]].meta["dropped"] for name, (_r, wrong, _o) in DRAFTS.items()}
+    reasons = {name: by_text[wrong["question"]].meta["dropped"] for name, (_r, wrong, *_o) in DRAFTS.items()}
+    object_key_right, object_key_wrong = DRAFTS["Spatial Relation"][3:]  # the key an object, not a direction
+    assert by_text[object_key_right["question"]].meta["fact_check"] == "verified"
+    assert by_text[object_key_wrong["question"]].meta["dropped"] == "the key's cat is right of the sign, not left"
     assert reasons["Instances Counting"] == "the key says 3 dog, the facts have 2"
     assert "names nothing the facts mention" in reasons["Instance Identity"]
     assert reasons["Instance Location"] == "the key says 'bottom left', the cat is at the top right"
