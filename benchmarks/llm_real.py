@@ -33,6 +33,7 @@ from benchsmith.llm import LlmClient, LlmOptions, LlmRequest  # noqa: E402
 from benchsmith.records import LETTERS, Fact, Image, Provenance  # noqa: E402
 from benchsmith.settings import load_settings  # noqa: E402
 from benchsmith.store import Store  # noqa: E402
+from generators import fact_check  # noqa: E402
 from tests.support.shared_data import shared_data_dir  # noqa: E402
 
 DIMENSIONS = ["instances_counting", "instance_identity", "instance_location", "spatial_relation"]
@@ -75,7 +76,9 @@ def named(text: str, labels: set[str]) -> list[str]:
     """Labels the text names (singular or a plain plural), longest first, each span once, in text order."""
     padded, hits = " " + " ".join(words(text)) + " ", []
     for label in sorted(labels, key=len, reverse=True):
-        for form in (label, label + "s", label + "es", label[:-1] + "ies" if label.endswith("y") else label):
+        forms = (label, label + "s", label + "es", label[:-1] + "ies" if label.endswith("y") else label,
+                 *(["people"] if label == "person" else []))
+        for form in forms:
             at = padded.find(f" {form} ")
             if at >= 0 and not any(s <= at < e for s, e, _ in hits):
                 hits.append((at, at + len(form) + 1, label))
@@ -124,13 +127,22 @@ def oracle(question, dimension: str, photo: dict) -> str:
         third = lambda v: min(int(v * 3), 2)  # noqa: E731
         return "right" if (r is None or r == third(y)) and (c is None or c == third(x)) else "wrong"
     if dimension == "spatial_relation":
+        def where(a, b):  # where a's centre is from b's, along the axis they differ most on
+            (ax, ay), (bx, by) = centre(of(a)[0]), centre(of(b)[0])
+            return ("left" if ax < bx else "right") if abs(ax - bx) >= abs(ay - by) else ("above" if ay < by else "below")
         asked = named(question.text, labels)
         said = [w for w in words(key) if w in ("left", "right", "above", "below")]
-        if len(asked) != 2 or len(said) != 1 or any(len(of(a)) != 1 for a in asked):
+        if len(said) == 1:
+            if len(asked) != 2 or any(len(of(a)) != 1 for a in asked):
+                return "undecided"
+            return "right" if where(*asked) == said[0] else "wrong"
+        direction = [w for w in words(question.text) if w in ("left", "right", "above", "below")]
+        keyed = named(key, labels)
+        if len(direction) != 1 or len(asked) != 1 or len(keyed) != 1 or any(len(of(a)) != 1 for a in asked + keyed):
             return "undecided"
-        (ax, ay), (bx, by) = centre(of(asked[0])[0]), centre(of(asked[1])[0])
-        where = ("left" if ax < bx else "right") if abs(ax - bx) >= abs(ay - by) else ("above" if ay < by else "below")
-        return "right" if where == said[0] else "wrong"
+        others = [n for i, o in enumerate(question.options) if i != question.answer for n in named(o, labels)
+                  if len(of(n)) == 1 and n != asked[0] and where(n, asked[0]) == direction[0]]
+        return "right" if where(keyed[0], asked[0]) == direction[0] and not others else "wrong"
     return "undecided"
 
 
@@ -151,13 +163,14 @@ def judge_request(question, facts_text: str, model: str) -> LlmRequest:
 def main() -> None:
     args = arguments(__doc__, quick={"images": 3}, images=3, most_objects=6, model="qwen2.5-coder-1.5b", port=18791, threads=1,
                      questions_per_call=2, max_tokens=400,
-                     models_dir=str(Path.home() / ".cache" / "benchsmith" / "models")).parse_args()
+                     models_dir=str(Path.home() / ".cache" / "benchsmith" / "models"), workspace="").parse_args()
     folder = shared_data_dir() / "coco-mini-train"
     instances = json.loads((folder / "annotations" / "instances_train2017.json").read_text())
     COCO_LABELS.update(c["name"] for c in instances["categories"])
     photos = coco(folder, args.images, args.most_objects)
     by_id = {p["id"]: p for p in photos}
-    workspace = Path(tempfile.mkdtemp(prefix="llm_real-"))
+    # --workspace DIR: a run's store again, its calls answered from the call cache (analysis changes only)
+    workspace = Path(args.workspace) if args.workspace else Path(tempfile.mkdtemp(prefix="llm_real-"))
     env = {"BENCHSMITH_WORKSPACE": str(workspace), "OPENAI_BASE_URL": f"http://127.0.0.1:{args.port}/v1",
            "BENCHSMITH__LLM_SERVER__MODEL": args.model, "BENCHSMITH__LLM_SERVER__PORT": str(args.port),
            "BENCHSMITH__LLM_SERVER__THREADS": str(args.threads), "BENCHSMITH__LLM_SERVER__MODELS_DIR": args.models_dir,
@@ -179,28 +192,37 @@ def main() -> None:
             supplied = Provenance(backend="supplied")
             store.add_items([Image(id=p["id"], path=str(folder / "train2017" / p["file"]), width=p["width"],
                                    height=p["height"]) for p in photos])
-            store.add_facts("supplied", [
-                *(Fact(item_id=p["id"], kind="object", text=o["label"], box=o["box"], provenance=supplied,
-                       attributes={"crowd": "true"} if o["crowd"] else {}) for p in photos for o in p["objects"]),
-                *(Fact(item_id=p["id"], kind="caption", text=c, provenance=supplied) for p in photos for c in p["captions"])])
+            if not store.get_facts([p["id"] for p in photos]).get(photos[0]["id"]):
+              store.add_facts("supplied", [
+                  *(Fact(item_id=p["id"], kind="object", text=o["label"], box=o["box"], provenance=supplied,
+                         attributes={"crowd": "true"} if o["crowd"] else {}) for p in photos for o in p["objects"]),
+                  *(Fact(item_id=p["id"], kind="caption", text=c, provenance=supplied) for p in photos for c in p["captions"])])
             t0 = time.monotonic()
             report = run_generate(store, settings, generators=["llm"])
             generate_s = time.monotonic() - t0
-            result["generate"] = {k: report[k] for k in ("jobs", "llm_requests", "failed_drafts", "kept")
-                                  if k in report} | {"seconds": round(generate_s, 1)}
-            jobs = report.get("jobs", 0)
-            result["schema_valid_share"] = round(1 - report.get("failed_drafts", 0) / jobs, 4) if jobs else None
+            # from the store, so a rerun on the same workspace (--workspace) reports the first run's figures
+            ledger = store.ledger_rows("generate:llm")
+            failed = sum(r["status"] == "failed" for r in ledger)
+            result["generate"] = {"jobs": len(ledger), "failed_drafts": failed, "this_run": {
+                k: report[k] for k in ("jobs", "llm_requests", "kept") if k in report} | {"seconds": round(generate_s, 1)}}
+            result["schema_valid_share"] = round(1 - failed / len(ledger), 4) if ledger else None
             save("llm_real", result)
 
             questions = store.get_questions()
+            calls = store.get_llm_calls(sorted({q.provenance.params["llm_call"] for q in questions}))
+            result["generate"]["call_seconds"] = round(sum(c["seconds"] or 0 for c in calls.values()), 1)
             dims = {registry().get(k).id: k for k in DIMENSIONS}
             verdicts = {v.subject_id: v for v in store.get_verdicts(passed=False)}
+            facts = store.get_facts(sorted(by_id))
             rows = []
             for q in questions:
                 dimension = dims[q.dimension_id]
                 verdict = verdicts.get(q.id)
+                # the fact check as the code stands (the stored meta is the one of the run that wrote it)
+                said = fact_check.verdict(q, dimension, facts[q.item_id])
                 rows.append({"q": q, "dimension": dimension, "oracle": oracle(q, dimension, by_id[q.item_id]),
-                             "fact_check": q.meta.get("fact_check", ""),
+                             "fact_check": said if said == "verified" or said.startswith("unchecked") else "failed",
+                             "fact_check_reason": said,
                              "gate": verdict.rule if verdict and verdict.rule != "fact_check" else ""})
             # the blind filter: offline solvers and the real LLM as a chat solver, on every question
             from filters.blind import BlindSettings, solvers_from
@@ -214,15 +236,21 @@ def main() -> None:
             for solver in solvers_from(blind, settings=settings, store=store):
                 for r, p in zip(rows, solver.answer(queries)):
                     r.setdefault("solvers", {})[solver.name] = None if p is None else int(p.choice == r["q"].answer)
-            result["blind_seconds"] = round(time.monotonic() - t0, 1)
+            result["blind_seconds_this_run"] = round(time.monotonic() - t0, 1)
+            chat = next(x for x in solvers_from(blind, settings=settings, store=store) if x.name.startswith("openai"))
+            solved = store.get_llm_calls([chat.request(q).key for q in queries])
+            result["chat_solver_call_seconds"] = round(sum(c["seconds"] or 0 for c in solved.values()), 1)
             # a second LLM judge with the facts
             client = LlmClient(settings, LlmOptions(concurrency=1, timeout_s=600, deadline_s=1200), store=store)
             facts_of = {p["id"]: "\n".join([*(f"- object: {o['label']} box {[round(v, 2) for v in o['box']]}"
                                               for o in p["objects"]), *(f"- caption: {c}" for c in p["captions"])])
                         for p in photos}
             t0 = time.monotonic()
-            answers = client.run([judge_request(r["q"], facts_of[r["q"].item_id], args.model) for r in rows])
-            result["judge_seconds"] = round(time.monotonic() - t0, 1)
+            asked = [judge_request(r["q"], facts_of[r["q"].item_id], args.model) for r in rows]
+            answers = client.run(asked)
+            result["judge_seconds_this_run"] = round(time.monotonic() - t0, 1)
+            judged = store.get_llm_calls([a.key for a in asked])
+            result["judge_call_seconds"] = round(sum(c["seconds"] or 0 for c in judged.values()), 1)
             result["judge_schema_valid"] = sum(a.ok for a in answers)
             for r, a in zip(rows, answers):
                 r["judge"] = None if not a.ok else bool(a.parsed["correct"])
@@ -249,14 +277,15 @@ def main() -> None:
         "kept": len(kept), "kept_oracle": tally(kept),
         "kept_right_share": round(sum(r["oracle"] == "right" for r in kept) / len(kept), 3) if kept else None,
         "kept_wrong_share": round(sum(r["oracle"] == "wrong" for r in kept) / len(kept), 3) if kept else None,
-        "seconds_per_kept_question": round(result["generate"]["seconds"] / len(kept), 1) if kept else None,
+        # generation calls' own time (one at a time) over the questions kept after every check
+        "seconds_per_kept_question": round(result["generate"]["call_seconds"] / len(kept), 1) if kept else None,
         "blind_solvers_accuracy": {
             name: {"on_kept_by_blind": _acc([r["solvers"][name] for r in rows if not r["blind_drop"]]),
                    "on_dropped_by_blind": _acc([r["solvers"][name] for r in rows if r["blind_drop"]])}
             for name in (rows[0]["solvers"] if rows else {})},
         "chat_solver": chat,
         "examples": [{"dimension": r["dimension"], "text": r["q"].text, "options": r["q"].options,
-                      "key": r["q"].options[r["q"].answer], "oracle": r["oracle"], "fact_check": r["fact_check"],
+                      "key": r["q"].options[r["q"].answer], "oracle": r["oracle"], "fact_check": r["fact_check_reason"],
                       "gate": r["gate"], "blind_drop": r["blind_drop"], "judge": r["judge"]} for r in rows],
         "total_seconds": round(time.monotonic() - started, 1)}
     save("llm_real", result)

@@ -136,6 +136,8 @@ def model_path(model: str, models_dir: Path) -> Path:
 
 def port_free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        # as the server binds: a port whose last connections linger in TIME_WAIT is free to it
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError:
