@@ -45,12 +45,12 @@ def test_the_real_server_answers_in_the_schema_and_a_rerun_reads_the_stored_call
     request = LlmRequest(purpose="generate", model=local_llm.model, temperature=0.0, max_tokens=20,
                          messages=[{"role": "user", "content": "Pick a colour for a stop sign."}],
                          response_format=COLOUR)
-    first = LlmClient(settings, LlmOptions(), sqlite_store=sqlite_store)
+    first = LlmClient(settings, LlmOptions(), store=sqlite_store)
     [answer] = first.run([request])
     assert answer.ok, answer.reason
     assert answer.parsed["colour"] in ("red", "green", "blue") and answer.tokens_in > 0 and answer.tokens_out > 0
     assert first.http_calls == 1 and sqlite_store.get_llm_calls([answer.key])[answer.key]["status"] == "ok"
-    again = LlmClient(settings, LlmOptions(), sqlite_store=sqlite_store)
+    again = LlmClient(settings, LlmOptions(), store=sqlite_store)
     [cached] = again.run([request])
     assert again.http_calls == 0 and cached.cached and cached.parsed == answer.parsed
 
