@@ -68,3 +68,25 @@ def test_a_cee_judge_prompt_gets_a_real_judgement_through_the_same_request_and_r
     [judgement] = client.run([judge_request(local_llm.model, prompt, 40)])
     assert judgement.ok and judgement.content.strip()
     assert read_vote(judgement.content) in (0, 1, None)
+
+
+def test_autostart_serves_the_run_and_stops_after_and_leaves_a_running_server_alone(tmp_path, local_llm):
+    from tests.support.services import free_port
+
+    port = free_port()
+    settings = server_settings(tmp_path, port=port, autostart="true", context=1024)
+    settings = settings.model_copy(update={"services": settings.services.model_copy(
+        update={"openai_base_url": f"http://127.0.0.1:{port}/v1"})})
+    options = llm_server.server_settings(settings)
+    said: list[str] = []
+    with llm_server.serving(settings, said.append):
+        assert llm_server.healthy(options) and llm_server.running(settings)["model"] == "smollm2"
+    assert not llm_server.healthy(options) and llm_server.running(settings) is None
+    assert said[0].startswith("llm server: starting smollm2") and said[1].startswith("llm server: stopped")
+    # the session's server already answers at its address: used as it is, not stopped
+    theirs = local_llm.settings.model_copy(update={"services": settings.services.model_copy(
+        update={"openai_base_url": local_llm.base_url})})
+    theirs = theirs.model_copy(update={"raw": {**theirs.raw, "llm_server": {**theirs.raw["llm_server"], "autostart": True}}})
+    with llm_server.serving(theirs, said.append):
+        pass
+    assert len(said) == 2 and llm_server.healthy(llm_server.server_settings(theirs))
