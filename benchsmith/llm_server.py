@@ -145,6 +145,12 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
+def require_free_port(options: LlmServerSettings) -> None:
+    if not port_free(options.host, options.port):
+        raise LlmServerError(f"port {options.port} on {options.host} is taken (a server already running? "
+                             "`benchsmith llm stop`, or choose another llm_server.port)")
+
+
 def healthy(options: LlmServerSettings, timeout_s: float = 2.0) -> bool:
     """Whether a server answers /health with ok (loaded and ready) at the configured address."""
     try:
@@ -168,27 +174,25 @@ def _params(path: Path, options: LlmServerSettings):
     return params
 
 
-def serve(settings: Settings, stop: threading.Event | None = None) -> None:
-    """Run the server in this process until SIGTERM/SIGINT (or `stop`), with its state file written."""
+def serve(settings: Settings, until: threading.Event | None = None) -> None:
+    """Run the server in this process until SIGTERM/SIGINT (or `until` is set), with its state file written."""
     options = server_settings(settings)
     path = model_path(options.model, models_dir(settings))
-    if not port_free(options.host, options.port):
-        raise LlmServerError(f"port {options.port} on {options.host} is taken (a server already running? "
-                             "`benchsmith llm stop`, or choose another llm_server.port)")
+    require_free_port(options)
     try:
         import xllamacpp
     except ImportError:
         raise LlmServerError("xllamacpp is not installed: pip install 'benchsmith[local-llm]'") from None
-    stop = stop or threading.Event()
+    until = until or threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+        signal.signal(signum, lambda *_: until.set())
     server = xllamacpp.Server(_params(path, options))
     state = settings.workspace / STATE_FILE
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text(json.dumps({"pid": os.getpid(), "url": url(options), "model": options.model,
                                  "path": str(path)}), encoding="utf-8")
     try:
-        stop.wait()
+        until.wait()
     finally:
         state.unlink(missing_ok=True)
         del server  # llama.cpp's server stops its loop and frees the model
@@ -199,13 +203,13 @@ def start_detached(settings: Settings, settings_file: Path | None = None) -> dic
     child that dies while loading is reported with the end of its log."""
     options = server_settings(settings)
     model_path(options.model, models_dir(settings))  # a missing model fails here, not in the child's log
-    if not port_free(options.host, options.port):
-        raise LlmServerError(f"port {options.port} on {options.host} is taken (a server already running? "
-                             "`benchsmith llm stop`, or choose another llm_server.port)")
+    require_free_port(options)
     settings.workspace.mkdir(parents=True, exist_ok=True)
     log = settings.workspace / LOG_FILE
-    env = dict(os.environ, BENCHSMITH_WORKSPACE=str(settings.workspace), BENCHSMITH_PROFILE=settings.profile,
-               BENCHSMITH__LLM_SERVER=json.dumps(options.model_dump(mode="json")))
+    # the child reads the options resolved here (command line included), as one value
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH__LLM_SERVER")}
+    env |= {"BENCHSMITH_WORKSPACE": str(settings.workspace), "BENCHSMITH_PROFILE": settings.profile,
+            "BENCHSMITH__LLM_SERVER": json.dumps(options.model_dump(mode="json"))}
     if settings_file is not None:
         env["BENCHSMITH_SETTINGS"] = str(settings_file)
     with log.open("ab") as out:
