@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from benchsmith.records import Fact, Question, normalise_text
 from extractors.context import text_reads
@@ -37,6 +38,7 @@ DIRECTIONS = ("left", "right", "above", "below")
 ASKS_TEXT = re.compile(r"\b(says?|written|writes?|reads?|words?|text|letters?|spell\w*|printed)\b", re.IGNORECASE)
 
 
+@lru_cache(maxsize=1 << 14)
 def _singular(word: str) -> str:
     from generators.programmatic import _inflection
     return _inflection().singular_noun(word) or word
