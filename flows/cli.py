@@ -39,9 +39,11 @@ def register(app: typer.Typer, context) -> None:
         from benchsmith.console import stage_progress
         from flows.build import run_build
 
+        from benchsmith.llm_server import serving
+
         c = context(ctx)
         check_task_kind(c.settings, task)
-        with stage_progress():
+        with serving(c.settings, console.print), stage_progress():
             summary = run_build(c.settings, sources or [], scenes=scenes, scenes_seed=scenes_seed,
                                 ingest_options={"source": source, "license": license, "image_column": image_column,
                                                 "images": str(images) if images else None,

@@ -43,7 +43,7 @@ from benchsmith.settings import Settings, WithParts, keyed
 from generators import quality
 from generators.quality import QualitySettings
 from generators import llm as llm_generator
-from generators import programmatic, reform, temporal
+from generators import fact_check, programmatic, reform, temporal
 from generators.base import WAITING_FOR_FACTS, GeneratorStage, Outcome, ledger_entry
 from generators.set_grouping import SetGroupingStage
 
@@ -300,13 +300,21 @@ class LlmStage(QuestionStage):
         answered: dict[str, list[tuple[int, Job, Outcome]]] = {}
         for index, result in stream(self.client(context), [request for _job, request in calls]):
             job, request = calls[index]
-            outcome = self.outcome_of(result, lambda: Outcome(llm_generator.questions_from(
-                result, request, job.item, job.dimension, self.llm.prompts_dir)))
+            outcome = self.outcome_of(result, lambda: Outcome(self._fact_checked(job, facts, llm_generator.questions_from(
+                result, request, job.item, job.dimension, self.llm.prompts_dir))))
             answered.setdefault(job.item.id, []).append((index, job, outcome))
             left[job.item.id] -= 1
             if not left[job.item.id]:
                 yield from _together(sorted(answered.pop(job.item.id), key=lambda answer: answer[0]))
 
+
+    @staticmethod
+    def _fact_checked(job: Job, facts: dict[str, list], questions: list[Question]) -> list[Question]:
+        """A one-image item's questions checked against the facts they were written from (`fact_check`)."""
+        if job.item.kind == "image_set":
+            return [q.model_copy(update={"meta": q.meta | {fact_check.RULE: "unchecked: an image set"}})
+                    for q in questions]
+        return fact_check.checked(questions, job.dimension.key, facts[job.item.id])
 
 
 class TemporalStage(QuestionStage):

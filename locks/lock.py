@@ -38,9 +38,12 @@ CPU_TORCH = (["--find-links", "/opt/wheels"] if Path("/opt/wheels").is_dir()
 # name -> what it is resolved from. `extras`: pyproject.toml's extras (the main venv, benchsmith itself
 # installed on top with --no-deps); `inputs`: a requirements file of its own (a separate venv).
 TARGETS: dict[str, dict] = {
-    "install": {"extras": ["local", "review", "publish"], "cpu": True},          # make install / make demo
-    "install-dev": {"extras": ["all", "distributed", "dev"], "cpu": True},       # make install-dev / make test
-    "gpu-cuda": {"extras": ["all", "sam", "distributed"], "cpu": False},         # CUDA machines (README)
+    "install": {"extras": ["local", "review", "publish"], "cpu": True,           # make install / make demo
+                "excludes": "local-llm.exclude"},
+    "install-dev": {"extras": ["all", "distributed", "dev"], "cpu": True,        # make install-dev / make test
+                    "excludes": "local-llm.exclude"},
+    "gpu-cuda": {"extras": ["all", "sam", "distributed"], "cpu": False,          # CUDA machines (README)
+                 "excludes": "local-llm.exclude"},
     "labelstudio": {"inputs": "labelstudio.in", "cpu": False},                   # benchsmith labelstudio install
     "lmms-eval": {"inputs": "lmms-eval.in", "excludes": "lmms-eval.exclude", "cpu": True},  # the tests' lmms-eval
     "uv": {"inputs": "uv.in", "cpu": False},                                     # bootstraps the main venv

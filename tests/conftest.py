@@ -71,6 +71,15 @@ def store(store_url):
 
 
 @pytest.fixture
+def sqlite_store(tmp_path):
+    """A SQLite store alone, for tests whose calls to a real model are too slow to make once per backend."""
+    from benchsmith.store import Store
+
+    with Store(f"sqlite:///{tmp_path / 'store.db'}") as opened:
+        yield opened
+
+
+@pytest.fixture
 def settings(tmp_path, monkeypatch):
     """Settings for a workspace in tmp_path, isolated from the caller's environment and files."""
     monkeypatch.chdir(tmp_path)
@@ -78,6 +87,15 @@ def settings(tmp_path, monkeypatch):
         "OPENAI_API_KEY", "OPENAI_BASE_URL", "LABEL_STUDIO_URL", "LABEL_STUDIO_API_KEY", "HF_TOKEN")}
     env["BENCHSMITH_WORKSPACE"] = str(tmp_path / "bench")
     return load_settings(env=env)
+
+
+@pytest.fixture(scope="session")
+def local_llm(tmp_path_factory):
+    """The real local chat model (SmolLM2-135M via llama.cpp), served once per session."""
+    from tests.support.local_llm import local_llm_server
+
+    with local_llm_server(tmp_path_factory.mktemp("local-llm")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

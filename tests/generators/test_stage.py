@@ -146,7 +146,14 @@ def test_llm_generation_records_failed_drafts_costs_and_never_calls_twice(tmp_pa
         assert rerun["jobs"] == 27 and server.calls == calls_after_first + 3
         assert rerun["llm_cached"] == 24 and rerun["retry_later"] == 0
         assert rerun["failed_drafts"] == 6           # scene (bad JSON) and reasoning (schema) for 3 items
-        assert rerun["kept"] == 21 * 2               # seven well-behaved dimensions, two questions each
+        # seven well-behaved dimensions, two questions each; the fact check drops the identity keys the
+        # scenes' facts do not back ("cream" is no object; "square" where it is absent or beside a circle),
+        # and the text questions' keys, which no sign reads (their text names "(Text Understanding)")
+        checked = store.get_questions(status="dropped")
+        assert rerun["kept"] + rerun["dropped"]["fact_check"] == 21 * 2 and rerun["dropped"]["fact_check"] > 0
+        assert {q.meta["fact_check"] for q in checked} == {"failed"}
+        assert {q.dimension_id for q in checked} == {registry().get(k).id for k in ("instance_identity",
+                                                                                  "text_understanding")}
 
         failed = [r for r in store.ledger_rows("generate:llm") if r["status"] == "failed"]
         reasons = Counter(r["reason"].split(":")[0] for r in failed)
@@ -253,7 +260,10 @@ def test_editing_one_prompt_regenerates_that_dimension_only_and_supersedes_its_o
     counting_id = registry().get("instances_counting").id
     superseded = store.get_questions(status="superseded")
     assert len(superseded) == 6 and {q.dimension_id for q in superseded} == {counting_id}
-    assert len([q for q in store.get_questions(status="candidate") if q.dimension_id == counting_id]) == 6
+    # the new prompt's questions, two per image: kept, or dropped by the fact check where "1" is not the count
+    new = [q for q in store.get_questions(status=["candidate", "dropped"]) if q.dimension_id == counting_id]
+    assert len(new) == 6 and all(q.text.startswith("How many whole") for q in new)
+    assert all(q.status == "candidate" or q.meta["fact_check"] == "failed" for q in new)
 
 
 def test_a_generator_that_names_no_templates_and_no_supports_is_an_error_not_an_empty_stage(tmp_path):

@@ -1,0 +1,301 @@
+"""LLM-written questions on real photos with a real local model (Qwen2.5-Coder-1.5B at 1 thread by default).
+
+COCO photos of ../shared/data/coco-mini-train enter the store with their COCO boxes (crowd regions marked)
+and two captions each as supplied facts; `generate -g llm` writes questions through the local llama.cpp
+server; then, per question: whether the reply was schema-valid, the fact check's verdict, the quality
+gate's, a blind filter of the offline solvers plus the real LLM as chat solver, and a second LLM judge
+(the same model, asked whether the key is right given the facts). This file's own oracle judges each
+question right, wrong or undecided against COCO truth (every instance, crowd regions as unknown counts).
+
+    .venv/bin/python benchmarks/llm_real.py [--images 3] [--model qwen2.5-coder-1.5b]
+
+A call took about 4 minutes on the shared 2-core machine under load (a ~1,700-token prompt at 1 thread),
+so the default run is small: 3 photos x 4 dimensions.
+    -> benchmarks/results/llm_real.json
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import arguments, save  # noqa: E402
+from benchsmith import llm_server  # noqa: E402
+from benchsmith.dimensions import registry  # noqa: E402
+from benchsmith.llm import LlmClient, LlmOptions, LlmRequest  # noqa: E402
+from benchsmith.records import LETTERS, Fact, Image, Provenance  # noqa: E402
+from benchsmith.settings import load_settings  # noqa: E402
+from benchsmith.store import Store  # noqa: E402
+from generators import fact_check  # noqa: E402
+from tests.support.shared_data import shared_data_dir  # noqa: E402
+
+DIMENSIONS = ["instances_counting", "instance_identity", "instance_location", "spatial_relation"]
+NUMBERS = "zero one two three four five six seven eight nine ten eleven twelve".split()
+
+
+def coco(folder: Path, n: int, most: int) -> list[dict]:
+    """The first `n` photos (by id) with 2 to `most` objects: size, objects (label, unit box, crowd), captions.
+    Few objects keep the prompt short: a call's time at 1 thread is mostly the prompt."""
+    instances = json.loads((folder / "annotations" / "instances_train2017.json").read_text())
+    captions = json.loads((folder / "annotations" / "captions_train2017.json").read_text())
+    names = {c["id"]: c["name"] for c in instances["categories"]}
+    said = defaultdict(list)
+    for c in captions["annotations"]:
+        said[c["image_id"]].append(c["caption"].strip())
+    objects = defaultdict(list)
+    for a in instances["annotations"]:
+        objects[a["image_id"]].append(a)
+    photos = []
+    for image in sorted(instances["images"], key=lambda i: i["id"]):
+        w, h = image["width"], image["height"]
+        found = [{"label": names[a["category_id"]], "crowd": bool(a["iscrowd"]),
+                  "box": (a["bbox"][0] / w, a["bbox"][1] / h, min(1, (a["bbox"][0] + a["bbox"][2]) / w),
+                          min(1, (a["bbox"][1] + a["bbox"][3]) / h))} for a in objects[image["id"]]]
+        if 2 <= len(found) <= most:
+            photos.append({"id": f"coco-{image['id']}", "file": image["file_name"], "width": w, "height": h,
+                           "objects": found, "captions": sorted(said[image["id"]])[:2]})
+        if len(photos) == n:
+            break
+    return photos
+
+
+# -- the oracle: this benchmark's own reading of a question against COCO truth ---------------------
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def named(text: str, labels: set[str]) -> list[str]:
+    """Labels the text names (singular or a plain plural), longest first, each span once, in text order."""
+    padded, hits = " " + " ".join(words(text)) + " ", []
+    for label in sorted(labels, key=len, reverse=True):
+        forms = (label, label + "s", label + "es", label[:-1] + "ies" if label.endswith("y") else label,
+                 *(["people"] if label == "person" else []))
+        for form in forms:
+            at = padded.find(f" {form} ")
+            if at >= 0 and not any(s <= at < e for s, e, _ in hits):
+                hits.append((at, at + len(form) + 1, label))
+                break
+    return [label for *_span, label in sorted(hits)]
+
+
+def oracle(question, dimension: str, photo: dict) -> str:
+    """right, wrong or undecided."""
+    objects = photo["objects"]
+    labels = {o["label"] for o in objects}
+    key = question.options[question.answer]
+    of = lambda label: [o for o in objects if o["label"] == label]  # noqa: E731
+    centre = lambda o: ((o["box"][0] + o["box"][2]) / 2, (o["box"][1] + o["box"][3]) / 2)  # noqa: E731
+    if dimension == "instances_counting":
+        asked = named(question.text, labels | COCO_LABELS)
+        number = words(key)
+        if len(asked) != 1 or len(number) != 1:
+            return "undecided"
+        n = int(number[0]) if number[0].isdigit() else NUMBERS.index(number[0]) if number[0] in NUMBERS else None
+        if n is None or any(o["crowd"] for o in of(asked[0])):
+            return "undecided"
+        return "right" if n == len(of(asked[0])) else "wrong"
+    if dimension == "instance_identity":
+        options = [named(o, COCO_LABELS) for o in question.options]
+        if len(options[question.answer]) != 1:
+            return "undecided"
+        if options[question.answer][0] not in labels:
+            return "wrong"
+        others = [o for i, o in enumerate(options) if i != question.answer and o and o[0] in labels]
+        return "wrong" if others else "right"
+    if dimension == "instance_location":
+        asked = named(question.text, labels)
+        if len(asked) != 1 or len(of(asked[0])) != 1:
+            return "undecided"
+        x, y = centre(of(asked[0])[0])
+        said = words(key)
+        row = {"top": 0, "upper": 0, "middle": 1, "bottom": 2, "lower": 2}
+        col = {"left": 0, "centre": 1, "center": 1, "right": 2}
+        r = next((row[w] for w in said if w in row), None)
+        c = next((col[w] for w in said if w in col), None)
+        if said in (["centre"], ["center"], ["middle"]):
+            r = c = 1
+        if r is None and c is None:
+            return "undecided"
+        third = lambda v: min(int(v * 3), 2)  # noqa: E731
+        return "right" if (r is None or r == third(y)) and (c is None or c == third(x)) else "wrong"
+    if dimension == "spatial_relation":
+        def where(a, b):  # where a's centre is from b's, along the axis they differ most on
+            (ax, ay), (bx, by) = centre(of(a)[0]), centre(of(b)[0])
+            return ("left" if ax < bx else "right") if abs(ax - bx) >= abs(ay - by) else ("above" if ay < by else "below")
+        asked = named(question.text, labels)
+        said = [w for w in words(key) if w in ("left", "right", "above", "below")]
+        if len(said) == 1:
+            if len(asked) != 2 or any(len(of(a)) != 1 for a in asked):
+                return "undecided"
+            return "right" if where(*asked) == said[0] else "wrong"
+        direction = [w for w in words(question.text) if w in ("left", "right", "above", "below")]
+        keyed = named(key, labels)
+        if len(direction) != 1 or len(asked) != 1 or len(keyed) != 1 or any(len(of(a)) != 1 for a in asked + keyed):
+            return "undecided"
+        others = [n for i, o in enumerate(question.options) if i != question.answer for n in named(o, labels)
+                  if len(of(n)) == 1 and n != asked[0] and where(n, asked[0]) == direction[0]]
+        return "right" if where(keyed[0], asked[0]) == direction[0] and not others else "wrong"
+    return "undecided"
+
+
+COCO_LABELS: set[str] = set()
+
+
+def judge_request(question, facts_text: str, model: str) -> LlmRequest:
+    options = "\n".join(f"{LETTERS[i]}. {o}" for i, o in enumerate(question.options))
+    prompt = (f"Facts about a photo (from annotations):\n{facts_text}\n\nQuestion: {question.text}\n{options}\n"
+              f"Proposed answer: {LETTERS[question.answer]}. Using only the facts, is the proposed answer correct?")
+    schema = {"type": "object", "properties": {"correct": {"type": "boolean"}}, "required": ["correct"],
+              "additionalProperties": False}
+    return LlmRequest(purpose="judge", model=model, temperature=0.0, max_tokens=16,
+                      messages=[{"role": "user", "content": prompt}],
+                      response_format={"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema}})
+
+
+def main() -> None:
+    args = arguments(__doc__, quick={"images": 3}, images=3, most_objects=6, model="qwen2.5-coder-1.5b", port=18791, threads=1,
+                     questions_per_call=2, max_tokens=400,
+                     models_dir=str(Path.home() / ".cache" / "benchsmith" / "models"), workspace="").parse_args()
+    folder = shared_data_dir() / "coco-mini-train"
+    instances = json.loads((folder / "annotations" / "instances_train2017.json").read_text())
+    COCO_LABELS.update(c["name"] for c in instances["categories"])
+    photos = coco(folder, args.images, args.most_objects)
+    by_id = {p["id"]: p for p in photos}
+    # --workspace DIR: a run's store again, its calls answered from the call cache (analysis changes only)
+    workspace = Path(args.workspace) if args.workspace else Path(tempfile.mkdtemp(prefix="llm_real-"))
+    env = {"BENCHSMITH_WORKSPACE": str(workspace), "OPENAI_BASE_URL": f"http://127.0.0.1:{args.port}/v1",
+           "BENCHSMITH__LLM_SERVER__MODEL": args.model, "BENCHSMITH__LLM_SERVER__PORT": str(args.port),
+           "BENCHSMITH__LLM_SERVER__THREADS": str(args.threads), "BENCHSMITH__LLM_SERVER__MODELS_DIR": args.models_dir,
+           "BENCHSMITH__GENERATE__DIMENSIONS": f"[{', '.join(DIMENSIONS)}]",
+           "BENCHSMITH__GENERATE__LLM__MODEL": args.model, "BENCHSMITH__GENERATE__LLM__MODELS": "{}",
+           "BENCHSMITH__GENERATE__LLM__QUESTIONS_PER_CALL": str(args.questions_per_call),
+           "BENCHSMITH__GENERATE__LLM__MAX_TOKENS": str(args.max_tokens),
+           "BENCHSMITH__GENERATE__LLM__OPTIONS": "{concurrency: 1, timeout_s: 600, deadline_s: 1200}"}
+    settings = load_settings(env=env)
+    result: dict = {"model": args.model, "threads": args.threads, "images": len(photos), "dimensions": DIMENSIONS,
+                    "questions_per_call": args.questions_per_call, "data": "coco-mini-train (COCO boxes + 2 captions)"}
+    started = time.monotonic()
+    llm_server.start_detached(settings)
+    result["server_start_s"] = round(time.monotonic() - started, 1)
+    try:
+        from generators.stage import run_generate
+
+        with Store(settings.db_url) as store:
+            supplied = Provenance(backend="supplied")
+            store.add_items([Image(id=p["id"], path=str(folder / "train2017" / p["file"]), width=p["width"],
+                                   height=p["height"]) for p in photos])
+            if not store.get_facts([p["id"] for p in photos]).get(photos[0]["id"]):
+              store.add_facts("supplied", [
+                  *(Fact(item_id=p["id"], kind="object", text=o["label"], box=o["box"], provenance=supplied,
+                         attributes={"crowd": "true"} if o["crowd"] else {}) for p in photos for o in p["objects"]),
+                  *(Fact(item_id=p["id"], kind="caption", text=c, provenance=supplied) for p in photos for c in p["captions"])])
+            t0 = time.monotonic()
+            report = run_generate(store, settings, generators=["llm"])
+            generate_s = time.monotonic() - t0
+            # from the store, so a rerun on the same workspace (--workspace) reports the first run's figures
+            ledger = store.ledger_rows("generate:llm")
+            failed = sum(r["status"] == "failed" for r in ledger)
+            result["generate"] = {"jobs": len(ledger), "failed_drafts": failed, "this_run": {
+                k: report[k] for k in ("jobs", "llm_requests", "kept") if k in report} | {"seconds": round(generate_s, 1)}}
+            result["schema_valid_share"] = round(1 - failed / len(ledger), 4) if ledger else None
+            save("llm_real", result)
+
+            questions = store.get_questions()
+            calls = store.get_llm_calls(sorted({q.provenance.params["llm_call"] for q in questions}))
+            result["generate"]["call_seconds"] = round(sum(c["seconds"] or 0 for c in calls.values()), 1)
+            dims = {registry().get(k).id: k for k in DIMENSIONS}
+            verdicts = {v.subject_id: v for v in store.get_verdicts(passed=False)}
+            facts = store.get_facts(sorted(by_id))
+            rows = []
+            for q in questions:
+                dimension = dims[q.dimension_id]
+                verdict = verdicts.get(q.id)
+                # the fact check as the code stands (the stored meta is the one of the run that wrote it)
+                said = fact_check.verdict(q, dimension, facts[q.item_id])
+                rows.append({"q": q, "dimension": dimension, "oracle": oracle(q, dimension, by_id[q.item_id]),
+                             "fact_check": said if said == "verified" or said.startswith("unchecked") else "failed",
+                             "fact_check_reason": said,
+                             "gate": verdict.rule if verdict and verdict.rule != "fact_check" else ""})
+            # the blind filter: offline solvers and the real LLM as a chat solver, on every question
+            from filters.blind import BlindSettings, solvers_from
+            from filters.solvers import Query
+            blind = BlindSettings.model_validate({"max_right": 0, "solvers": [
+                {"kind": "longest", "tie_margin": 0.5}, {"kind": "overlap"}, {"kind": "odd_one_out", "tie_margin": 0.2},
+                {"kind": "centroid", "tie_margin": 0.15},
+                {"kind": "openai", "model": args.model, "llm": {"concurrency": 1, "timeout_s": 600, "deadline_s": 1200}}]})
+            t0 = time.monotonic()
+            queries = [Query(r["q"].text, tuple(r["q"].options)) for r in rows]
+            for solver in solvers_from(blind, settings=settings, store=store):
+                for r, p in zip(rows, solver.answer(queries)):
+                    r.setdefault("solvers", {})[solver.name] = None if p is None else int(p.choice == r["q"].answer)
+            result["blind_seconds_this_run"] = round(time.monotonic() - t0, 1)
+            chat = next(x for x in solvers_from(blind, settings=settings, store=store) if x.name.startswith("openai"))
+            solved = store.get_llm_calls([chat.request(q).key for q in queries])
+            result["chat_solver_call_seconds"] = round(sum(c["seconds"] or 0 for c in solved.values()), 1)
+            # a second LLM judge with the facts
+            client = LlmClient(settings, LlmOptions(concurrency=1, timeout_s=600, deadline_s=1200), store=store)
+            facts_of = {p["id"]: "\n".join([*(f"- object: {o['label']} box {[round(v, 2) for v in o['box']]}"
+                                              for o in p["objects"]), *(f"- caption: {c}" for c in p["captions"])])
+                        for p in photos}
+            t0 = time.monotonic()
+            asked = [judge_request(r["q"], facts_of[r["q"].item_id], args.model) for r in rows]
+            answers = client.run(asked)
+            result["judge_seconds_this_run"] = round(time.monotonic() - t0, 1)
+            judged = store.get_llm_calls([a.key for a in asked])
+            result["judge_call_seconds"] = round(sum(c["seconds"] or 0 for c in judged.values()), 1)
+            result["judge_schema_valid"] = sum(a.ok for a in answers)
+            for r, a in zip(rows, answers):
+                r["judge"] = None if not a.ok else bool(a.parsed["correct"])
+    finally:
+        llm_server.stop(settings)
+
+    chat = next(name for name in rows[0]["solvers"] if name.startswith("openai")) if rows else "openai"
+    for r in rows:
+        r["blind_drop"] = any(v == 1 for v in r["solvers"].values())
+        r["kept"] = r["fact_check"] != "failed" and not r["gate"] and not r["blind_drop"]
+    wrong = [r for r in rows if r["oracle"] == "wrong"]
+    kept = [r for r in rows if r["kept"]]
+    tally = lambda rs: dict(Counter(r["oracle"] for r in rs))  # noqa: E731
+    result |= {
+        "questions": len(rows), "oracle_all": tally(rows), "by_dimension": {
+            d: tally([r for r in rows if r["dimension"] == d]) for d in DIMENSIONS},
+        "fact_check": dict(Counter(r["fact_check"].split(":")[0] for r in rows)),
+        "wrong_drafts": len(wrong),
+        "wrong_caught_by": {"fact_check": sum(r["fact_check"] == "failed" for r in wrong),
+                            "quality_gate": sum(bool(r["gate"]) for r in wrong),
+                            "blind_filter": sum(r["blind_drop"] for r in wrong),
+                            "second_llm_judge": sum(r["judge"] is False for r in wrong)},
+        "right_rejected_by_judge": sum(r["judge"] is False for r in rows if r["oracle"] == "right"),
+        "kept": len(kept), "kept_oracle": tally(kept),
+        "kept_right_share": round(sum(r["oracle"] == "right" for r in kept) / len(kept), 3) if kept else None,
+        "kept_wrong_share": round(sum(r["oracle"] == "wrong" for r in kept) / len(kept), 3) if kept else None,
+        # generation calls' own time (one at a time) over the questions kept after every check
+        "seconds_per_kept_question": round(result["generate"]["call_seconds"] / len(kept), 1) if kept else None,
+        "blind_solvers_accuracy": {
+            name: {"on_kept_by_blind": _acc([r["solvers"][name] for r in rows if not r["blind_drop"]]),
+                   "on_dropped_by_blind": _acc([r["solvers"][name] for r in rows if r["blind_drop"]])}
+            for name in (rows[0]["solvers"] if rows else {})},
+        "chat_solver": chat,
+        "examples": [{"dimension": r["dimension"], "text": r["q"].text, "options": r["q"].options,
+                      "key": r["q"].options[r["q"].answer], "oracle": r["oracle"], "fact_check": r["fact_check_reason"],
+                      "gate": r["gate"], "blind_drop": r["blind_drop"], "judge": r["judge"]} for r in rows],
+        "total_seconds": round(time.monotonic() - started, 1)}
+    save("llm_real", result)
+    print(json.dumps({k: v for k, v in result.items() if k != "examples"}, indent=1))
+
+
+def _acc(values: list) -> dict:
+    answered = [v for v in values if v is not None]
+    return {"n": len(values), "right": sum(answered), "accuracy": round(sum(answered) / len(answered), 3) if answered else None}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""A check of LLM-written questions against the facts they were written from, before the blind filter.
+
+An LLM can pick a wrong key, count what it was not told about, or name an object that is not there. Where
+the key makes a claim the facts decide, the claim is checked:
+
+- a count (`instances_counting`): the key is the number of objects of the label the question names;
+- a presence (`instance_identity`): the key names a thing the facts mention, and no other option names
+  an object that is there too (two right answers);
+- a region (`instance_location`): the named object's centre lies in the part of the image the key says;
+- a relation (`spatial_relation`): the first object the question names lies where the key says of the
+  second (left, right, above, below), by the same rule as the programmatic questions; or, where the key
+  is an object ("Which object is left of the dog?"), it lies there and no other option does;
+- a text (`text_understanding`): the key was read in the image.
+
+A question whose claim fails is dropped (`meta["dropped"]`, rule `fact_check`) with the reason; one that
+passes says `meta["fact_check"] = "verified"`; one the facts cannot decide (a dimension with no rule, a
+label the facts do not name once, a crowd region that hides a count, a box on a grid line) says
+`"unchecked: <why>"`, so review knows where to look hardest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+
+from benchsmith.records import Fact, Question, normalise_text
+from extractors.context import text_reads
+from generators.programmatic import COLUMNS, ROWS, Thing, grid_cell, relation, things_in
+
+RULE = "fact_check"
+VERIFIED = "verified"
+NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+                "sixteen seventeen eighteen nineteen twenty").split()
+ROW_WORDS = {"top": 0, "upper": 0, "middle": 1, "bottom": 2, "lower": 2}
+COLUMN_WORDS = {"left": 0, "centre": 1, "center": 1, "middle": 1, "right": 2}
+DIRECTIONS = ("left", "right", "above", "below")
+ASKS_TEXT = re.compile(r"\b(says?|written|writes?|reads?|words?|text|letters?|spell\w*|printed)\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=1 << 14)
+def _singular(word: str) -> str:
+    from generators.programmatic import _inflection
+    return _inflection().singular_noun(word) or word
+
+
+def _norm(text: str) -> str:
+    """Lower case, words only, each word singular: 'Two red cars.' -> 'two red car'."""
+    return " ".join(_singular(w) for w in re.findall(r"[a-z0-9]+", normalise_text(text)))
+
+
+def _named(text: str, labels: Sequence[str]) -> list[str]:
+    """The labels `text` names, in the order it names them (each once; 'hot dog' is not also 'dog')."""
+    words = f" {_norm(text)} "
+    found: list[tuple[int, int, str]] = []
+    for label in sorted(set(labels), key=lambda l: len(_norm(l)), reverse=True):
+        at = words.find(f" {_norm(label)} ")
+        end = at + len(_norm(label)) + 1
+        if at >= 0 and not any(start <= at < stop or start < end <= stop for start, stop, _l in found):
+            found.append((at, end, label))
+    return [label for _at, _end, label in sorted(found)]
+
+
+def _number(option: str) -> int | None:
+    words = _norm(option).split()
+    if len(words) != 1:
+        return None
+    word = words[0]
+    return int(word) if word.isdigit() else NUMBER_WORDS.index(word) if word in NUMBER_WORDS else None
+
+
+def _counting(question: Question, things: list[Thing], facts: list[Fact]) -> str | None:
+    key = _number(question.options[question.answer])
+    if key is None:
+        return "unchecked: the key is not a number"
+    named = _named(question.text, [t.label for t in things])
+    if len(named) != 1:
+        return f"unchecked: the question names {len(named)} labels of the objects"
+    label = named[0]
+    if any(f.kind == "object" and f.text.strip().lower() == label and f.attributes.get("crowd") == "true" for f in facts):
+        return f"unchecked: a crowd region of {label} hides the count"
+    count = sum(t.label == label for t in things)
+    return VERIFIED if key == count else f"the key says {key} {label}, the facts have {count}"
+
+
+def _presence(question: Question, things: list[Thing], facts: list[Fact]) -> str | None:
+    labels = {_norm(t.label) for t in things}
+    mentioned = labels | {_norm(f.text) for f in facts if f.kind == "tag"}
+    captions = " ".join(f" {_norm(f.text)} " for f in facts if f.kind in ("caption", "region"))
+    key = _norm(question.options[question.answer])
+    if len(key.split()) > 3:
+        return "unchecked: the key is not a name"
+    if key not in mentioned and f" {key} " not in captions and not any(key.endswith(f" {l}") for l in labels):
+        return f"the key {question.options[question.answer]!r} names nothing the facts mention"
+    present = [o for i, o in enumerate(question.options) if i != question.answer and _norm(o) in labels]
+    return f"option {present[0]!r} is in the image too" if present else VERIFIED
+
+
+def _location(question: Question, things: list[Thing], margin: float) -> str | None:
+    words = _norm(question.options[question.answer]).split()
+    row = next((ROW_WORDS[w] for w in words if w in ROW_WORDS), None)
+    column = next((COLUMN_WORDS[w] for w in words if w in COLUMN_WORDS and not (w == "middle" and row == 1)), None)
+    if words == ["centre"] or words == ["center"]:
+        row, column = 1, 1
+    if row is None and column is None:
+        return "unchecked: the key names no part of the image"
+    named = _named(question.text, [t.label for t in things])
+    matching = [t for t in things if named and t.label == named[0]]
+    if len(named) != 1 or len(matching) != 1:
+        return "unchecked: the question does not name one object of the facts"
+    at_column, at_row = (grid_cell(v, margin) for v in matching[0].centre)
+    if (row is not None and at_row is None) or (column is not None and at_column is None):
+        return "unchecked: the object lies on a line between parts"
+    if (row is not None and row != at_row) or (column is not None and column != at_column):
+        where = " ".join(part for part in (ROWS[at_row] if row is not None else "",
+                                           COLUMNS[at_column] if column is not None else "") if part)
+        return f"the key says {question.options[question.answer]!r}, the {named[0]} is at the {where}"
+    return VERIFIED
+
+
+def _relation(question: Question, things: list[Thing]) -> str | None:
+    """'Where is the A relative to the B?' with a direction as the key, or 'Which object is left of
+    the B?' with an object as the key (then no other option may lie there too)."""
+    labels = [t.label for t in things]
+    once = lambda label: sum(t.label == label for t in things) == 1  # noqa: E731
+    thing = lambda label: next(t for t in things if t.label == label)  # noqa: E731
+    key_words = _norm(question.options[question.answer]).split()
+    said = [d for d in DIRECTIONS if d in key_words]
+    if len(said) == 1:
+        named = _named(question.text, labels)
+        if len(named) != 2 or not all(once(n) for n in named):
+            return "unchecked: the question does not name two objects the facts have once each"
+        where = relation(thing(named[0]), thing(named[1]), 0.0)
+        if where is None:
+            return "unchecked: the two boxes are not apart along one side"
+        return VERIFIED if where == said[0] else f"the key says {said[0]}, the {named[0]} is {where} of the {named[1]}"
+    asked = [d for d in DIRECTIONS if d in _norm(question.text).split()]
+    anchor, key = _named(question.text, labels), _named(question.options[question.answer], labels)
+    if len(asked) != 1 or len(anchor) != 1 or len(key) != 1 or not (once(anchor[0]) and once(key[0])):
+        return "unchecked: the question and key do not name objects the facts have once each"
+    where = relation(thing(key[0]), thing(anchor[0]), 0.0)
+    if where is None:
+        return "unchecked: the two boxes are not apart along one side"
+    if where != asked[0]:
+        return f"the key's {key[0]} is {where} of the {anchor[0]}, not {asked[0]}"
+    also = [o for i, o in enumerate(question.options) if i != question.answer
+            for n in _named(o, labels) if once(n) and n != anchor[0] and relation(thing(n), thing(anchor[0]), 0.0) == asked[0]]
+    return f"option {also[0]!r} is {asked[0]} of the {anchor[0]} too" if also else VERIFIED
+
+
+def _text(question: Question, facts: list[Fact]) -> str | None:
+    if not ASKS_TEXT.search(question.text):
+        return "unchecked: the question does not ask what is written"
+    key = normalise_text(question.options[question.answer])
+    reads = [normalise_text(f.text) for f in text_reads(facts)]
+    if not reads:
+        return "unchecked: no text was read in the image"
+    return VERIFIED if any(key in r or r in key for r in reads if r) else \
+        f"the key {question.options[question.answer]!r} was not read in the image"
+
+
+def verdict(question: Question, dimension_key: str, facts: list[Fact], grid_margin: float = 0.04) -> str:
+    """'verified', 'unchecked: why', or the reason the key's claim fails against `facts`."""
+    things = things_in(facts)
+    if dimension_key == "instances_counting":
+        return _counting(question, things, facts)
+    if dimension_key == "instance_identity":
+        return _presence(question, things, facts)
+    if dimension_key == "instance_location":
+        return _location(question, things, grid_margin)
+    if dimension_key == "spatial_relation":
+        return _relation(question, things)
+    if dimension_key == "text_understanding":
+        return _text(question, facts)
+    return f"unchecked: no fact check for {dimension_key}"
+
+
+def checked(questions: list[Question], dimension_key: str, facts: list[Fact]) -> list[Question]:
+    """`questions` with the fact check's verdict in their meta: a failed one dropped with its reason."""
+    out = []
+    for question in questions:
+        said = verdict(question, dimension_key, facts)
+        if said == VERIFIED or said.startswith("unchecked"):
+            meta = question.meta | {RULE: said}
+        else:
+            meta = question.meta | {RULE: "failed", "dropped": said, "drop_rule": RULE}
+        out.append(question.model_copy(update={"meta": meta}))
+    return out

@@ -1,0 +1,84 @@
+"""The fact check of LLM drafts, through the LLM generator and a scripted server: a draft whose key is
+wrong in each checkable way (count, presence, region, relation, text) is dropped with its reason before
+the blind filter; a right one is kept as verified; one the facts cannot decide is kept and says so."""
+
+from __future__ import annotations
+
+from benchsmith.dimensions import registry
+from benchsmith.records import Fact, Image, Provenance
+from generators.stage import run_generate
+from tests.generators.test_stage import settings_with
+from tests.support.openai_server import ScriptedOpenAI, json_completion
+
+SUPPLIED = Provenance(backend="supplied")
+# two dogs on the left half, one cat top right, a sign that reads "BAKERY"
+OBJECTS = [("dog", (0.05, 0.55, 0.20, 0.90)), ("dog", (0.22, 0.55, 0.30, 0.90)), ("cat", (0.75, 0.05, 0.95, 0.25))]
+
+
+def q(text: str, options: list[str], answer: str = "A") -> dict:
+    return {"question": text, "options": options, "answer": answer}
+
+
+# dimension name -> (right draft, wrong draft, draft the facts cannot decide)
+DRAFTS = {
+    "Instances Counting": [q("How many dogs are in the image?", ["2", "1", "3", "4"]),
+                           q("How many dogs can be seen?", ["3", "1", "2", "5"]),
+                           q("How many birds are there?", ["2", "0", "1", "3"])],
+    "Instance Identity": [q("Which animal is at the top right?", ["cat", "horse", "cow", "sheep"]),
+                          q("Which animal sits on the sofa?", ["parrot", "horse", "cow", "sheep"]),
+                          q("What is the animal on the left doing?", ["lying on the warm grass", "jumping over a fence",
+                                                                "swimming in a pond", "sleeping on a sofa"])],
+    "Instance Location": [q("Where is the cat in the image?", ["top right", "bottom left", "centre", "top left"]),
+                          q("In which part of the image is the cat?", ["bottom left", "top right", "centre", "top left"]),
+                          q("Where is the dog?", ["bottom left", "top right", "centre", "top left"])],
+    "Spatial Relation": [q("Where is the cat relative to the sign?", ["right", "left", "above", "below"]),
+                         q("Where is the sign relative to the cat?", ["right", "left", "above", "below"]),
+                         q("Is the dog near the cat?", ["left", "right", "above", "below"]),
+                         q("Which object is to the left of the cat?", ["the sign", "a tree", "a car", "a bench"]),
+                         q("Which object is to the left of the sign?", ["the cat", "a tree", "a car", "a bench"])],
+    "Text Understanding": [q("What does the sign say?", ["BAKERY", "BUTCHER", "GROCER", "FLORIST"]),
+                           q("What word is on the shop sign?", ["PHARMACY", "BAKERY", "GROCER", "FLORIST"]),
+                           q("Which colour is the sign?", ["red", "blue", "green", "white"])],
+}
+
+
+def answer(request: dict):
+    user = request["messages"][1]["content"]
+    name = next(n for n in DRAFTS if f"Dimension: {n}." in user)
+    return json_completion({"questions": DRAFTS[name]})
+
+
+def test_drafts_wrong_against_their_facts_are_dropped_with_the_reason_and_the_rest_say_how_checked(tmp_path, store):
+    store.add_items([Image(id="street", path="street.jpg", width=640, height=480)])
+    facts = [Fact(item_id="street", kind="object", text=label, box=box, provenance=SUPPLIED) for label, box in OBJECTS]
+    facts += [Fact(item_id="street", kind="object", text="sign", box=(0.35, 0.08, 0.55, 0.22), provenance=SUPPLIED),
+              Fact(item_id="street", kind="caption", text="Two dogs and a cat outside a bakery", provenance=SUPPLIED),
+              Fact(item_id="street", kind="ocr", text="BAKERY", provenance=SUPPLIED,
+                   quad=((0.35, 0.08), (0.55, 0.08), (0.55, 0.22), (0.35, 0.22)))]
+    store.add_facts("supplied", facts)
+    keys = ["instances_counting", "instance_identity", "instance_location", "spatial_relation", "text_understanding"]
+    with ScriptedOpenAI(answer) as server:
+        run_generate(store, settings_with(tmp_path, OPENAI_BASE_URL=server.base_url,
+                                          BENCHSMITH__GENERATE__DIMENSIONS=f"[{', '.join(keys)}]",
+                                          BENCHSMITH__GENERATE__LLM__QUESTIONS_PER_CALL="5"),
+                     generators=["llm"])
+
+    by_text = {q.text: q for q in store.get_questions()}
+    verdicts = {v.subject_id: v for v in store.get_verdicts(passed=False)}
+    names = {registry().get(k).name: k for k in keys}
+    for name, (right, wrong, open_, *more) in DRAFTS.items():
+        kept, dropped, unsure = (by_text[d["question"]] for d in (right, wrong, open_))
+        assert kept.meta["fact_check"] == "verified", (name, kept.meta)
+        assert kept.status == "candidate"
+        assert dropped.status == "dropped" and dropped.meta["fact_check"] == "failed", (name, dropped.meta)
+        assert verdicts[dropped.id].rule == "fact_check" and verdicts[dropped.id].reason == dropped.meta["dropped"]
+        assert unsure.meta["fact_check"].startswith("unchecked: "), (name, names[name], unsure.meta)
+    reasons = {name: by_text[wrong["question"]].meta["dropped"] for name, (_r, wrong, *_o) in DRAFTS.items()}
+    object_key_right, object_key_wrong = DRAFTS["Spatial Relation"][3:]  # the key an object, not a direction
+    assert by_text[object_key_right["question"]].meta["fact_check"] == "verified"
+    assert by_text[object_key_wrong["question"]].meta["dropped"] == "the key's cat is right of the sign, not left"
+    assert reasons["Instances Counting"] == "the key says 3 dog, the facts have 2"
+    assert "names nothing the facts mention" in reasons["Instance Identity"]
+    assert reasons["Instance Location"] == "the key says 'bottom left', the cat is at the top right"
+    assert reasons["Spatial Relation"] == "the key says right, the sign is left of the cat"
+    assert reasons["Text Understanding"] == "the key 'PHARMACY' was not read in the image"

@@ -1,0 +1,39 @@
+"""`generate -g llm` against the real local model (SmolLM2 via llama.cpp): the schema-constrained reply
+becomes stored, fact-checked questions (or a failure with its raw text), and a rerun sends nothing."""
+
+from __future__ import annotations
+
+from benchsmith.records import Fact, Image, Provenance
+from generators.stage import run_generate
+from tests.generators.test_stage import settings_with
+
+SUPPLIED = Provenance(backend="supplied")
+
+
+def test_the_llm_generator_stores_what_a_real_model_writes_and_a_rerun_sends_nothing(tmp_path, local_llm, sqlite_store):
+    sqlite_store.add_items([Image(id="park", path="park.jpg", width=640, height=480)])
+    sqlite_store.add_facts("supplied", [
+        Fact(item_id="park", kind="object", text="dog", box=(0.1, 0.5, 0.3, 0.9), provenance=SUPPLIED),
+        Fact(item_id="park", kind="object", text="dog", box=(0.6, 0.5, 0.8, 0.9), provenance=SUPPLIED),
+        Fact(item_id="park", kind="caption", text="Two dogs play on the grass in a park", provenance=SUPPLIED)])
+    settings = settings_with(tmp_path, OPENAI_BASE_URL=local_llm.base_url,
+                             BENCHSMITH__GENERATE__DIMENSIONS="[instances_counting]",
+                             BENCHSMITH__GENERATE__LLM__MODEL=local_llm.model, BENCHSMITH__GENERATE__LLM__MODELS="{}",
+                             BENCHSMITH__GENERATE__LLM__QUESTIONS_PER_CALL="1",
+                             BENCHSMITH__GENERATE__LLM__MAX_TOKENS="200")
+    first = run_generate(sqlite_store, settings, generators=["llm"])
+    assert first["jobs"] == first["llm_requests"] == 1
+    [row] = sqlite_store.ledger_rows("generate:llm")
+    questions = sqlite_store.get_questions()
+    if row["status"] == "failed":  # a reply cut off at max_tokens is kept with its raw text
+        assert row["details"]["raw"] and not questions
+    else:
+        assert row["status"] == "done" and first["failed_drafts"] == 0
+        for question in questions:
+            assert len(question.options) == 4 and 0 <= question.answer < 4
+            assert question.provenance.model == local_llm.model and question.provenance.tokens_out > 0
+            assert question.meta["fact_check"]  # verified, failed or unchecked: never silent
+    [call] = sqlite_store.get_llm_calls([questions[0].provenance.params["llm_call"]]).values() if questions else [None]
+    assert call is None or call["status"] == "ok"
+    again = run_generate(sqlite_store, settings, generators=["llm"])
+    assert again["jobs"] == 0 and again.get("llm_requests", 0) == 0
