@@ -192,9 +192,10 @@ def image_differences(scenes: Sequence[dict], rng: random.Random, _settings: Ima
             if kind in ("moved", "resized"):  # the others: shapes the same in both images
                 options = four_options(rng, name(shape), map(name, still))
             elif kind == "recoloured":  # named by kind alone: by colour, image j would not show the key
-                alone = _alone(a) & _alone(b)
+                alone = _alone(a) & _alone(b)  # the others: shapes of both the same colour (in a view, moved)
                 options = shape["shape"] in alone and four_options(
-                    rng, f"the {shape['shape']}", [f"the {o['shape']}" for o in still if o["shape"] in alone])
+                    rng, f"the {shape['shape']}", [f"the {o['shape']}" for o in a["objects"]
+                                                   if name(o) in both and o["shape"] in alone])
             else:
                 options = _in_one_not_other(rng, name(shape), [n for n in both if n != name(shape)], absent)
             if options:
