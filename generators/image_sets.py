@@ -60,7 +60,7 @@ VERSION = "image-sets-v4"
 
 class ImageSetSettings(Strict):
     per_dimension: int = Field(10, ge=1)      # at most this many questions per set and dimension
-    grid_margin: float = Field(0.04, ge=0)    # a centre this close to a grid line has no clear region
+    grid_margin: float = Field(0.04, ge=0)    # a centre this close to a grid line (or the part asked) has no clear one
     spatial_gap: float = Field(0.02, ge=0)    # boxes this far apart for a relation between two shapes
 
 
@@ -337,8 +337,8 @@ def visual_correspondence(scenes: Sequence[dict], rng: random.Random, settings: 
         after = {o["id"]: o for o in b["objects"]}
         for x in a["objects"]:
             y, here = after.get(x["id"]), _clear(x, a, settings.grid_margin)
-            if y is None or not here:
-                continue
+            if y is None or not here or (name(y) != name(x) and x["shape"] not in _alone(a) & _alone(b)):
+                continue  # recoloured, and another shape of its kind in one image: which one it is is unclear
             the_one = f"the shape that is in the {here} of image {i}"
             if options := _where(rng, y, b, here, settings.grid_margin):
                 drafts.append(Draft(f"In which part of image {j} is {the_one}?", options, {"template": "where"}))

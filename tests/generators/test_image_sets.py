@@ -107,13 +107,13 @@ def _odd_state(m: Members, k: int, part) -> bool:
 
 
 def _odd_colour(m: Members, k: int) -> bool:
-    """Image k shows a shape of some kind in a colour no other image shows it in, and the others agree."""
+    """Image k shows a shape in a colour no other image shows it in: a colour and kind only image k shows,
+    where every other image shows that kind in a colour image k lacks."""
     rest = [s for s in m.images() if s != k]
-    for kind in {o["label"] for o in m.rows[k - 1]["objects"]}:
-        theirs = [sorted(m.colours(s, kind)) for s in rest]
-        if _agree(theirs) and sorted(m.colours(k, kind)) != theirs[0] and len(m.colours(k, kind)) == len(theirs[0]):
-            return True
-    return False
+    elsewhere = set().union(*(m.shapes(s) for s in rest))
+    in_all_others = set.intersection(*(set(m.shapes(s)) for s in rest))
+    return any(n.split()[-1] == o.split()[-1] for n in set(m.shapes(k)) - elsewhere
+               for o in in_all_others - set(m.shapes(k)))
 
 
 def _count_off(m: Members, k: int, sign: int) -> bool:
