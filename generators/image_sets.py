@@ -168,9 +168,9 @@ def image_differences(scenes: Sequence[dict], rng: random.Random, _settings: Ima
         found, still = differences(a, b), _unchanged(a, b)
         if len(found) == 1 and found[0]["kind"] == "text":
             old, new = found[0]["before"], found[0]["after"]
-            # the other options are written on the set's other signs where there are any (image j alone
-            # rules out words it does not show), then words of the same lengths
-            written = [w for w in signs if w not in (" ".join(old), " ".join(new))]
+            # the other options are written on the set's other signs of as many words where there are any
+            # (image j alone rules out words it does not show), then words of the same lengths
+            written = [w for w in signs if w not in (" ".join(old), " ".join(new)) and len(w.split()) == len(new)]
             picked = rng.sample(written, min(3, len(written)))
             picked += [w for w in (" ".join(words_like(rng, new, avoid=old + new)) for _ in range(6))
                        if w not in picked][:3 - len(picked)]
