@@ -88,10 +88,11 @@ def register(app: typer.Typer, context) -> None:
                                           "(or a plugin's, entry-point group benchsmith.renderers): text-rich "
                                           "pages; mix: every text-rich kind in turn. With --sets: pairs (a scene "
                                           "and a changed copy), sets (a scene and 2-3 copies changed each "
-                                          "its own way) or marked (a pair whose image 1 frames one shape, "
-                                          "for which shape of image 2 it is).")] = "shapes",
+                                          "its own way), views (a scene and 1-2 new views of it: every shape "
+                                          "moved, some recoloured) or marked (a view pair whose image 1 frames "
+                                          "one shape, for where it is in image 2).")] = "shapes",
         sets: Annotated[int, typer.Option("--sets", min=0, help="Render this many image sets of --kind pairs, "
-                                          "sets or marked instead, each change recorded (for dimensions 27-29).")] = 0,
+                                          "sets, views or marked instead, each change recorded (for dimensions 27-29).")] = 0,
         workers: Annotated[int, typer.Option("--workers", min=1, help="Processes that render text-rich pages.")] = 1,
     ) -> None:
         """Render synthetic scenes with exact ground truth: oracle scenes (shapes, colours, sizes, positions,

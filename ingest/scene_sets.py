@@ -3,9 +3,14 @@ over several images (`generators.image_sets`).
 
 A pair is a scene and one changed copy; a set is a scene and two or three copies, each changed in its own
 way on its own object. The images come in a random order, so the unchanged scene is not always image 1.
-A marked pair is a pair whose image 1 has a frame drawn around one shape that both images show, for
-"which shape in image 2 is the one framed in image 1" (its truth's `marks`); the frame is itself a
-difference between the images, so a marked pair is asked about nothing else.
+A view set is a scene and one or two new views of it: in each, every shape is somewhere else (another
+part of the picture than in the scene), some recoloured (only a shape whose kind, a star say, is alone in
+the scene, so a shape is still told by its kind), signs where they were; each view's change is of kind
+`view`, listing every shape's `before` and `after`. Nothing in one image says where a shape of another
+image went.
+A marked pair is a view pair whose image 1 has a frame drawn around one shape, for "where in image 2 is
+the shape framed in image 1" (its truth's `marks`); the frame is itself a difference between the
+images, so a marked pair is asked about nothing else.
 A change is one of `CHANGES`: a shape moved to another part of the picture, recoloured, resized, added or
 removed, or a sign's words replaced. Shapes are told apart by colour and shape alone: a scene keeps one
 shape of each such pair, and no change makes a second one.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -29,7 +35,8 @@ from ingest.scenes import (COLOURS, SHAPES, SIZES, WIDTH, HEIGHT, Scene, Shape, 
                            layout_sign, plan_scene, region_of, scene_words, tight_box, words_like)
 
 CHANGES = ("moved", "recoloured", "resized", "added", "removed", "text")
-KINDS = {"pairs": (2,), "sets": (3, 4), "marked": (2,)}  # images per set
+KINDS = {"pairs": (2,), "sets": (3, 4), "views": (2, 3), "marked": (2,)}  # images per set
+VIEW_RECOLOURED = 0.5  # in a new view, the chance that a shape whose kind is alone in its scene is recoloured
 MARK_PAD = 9  # px between a framed shape's box and its frame
 
 
@@ -106,6 +113,30 @@ def change(scene: Scene, ids: list[int], kind: str, rng: random.Random, taken: s
                                                         "after": _state(new)}
 
 
+def _views(rng: random.Random, base: Scene, copies: int) -> tuple[list[Scene], list[list[int]], list[dict]] | None:
+    """The base and `copies` new views of it (every shape placed again in another part of the picture than
+    in the base, some recoloured), or None when the shapes do not fit elsewhere."""
+    kinds = Counter(s.shape for s in base.shapes)
+    taken = {(s.colour, s.shape) for s in base.shapes}
+    ids = list(range(len(base.shapes)))
+    scenes, changes = [base], []
+    for _ in range(copies):
+        placed: list[Shape] = []
+        record = []
+        for shape_id, old in enumerate(base.shapes):
+            new = _placed(rng, old, placed, base, away_from=_state(old)["region"])
+            if new is None:
+                return None
+            if kinds[old.shape] == 1 and rng.random() < VIEW_RECOLOURED:
+                new = replace(new, colour=rng.choice([c for c in COLOURS if (c, old.shape) not in taken]))
+                taken.add((new.colour, new.shape))
+            placed.append(new)
+            record.append({"object": shape_id, "before": _state(old), "after": _state(new)})
+        scenes.append(replace(base, shapes=tuple(placed)))
+        changes.append({"kind": "view", "shapes": record})
+    return scenes, [ids] * len(scenes), changes
+
+
 def _bases(seed: int, index: int, kind: str, font_path: Path, words: Sequence[str], sign: bool) -> Iterator[Scene]:
     """Scenes of at least four shapes, one of each colour and shape, with a sign if `sign`."""
     for attempt in range(200):
@@ -147,8 +178,10 @@ def plan_set(seed: int, index: int, kind: str, font_path: Path, words: Sequence[
     # words name it in every image.
     start, size = rng.randrange(len(CHANGES)), rng.choice(KINDS[kind])
     planned = [CHANGES[(start + k) % len(CHANGES)] for k in range(size - 1)]
-    for base in _bases(seed, index, kind, font_path, words, sign="text" in planned):
-        if (made := _changed(rng, base, planned)) is None:
+    views = kind in ("views", "marked")
+    for base in _bases(seed, index, kind, font_path, words, sign="text" in planned and not views):
+        made = _views(rng, base, size - 1) if views else _changed(rng, base, planned)
+        if made is None:
             continue
         scenes, objects, changes = made
         order = rng.sample(range(len(scenes)), len(scenes))
@@ -190,7 +223,7 @@ def _mark(rng: random.Random, scene: Scene, ids: list[int], also_in: set[int]) -
 
 
 def make_sets(out_dir: Path, n: int, kind: str = "pairs", seed: int = 0, progress=None) -> Path:
-    """Render n sets of `kind` (pairs, sets, marked) into out_dir: the images' manifest rows, then one row per set;
+    """Render n sets of `kind` (pairs, sets, views, marked) into out_dir: the images' manifest rows, then one row per set;
     return the manifest's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     font_path, words = truetype_font(), scene_words()

@@ -24,8 +24,8 @@ def rows(manifest) -> list[dict]:
 @pytest.fixture(scope="module")
 def made(tmp_path_factory) -> list[dict]:
     folder = tmp_path_factory.mktemp("sets")
-    return (rows(make_sets(folder / "pairs", 15, "pairs", seed=2)) + rows(make_sets(folder / "sets", 15, "sets", seed=2))
-            + rows(make_sets(folder / "marked", 8, "marked", seed=2)))
+    return [row for kind, n in (("pairs", 15), ("sets", 15), ("views", 10), ("marked", 8))
+            for row in rows(make_sets(folder / kind, n, kind, seed=2))]
 
 
 def shapes_of(row: dict) -> dict[str, dict]:
@@ -52,6 +52,9 @@ def test_each_image_differs_from_the_unchanged_one_by_exactly_its_recorded_chang
             changed = members[change["image"] - 1]
             was, now = shapes_of(base), shapes_of(changed)
             kind, before, after = change["kind"], change.get("before"), change.get("after")
+            if kind == "view":
+                assert_a_new_view(base, changed)
+                continue
             if kind == "text":
                 assert before != after
                 assert " ".join(before) in " ".join(base["truth"]["words"])
@@ -77,11 +80,27 @@ def test_each_image_differs_from_the_unchanged_one_by_exactly_its_recorded_chang
                 assert kind == "moved" and set(was) == set(now)
                 assert region(was[old]["box"]) != region(now[old]["box"])
     assert {c["kind"] for s in sets for c in s["truth"]["changes"]} == {"moved", "recoloured", "resized", "added",
-                                                                        "removed", "text"}
+                                                                        "removed", "text", "view"}
 
 
-def test_a_marked_pair_frames_one_shape_that_both_images_show(tmp_path):
-    """The frame is drawn where image 1's row says, around one shape alone, and image 2 has none."""
+def assert_a_new_view(base: dict, view: dict) -> None:
+    """Every shape of the scene is in another part of the picture in the view, the same size and kind, and
+    the same colour unless its kind is alone in the scene; the signs stay."""
+    was, now = shapes_of(base), shapes_of(view)
+    assert len(was) == len(now) and base["truth"]["words"] == view["truth"]["words"]
+    kinds = Counter(o["label"] for o in was.values())
+    recoloured = 0
+    for name, o in was.items():
+        same = now.get(name) or next(n for k, n in now.items() if n["label"] == o["label"] and k not in was)
+        assert kinds[o["label"]] == 1 or name in now, "a recoloured shape is told by its kind"
+        assert same["attributes"]["size"] == o["attributes"]["size"] and region(same["box"]) != region(o["box"])
+        recoloured += name not in now
+    assert recoloured < len(was)
+
+
+def test_a_marked_pair_frames_one_shape_of_a_scene_and_its_new_view(tmp_path):
+    """The frame is drawn where image 1's row says, around one shape alone, and image 2 (a new view of
+    image 1, or image 1 of it) has none."""
     from PIL import Image as Pil
 
     made = rows(make_sets(tmp_path, 12, "marked", seed=5))
@@ -101,9 +120,8 @@ def test_a_marked_pair_frames_one_shape_that_both_images_show(tmp_path):
         touching = [o for o in first["objects"] if o["box"][0] < frame[2] and frame[0] < o["box"][2]
                     and o["box"][1] < frame[3] and frame[1] < o["box"][3]]
         assert len(within) == 1 and touching == within
-        name = f"{within[0]['attributes']['colour']} {within[0]['label']}"
-        recoloured = [c for c in row["truth"]["changes"] if c["kind"] == "recoloured"]
-        assert name in shapes_of(second) or recoloured  # image 2 shows it too, maybe in another colour
+        scene, view = (first, second) if row["truth"]["base"] == 1 else (second, first)
+        assert_a_new_view(scene, view)
 
 
 def test_every_kind_of_change_is_as_likely_as_any_other():
