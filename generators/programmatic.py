@@ -618,8 +618,9 @@ def _name(label: str, colour: str | None, vocabulary: Vocabulary) -> str:
 
 def identity(things, facts, vocabulary, settings, rng) -> list[Draft]:
     """With colours: the present (label, colour) crossed with another label and another colour, the
-    three other pairs all absent from the image. Without: four labels, three of them absent. A label
-    shown only too small to see is not the key; one a caption names is never a wrong option."""
+    three other pairs all absent from the image. Without: four labels of the collection's commoner ones
+    (`Vocabulary.support`), three of them absent, each label the key equally often. A label shown only too
+    small to see is not the key; one a caption names is never a wrong option."""
     captions = captions_of(facts)
     seen = {(t.label, t.attributes.get("colour")) for t in things}
     present = {(t.label, t.attributes.get("colour")) for t in things if t.crowd or t.pixels >= settings.min_pixels}
@@ -638,15 +639,21 @@ def identity(things, facts, vocabulary, settings, rng) -> list[Draft]:
             others = [_name(label, other_colour, vocabulary), _name(other_label, colour, vocabulary),
                       _name(other_label, other_colour, vocabulary)]
         else:
-            # drawn as often as each label is a key across the collection, so a common label is no prior
-            often = vocabulary.keys.get("identity", {})
-            absent = sorted(l for l in vocabulary.labels if l not in present_labels)
-            weighted = sorted(absent, key=lambda l: -rng.random() ** (1 / (often.get(l, 0) + 1)))
-            others = pick([vocabulary.names.get(l, l) for l in weighted], 3, avoid=[label])
+            # labels as keys as often as each other (`_balanced`), the wrong ones drawn uniformly from the same
+            # labels: then no label is the key more than a quarter of the times it is shown
+            support = vocabulary.support("identity") or vocabulary.labels
+            others = pick(shuffled(rng, [vocabulary.names.get(l, l) for l in support if l not in present_labels]), 3,
+                          avoid=[label])
         if len(others) < 3:
             continue
-        drafts.append(Draft("Which of these can be seen in the image?", (_name(label, colour, vocabulary), *others),
-                            {"template": "identity", "target": {"label": label} | ({"colour": colour} if colour else {})}))
+        draft = Draft("Which of these can be seen in the image?", (_name(label, colour, vocabulary), *others),
+                      {"template": "identity", "target": {"label": label} | ({"colour": colour} if colour else {})})
+        if not colour and vocabulary.keys.get("identity"):
+            support = vocabulary.support("identity")
+            draft = (_balanced(draft, "identity", label, vocabulary, rng) if label in support else
+                     replace(draft, dropped=f"{label!r} is rarer in the collection than the labels asked about: "
+                                            "as a key among them it would stand out"))
+        drafts.append(draft)
     return drafts
 
 
