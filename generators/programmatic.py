@@ -57,10 +57,11 @@ class ProgrammaticSettings(Strict):
     min_ocr_score: float = Field(0.5, ge=0, le=1)
     # What real boxes cannot settle exactly (see `doubts`); an object fact with attributes {"crowd": "true"}
     # is a crowd region: its class is never counted and never the one object of its label.
-    min_area: float = Field(0.0033, ge=0, le=1)  # smaller objects (32x32 px on 640x480) are not counted or placed
-    border: float = Field(0.005, ge=0)           # a box this close to an edge is cut by the border: not counted
+    min_pixels: int = Field(1024, ge=0)          # smaller objects (32x32 px) are not counted, placed or the key
+    border: float = Field(0.01, ge=0)            # a box this close to an edge is cut by the border: not counted
     touching: float = Field(0.005, ge=0)         # same-label boxes this close are not counted (one may hide another)
     region_share: float = Field(0.6, gt=0, le=1)  # a location only when this share of the box is in one grid cell
+    region_spill: float = Field(0.15, ge=0, le=1)  # a cell holding this share of the box is never a wrong region
     # "How many objects?" only when every object in every image is labelled (drawn scenes); a count under a
     # group noun the vocabulary declares ("shapes") is asked either way
     labels_exhaustive: bool = False
@@ -172,10 +173,11 @@ class Thing:
     box: tuple[float, float, float, float]
     attributes: dict[str, str]
     crowd: bool = False  # a region holding many instances of its label, none of them boxed
+    size: tuple[int, int] = (640, 480)  # the image's, in pixels
 
     @property
-    def area(self) -> float:
-        return (self.box[2] - self.box[0]) * (self.box[3] - self.box[1])
+    def pixels(self) -> float:
+        return (self.box[2] - self.box[0]) * (self.box[3] - self.box[1]) * self.size[0] * self.size[1]
 
     def describe(self) -> dict[str, str]:
         return {"label": self.label} | {k: self.attributes[k] for k in DESCRIBING if k in self.attributes}
@@ -185,12 +187,12 @@ class Thing:
         return (self.box[0] + self.box[2]) / 2, (self.box[1] + self.box[3]) / 2
 
 
-def things_in(facts: list[Fact]) -> list[Thing]:
+def things_in(facts: list[Fact], size: tuple[int, int] = (640, 480)) -> list[Thing]:
     """The objects, each once: an extractor's facts stay when its parameters change (the supplied
     annotations once more, say), and the same label, box and attributes twice are one object."""
     things = [Thing(" ".join(f.text.split()).lower(), f.box,
                     {k: v.lower() for k, v in f.attributes.items() if k != "crowd"},
-                    f.attributes.get("crowd", "").lower() == "true")
+                    f.attributes.get("crowd", "").lower() == "true", size)
               for f in facts if f.kind == "object" and f.box is not None and f.text.strip()]
     return list({(t.label, t.box, t.crowd, tuple(sorted(t.attributes.items()))): t for t in things}.values())
 
@@ -206,8 +208,8 @@ def doubt(thing: Thing, things: list[Thing], settings: ProgrammaticSettings) -> 
     same = [t for t in things if t.label == thing.label]
     if any(t.crowd for t in same):
         return f"a crowd region holds an uncounted number of {thing.label}"
-    if any(t.area < settings.min_area for t in same):
-        return f"a {thing.label} covers under {settings.min_area:.2%} of the image: too small to be sure of"
+    if any(t.pixels < settings.min_pixels for t in same):
+        return f"a {thing.label} covers under {settings.min_pixels} pixels: too small to be sure of"
     if any(min(t.box[0], t.box[1], 1 - t.box[2], 1 - t.box[3]) < settings.border for t in same):
         return f"a {thing.label} is cut by the image border"
     if any(not _apart(a, b, settings.touching) for a, b in itertools.combinations(same, 2)):
@@ -457,8 +459,8 @@ def _balanced(draft: Draft, family: str, key: str, vocabulary: Vocabulary, rng: 
 
 def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: ProgrammaticSettings) -> dict[str, dict[str, int]]:
     """For the balanced templates, how many questions over the collection could have each key: counts
-    per family (every object, per label, per colour, one absent label and colour per image) and spatial
-    relations between pairs of objects."""
+    per family (every object, per label, per colour, one absent label and colour per image), spatial
+    relations between pairs of objects, and the labels an identity question could name (images per label)."""
     tallies: dict[str, Counter] = defaultdict(Counter)
     rng = random.Random(0)
     for item_facts in _per_item(facts).values():
@@ -467,6 +469,8 @@ def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: Programmati
         for (key, _value), n in count_groups(things, vocabulary, rng, _has_text(item_facts),
                                              settings.labels_exhaustive).items():
             tallies[f"count:{key}"][str(n)] += 1
+        for label in {t.label for t in things}:
+            tallies["identity"][label] += 1
         for a, b in itertools.permutations(things, 2):
             if (where := relation(a, b, settings.spatial_gap)) is not None and not (a.crowd or b.crowd):
                 tallies["spatial"][where] += 1
@@ -513,15 +517,19 @@ def location(things, _facts, vocabulary, settings, rng) -> list[Draft]:
         column, row = (grid_cell(v, settings.grid_margin) for v in thing.centre)
         if target is None or row is None or column is None or thing.crowd:
             continue
-        cells = [(r, c) for r in range(3) for c in range(3) if (r, c) != (row, column)]
+        # nor a cell holding a fair share of the box: a viewer could defend it
+        cells = [(r, c) for r in range(3) for c in range(3)
+                 if (r, c) != (row, column) and cell_share(thing.box, r, c) < settings.region_spill]
         # uniformly drawn, not the neighbours: neighbouring distractors surround the key and give it away
+        if len(cells) < 3:
+            continue
         chosen = rng.sample(cells, 3)
         options = (region_name(row, column), *(region_name(*cell) for cell in chosen))
         draft = Draft(f"In which part of the image {be(target, vocabulary)} {phrase(target, vocabulary)}?", options,
                       {"template": "location", "target": target})
         share = cell_share(thing.box, row, column)
-        if thing.area < settings.min_area:
-            draft = replace(draft, dropped=f"it covers under {settings.min_area:.2%} of the image", rule="inexact_truth")
+        if thing.pixels < settings.min_pixels:
+            draft = replace(draft, dropped=f"it covers under {settings.min_pixels} pixels", rule="inexact_truth")
         elif share < settings.region_share:
             draft = replace(draft, dropped=f"only {share:.0%} of its box lies in the {options[0]} region: it straddles "
                                            f"or fills several", rule="inexact_truth")
@@ -559,9 +567,9 @@ def spatial(things, _facts, vocabulary, settings, rng) -> list[Draft]:
             continue
         options = (RELATIONS[where], *(text for name, text in RELATIONS.items() if name != where))
         question = f"Where {be(target, vocabulary)} {phrase(target, vocabulary)} relative to {phrase(other, vocabulary)}?"
-        if min(a.area, b.area) < settings.min_area:
+        if min(a.pixels, b.pixels) < settings.min_pixels:
             drafts.append(Draft(question, options, {"template": "spatial", "target": target, "other": other},
-                                dropped=f"an object covers under {settings.min_area:.2%} of the image",
+                                dropped=f"an object covers under {settings.min_pixels} pixels",
                                 rule="inexact_truth"))
             continue
         drafts.append(_balanced(Draft(question, options,
@@ -610,11 +618,12 @@ def _name(label: str, colour: str | None, vocabulary: Vocabulary) -> str:
 
 def identity(things, facts, vocabulary, settings, rng) -> list[Draft]:
     """With colours: the present (label, colour) crossed with another label and another colour, the
-    three other pairs all absent from the image. Without: four labels, three of them absent. A label
-    shown only too small to see is not the key; one a caption names is never a wrong option."""
+    three other pairs all absent from the image. Without: four labels of the collection's commoner ones
+    (`Vocabulary.support`), three of them absent, each label the key equally often. A label shown only too
+    small to see is not the key; one a caption names is never a wrong option."""
     captions = captions_of(facts)
     seen = {(t.label, t.attributes.get("colour")) for t in things}
-    present = {(t.label, t.attributes.get("colour")) for t in things if t.crowd or t.area >= settings.min_area}
+    present = {(t.label, t.attributes.get("colour")) for t in things if t.crowd or t.pixels >= settings.min_pixels}
     present_labels = {t.label for t in things} | {l for l in vocabulary.labels if mentions(captions, l, vocabulary)}
     colours = vocabulary.values("colour")
     drafts = []
@@ -630,12 +639,21 @@ def identity(things, facts, vocabulary, settings, rng) -> list[Draft]:
             others = [_name(label, other_colour, vocabulary), _name(other_label, colour, vocabulary),
                       _name(other_label, other_colour, vocabulary)]
         else:
-            others = pick(shuffled(rng, [vocabulary.names.get(l, l) for l in vocabulary.labels
-                                         if l not in present_labels]), 3, avoid=[label])
+            # labels as keys as often as each other (`_balanced`), the wrong ones drawn uniformly from the same
+            # labels: then no label is the key more than a quarter of the times it is shown
+            support = vocabulary.support("identity") or vocabulary.labels
+            others = pick(shuffled(rng, [vocabulary.names.get(l, l) for l in support if l not in present_labels]), 3,
+                          avoid=[label])
         if len(others) < 3:
             continue
-        drafts.append(Draft("Which of these can be seen in the image?", (_name(label, colour, vocabulary), *others),
-                            {"template": "identity", "target": {"label": label} | ({"colour": colour} if colour else {})}))
+        draft = Draft("Which of these can be seen in the image?", (_name(label, colour, vocabulary), *others),
+                      {"template": "identity", "target": {"label": label} | ({"colour": colour} if colour else {})})
+        if not colour and vocabulary.keys.get("identity"):
+            support = vocabulary.support("identity")
+            draft = (_balanced(draft, "identity", label, vocabulary, rng) if label in support else
+                     replace(draft, dropped=f"{label!r} is rarer in the collection than the labels asked about: "
+                                            "as a key among them it would stand out"))
+        drafts.append(draft)
     return drafts
 
 
@@ -720,7 +738,7 @@ def generate(item: Image, facts: list[Fact], dimension: Dimension, vocabulary: V
     the way that are not asked come too, with the reason in `meta["dropped"]` (the quality gate keeps
     them as dropped questions)."""
     rng = random.Random(stable_hash(seed, item.id, dimension.id))
-    drafts = TEMPLATES[dimension.key](things_in(facts), facts, vocabulary, settings, rng)
+    drafts = TEMPLATES[dimension.key](things_in(facts, (item.width, item.height)), facts, vocabulary, settings, rng)
     return questions_from(drafts, item, dimension, settings, rng, seed)
 
 

@@ -1,0 +1,108 @@
+"""COCO photos end to end through the installed command: ingest a COCO instances JSON (with its captions),
+extract, generate, filter, publish. Every kept key is checked against the COCO file by this test's own
+reading of it, and the release loads offline and as VLMEvalKit reads it, like the others."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import datasets
+import pytest
+
+from benchsmith.settings import load_settings
+from benchsmith.store import Store
+from tests.generators.test_cli import run
+from tests.publish.conftest import accept
+from tests.publish.test_release import vlmevalkit_image_files
+from tests.support.shared_data import require_shared_data
+
+PHOTOS = 24
+REGIONS = {(r, c): "centre" if (r, c) == (1, 1) else f"{('top', 'middle', 'bottom')[r]} {('left', 'centre', 'right')[c]}"
+           for r in range(3) for c in range(3)}
+
+
+def sample(tmp_path) -> tuple[dict, dict]:
+    """The first PHOTOS photos of coco-mini-train, as their own instances and captions JSON files."""
+    root = require_shared_data("coco-mini-train", "annotations")
+    instances = json.loads((root / "instances_train2017.json").read_text())
+    captions = json.loads((root / "captions_train2017.json").read_text())
+    images = sorted(instances["images"], key=lambda i: i["file_name"])[:PHOTOS]
+    ids = {i["id"] for i in images}
+    mine = instances | {"images": images, "annotations": [a for a in instances["annotations"] if a["image_id"] in ids]}
+    said = captions | {"images": images, "annotations": [a for a in captions["annotations"] if a["image_id"] in ids]}
+    (tmp_path / "annotations").mkdir()
+    (tmp_path / "annotations" / "instances_train2017.json").write_text(json.dumps(mine))
+    (tmp_path / "annotations" / "captions_train2017.json").write_text(json.dumps(said))
+    names = {c["id"]: c["name"] for c in instances["categories"]}
+    truth = {i["file_name"]: {"size": (i["width"], i["height"]), "boxes": []} for i in images}
+    by_id = {i["id"]: i["file_name"] for i in images}
+    for a in mine["annotations"]:
+        truth[by_id[a["image_id"]]]["boxes"].append((names[a["category_id"]], a["bbox"], a["iscrowd"]))
+    return truth, names
+
+
+def true_options(text: str, options: list[str], photo: dict, names: dict) -> list[bool]:
+    """Which options the COCO boxes make true, read from the question's words alone."""
+    boxes, (width, height) = photo["boxes"], photo["size"]
+    spoken = {**{n: n for n in names.values()}, "people": "person", "tvs": "tv", "broccoli": "broccoli"}
+
+    def label(words: str) -> str:
+        words = words.lower()
+        return spoken.get(words) or spoken.get(words[:-1]) or spoken.get(words[:-2]) or words
+
+    def only(words: str):
+        [found] = [b for b in boxes if b[0] == label(words)]
+        assert not found[2], "a crowd region asked about"
+        return found[1]
+
+    if m := re.fullmatch(r"How many (.+) are there in the image\?", text):
+        found = [b for b in boxes if b[0] == label(m[1])]
+        assert not any(b[2] for b in found)
+        return [o == str(len(found)) for o in options]
+    if m := re.fullmatch(r"In which part of the image (?:is|are) the (.+)\?", text):
+        x, y, w, h = only(m[1])
+        cell = (min(int((y + h / 2) / height * 3), 2), min(int((x + w / 2) / width * 3), 2))
+        return [o == REGIONS[cell] for o in options]
+    if m := re.fullmatch(r"Where (?:is|are) the (.+) relative to the (.+)\?", text):
+        (ax, ay, aw, ah), (bx, by, bw, bh) = only(m[1]), only(m[2])
+        holds = {"to its left": ax + aw <= bx, "to its right": ax >= bx + bw, "above it": ay + ah <= by,
+                 "below it": ay >= by + bh}
+        return [holds[o] for o in options]
+    if text == "Which of these can be seen in the image?":
+        return [label(o) in {b[0] for b in boxes} for o in options]
+    raise AssertionError(f"a question the checker cannot read: {text}")
+
+
+@pytest.mark.slow(seconds=240)
+def test_coco_photos_in_exact_questions_out_and_a_release_that_loads(tmp_path):
+    truth, names = sample(tmp_path)
+    images = require_shared_data("coco-mini-train", "train2017")
+    steps = [["ingest", "annotations/instances_train2017.json", "--images", str(images)], ["extract"],
+             ["generate", "-g", "programmatic"], ["filter"]]
+    for step in steps:
+        done = run(tmp_path, *step, BENCHSMITH__EXTRACT__USE='["supplied"]')
+        assert done.returncode == 0, f"{step}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+
+    settings = load_settings(env={"BENCHSMITH_WORKSPACE": str(tmp_path / "bench")})
+    with Store(settings.db_url) as store:
+        photos = {item.id: item.original_name for item in store.get_items(kind="image")}
+        kept = store.get_questions(status="candidate")
+        assert set(photos.values()) <= truth.keys() and len(kept) >= 20  # photos too plain for richness wait
+        wrong = []
+        for q in kept:
+            true = true_options(q.text, q.options, truth[photos[q.item_id]], names)
+            if true != [i == q.answer for i in range(4)]:
+                wrong.append((q.text, q.options, q.answer, true))
+        assert not wrong, wrong[:5]
+        for q in kept:
+            accept(store, q, [q.answer])
+
+    done = run(tmp_path, "publish", "--version", "v1")
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "bench" / "releases" / "v1"
+    rows = datasets.load_dataset(str(folder), split="test", cache_dir=str(tmp_path / "cache"))
+    assert sorted(rows["question_id"]) == sorted(q.id for q in kept)
+    [tsv] = (folder / "vlmevalkit").glob("*.tsv")
+    files = vlmevalkit_image_files(tsv, tmp_path / "vlmevalkit_images")
+    assert files.keys() == {q.id for q in kept} and all(p.is_file() for paths in files.values() for p in paths)
