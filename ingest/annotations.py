@@ -29,8 +29,12 @@ def _checked_text(value: str, what: str, limit: int) -> str:
     return _unmarked(value, what)
 
 
+def has_markup(text: str) -> bool:
+    return bool(_MARKUP.search(text))
+
+
 def _unmarked(value: str, what: str) -> str:
-    if _MARKUP.search(value):
+    if has_markup(value):
         raise ValueError(f"{what} contains markup (HTML tags)")
     try:
         value.encode("utf-8")
@@ -97,6 +101,7 @@ class SuppliedAnnotations(Strict):
     ocr: list[SuppliedText] = Field(default_factory=list)
     truth: dict[str, Any] = Field(default_factory=dict)  # exact ground truth (oracle scenes), kept as is
     reform: list[dict[str, Any]] = Field(default_factory=list)  # task rows for the reform generator, kept as is
+    dropped: list[dict[str, Any]] = Field(default_factory=list)  # what the source itself left out: {kind, reason, ...}
 
     @field_validator("captions")
     @classmethod
@@ -129,7 +134,7 @@ def normalise_annotations(raw: dict[str, Any], width: int, height: int) -> dict[
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ValueError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    objects, dropped = [], []
+    objects, dropped = [], list(parsed.dropped)
     for o in parsed.objects:
         try:
             box = unit_box(width, height, box=o.box, box_px=o.box_px, bbox=o.bbox, ndigits=6)

@@ -27,7 +27,7 @@ class IngestReport:
     unchanged: int = 0   # read, and already in the store
     annotated: int = 0   # task annotations added to an image that came earlier (rows sharing one image)
     rejected: Counter = field(default_factory=Counter)
-    dropped: Counter = field(default_factory=Counter)  # supplied boxes outside their image, by kind (object, ocr)
+    dropped: Counter = field(default_factory=Counter)  # supplied boxes left out (outside their image, ...), by kind
     sets: int = 0        # image sets added
 
     def summary(self) -> str:
@@ -37,9 +37,9 @@ class IngestReport:
                   (self.annotated, f"{self.annotated} task annotations added to images seen before"),
                   (self.rejected, f"{sum(self.rejected.values())} refused (" +
                    ", ".join(f"{n} {rule}" for rule, n in sorted(self.rejected.items())) + ")"),
-                  (self.dropped, f"{sum(self.dropped.values())} supplied boxes dropped with no area inside their "
-                   "image (" + ", ".join(f"{n} {kind}" for kind, n in sorted(self.dropped.items()))
-                   + "; each under its image's annotations.dropped)")]
+                  (self.dropped, f"{sum(self.dropped.values())} supplied boxes dropped (" +
+                   ", ".join(f"{n} {kind}" for kind, n in sorted(self.dropped.items()))
+                   + "; each with its reason under its image's annotations.dropped)")]
         return ", ".join([f"{self.seen} seen", f"{self.added} added", *(text for shown, text in counts if shown)])
 
 

@@ -73,8 +73,8 @@ def test_supplied_boxes_outside_their_image_are_counted_with_their_reason_in_the
     (tmp_path / "coco.jsonl").write_text(json.dumps(row) + "\n")
     result = run("ingest", "coco.jsonl", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert ("1 added, 0 already in the store, 2 supplied boxes dropped with no area inside their image "
-            "(1 object, 1 ocr; each under its image's annotations.dropped)") in result.stdout
+    assert ("1 added, 0 already in the store, 2 supplied boxes dropped (1 object, 1 ocr; each with its reason "
+            "under its image's annotations.dropped)") in result.stdout
 
 
 def test_user_errors_are_one_clear_line_and_exit_code_2(tmp_path):
