@@ -42,6 +42,7 @@ from benchsmith.geometry import unit_box
 from benchsmith.settings import Strict
 from generators import textrich_maps, textrich_receipts
 from generators.programmatic import Draft, drafts_of, four_options, questions_from
+from generators.base import WAITING_FOR_FACTS
 from generators.stage import Job, Outcome, QuestionStage
 
 BACKEND = "textrich"
@@ -297,7 +298,7 @@ def generate(item: Image, dimension: Dimension, pools: Pools, settings: TextRich
     receipt = truth["kind"] == textrich_receipts.KIND  # a real scan: its own templates and its own reading test
     template = (textrich_receipts.TEMPLATES if receipt else templates()).get(dimension.key)
     drafts = template(truth, pools, settings, rng) if template else []
-    if settings.only_ocr_text and (ocr or receipt):  # a scan's transcripts are confirmed by OCR or not asked
+    if settings.only_ocr_text and ocr:
         unread = textrich_receipts.unread_text if receipt else unread_text
         drafts = [replace(d, dropped=why, meta=d.meta | {"drop_rule": "text_not_read"})
                   if (why := unread(d, truth, ocr, item.width, item.height)) else d for d in drafts]
@@ -322,4 +323,8 @@ class TextRichStage(QuestionStage):
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         for job, facts in self._with_facts(jobs, context):
             ocr = [f for f in facts if f.kind == "ocr" and f.provenance.backend != "supplied"]
+            if self.own.only_ocr_text and not ocr and textrich_receipts.asks(job.item, job.dimension):
+                # a scan's transcripts are asked about once OCR confirms them: its jobs wait for `extract`
+                yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
+                continue
             yield job, Outcome(generate(job.item, job.dimension, self.pools, self.own, self.options.seed, ocr))

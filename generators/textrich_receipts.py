@@ -213,14 +213,29 @@ def layout(truth, pools, _settings, rng: random.Random) -> list[Draft]:
 TEMPLATES = {"chart_retrieval": retrieval, "chart_reading": reading, "chart_layout": layout}
 
 
+def asks(item, dimension) -> bool:
+    """Whether the dimension has questions about this item, a scanned receipt."""
+    return (item.annotations.get("truth") or {}).get("kind") == KIND and dimension.key in TEMPLATES
+
+
 def unread_text(draft: Draft, truth: dict, ocr: Sequence[Fact], width: int, height: int) -> str:
-    """Which text `draft` shows on the receipt no OCR line read where it is printed ("" when all were)."""
+    """Which text `draft` shows on the receipt OCR did not read where it is printed ("" when it read them
+    all): the OCR lines over a place it is printed, left to right, hold it (`reads`)."""
     for text in draft.meta["shows"]:
         boxes = [unit_box(width, height, box_px=t["box_px"], model_output=True)
                  for t in truth["texts"] if holds(t["text"], text)]
-        if not any(_over(box, line) and holds(line.text, text) for box in boxes for line in ocr):
+        if not any(reads(" ".join(line.text for line in sorted((o for o in ocr if _over(box, o)),
+                                                                 key=lambda o: min(x for x, _y in o.quad))), text)
+                   for box in boxes):
             return f"{'the key' if text == draft.options[0] else 'the option'} {text!r} was not read by OCR"
     return ""
+
+
+def reads(read: str, text: str) -> bool:
+    """Whether OCR's `read` holds `text`: whole, or, for a text of MIN_CHARS letters and digits or more,
+    its letters and digits in a row whatever the spacing and punctuation ('DATE:15/01/2018' holds
+    'DATE : 15/01/2018'; a short number must stand whole: '9.00' is not read in '19.00')."""
+    return holds(read, text) or (len(bare(text)) >= MIN_CHARS and bare(text) in bare(read))
 
 
 def _over(box: Sequence[float], line: Fact) -> bool:
