@@ -127,8 +127,8 @@ def ocr_accuracy(pairs) -> dict:
         assigned: dict[int, list] = defaultdict(list)
         for text, box in read:
             area = (box[2] - box[0]) * (box[3] - box[1])
-            overlaps = [max(0.0, min(box[2], t[2]) - max(box[0], t[0])) * max(0.0, min(box[3], t[3]) - max(box[1], t[1]))
-                        for _text, t in truth]
+            overlaps = [max(0.0, min(box[2], t[2]) - max(box[0], t[0]))
+                        * max(0.0, min(box[3], t[3]) - max(box[1], t[1])) for _text, t in truth]
             best = max(range(len(truth)), key=overlaps.__getitem__, default=None)
             if best is not None and area > 0 and overlaps[best] >= area / 2:
                 assigned[best].append((box[0], text))
@@ -220,7 +220,8 @@ def run(receipts: int = 200, workspace: str = "") -> dict:
     per_dimension = {name: {"kept": sum(c.values()), "right": round(c["right"] / sum(c.values()), 4),
                             "ambiguous": round(c["ambiguous"] / sum(c.values()), 4), "wrong": c["wrong"]}
                      for name, c in sorted(judged_by.items())}
-    strongest, tables = tabulate(attack(kept), [dimension[q.dimension_id] for q in kept]) if len(kept) >= 50 else ({}, {})
+    names = [dimension[q.dimension_id] for q in kept]
+    strongest, tables = tabulate(attack(kept), names) if len(kept) >= 50 else ({}, {})
 
     fields = Counter()
     for lines, key in files.values():

@@ -70,7 +70,8 @@ def parse_lines(text: str, rel: str) -> list[dict]:
         try:
             numbers = [int(p) for p in parts[:8]]
         except ValueError:
-            raise BadReceipt(f"{rel} line {number}: the corners {','.join(parts[:8])!r} are not whole numbers") from None
+            corners = ",".join(parts[:8])
+            raise BadReceipt(f"{rel} line {number}: the corners {corners!r} are not whole numbers") from None
         transcript = " ".join(parts[8].split())
         if not transcript:
             raise BadReceipt(f"{rel} line {number} has no transcript")
@@ -100,7 +101,8 @@ def receipt_annotations(lines: list[dict], fields: dict[str, str]) -> dict:
     marked = [t for t in texts if has_markup(t["text"])]
     for t in marked:
         t["markup"] = True
-    return {"captions": [CAPTION], "ocr": [{"text": t["text"], "box_px": t["box_px"]} for t in texts if t not in marked],
+    ocr = [{"text": t["text"], "box_px": t["box_px"]} for t in texts if t not in marked]
+    return {"captions": [CAPTION], "ocr": ocr,
             "truth": {"kind": KIND, "fields": fields, "texts": texts},
             "dropped": [{"kind": "ocr", "text": t["text"], "reason": "holds markup (an HTML tag)"} for t in marked]}
 

@@ -55,7 +55,8 @@ def check(question: str, options: list[str], key: str, lines, fields: dict) -> N
         assert best == key, (question, options, key)
         return
     else:
-        field = {"Which shop or company issued this receipt?": "company", "What date is printed on the receipt?": "date",
+        field = {"Which shop or company issued this receipt?": "company",
+                 "What date is printed on the receipt?": "date",
                  "What is the total amount of the receipt?": "total"}[question]
         assert key == fields[field], (question, key, fields[field])
     assert not any(on_receipt(o, lines) for o in others), (question, options, key)
@@ -77,13 +78,15 @@ def asked(receipts, settings=TextRichSettings(), ocr=None) -> list[tuple[object,
     for i, c in enumerate(receipts):
         item = Image(id=f"r{i}", path=c.name, width=1000, height=2000, annotations=c.annotations)
         for key in KEYS:
-            out += [(c, q) for q in generate(item, registry().get(key), pools, settings, ocr=(ocr or {}).get(c.name, ()))]
+            read = (ocr or {}).get(c.name, ())
+            out += [(c, q) for q in generate(item, registry().get(key), pools, settings, ocr=read)]
     return out
 
 
 def test_every_key_is_right_by_the_receipts_files_and_every_option_is_shown_once(receipts, sroie):
     questions = asked(receipts)
-    assert Counter(q.meta["template"] for _c, q in questions).keys() == {"receipt_field", "receipt_line", "receipt_layout"}
+    templates = Counter(q.meta["template"] for _c, q in questions)
+    assert templates.keys() == {"receipt_field", "receipt_line", "receipt_layout"}
     for c, q in questions:
         check(q.text, q.options, q.options[q.answer], *files(sroie, Path(c.name).stem))
     for template in ("receipt_field", "receipt_line"):
@@ -95,11 +98,13 @@ def test_every_key_is_right_by_the_receipts_files_and_every_option_is_shown_once
 def test_with_only_ocr_text_a_question_showing_a_line_ocr_missed_is_dropped_with_it(receipts):
     c = receipts[0]
     truth = c.annotations["truth"]
-    missed = next(q.options[0] for _c, q in asked([c, *receipts[1:]]) if _c is c and q.meta["template"] == "receipt_layout")
-    read = [Fact(item_id="r0", kind="ocr", text=t["text"], provenance=Provenance(backend="rapidocr"),
-                 quad=tuple((x / 1000, y / 2000) for x, y in ((t["box_px"][0], t["box_px"][1]), (t["box_px"][2], t["box_px"][1]),
-                                                              (t["box_px"][2], t["box_px"][3]), (t["box_px"][0], t["box_px"][3]))))
-            for t in truth["texts"] if t["text"] != missed]
+    missed = next(q.options[0] for _c, q in asked(receipts) if _c is c and q.meta["template"] == "receipt_layout")
+    read = []
+    for t in truth["texts"]:  # an OCR line read exactly over each printed line but one
+        x1, y1, x2, y2 = t["box_px"][0] / 1000, t["box_px"][1] / 2000, t["box_px"][2] / 1000, t["box_px"][3] / 2000
+        if t["text"] != missed:
+            read.append(Fact(item_id="r0", kind="ocr", text=t["text"], provenance=Provenance(backend="rapidocr"),
+                             quad=((x1, y1), (x2, y1), (x2, y2), (x1, y2))))
     limited = [q for _c, q in asked(receipts, TextRichSettings(only_ocr_text=True), {c.name: read}) if _c is c]
     kept = [q for q in limited if not q.meta.get("dropped")]
     assert kept and all(missed not in q.options for q in kept)
@@ -136,6 +141,7 @@ def test_receipts_in_questions_out_through_the_installed_command(sroie, tmp_path
         lines, fields = files(sroie, Path(items[q.item_id].original_name).stem)
         check(q.text, q.options, q.options[q.answer], lines, fields)
         # the key was read by RapidOCR itself on this scan
-        read = sorted((f for f in facts[q.item_id] if f.provenance.backend == "rapidocr"), key=lambda f: f.quad[0][::-1])
+        read = sorted((f for f in facts[q.item_id] if f.provenance.backend == "rapidocr"),
+                      key=lambda f: f.quad[0][::-1])
         assert bare(q.options[q.answer]) in bare(" ".join(f.text for f in read)), (q.text, q.options[q.answer])
     assert any(q.meta.get("drop_rule") == "text_not_read" for q in questions)
