@@ -32,15 +32,15 @@ from collections.abc import Sequence
 
 from benchsmith.geometry import unit_box
 from benchsmith.records import Fact, stable_hash
-from benchsmith.similarity import edit_similarity
+from benchsmith.similarity import matching_ratio
 from generators.programmatic import Draft
 from ingest.receipts import KIND
 
 FIELD_QUESTIONS = {"company": "Which shop or company issued this receipt?",
                    "date": "What date is printed on the receipt?",
                    "total": "What is the total amount of the receipt?"}
-SIMILAR = 0.8          # a distractor this like (edit similarity) a line printed on the receipt is not used
-WINDOW = 8             # a layout question's four lines come from this many lines in a row
+SIMILAR = 0.75         # a distractor this like a line printed on the receipt (letters and digits) is not used
+WINDOW = 6             # a layout question's four lines come from this many lines in a row
 MIN_CHARS = 5          # a line with fewer letters and digits is not asked about ("PAX:", "SWH")
 
 
@@ -90,12 +90,17 @@ def bare(text: str) -> str:
 
 def _printed(value: str, truth: dict) -> bool:
     """Whether the receipt prints `value`, even inside a longer line or spaced otherwise ('JOHOR.' in
-    '81100 JOHOR BAHRU'), or a line much like it, so it cannot be a wrong option there. Erring towards
-    yes costs only a distractor."""
-    size, want = len(value), bare(value)
-    return any(want in bare(t["text"]) or (len(bare(t["text"])) >= MIN_CHARS and bare(t["text"]) in want)
-               or (0.7 * size <= len(t["text"]) <= size / 0.7 and edit_similarity(t["text"], value) >= SIMILAR)
-               for t in truth["texts"])
+    '81100 JOHOR BAHRU'), or a line much like it ('COUNTER :002' beside 'COUNTER: 001'), so it cannot be
+    a wrong option there. Erring towards yes costs only a distractor."""
+    want = bare(value)
+    for t in truth["texts"]:
+        line = bare(t["text"])
+        if want in line or (len(line) >= MIN_CHARS and line in want):
+            return True
+        # the ratio is at most 2 * the shorter length over both: only strings of near length can reach it
+        if 2 * min(len(want), len(line)) >= SIMILAR * (len(want) + len(line)) and matching_ratio(want, line) >= SIMILAR:
+            return True
+    return False
 
 
 def _fours(units: list[tuple[str, str, dict | None]]) -> list[tuple[str, tuple[str, str, str, str]]]:
@@ -143,14 +148,14 @@ def design(truths: Sequence[dict]) -> dict:
         units = [(value, "" if name == "company" else shape(value),
                   min(holders[c], key=receipt_id) if holders[c] else None) for c, value in values.items()]
         out[f"field:{name}"] = _grouped(_fours(units))
-    seen: dict[str, set[str]] = defaultdict(set)
+    seen: dict[str, set[str]] = defaultdict(set)  # each line's letters and digits: the receipts printing them
     for truth in receipts:
         for t in _lines(truth):
-            seen[canonical(t["text"])].add(receipt_id(truth))
+            seen[bare(t["text"])].add(receipt_id(truth))
     units = [(t["text"], _line_group(t["text"]), truth) for truth in receipts for t in _lines(truth)
-             if len(seen[canonical(t["text"])]) == 1]
+             if len(seen[bare(t["text"])]) == 1]
     out["line"] = _grouped(_fours(_first_each(units)))
-    out["common"] = {canonical(text) for text, where in seen.items() if len(where) > 1}
+    out["common"] = {text for text, where in seen.items() if len(where) > 1}
     return out
 
 
@@ -158,7 +163,7 @@ def _first_each(units: list) -> list:
     """One unit per text (a line printed twice on one receipt is one text)."""
     kept: dict[str, tuple] = {}
     for unit in units:
-        kept.setdefault(canonical(unit[0]), unit)
+        kept.setdefault(bare(unit[0]), unit)
     return list(kept.values())
 
 
@@ -192,9 +197,9 @@ def reading(truth, pools, _settings, _rng) -> list[Draft]:
 def layout(truth, pools, _settings, rng: random.Random) -> list[Draft]:
     # lines printed on other receipts too ("CASH", "CHANGE", "THANK YOU") have an order anyone can guess
     common, seen = pools.receipts.get("common", set()), defaultdict(int)
-    for t in _lines(truth):
-        seen[canonical(t["text"])] += 1
-    lines = sorted((t for t in _lines(truth) if seen[canonical(t["text"])] == 1 and canonical(t["text"]) not in common),
+    for t in truth["texts"]:
+        seen[bare(t["text"])] += 1
+    lines = sorted((t for t in _lines(truth) if seen[bare(t["text"])] == 1 and bare(t["text"]) not in common),
                    key=lambda t: t["box_px"][1])
     drafts = []
     for start in range(0, max(len(lines) - WINDOW + 1, 0), WINDOW // 2):
