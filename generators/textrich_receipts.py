@@ -91,11 +91,13 @@ def bare(text: str) -> str:
 def _printed(value: str, truth: dict) -> bool:
     """Whether the receipt prints `value`, even inside a longer line or spaced otherwise ('JOHOR.' in
     '81100 JOHOR BAHRU'), or a line much like it ('COUNTER :002' beside 'COUNTER: 001'), so it cannot be
-    a wrong option there. Erring towards yes costs only a distractor."""
+    a wrong option there. (A longer option holding a printed line, 'TOTAL AMOUNT' where 'TOTAL' is printed,
+    is not printed: refusing it would leave long lines out of the distractors and make the key the
+    longest option.)"""
     want = bare(value)
     for t in truth["texts"]:
         line = bare(t["text"])
-        if want in line or (len(line) >= MIN_CHARS and line in want):
+        if want in line:
             return True
         # the ratio is at most 2 * the shorter length over both: only strings of near length can reach it
         if 2 * min(len(want), len(line)) >= SIMILAR * (len(want) + len(line)) and matching_ratio(want, line) >= SIMILAR:
@@ -103,19 +105,16 @@ def _printed(value: str, truth: dict) -> bool:
     return False
 
 
-def _fours(units: list[tuple[str, str, dict | None]]) -> list[tuple[str, tuple[str, str, str, str]]]:
-    """Units (text, group, the receipt asked about it or None), ordered by hash, as fours of one group:
+def _fours(units: list[tuple[str, str, dict]]) -> list[tuple[str, tuple[str, str, str, str]]]:
+    """Units (text, group, the receipt it would be asked on), ordered by hash, as fours of one group:
     (receipt id, options with the key first). Each unit is used once."""
     by_group: dict[str, list] = defaultdict(list)
     for unit in sorted(units, key=lambda u: stable_hash(u[1], canonical(u[0]))):
         by_group[unit[1]].append(unit)
     fours = []
     for pending in by_group.values():
-        while True:
-            head = next((u for u in pending if u[2] is not None), None)
-            if head is None:
-                break
-            pending.remove(head)
+        while pending:
+            head = pending.pop(0)
             others = []
             for unit in pending:
                 if not _printed(unit[0], head[2]):
@@ -145,8 +144,10 @@ def design(truths: Sequence[dict]) -> dict:
                 values.setdefault(canonical(value), value)
                 if any(holds(t["text"], value) for t in truth["texts"] if not t.get("markup")):
                     holders[canonical(value)].append(truth)
-        units = [(value, "" if name == "company" else shape(value),
-                  min(holders[c], key=receipt_id) if holders[c] else None) for c, value in values.items()]
+        # only values some receipt prints in one line: the others (a name over two lines, a total keyed without
+        # its currency sign) differ in kind, and as distractors alone they would set the key apart
+        units = [(value, "" if name == "company" else shape(value), min(holders[c], key=receipt_id))
+                 for c, value in values.items() if holders[c]]
         out[f"field:{name}"] = _grouped(_fours(units))
     seen: dict[str, set[str]] = defaultdict(set)  # each line's letters and digits: the receipts printing them
     for truth in receipts:
