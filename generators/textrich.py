@@ -1,5 +1,5 @@
 """Exact questions about text-rich pages (charts, tables, documents; maps in `textrich_maps`, web pages in
-`textrich_web`) from the
+`textrich_web`; real scanned receipts, with templates of their own, in `textrich_receipts`) from the
 structure they were drawn from.
 
 A page rendered by `ingest.textrich` carries its truth in its annotations (`truth`: series and values,
@@ -30,7 +30,7 @@ import random
 import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 
 from pydantic import Field
@@ -40,14 +40,16 @@ from benchsmith.dimensions import Dimension
 from benchsmith.records import Fact, Image, Question, normalise_text, stable_hash
 from benchsmith.geometry import unit_box
 from benchsmith.settings import Strict
-from generators import textrich_maps
+from generators import textrich_maps, textrich_receipts
 from generators.programmatic import Draft, drafts_of, four_options, questions_from
+from generators.base import WAITING_FOR_FACTS
 from generators.stage import Job, Outcome, QuestionStage
 
 BACKEND = "textrich"
 VERSION = "textrich-v1"
 PAGE_KINDS = ("chart", "table", "document")
-GROUP_KINDS = {"charts": PAGE_KINDS, "maps": ("map",), "web": ("web",)}  # the pages each group of dimensions asks about
+# the pages each group of dimensions asks about
+GROUP_KINDS = {"charts": (*PAGE_KINDS, textrich_receipts.KIND), "maps": ("map",), "web": ("web",)}
 
 
 class TextRichSettings(Strict):
@@ -179,6 +181,7 @@ class Pools:
     field's values. The distractors of reading questions."""
 
     texts: dict[str, tuple[str, ...]]
+    receipts: dict = field(default_factory=dict)  # scanned receipts' options (`textrich_receipts.design`)
 
     @classmethod
     def of(cls, truths: Sequence[dict]) -> Pools:
@@ -193,7 +196,8 @@ class Pools:
             found[f"heading:{kind}"].update(headings(truth))
             for name, value in truth.get("fields", {}).items():
                 found[f"field:{kind}:{name}"].add(value)
-        return cls({role: tuple(sorted(values)) for role, values in sorted(found.items())})
+        return cls({role: tuple(sorted(values)) for role, values in sorted(found.items())},
+                   textrich_receipts.design(truths))
 
     def others(self, role: str, present: Sequence[str]) -> list[str]:
         """The role's texts over the collection that this page does not show."""
@@ -291,10 +295,13 @@ def generate(item: Image, dimension: Dimension, pools: Pools, settings: TextRich
     if (truth := page_truth(item, dimension)) is None:
         return []
     rng = random.Random(stable_hash(seed, item.id, dimension.id))
-    drafts = templates()[dimension.key](truth, pools, settings, rng)
+    receipt = truth["kind"] == textrich_receipts.KIND  # a real scan: its own templates and its own reading test
+    template = (textrich_receipts.TEMPLATES if receipt else templates()).get(dimension.key)
+    drafts = template(truth, pools, settings, rng) if template else []
     if settings.only_ocr_text and ocr:
+        unread = textrich_receipts.unread_text if receipt else unread_text
         drafts = [replace(d, dropped=why, meta=d.meta | {"drop_rule": "text_not_read"})
-                  if (why := unread_text(d, truth, ocr, item.width, item.height)) else d for d in drafts]
+                  if (why := unread(d, truth, ocr, item.width, item.height)) else d for d in drafts]
     return questions_from(drafts, item, dimension, settings, rng, seed, BACKEND, VERSION)
 
 
@@ -316,4 +323,8 @@ class TextRichStage(QuestionStage):
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         for job, facts in self._with_facts(jobs, context):
             ocr = [f for f in facts if f.kind == "ocr" and f.provenance.backend != "supplied"]
+            if self.own.only_ocr_text and not ocr and textrich_receipts.asks(job.item, job.dimension):
+                # a scan's transcripts are asked about once OCR confirms them: its jobs wait for `extract`
+                yield job, Outcome(failure=WAITING_FOR_FACTS, finished=False)
+                continue
             yield job, Outcome(generate(job.item, job.dimension, self.pools, self.own, self.options.seed, ocr))

@@ -29,8 +29,12 @@ def _checked_text(value: str, what: str, limit: int) -> str:
     return _unmarked(value, what)
 
 
+def has_markup(text: str) -> bool:
+    return bool(_MARKUP.search(text))
+
+
 def _unmarked(value: str, what: str) -> str:
-    if _MARKUP.search(value):
+    if has_markup(value):
         raise ValueError(f"{what} contains markup (HTML tags)")
     try:
         value.encode("utf-8")

@@ -7,6 +7,7 @@ Sources:
   annotations, source and license (see `ingest.annotations.SuppliedAnnotations`);
 - a Hugging Face dataset saved with `save_to_disk`, or parquet files, with an image column;
 - a COCO annotation .json or a YOLO dataset .yaml, with the folder of their images (`ingest.detection`).
+- a folder of scanned receipts in the ICDAR SROIE layout (`img/`, `box/`, `key/`: `ingest.receipts`).
 
 A row that declares a task kind (a `task` column, or `task=` for the whole source) is an annotation for
 the `reform` generator: its other columns are kept with the image under `annotations.reform`, as given
@@ -331,8 +332,12 @@ def candidates_for(location: Path, **options: Any) -> Iterator[Candidate]:
     if (location.is_file() and location.suffix.lower() in HF_SUFFIXES) or _is_saved_dataset(location):
         return hf_candidates(location, image_column=image_column, **options)
     if location.is_dir():
+        from ingest import receipts
+
         if options.pop("task", ""):
             raise IngestError(f"{location}: a task kind applies to manifests and datasets, not to a folder of images")
+        if receipts.is_receipts_folder(location):
+            return receipts.receipt_candidates(location, **options)
         return folder_candidates(location, **options)
     raise IngestError(f"{location} is neither a folder, a .jsonl/.csv manifest, a COCO .json, a YOLO .yaml, "
                       "nor a dataset")
