@@ -79,7 +79,7 @@ def test_the_ingest_command_reads_a_receipts_folder_and_refuses_each_bad_receipt
     assert done.returncode == 0, done.stderr
     assert "12 seen, 3 added" in done.stdout, done.stdout
     assert "9 refused (7 bad_receipt, 1 escapes_root, 1 missing)" in done.stdout, done.stdout
-    assert "1 supplied boxes dropped (1 ocr;" in done.stdout, done.stdout
+    assert "1 supplied boxes dropped (1 ocr markup;" in done.stdout, done.stdout
     with Store(f"sqlite:///{tmp_path / 'bench' / 'benchsmith.db'}") as store:
         items = {i.original_name: i for i in store.get_items(kind="image")}
         verdicts = {v.subject_id.split(":", 1)[1]: (v.rule, v.reason) for v in store.get_verdicts(stage="ingest")}
