@@ -121,11 +121,12 @@ def scripted_server(delay: float, content: str):
         server.wait(timeout=10)
 
 
-def server_stats(base_url: str) -> dict:
-    """The calls that server has answered so far and the most it held in flight."""
+def server_stats(base_url: str, since: float = 0.0) -> dict:
+    """The calls that server has answered so far, the most it held in flight, and when (wall clock) the
+    first chat completion that arrived after `since` came in and the last one was answered."""
     import httpx
 
-    return httpx.get(base_url.rstrip("/") + "/_stats", timeout=10).json()
+    return httpx.get(base_url.rstrip("/") + f"/_stats?since={since}", timeout=10).json()
 
 
 def add_captioned_images(store, n: int) -> None:

@@ -115,6 +115,7 @@ class ScriptedOpenAI:
         self._lock = threading.Lock()
         self._in_flight = 0
         self.max_in_flight = 0
+        self.answered: list[tuple[float, float]] = []  # each chat completion's arrival and answer, wall clock
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -127,8 +128,8 @@ class ScriptedOpenAI:
             def do_GET(self) -> None:
                 if "/files" in self.path or "/batches" in self.path:
                     self._send(server._batch_api("GET", self.path.split("?")[0].rstrip("/"), {}))
-                elif self.path.rstrip("/").endswith("/_stats"):  # for a server running in another process
-                    self._send(Reply(body={"calls": server.calls, "max_in_flight": server.max_in_flight}))
+                elif self.path.split("?")[0].rstrip("/").endswith("/_stats"):  # for a server in another process
+                    self._send(Reply(body=server.stats(float(self.path.partition("?since=")[2] or 0))))
                 elif self.path.rstrip("/").endswith("/models"):
                     self._send(Reply(body={"object": "list", "data": [{"id": "scripted", "object": "model"}]}))
                 else:
@@ -153,10 +154,13 @@ class ScriptedOpenAI:
                         self._send(server._batch_api("POST", self.path.rstrip("/"), body))
                         return
                     server.completions[_canonical(body)] += 1
+                    arrived = time.time()
                     reply = server.responder(body)
                     if reply.delay:
                         time.sleep(reply.delay)
                     self._send(reply)
+                    with server._lock:
+                        server.answered.append((arrived, time.time()))
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 finally:
@@ -273,6 +277,15 @@ class ScriptedOpenAI:
     @property
     def calls(self) -> int:
         return len(self.requests)
+
+    def stats(self, since: float = 0.0) -> dict:
+        """The requests so far, the most held in flight, and when the first chat completion that arrived
+        after `since` (wall clock) came in and the last one was answered (None: none yet)."""
+        with self._lock:
+            times = [(arrived, done) for arrived, done in self.answered if arrived >= since]
+        return {"calls": self.calls, "max_in_flight": self.max_in_flight,
+                "first_call_at": min((arrived for arrived, _done in times), default=None),
+                "last_answer_at": max((done for _arrived, done in times), default=None)}
 
     def __enter__(self) -> ScriptedOpenAI:
         self._thread.start()
