@@ -26,14 +26,17 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchsmith.console import errors
-from benchsmith.llm import (BATCH_LINE_FAILED, QUEUED, LlmClient, LlmError, LlmRequest, Price, answered, describe,
-                            openai_sdk, owner_gone, rate_bucket)
+from benchsmith.llm_requests import (BATCH_LINE_FAILED, LlmError, LlmRequest, Price, answered, describe, openai_sdk,
+                                     owner_gone, rate_bucket)
 from benchsmith.records import aware, utcnow
 from benchsmith.secrets import scrub
 from benchsmith.store.llm_batches import UNFINISHED
+
+if TYPE_CHECKING:  # for annotations only: the client imports this module to submit what it queued
+    from benchsmith.llm import LlmClient
 
 ENDED = ("completed", "expired", "cancelled", "failed")
 CHAT_URL = "/v1/chat/completions"
@@ -41,6 +44,9 @@ METADATA_KEY = "benchsmith_batch"
 ORPHANED_AFTER = timedelta(hours=1)  # an 'uploading' job this old was left by a process elsewhere that died
 NO_BATCHES = ("the LLM endpoint {url} offers no batch jobs ({why}); set llm.options.mode to live for the stages "
               "that call it")
+
+
+QUEUED: list[LlmClient] = []  # clients with requests queued for a batch job (mode: batch)
 
 
 def submit_queued() -> None:
