@@ -12,7 +12,8 @@ checks decide, both under `ingest.near_duplicates`:
   them up. Pages drawn from one template (receipts of one shop, charts of one layout) look alike at
   32x32 and fail here, where the tiles with other text differ. It runs only for the few stored images
   the hash puts near.
-A stored image counts whatever its status (published, in review, filtered out).
+A stored image counts whatever its status (published, in review, filtered out). Drawn pictures whose
+truth differs (ingest/stage.py, `told_apart`) are different pictures however alike they look.
 """
 
 from __future__ import annotations
@@ -131,9 +132,12 @@ class HashIndex:
         close = np.flatnonzero(distances <= within)
         return sorted(((int(i), int(distances[i])) for i in close), key=lambda pair: (pair[1], pair[0]))
 
-    def same_picture(self, data: bytes, phash: str, settings: NearDuplicateSettings) -> Match | None:
-        """The stored image `data` (hashed `phash`) repeats, or None."""
-        near = self.near(phash, settings.distance)
+    def same_picture(self, data: bytes, phash: str, settings: NearDuplicateSettings,
+                     apart: Callable[[str], bool] = lambda _item_id: False) -> Match | None:
+        """The stored image `data` (hashed `phash`) repeats, or None; `apart(item id)` rules out a stored
+        image known by other means to be another picture."""
+        near = [(position, distance) for position, distance in self.near(phash, settings.distance)
+                if not apart(self.ids[position])]
         if not near:
             return None
         picture = _grey(data, 2 * DETAIL_SIDE)

@@ -179,17 +179,20 @@ class IngestStage(runner.Stage):
                 outcome = Rejected("duplicate", f"same bytes as {first_name}", outcome.id)
             elif seen:
                 report.unchanged += 1
-            elif isinstance(outcome, Accepted) and (same := self.pictures.same_picture(
-                    outcome.data, outcome.phash, self.settings.near_duplicates)) is not None:
-                outcome = Rejected("near_duplicate", f"the same picture as {same.name} (item {same.item_id}): "
-                                   f"perceptual-hash distance {same.distance}, detail {same.detail} "
-                                   "(ingest.near_duplicates)", outcome.id)
-                original = {"original": same.item_id, "distance": same.distance, "detail": same.detail}
             elif isinstance(outcome, Accepted):
                 try:
                     annotations = normalise_annotations(candidate.annotations, outcome.width, outcome.height)
                 except ValueError as exc:
                     outcome = Rejected("bad_annotations", str(exc))
+                else:
+                    same = self.pictures.same_picture(
+                        outcome.data, outcome.phash, self.settings.near_duplicates,
+                        apart=lambda item_id: told_apart(annotations, new_items, store, item_id))
+                    if same is not None:
+                        outcome = Rejected("near_duplicate", f"the same picture as {same.name} (item {same.item_id}):"
+                                           f" perceptual-hash distance {same.distance}, detail {same.detail} "
+                                           "(ingest.near_duplicates)", outcome.id)
+                        original = {"original": same.item_id, "distance": same.distance, "detail": same.detail}
             if isinstance(outcome, Rejected):
                 report.rejected[outcome.rule] += 1
                 verdicts.append(Verdict(subject_id=f"{self.label}:{name}", subject_kind="input", stage="ingest",
@@ -212,6 +215,18 @@ class IngestStage(runner.Stage):
         if verdicts:
             store.add_verdicts(verdicts)
         return outcomes
+
+
+def told_apart(annotations: dict, new_items: dict[str, Image], store: Store, item_id: str) -> bool:
+    """Whether a drawn picture's truth says it is not stored image `item_id`: both carry the truth they
+    were drawn from (oracle scenes, text-rich pages) and it differs in what or where things are (a set of
+    pictures that differ in one detail, pages of one template). A copy comes with its original's truth."""
+    if "truth" not in annotations:
+        return False
+    stored = new_items[item_id] if item_id in new_items else next(iter(store.get_items([item_id], status=None)), None)
+    if stored is None or "truth" not in stored.annotations:
+        return False
+    return any(annotations.get(key) != stored.annotations.get(key) for key in ("truth", "objects"))
 
 
 def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], settings: IngestSettings, *,
