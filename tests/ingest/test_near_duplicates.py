@@ -70,7 +70,15 @@ def ingested(tmp_path_factory):
             originals[name] = hashlib.sha256(source.read_bytes()).hexdigest()
     for photo in photos[2:]:
         (root / "copies" / photo.name).write_bytes(photo.read_bytes())
-    second = [run("ingest", "round2/manifest.jsonl", cwd=root).stdout, run("ingest", "copies", cwd=root).stdout]
+    # the same scene from another source, with the truth it was drawn from: its truth does not set it apart
+    (root / "with_truth").mkdir()
+    row = next(r for r in map(json.loads, (root / "round1" / "manifest.jsonl").read_text().splitlines())
+               if r.get("path") and (root / "round1" / r["path"]).resolve() == scenes[1].resolve())
+    (root / "with_truth" / "again.jpg").write_bytes(copies_of(Image.open(scenes[1]))["q85"])
+    (root / "with_truth" / "manifest.jsonl").write_text(json.dumps(row | {"path": "again.jpg"}) + "\n")
+    originals["again.jpg"] = hashlib.sha256(scenes[1].read_bytes()).hexdigest()
+    second = [run("ingest", "round2/manifest.jsonl", cwd=root).stdout, run("ingest", "copies", cwd=root).stdout,
+              run("ingest", "with_truth/manifest.jsonl", cwd=root).stdout]
     with Store(db) as store:
         refused = {v.subject_id.rpartition(":")[2]: v for v in store.get_verdicts(stage="ingest", passed=False)}
         stored = store.image_hashes()
@@ -84,7 +92,8 @@ def test_copies_of_stored_pictures_are_refused_naming_the_original_and_the_dista
         assert verdict.rule == "near_duplicate" and verdict.details["original"] == originals[name]
         assert verdict.details["distance"] <= 10 and verdict.details["detail"] <= 10
         assert originals[name] in verdict.reason and "perceptual-hash distance" in verdict.reason
-    assert f"{len(originals)} refused ({len(originals)} near_duplicate)" in second[1]
+    assert f"{len(originals) - 1} refused ({len(originals) - 1} near_duplicate)" in second[1]
+    assert "1 refused (1 near_duplicate)" in second[2]
 
 
 def test_distinct_pictures_still_come_in_even_oracle_scenes_alike_by_design(ingested):
