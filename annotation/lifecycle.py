@@ -117,7 +117,8 @@ def reconcile(store: Store, kind: Kind, ids: Sequence[str] | None = None) -> Cou
         else:  # one store move per same status, reason and updates: a pull decides thousands at once
             group = (move.to_status, move.reason, stable_hash(move.updates))
             moves.setdefault(group, (move, []))[1].append((item.id, verdict(item, move)))
-    last = {v.subject_id: v for v in store.get_verdicts(stage=kind.stage, subject_kind=kind.name)
+    last = {v.subject_id: v for v in store.get_verdicts(
+        stage=kind.stage, subject_kind=kind.name, subject_ids=None if ids is None else [item.id for item in decided])
             if v.rule == kind.rule} if decided else {}
     for item in decided:
         decision = kind.decide(item, reviews.get(item.id, []))

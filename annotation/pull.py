@@ -17,11 +17,13 @@ from typing import Any
 from annotation import lifecycle
 from annotation.client import Server, read_annotations
 from annotation.labeling import to_review
-from annotation.reconcile import Agreement, agreement_by_dimension, decide
+from annotation.questions import Questions
+from annotation.reconcile import Agreement, agreement_by_dimension
+from annotation.second_look import SecondLooks, second_look_counts
 from annotation.settings import ReviewSettings
 from benchsmith import runner
 from benchsmith.dimensions import Registry
-from benchsmith.records import LETTERS, Question, Review, ReviewVersion
+from benchsmith.records import Review, ReviewVersion
 from benchsmith.settings import Settings, keyed
 from benchsmith.store import Store
 
@@ -78,58 +80,9 @@ def agreement(store: Store) -> dict[str, dict[str, Agreement]]:
     return agreement_by_dimension(questions, reviews)
 
 
-@dataclass(frozen=True)
-class Questions(lifecycle.Kind):
-    """Questions as a kind of reviewed item: their first-round reviews decide them by majority, and an
-    acceptance sets the reviewed answer and dimension."""
-
-    review: ReviewSettings
-    registry: Registry
-    name: str = "question"
-
-    @property
-    def overlap(self) -> int:
-        return self.review.overlap
-
-    def items(self, store: Store, statuses, ids=None) -> list[Question]:
-        return store.get_questions(status=list(statuses), ids=ids)
-
-    def reviews(self, store: Store, items) -> dict[str, list[Review]]:
-        ids = [q.id for q in items]
-        first_round = {task for _project, task in store.get_review_tasks("question", ids).values()}
-        out: dict[str, list[Review]] = {}
-        for r in store.get_reviews(ids):
-            if r.task_id in first_round:  # a second look decides in its own round (second_look.py)
-                out.setdefault(r.question_id, []).append(r)
-        return out
-
-    def decide(self, question: Question, reviews) -> lifecycle.Decision:
-        return decide(question, reviews, self.overlap)
-
-    def reviewed(self, question: Question) -> dict:
-        return {"review_answer": question.review_answer, "review_dimension_id": question.review_dimension_id}
-
-    def revision(self, question: Question, before: dict, after: dict) -> str:
-        return change_text(question.answer if before["review_answer"] is None else before["review_answer"],
-                           question.dimension_id if before["review_dimension_id"] is None
-                           else before["review_dimension_id"],
-                           after["review_answer"], after["review_dimension_id"], self.registry) + " in review"
-
-
-def change_text(answer: int, dimension: int, new_answer: int, new_dimension: int, registry: Registry) -> str:
-    """A change of answer or dimension in words: "answer A -> C and dimension X -> Y"."""
-    parts = []
-    if new_answer != answer:
-        parts.append(f"answer {LETTERS[answer]} -> {LETTERS[new_answer]}")
-    if new_dimension != dimension:
-        parts.append(f"dimension {registry.get(dimension).name} -> {registry.get(new_dimension).name}")
-    return " and ".join(parts) or "reviewed again, unchanged"
-
-
 def review_status(store: Store, settings: Settings) -> tuple[dict[str, int], dict[str, dict[str, Agreement]], list]:
     """For `benchsmith review status`, read from the store without changing it: counts, agreement, and the
     questions in review whose reviews tie, each with its decision and its (project, task) on the server."""
-    from annotation.second_look import second_look_counts
     from benchsmith.dimensions import registry
 
     review = settings.section("review", ReviewSettings)
@@ -203,7 +156,6 @@ def pull(store: Store, server: Server, settings: Settings, registry: Registry,
     stage's report as a dict (the finish flow runs each as its Prefect task, `{"cached": True}` when
     nothing is new)."""
     from annotation import conversations
-    from annotation.second_look import SecondLooks
 
     review = settings.section("review", ReviewSettings)
     first = store.get_review_tasks("question")

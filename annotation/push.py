@@ -95,7 +95,22 @@ def ensure_project(server: Server, settings: Settings, review: ReviewSettings,
                   maximum_annotations=review.overlap if first else review.second_look_overlap,
                   show_collab_predictions=review.show_predictions, expert_instruction=review.instructions,
                   show_instruction=bool(review.instructions))
-    return open_project(server, settings, review, title, fields)
+    project_id, created = open_project(server, settings, review, title, fields)
+    if sets and created:
+        hide_gallery_column(server, project_id)
+    return project_id, created
+
+
+GALLERY_COLUMN = "tasks:data.gallery"
+
+
+def hide_gallery_column(server: Server, project_id: int) -> None:
+    """The task list of an image-set project, without the gallery's HTML: Label Studio's data manager shows
+    every data field as a column, and the gallery is markup only the labeling view should render (the
+    `images` column lists the set's images)."""
+    hidden = {"explore": [GALLERY_COLUMN], "labeling": [GALLERY_COLUMN]}
+    with calls(server):
+        server.client.views.create(project=project_id, data={"title": "Tasks", "hiddenColumns": hidden})
 
 
 def open_project(server: Server, settings: Settings, review: ReviewSettings, title: str,

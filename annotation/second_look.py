@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotation import lifecycle
-from annotation.pull import Questions, change_text
+from annotation.questions import Questions, change_text
 from annotation.settings import ReviewSettings
 from benchsmith.errors import BenchsmithError
 from benchsmith.records import LETTERS, Question, Verdict

@@ -79,7 +79,8 @@ def eval_questions(n_questions: int):
 def run(n_questions: int = 300, repeats: int = 3, batch_size: int = 16, device: str = "auto") -> dict:
     from evaluation.adapters import VlmLikelihoodConfig
     from evaluation.adapters.likelihood import LikelihoodAdapter
-    from evaluation.protocols import passes, protocol
+    from evaluation.contract import protocol
+    from evaluation.stage import passes
     from evaluation.templates import load_templates
 
     class JoinedRows(LikelihoodAdapter):

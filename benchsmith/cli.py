@@ -174,12 +174,11 @@ def batches_collect(
     from benchsmith.llm import LlmClient, LlmOptions
     from benchsmith.llm_batch import collect
     from benchsmith.status import batch_jobs, batch_table
-    from benchsmith.store.llm_batches import UNFINISHED
 
     c = context(ctx)
     with c.store() as store:
         client = LlmClient(c.settings, LlmOptions(), store)
-        waiting = sum(job["requests"] for job in store.get_llm_batches(UNFINISHED))
+        waiting = sum(job["requests"] for job in store.get_llm_batches(open_only=True))
         with progress_bar("batch requests answered", waiting) as advance:
             shown = [0]
 
@@ -188,7 +187,7 @@ def batches_collect(
                 shown[0] = max(shown[0], answered)
 
             jobs = batch_jobs(collect(client, wait=wait, poll_s=poll_s, progress=progress))
-        running = len(store.get_llm_batches(UNFINISHED))
+        running = len(store.get_llm_batches(open_only=True))
     console.print(batch_table(jobs) if jobs else "no batch jobs to collect")
     if running:
         console.print(f"{running} job(s) still running: collect again later, or with --wait")

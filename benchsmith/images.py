@@ -28,6 +28,7 @@ class Accepted:
     width: int
     height: int
     changes: tuple[str, ...]
+    phash: str = ""      # perceptual hash of the picture, taken at ingest (ingest/near_duplicates.py)
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,14 @@ in one transaction, before anything is sent; uploads the file; creates the job (
 batch id); records the provider's ids. A request in a batch is never sent again until its job is collected.
 
 `collect` reads the output and error files of every ended job of the configured endpoint into the call
-cache, as live answers are stored (at batch prices). A failed line leaves its call failed with
-BATCH_LINE_FAILED (asked again in the next batch, or live: `batch.failed_lines`); a malformed line, and a
-request the job never answered (expiry, cancel), are counted and released for the next batch.
+cache, as live answers are stored (at batch prices), and closes the job 'collected'. A failed line leaves
+its call failed with BATCH_LINE_FAILED (asked again in the next batch, or live: `batch.failed_lines`); a
+malformed line, and a request the job never ran (expiry, cancel: absent from its files, or in its error
+file as `batch_expired`/`batch_cancelled`), are counted and released for the next batch.
 
 A process killed between recording a job and recording the provider's ids leaves it 'uploading': the next
 submit or collect finds the job by its metadata, or its file by name, and goes on; only a job the provider
-never got has its requests released. Batch submissions take nothing from the live rate limiter;
+never got has its requests released, and costs nothing. Batch submissions take nothing from the live rate limiter;
 `batch.enqueued_tokens` caps what waits in unfinished jobs. Batch files hold requests only: the API key
 travels in the HTTP header, never in a file or a row.
 """
@@ -26,21 +27,27 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchsmith.console import errors
-from benchsmith.llm import (BATCH_LINE_FAILED, QUEUED, LlmClient, LlmError, LlmRequest, Price, answered, describe,
-                            openai_sdk, owner_gone, rate_bucket)
+from benchsmith.llm_requests import (BATCH_LINE_FAILED, LlmError, LlmRequest, Price, answered, describe, openai_sdk,
+                                     owner_gone, rate_bucket)
 from benchsmith.records import aware, utcnow
 from benchsmith.secrets import scrub
-from benchsmith.store.llm_batches import UNFINISHED
 
-ENDED = ("completed", "expired", "cancelled", "failed")
+if TYPE_CHECKING:  # for annotations only: the client imports this module to submit what it queued
+    from benchsmith.llm import LlmClient
+
+ENDED = ("completed", "expired", "cancelled", "failed")  # the provider's last statuses of a job
+NEVER_RAN = ("batch_expired", "batch_cancelled")  # error-file codes of requests a job ended before it ran
 CHAT_URL = "/v1/chat/completions"
 METADATA_KEY = "benchsmith_batch"
 ORPHANED_AFTER = timedelta(hours=1)  # an 'uploading' job this old was left by a process elsewhere that died
 NO_BATCHES = ("the LLM endpoint {url} offers no batch jobs ({why}); set llm.options.mode to live for the stages "
               "that call it")
+
+
+QUEUED: list[LlmClient] = []  # clients with requests queued for a batch job (mode: batch)
 
 
 def submit_queued() -> None:
@@ -144,7 +151,9 @@ def _create_job(client: LlmClient, provider, batch_id: str, file_id: str) -> Non
 
 
 def _abandon(store, batch_id: str, why: str) -> None:
-    store.finish_llm_batch(batch_id, [], f"{why}; asked again in the next batch", status="abandoned")
+    """Close a job the provider never got: its requests are released, and it cost nothing."""
+    store.finish_llm_batch(batch_id, [], f"{why}; asked again in the next batch", status="abandoned",
+                           cost_usd=0.0, live_cost_usd=0.0)
 
 
 def resume(client: LlmClient, provider) -> None:
@@ -172,8 +181,9 @@ def resume(client: LlmClient, provider) -> None:
 
 def collect(client: LlmClient, *, wait: bool = False, poll_s: float = 30.0, max_poll_s: float = 600.0,
             progress: Callable[[int, int], None] | None = None) -> list[dict]:
-    """Store the answers of every job of `client`'s endpoint that has ended; with `wait`, poll (waits
-    doubling from `poll_s` up to `max_poll_s`) until none is left running. `progress(answered, requests)`
+    """Store the answers of every job of `client`'s endpoint that has ended, whenever it ended (a job a
+    killed process left behind may have ended before it was adopted), and close it 'collected'; with
+    `wait`, poll (waits doubling from `poll_s` up to `max_poll_s`) until none is left open. `progress(answered, requests)`
     hears how far the running jobs are after each look. Returns the jobs looked at, as stored."""
     provider = _provider(client)
     resume(client, provider)
@@ -202,7 +212,8 @@ def collect(client: LlmClient, *, wait: bool = False, poll_s: float = 30.0, max_
 
 
 def _running(store, endpoint: str) -> list[dict]:
-    return [b for b in store.get_llm_batches(UNFINISHED) if b["endpoint"] == endpoint]
+    """The endpoint's jobs not yet collected."""
+    return [b for b in store.get_llm_batches(open_only=True) if b["endpoint"] == endpoint]
 
 
 def _enqueued_room(store, endpoint: str, model: str, limit: int) -> float:
@@ -213,18 +224,31 @@ def _enqueued_room(store, endpoint: str, model: str, limit: int) -> float:
 
 
 def store_output(store, provider, batch: dict, job) -> None:
-    """Read an ended job's output and error files into the call cache and close the job."""
+    """Read an ended job's output and error files into the call cache and close the job 'collected'. An
+    error-file line for a request the job never ran (it expired or was cancelled first) is no failed
+    line: the request is released with the others it left unanswered, for the next batch."""
     calls = store.llm_batch_calls(batch["id"])
     price = Price(**batch["prices"])
     lines = [text for file_id in (job.output_file_id, job.error_file_id) if file_id
-             for text in provider.files.content(file_id).text.splitlines() if text.strip()]
+             for text in provider.files.content(file_id).text.splitlines() if text.strip() and not never_ran(text)]
     rows = [row for text in lines if (row := answer_row(text, calls, price)) is not None]
     ok = [row for row in rows if row["status"] == "ok"]
     store.finish_llm_batch(batch["id"], rows, f"not answered by its batch job ({job.status}); asked again in the "
-                                              "next batch", status=job.status, answered=len(ok),
+                                              "next batch", status="collected", answered=len(ok),
                            failed=len(rows) - len(ok), malformed=len(lines) - len(rows),
                            live_cost_usd=sum(price.cost(r["tokens_in"], r["tokens_out"]) for r in ok),
                            cost_usd=sum(r["cost_usd"] for r in ok))
+
+
+def never_ran(text: str) -> bool:
+    """Whether an output or error-file line is about a request its job ended before running."""
+    if not any(code in text for code in NEVER_RAN):  # cheap: most lines are answers
+        return False
+    try:
+        error = json.loads(text).get("error") or {}
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(error, dict) and error.get("code") in NEVER_RAN
 
 
 def answer_row(text: str, calls: dict[str, dict], price: Price) -> dict[str, Any] | None:

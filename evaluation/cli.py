@@ -77,7 +77,7 @@ def register(app: typer.Typer, context) -> None:
         """
         from benchsmith import runner
         from benchsmith.console import console, progress_bar
-        from evaluation.protocols import configured
+        from evaluation.contract import configured
         from evaluation.stage import evaluate
 
         c = context(ctx)
@@ -120,7 +120,7 @@ def register(app: typer.Typer, context) -> None:
         ablation setting, in conversations.md and .json.
         """
         from benchsmith.console import console
-        from evaluation.protocols import configured
+        from evaluation.contract import configured
 
         c = context(ctx)
         shown = configured(c.settings, protocol)

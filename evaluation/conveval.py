@@ -44,8 +44,8 @@ from benchsmith.records import LEVELS, Turn, stable_hash
 from benchsmith.settings import Strict
 from evaluation.adapters import Adapter, EvalError
 from evaluation.board import cell
+from evaluation.contract import BaseProtocol
 from evaluation.judge import judge_request, pooled_outcome, pooled_score, read_rating, read_verdict
-from evaluation.protocols import Protocol
 from evaluation.records import EvalConversation
 from evaluation.settings import EvalSettings
 from evaluation.stage import EvalRun, RunStage
@@ -261,7 +261,7 @@ class ConvEvalStage(RunStage):
             adapter.release()
 
 
-class ConvEval(Protocol):
+class ConvEval(BaseProtocol):
     """Conversations held by a chat model and graded by judges (module docstring)."""
 
     settings_model = ConvEvalSettings

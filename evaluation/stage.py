@@ -9,7 +9,7 @@ stage (this one, or ConvEval's).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -17,8 +17,8 @@ from benchsmith import runner
 from benchsmith.records import stable_hash
 from evaluation.adapters import Adapter, EvalError
 from evaluation.judge import decide
-from evaluation.protocols import Protocol, passes
-from evaluation.records import ModelAnswer, Pass
+from evaluation.contract import BaseProtocol
+from evaluation.records import EvalQuestion, ModelAnswer, Pass
 from evaluation.settings import EvalSettings
 from evaluation.sources import Source
 from evaluation.templates import load_templates
@@ -105,7 +105,7 @@ class EvalStage(RunStage):
             self.adapter.release()
 
 
-def plan_stage(store, settings, source: Source, model: str, shown: Protocol) -> EvalStage:
+def plan_stage(store, settings, source: Source, model: str, shown: BaseProtocol) -> EvalStage:
     """The stage that evaluates `model` on `source`'s questions under question protocol `shown`, its run
     recorded under an id that hashes everything that shapes the answers; nothing is loaded yet."""
     options = settings.section(STAGE, EvalSettings)
@@ -135,3 +135,8 @@ def evaluate(store, stage, *, limit: int | None = None,
         return runner.run(stage, store, limit=limit, progress=progress)
     finally:
         stage.release()
+
+
+def passes(questions: Iterable[EvalQuestion], shown: BaseProtocol) -> list[Pass]:
+    return [p for q in questions for p in shown.passes(q)]
+

@@ -70,7 +70,7 @@ def review_section(store: Store, review: ReviewSettings) -> list[str]:
     """The human-vs-generator signal, and how many questions wait in review (for annotators, or for a
     deciding annotation on a tie)."""
     from annotation.lifecycle import standing
-    from annotation.pull import Questions
+    from annotation.questions import Questions
     from annotation.signal import COLUMNS, review_signal
 
     pending = standing(store, Questions(review, registry()))

@@ -40,14 +40,14 @@ from benchsmith.dimensions import Dimension
 from benchsmith.records import Fact, Image, Question, normalise_text, stable_hash
 from benchsmith.geometry import unit_box
 from benchsmith.settings import Strict
-from generators import textrich_maps, textrich_receipts
+from generators import textrich_maps, textrich_receipts, textrich_web
 from generators.programmatic import Draft, drafts_of, four_options, questions_from
 from generators.base import WAITING_FOR_FACTS
 from generators.stage import Job, Outcome, QuestionStage
+from generators.textrich_pools import PAGE_KINDS, Pools, headings, noun
 
 BACKEND = "textrich"
 VERSION = "textrich-v1"
-PAGE_KINDS = ("chart", "table", "document")
 # the pages each group of dimensions asks about
 GROUP_KINDS = {"charts": (*PAGE_KINDS, textrich_receipts.KIND), "maps": ("map",), "web": ("web",)}
 
@@ -78,14 +78,6 @@ class Column:
             return tuple(Decimal(c.rstrip("%")) for c in self.cells)
         except InvalidOperation:
             return None
-
-
-def noun(truth: dict) -> str:
-    """What the questions call the page: chart, table, timetable, invoice, receipt or form; a web page's
-    layout (shop, results, profile, report)."""
-    if truth["kind"] in ("document", "web"):
-        return truth["layout"]
-    return "timetable" if truth.get("layout") == "schedule" else truth["kind"]
 
 
 def columns(truth: dict) -> list[Column]:
@@ -174,42 +166,6 @@ def arithmetic(truth, _pools, _settings, rng) -> list[Draft]:
 
 # -- Chart Text Reading ---------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Pools:
-    """Texts of each role over the collection's pages of one kind (`noun`: a receipt's total among other
-    receipts' totals, never among invoices'): titles, legend entries, column headings, buttons, each
-    field's values. The distractors of reading questions."""
-
-    texts: dict[str, tuple[str, ...]]
-    receipts: dict = field(default_factory=dict)  # scanned receipts' options (`textrich_receipts.design`)
-
-    @classmethod
-    def of(cls, truths: Sequence[dict]) -> Pools:
-        found: dict[str, set[str]] = defaultdict(set)
-        for truth in truths:
-            if truth.get("kind") not in (*PAGE_KINDS, "web"):
-                continue
-            kind = noun(truth)
-            found[f"title:{kind}"].add(truth["title"])
-            found[f"button:{kind}"].update(truth.get("buttons", ()))
-            found[f"legend:{kind}"].update(truth.get("legend", ()))
-            found[f"heading:{kind}"].update(headings(truth))
-            for name, value in truth.get("fields", {}).items():
-                found[f"field:{kind}:{name}"].add(value)
-        return cls({role: tuple(sorted(values)) for role, values in sorted(found.items())},
-                   textrich_receipts.design(truths))
-
-    def others(self, role: str, present: Sequence[str]) -> list[str]:
-        """The role's texts over the collection that this page does not show."""
-        shown = {normalise_text(p) for p in present}
-        return [t for t in self.texts.get(role, ()) if normalise_text(t) not in shown]
-
-
-def headings(truth: dict) -> list[str]:
-    """The column headings drawn on the page (a receipt may list its items under none)."""
-    return [t["text"] for t in truth.get("texts", ()) if t["role"] == "column_heading"]
-
-
 def reading(truth, pools: Pools, _settings, rng) -> list[Draft]:
     shown = [t["text"] for t in truth.get("texts", ())]
     kind = noun(truth)
@@ -276,9 +232,7 @@ def _read(text: str, box: tuple[float, ...], line: Fact) -> bool:
 
 
 def templates() -> dict:
-    """Every template by dimension key (the web templates build on this module, so they are imported here)."""
-    from generators import textrich_web
-
+    """Every template by dimension key."""
     return TEMPLATES | textrich_web.TEMPLATES
 
 

@@ -14,7 +14,7 @@ import random
 from decimal import Decimal
 
 from generators.programmatic import Draft, drafts_of
-from generators.textrich import Pools, noun
+from generators.textrich_pools import Pools, noun
 
 CLEAR_PX = 8
 # the gap is from the named element's edge to the other's: box indices (x1, y1, x2, y2)

@@ -7,7 +7,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from benchsmith import runner
@@ -17,6 +17,7 @@ from benchsmith.settings import IngestSettings
 from benchsmith.store import Store
 from ingest.annotations import normalise_annotations
 from ingest.candidates import Candidate, candidates_for, inside, printable_name, read_regular_file, set_rows
+from ingest.near_duplicates import HashIndex, perceptual_hash
 
 
 @dataclass
@@ -59,7 +60,8 @@ def _die_with_parent(parent: int) -> None:
 
 def _inspect(args: tuple[bytes, int, int]) -> Accepted | Rejected:
     data, min_side, max_pixels = args
-    return inspect_image(data, min_side=min_side, max_pixels=max_pixels)
+    result = inspect_image(data, min_side=min_side, max_pixels=max_pixels)
+    return replace(result, phash=perceptual_hash(result.data)) if isinstance(result, Accepted) else result
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -86,6 +88,7 @@ class IngestStage(runner.Stage):
         self.processes = workers
         self.pool: ProcessPoolExecutor | None = None
         self.report = IngestReport(seen=len(self.candidates))
+        self.pictures: HashIndex | None = None  # every stored image's perceptual hash, read at the first commit
 
     def __enter__(self) -> "IngestStage":
         return self
@@ -97,7 +100,7 @@ class IngestStage(runner.Stage):
 
     def config_key(self) -> str:
         s = self.settings
-        return runner.config_key(s.min_side, s.max_pixels, s.max_bytes)
+        return runner.config_key(s.min_side, s.max_pixels, s.max_bytes, s.near_duplicates.model_dump())
 
     def units(self, context: runner.StageContext) -> list[Candidate]:
         return self.candidates
@@ -146,6 +149,10 @@ class IngestStage(runner.Stage):
                stage_report: runner.StageReport) -> list[runner.Outcome]:
         """Store the accepted images (media file, item) and a verdict for each refused candidate."""
         store, report = context.store, self.report
+        if self.pictures is None:
+            self.pictures, taken = HashIndex.of(store.image_hashes(), self.media_dir)
+            if taken:
+                store.set_image_hashes(taken)
         accepted_ids = sorted({o.id for _, o in pairs if isinstance(o, Accepted)})
         stored_names = ({i.id: i.original_name for i in store.get_items(accepted_ids, status=None)}
                         if accepted_ids else {})
@@ -155,6 +162,7 @@ class IngestStage(runner.Stage):
         more_records: dict[str, list[dict]] = {}   # stored image id -> task annotations of later rows
         for candidate, outcome in pairs:
             subject, name = self.subject(candidate), printable_name(candidate.name)
+            original: dict = {}
             records = candidate.annotations.get("reform") or []
             earlier = new_items.get(outcome.id) if isinstance(outcome, Accepted) else None
             seen = earlier is not None or (isinstance(outcome, Accepted) and outcome.id in stored_names)
@@ -176,11 +184,20 @@ class IngestStage(runner.Stage):
                     annotations = normalise_annotations(candidate.annotations, outcome.width, outcome.height)
                 except ValueError as exc:
                     outcome = Rejected("bad_annotations", str(exc))
+                else:
+                    same = self.pictures.same_picture(
+                        outcome.data, outcome.phash, self.settings.near_duplicates,
+                        apart=lambda item_id: told_apart(annotations, new_items, store, item_id))
+                    if same is not None:
+                        outcome = Rejected("near_duplicate", f"the same picture as {same.name} (item {same.item_id}):"
+                                           f" perceptual-hash distance {same.distance}, detail {same.detail} "
+                                           "(ingest.near_duplicates)", outcome.id)
+                        original = {"original": same.item_id, "distance": same.distance, "detail": same.detail}
             if isinstance(outcome, Rejected):
                 report.rejected[outcome.rule] += 1
                 verdicts.append(Verdict(subject_id=f"{self.label}:{name}", subject_kind="input", stage="ingest",
                                         rule=outcome.rule, passed=False, reason=outcome.reason,
-                                        details={"sha256": outcome.id} if outcome.id else {}))
+                                        details=({"sha256": outcome.id} if outcome.id else {}) | original))
                 outcomes.append(runner.Outcome(subject, "failed", outcome.rule, {"name": name}))
                 continue
             if not seen:
@@ -189,7 +206,8 @@ class IngestStage(runner.Stage):
                 _write_atomic(self.media_dir / relative, outcome.data)
                 new_items[outcome.id] = Image(id=outcome.id, path=relative, width=outcome.width, height=outcome.height,
                                               source=candidate.source, license=candidate.license, original_name=name,
-                                              annotations=annotations)
+                                              annotations=annotations, phash=outcome.phash)
+                self.pictures.add(outcome.id, name, relative, outcome.phash)
             outcomes.append(runner.Outcome(subject, "done", details={"name": name, "item": outcome.id}))
         report.added += store.add_items(list(new_items.values()))
         if more_records:
@@ -197,6 +215,18 @@ class IngestStage(runner.Stage):
         if verdicts:
             store.add_verdicts(verdicts)
         return outcomes
+
+
+def told_apart(annotations: dict, new_items: dict[str, Image], store: Store, item_id: str) -> bool:
+    """Whether a drawn picture's truth says it is not stored image `item_id`: both carry the truth they
+    were drawn from (oracle scenes, text-rich pages) and it differs in what or where things are (a set of
+    pictures that differ in one detail, pages of one template). A copy comes with its original's truth."""
+    if "truth" not in annotations:
+        return False
+    stored = new_items[item_id] if item_id in new_items else next(iter(store.get_items([item_id], status=None)), None)
+    if stored is None or "truth" not in stored.annotations:
+        return False
+    return any(annotations.get(key) != stored.annotations.get(key) for key in ("truth", "objects"))
 
 
 def ingest(store: Store, media_dir: Path, candidates: Iterable[Candidate], settings: IngestSettings, *,

@@ -13,7 +13,7 @@ from benchsmith.store.sql import chunks, count_by, insert_new, select_in
 _COLUMNS = ("id", "kind", "path", "width", "height", "source", "license", "original_name", "annotations")
 
 
-_META = {"image": (), "video": ("fps", "n_frames", "frames"), "image_set": ("images", "paths")}
+_META = {"image": ("phash",), "video": ("fps", "n_frames", "frames"), "image_set": ("images", "paths")}
 _RECORDS = {"image": Image, "video": Video, "image_set": ImageSet}
 
 
@@ -88,6 +88,21 @@ class ItemsMixin:
         with self.engine.connect() as conn:
             for row in conn.execution_options(stream_results=True, yield_per=chunk).execute(query):
                 yield _from_row(row)
+
+    def image_hashes(self) -> list[tuple[str, str, str, str]]:
+        """(id, original name, path, perceptual hash or "" when none was taken) of every stored image,
+        whatever its status, oldest first."""
+        c = items.c
+        query = sa.select(c.id, c.original_name, c.path, c.meta).where(c.kind == "image").order_by(c.created_at, c.id)
+        with self.engine.connect() as conn:
+            return [(row.id, row.original_name, row.path, (row.meta or {}).get("phash", "")) for row in conn.execute(query)]
+
+    def set_image_hashes(self, hashes: dict[str, str]) -> None:
+        """Record the perceptual hashes of stored images (id -> hash) taken after they were stored."""
+        with self.engine.begin() as conn:
+            for item_id, phash in hashes.items():
+                conn.execute(items.update().where(items.c.id == item_id, items.c.kind == "image")
+                             .values(meta={"phash": phash}))
 
     def set_item_status(self, ids: Sequence[str], status: str) -> None:
         with self.engine.begin() as conn:

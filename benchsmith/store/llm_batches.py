@@ -13,7 +13,7 @@ from benchsmith.store.llm_calls import mark_calls
 from benchsmith.store.sql import insert_new, upsert
 
 IN_BATCH = "in_batch"
-UNFINISHED = ("uploading", "validating", "in_progress", "finalizing", "cancelling")
+CLOSED = ("collected", "abandoned")  # a job whose answers are stored, or one that never reached the provider
 
 
 def in_batch(batch_id: str) -> str:
@@ -40,11 +40,14 @@ class LlmBatchesMixin:
         with self.engine.begin() as conn:
             conn.execute(llm_batches.update().where(llm_batches.c.id == batch_id).values(**values))
 
-    def get_llm_batches(self, statuses: Sequence[str] | None = None) -> list[dict]:
-        """Batch jobs, oldest first; with `statuses`, only those."""
+    def get_llm_batches(self, statuses: Sequence[str] | None = None, *, open_only: bool = False) -> list[dict]:
+        """Batch jobs, oldest first; with `statuses`, only those; `open_only`: those not yet closed (still
+        at the provider, or ended there and not yet collected)."""
         query = sa.select(llm_batches).order_by(llm_batches.c.created_at, llm_batches.c.id)
         if statuses is not None:
             query = query.where(llm_batches.c.status.in_(list(statuses)))
+        if open_only:
+            query = query.where(llm_batches.c.status.not_in(CLOSED))
         with self.engine.connect() as conn:
             return [dict(row._mapping) for row in conn.execute(query)]
 

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from benchsmith.records import Verdict, utcnow
 from benchsmith.store.schema import verdicts
-from benchsmith.store.sql import count_by, upsert
+from benchsmith.store.sql import count_by, select_in, upsert
 
 
 class VerdictsMixin:
@@ -22,14 +22,18 @@ class VerdictsMixin:
             upsert(conn, verdicts, rows)
 
     def get_verdicts(self, *, stage: str | None = None, passed: bool | None = None,
-                     subject_kind: str | None = None, subject_id: str | None = None) -> list[Verdict]:
+                     subject_kind: str | None = None, subject_id: str | None = None,
+                     subject_ids: Sequence[str] | None = None) -> list[Verdict]:
+        """Verdicts, oldest first (with `subject_ids`: oldest first for each subject), of these only."""
         query = sa.select(verdicts).order_by(verdicts.c.created_at)
         for col, value in (("stage", stage), ("passed", passed), ("subject_kind", subject_kind),
                            ("subject_id", subject_id)):
             if value is not None:
                 query = query.where(verdicts.c[col] == value)
         with self.engine.connect() as conn:
-            return [Verdict.model_validate(r, from_attributes=True) for r in conn.execute(query)]
+            rows = conn.execute(query) if subject_ids is None else select_in(conn, query, verdicts.c.subject_id,
+                                                                             subject_ids)
+            return [Verdict.model_validate(r, from_attributes=True) for r in rows]
 
     def verdict_counts(self, stage: str | None = None) -> dict[tuple[str, str, bool, str], int]:
         """(stage, rule, passed, reason) -> count."""

@@ -19,28 +19,13 @@ that can hold a conversation (the `openai` one, which the conveval protocol asks
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Annotated, Any, Literal, Protocol, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field
 
 from benchsmith import plugins
 from benchsmith.settings import UNKEYED, Strict, keyed
-from benchsmith.errors import BenchsmithError
-from evaluation.records import ModelAnswer, Pass
-
-
-class EvalError(BenchsmithError, RuntimeError):
-    """Evaluation cannot go on as configured; the message says why and what to do."""
-
-
-class Adapter(Protocol):
-    name: str
-
-    def predict(self, passes: Sequence[Pass]) -> Iterator[tuple[Pass, ModelAnswer]]: ...
-
-    def release(self) -> None:
-        """Free any loaded model."""
+from evaluation.adapters.base import Adapter, EvalError  # noqa: F401 - the package's API
 
 
 class AdapterConfig(Strict):

@@ -4,12 +4,16 @@ so the board shows how far above chance a model gets that never looks."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter, ValidationError
 
-from evaluation.adapters import BlindBaselineConfig, EvalError
+from evaluation.adapters.base import EvalError
 from evaluation.records import EvalQuestion, ModelAnswer, Pass
 from filters.solvers import AnySolverConfig, Query, build_solver
+
+if TYPE_CHECKING:  # annotations only: the settings model builds this adapter
+    from evaluation.adapters import BlindBaselineConfig
 
 
 class BlindAdapter:

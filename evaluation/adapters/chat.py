@@ -18,14 +18,18 @@ import base64
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LETTERS
-from evaluation.adapters import EvalError, VlmChatConfig
+from evaluation.adapters.base import EvalError
 from evaluation.matching import LlmMatcher
 from evaluation.judge import judge_request, read_vote
 from evaluation.records import ModelAnswer, Pass, spread
 from evaluation.templates import Templates
+
+if TYPE_CHECKING:  # annotations only: the settings model builds this adapter
+    from evaluation.adapters import VlmChatConfig
 
 REFUSED = re.compile(r"^HTTP (4(?!08|09|29)\d\d)\b")
 

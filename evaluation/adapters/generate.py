@@ -12,13 +12,16 @@ Passes of a batch are left-padded so that every reply starts right after its own
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from benchsmith.llm import LlmClient, LlmOptions
-from evaluation.adapters import VlmGenerateConfig
 from evaluation.matching import LlmMatcher
 from evaluation.adapters.transformers_vlm import TransformersVlm
 from evaluation.records import ModelAnswer, Pass
 from evaluation.templates import Templates
+
+if TYPE_CHECKING:  # annotations only: the settings model builds this adapter
+    from evaluation.adapters import VlmGenerateConfig
 
 
 class GenerateAdapter(TransformersVlm):

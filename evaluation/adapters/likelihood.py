@@ -17,12 +17,15 @@ the prefix's ids (filters/solvers/option_scoring.py), the same tokens on every p
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from evaluation.adapters import VlmLikelihoodConfig
 from evaluation.adapters.transformers_vlm import TransformersVlm
 from evaluation.records import ModelAnswer, Pass
 from filters.solvers import choose
 from filters.solvers.option_scoring import after_shared_prefix, option_ids, options_in_rows, pad, reduce
+
+if TYPE_CHECKING:  # annotations only: the settings model builds this adapter
+    from evaluation.adapters import VlmLikelihoodConfig
 
 
 class LikelihoodAdapter(TransformersVlm):

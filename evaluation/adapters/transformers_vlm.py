@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import groupby
+from typing import TYPE_CHECKING
 
 from benchsmith.models import load_pretrained
-from evaluation.adapters import EvalError, TransformersVlmConfig
+from evaluation.adapters.base import EvalError
 from evaluation.records import ModelAnswer, Pass
 from evaluation.templates import Templates
+
+if TYPE_CHECKING:  # annotations only: the settings model builds this adapter
+    from evaluation.adapters import TransformersVlmConfig
 
 
 class TransformersVlm:

@@ -13,11 +13,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult
 from benchsmith.records import LETTERS
-from filters.solvers import BaseSolver, ChatConfig, Prediction, Query
+from filters.solvers.base import BaseSolver, Prediction, Query
+
+if TYPE_CHECKING:  # annotations only: the settings model builds this solver
+    from filters.solvers import ChatConfig
 
 _LETTER = re.compile(r"\b([A-D])\b")
 UNLIKELY = -1e4  # a letter missing from the top log-probabilities

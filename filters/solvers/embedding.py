@@ -8,9 +8,13 @@ which ships the real weights, so it runs offline.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from benchsmith.models import load_sentence_model, pick_device
-from filters.solvers import BaseSolver, EmbeddingConfig, Prediction, Query
+from filters.solvers.base import BaseSolver, Prediction, Query
+
+if TYPE_CHECKING:  # annotations only: the settings model builds this solver
+    from filters.solvers import EmbeddingConfig
 
 CACHE_LIMIT = 200_000  # texts kept embedded between calls (rotations re-ask the same texts)
 

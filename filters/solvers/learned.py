@@ -17,10 +17,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from filters.solvers import BaseSolver, LearnedConfig, Prediction, Query
+from filters.solvers.base import BaseSolver, Prediction, Query
+
+if TYPE_CHECKING:  # annotations only: the settings model builds this solver
+    from filters.solvers import LearnedConfig
 
 _WORD = re.compile(r"[a-z0-9]+")
 CHUNK = 10_000  # questions hashed at a time while fitting

@@ -10,10 +10,14 @@ its encoder once and decodes the four options against it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from benchsmith.models import from_pretrained, load_pretrained
-from filters.solvers import BaseSolver, LikelihoodConfig, Prediction, Query
+from filters.solvers.base import BaseSolver, Prediction, Query
 from filters.solvers.option_scoring import after_shared_prefix, option_ids, options_in_rows, pad, reduce
+
+if TYPE_CHECKING:  # annotations only: the settings model builds this solver
+    from filters.solvers import LikelihoodConfig
 
 
 class LikelihoodSolver(BaseSolver):

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from benchsmith.similarity import jaccard
-from filters.solvers import BaseSolver, PriorConfig, Prediction, Query
+from filters.solvers.base import BaseSolver, Prediction, Query
 from generators.quality import centroid, words
+
+if TYPE_CHECKING:  # annotations only: the settings model builds this solver
+    from filters.solvers import PriorConfig
 
 
 def longest(query: Query, ignore: frozenset[str]) -> list[float]:

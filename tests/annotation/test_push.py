@@ -74,6 +74,9 @@ def test_questions_about_image_sets_go_to_projects_of_their_own_in_each_round(la
                                                             "(created): 1 tasks sent, 0 recovered from an interrupted push")
         (task,) = server_tasks(server, sets.project_id)
         assert task.data["question_id"] == question.id and task.data["gallery"].count("<figure") == 2
+        # the task list does not show the gallery's markup as text
+        (view,) = server.client.views.list(project=sets.project_id)
+        assert "tasks:data.gallery" in view.data["hiddenColumns"]["explore"]
 
         _single, looked = push(store, server, settings, registry(), [question], round=Round("v1", {question.id: "why"}))
         project = server.client.projects.get(id=looked.project_id)

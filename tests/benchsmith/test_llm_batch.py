@@ -60,7 +60,7 @@ def test_queued_requests_are_answered_by_a_batch_job_at_half_price_and_never_sen
     live = 2 * (1000 * 2.0 + 500 * 8.0) / 1e6
     assert sum(r.cost_usd for r in answers) == pytest.approx(live / 2)
     (job,) = store_status(store)["llm_batches"]
-    assert (job["status"], job["requests"], job["answered"]) == ("completed", 2, 2)
+    assert (job["status"], job["requests"], job["answered"]) == ("collected", 2, 2)
     assert (job["cost_usd"], job["live_cost_usd"]) == (pytest.approx(live / 2), pytest.approx(live))
 
 
@@ -77,7 +77,9 @@ def test_files_are_split_by_the_providers_limits_on_requests_and_bytes():
 def test_a_job_that_ends_early_keeps_what_came_back_and_sends_only_the_rest_again(tmp_path, store, ending):
     with ScriptedOpenAI(echo) as server:
         client = batch_client(tmp_path, server, store)
+        server.batch_delay_s = 60.0 if ending == "cancelled" else 0.0  # cancelled while it runs
         run_and_submit(client, ["a", "b", "c", "d"])
+        server.batch_delay_s = 0.0
         if ending == "expired":
             server.batch_answers = 1
         else:
@@ -92,7 +94,52 @@ def test_a_job_that_ends_early_keeps_what_came_back_and_sends_only_the_rest_agai
     assert len(kept) == (1 if ending == "expired" else 2)
     assert all(r.ok for r in final) and set(server.completions.values()) == {1}
     first, second = store.get_llm_batches()
-    assert first["status"] == ending and second["requests"] == 4 - len(kept)
+    assert (first["status"], first["failed"]) == ("collected", 0) and second["requests"] == 4 - len(kept)
+
+
+def test_requests_an_expired_job_never_ran_go_into_the_next_batch_even_when_failed_lines_go_live(tmp_path, store):
+    with ScriptedOpenAI(echo) as server:
+        client = batch_client(tmp_path, server, store, failed_lines="live")
+        run_and_submit(client, list("abcd"))
+        server.batch_answers = 1  # the job expires after one answer; the provider lists the rest as batch_expired
+        llm_batch.collect(client)
+        server.batch_answers = None
+        second = run_and_submit(client, list("abcd"))
+        llm_batch.collect(client)
+        final = client.run([ask(t) for t in "abcd"])
+
+    live = [r for r in server.requests if r["_path"].endswith("/chat/completions")]
+    assert [r.ok for r in second] == [True, False, False, False] and live == []
+    assert all(r.ok for r in final) and set(server.completions.values()) == {1} and len(server.completions) == 4
+    first, again = store.get_llm_batches()
+    assert (first["answered"], first["failed"], first["malformed"], again["requests"]) == (1, 0, 0, 3)
+    assert sum(r.cost_usd for r in final) == pytest.approx(4 * (1000 * 2.0 + 500 * 8.0) / 1e6 / 2)
+
+
+def test_a_job_a_killed_process_left_that_the_provider_already_finished_is_collected(tmp_path, store):
+    import socket
+
+    dead = f"in flight: {socket.gethostname()}:{2**22 + 1}:gone"  # above pid_max: no such process
+    requests = [ask(t) for t in "ab"]
+    with ScriptedOpenAI(echo) as server:
+        client = batch_client(tmp_path, server, store)
+        lines = next(llm_batch.batch_files(requests, 10, 10_000))[0]
+        store.start_llm_batch({"id": "left", "endpoint": llm_batch._endpoint(server.base_url), "model": "m",
+                               "status": "uploading", "owner": dead, "prices": PRICES["m"].model_dump()},
+                              [{"key": r.key, "purpose": "generate", "model": "m", "request": r.stored()}
+                               for r in requests])
+        provider = llm_batch._provider(client)  # the dead process got as far as creating the job
+        file = provider.files.create(file=(llm_batch.file_name("left"), b"".join(l.data for l in lines)),
+                                     purpose="batch")
+        provider.batches.create(input_file_id=file.id, endpoint=llm_batch.CHAT_URL, completion_window="24h",
+                                metadata={llm_batch.METADATA_KEY: "left"})
+        assert provider.batches.list().data[0].status == "completed"  # it ended on the provider's clock
+        llm_batch.collect(client)
+        final = client.run(requests)
+
+    assert all(r.ok and r.cached for r in final) and list(server.completions.values()) == [1, 1]
+    (job,) = store.get_llm_batches()
+    assert (job["status"], job["answered"], job["job_id"]) == ("collected", 2, "batch_1")
 
 
 def test_malformed_output_lines_are_counted_and_batched_again(tmp_path, store):
@@ -190,5 +237,7 @@ def test_a_job_whose_file_never_reached_the_provider_is_released_and_batched_aga
         final = client.run([request])
 
     assert waiting[0].reason == WAITING_FOR_BATCH and final[0].ok
-    assert [job["status"] for job in store.get_llm_batches()] == ["abandoned", "completed"]
+    assert [job["status"] for job in store.get_llm_batches()] == ["abandoned", "collected"]
+    abandoned = store_status(store)["llm_batches"][0]  # as `status` and the run report show it
+    assert (abandoned["cost_usd"], abandoned["live_cost_usd"]) == (0, 0)
     assert len(server.jobs) == 1 and list(server.completions.values()) == [1]

@@ -76,6 +76,23 @@ def test_facts_are_stored_once_and_usable_images_listed_oldest_first(store):
     assert store.get_facts([image(1).id])[image(1).id] == [fact]
 
 
+def test_facts_written_under_an_extractors_old_settings_are_not_returned_beside_the_current_ones(store):
+    store.add_items([image(1)])
+    item = image(1).id
+
+    def line(text: str, threshold: float) -> Fact:
+        return Fact(item_id=item, kind="ocr", text=text, box=(0.1, 0.1, 0.5, 0.2),
+                    quad=((0.1, 0.1), (0.5, 0.1), (0.5, 0.2), (0.1, 0.2)),
+                    provenance=Provenance(backend="rapidocr", model="ppocr", params={"threshold": threshold}))
+
+    caption = Fact(item_id=item, kind="caption", text="A sign.", provenance=Provenance(backend="caption", model="blip"))
+    store.add_facts("rapidocr:ppocr:aaaaaaaa", [line("SALE", 0.5), line("SA1E", 0.5)])
+    store.add_facts("caption:blip:cccccccc", [caption])
+    store.add_facts("rapidocr:ppocr:bbbbbbbb", [line("SALE", 0.7)])  # the same extractor under new settings
+    assert store.get_facts([item])[item] == [caption, line("SALE", 0.7)]
+    assert store.get_facts([item], kinds=["ocr"])[item] == [line("SALE", 0.7)]
+
+
 def test_migrations_build_exactly_the_declared_schema(store):
     with store.engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), metadata) == []

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from evaluation.adapters import EvalError
-from evaluation.protocols import configured
+from evaluation.contract import configured
 from evaluation.sources import Source, from_folder, from_store
 from evaluation.stage import evaluate
 from tests.evaluation.conftest import with_evaluate

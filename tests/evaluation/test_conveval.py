@@ -18,7 +18,7 @@ from benchsmith.store import Store
 from benchsmith.store.schema import llm_calls
 from evaluation.conveval import scores
 from evaluation.judge import pooled_outcome, pooled_score, read_rating, read_verdict
-from evaluation.protocols import configured
+from evaluation.contract import configured
 from evaluation.sources import Source, from_store
 from evaluation.stage import evaluate
 from tests.evaluation.conftest import with_evaluate

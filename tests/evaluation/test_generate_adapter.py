@@ -7,9 +7,9 @@ import pytest
 
 from evaluation.adapters import VlmGenerateConfig
 from evaluation.adapters.generate import GenerateAdapter
-from evaluation.protocols import configured, passes, protocol
+from evaluation.contract import configured, protocol
 from evaluation.sources import Source
-from evaluation.stage import evaluate
+from evaluation.stage import evaluate, passes
 from evaluation.templates import load_templates
 from tests.evaluation.conftest import with_evaluate
 from tests.evaluation.test_likelihood_adapter import QUESTIONS, VIDEO

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from evaluation.judge import decide, read_vote
-from evaluation.protocols import configured
+from evaluation.contract import configured
 from evaluation.sources import Source, from_folder
 from evaluation.stage import evaluate
 from evaluation.templates import load_templates

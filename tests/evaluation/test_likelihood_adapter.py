@@ -12,10 +12,11 @@ from PIL import Image
 from benchsmith.models import ModelError
 from evaluation.adapters import VlmLikelihoodConfig
 from evaluation.adapters.likelihood import LikelihoodAdapter
-from evaluation.protocols import Instability, InstabilitySettings, configured, passes, protocol
+from evaluation.contract import configured, protocol
+from evaluation.protocols import Instability, InstabilitySettings
 from evaluation.records import EvalQuestion
 from evaluation.sources import Source, from_folder
-from evaluation.stage import evaluate
+from evaluation.stage import evaluate, passes
 from evaluation.templates import load_templates
 from filters.solvers import choose
 from filters.solvers.option_scoring import option_ids, reduce

@@ -4,7 +4,10 @@ import pytest
 
 from benchsmith.plugins import UnknownPart
 from benchsmith.settings import SettingsError, load_settings
-from evaluation.protocols import Instability, InstabilitySettings, entropy, passes, protocol, question_score
+from evaluation.board import entropy, question_score
+from evaluation.contract import protocol
+from evaluation.protocols import Instability, InstabilitySettings
+from evaluation.stage import passes
 from evaluation.settings import EvalSettings
 from evaluation.records import EvalQuestion, Pass
 

@@ -14,7 +14,7 @@ from benchsmith.store import Store
 from tests.generators.test_reproducible import benchmark_of, siblings_that_compete
 from tests.generators.test_resume import BENCHSMITH, generate_env
 from tests.generators.test_stage import add_oracle
-from tests.support.openai_server import ScriptedOpenAI, chat_completion
+from tests.support.openai_server import Reply, ScriptedOpenAI, chat_completion, error
 
 SCENES = 40
 
@@ -69,28 +69,32 @@ def test_batch_mode_builds_the_same_benchmark_as_live_mode_at_half_the_price(tmp
     assert batch_cost == pytest.approx(live_cost / 2) and live_cost > 0
 
 
-# Where the command is killed: before the server answers the first Batch API call whose path ends so
-# (the server has done what it asks).
-KILLS = {"after upload": ("generate", "POST", "/files"),
-         "after job creation": ("generate", "POST", "/batches"),
-         "while waiting": ("collect", "GET", "/batches/batch_1"),
-         "while collecting": ("collect", "GET", "/content")}
+# Where the command is killed: at the first Batch API call whose path ends so, before the server does it
+# (at upload: the file never arrives) or after, before it answers. The server's jobs end on its own clock,
+# one second after creation, so a job left behind may have ended before the next command looks.
+KILLS = {"at upload": ("generate", "POST", "/files", "before"),
+         "after upload": ("generate", "POST", "/files", "after"),
+         "after job creation": ("generate", "POST", "/batches", "after"),
+         "while waiting": ("collect", "GET", "/batches/batch_1", "after"),
+         "while collecting": ("collect", "GET", "/content", "after")}
 
 
 @pytest.mark.parametrize("kill", KILLS)
 def test_a_run_killed_at_any_point_of_a_batch_finishes_on_rerun_paying_each_request_once(tmp_path, oracle_dir, kill):
-    command, method, path = KILLS[kill]
+    command, method, path, when = KILLS[kill]
     workspace = workspace_with_scenes(tmp_path, oracle_dir, "bench", 3)
     running: list = []
     killed: list = []
 
-    def kill_there(called_method: str, called_path: str) -> None:
+    def kill_there(called_method: str, called_path: str) -> Reply | None:
         if called_method == method and called_path.endswith(path) and not killed:
             killed.append(called_path)
             os.kill(running[0].pid, signal.SIGKILL)
+            return error(503, "lost on the way") if when == "before" else None
+        return None
 
     with ScriptedOpenAI(siblings_that_compete) as server:
-        server.on_batch_call = kill_there
+        setattr(server, "on_batch_request" if when == "before" else "on_batch_call", kill_there)
         server.batch_delay_s = 1.0
         env = env_for(workspace, server, "batch")
         steps = [("generate", "-g", "llm"), ("llm", "batches", "collect", "--wait", "--poll-s", "0.2")] * 2
@@ -106,7 +110,16 @@ def test_a_run_killed_at_any_point_of_a_batch_finishes_on_rerun_paying_each_requ
     assert sum(f["data"].count(b"\n") for f in uploads) == 3 * 9
     with Store(f"sqlite:///{workspace / 'benchsmith.db'}") as store:
         done = store.ledger_rows("generate:llm")
+        jobs, paid = store.get_llm_batches(), sum(v["cost_usd"] for v in store.llm_totals().values())
     assert len(done) == 3 * 9 and {r["status"] for r in done} == {"done"}
+    # every job ends collected, but one the provider never got (abandoned, at no cost); the bill is half
+    # of what the same answers cost live, and the jobs' costs add up to it
+    collected = [j for j in jobs if j["status"] == "collected"]
+    assert len(collected) == 2 and all(j["status"] == "abandoned" and j["cost_usd"] == j["live_cost_usd"] == 0
+                                       for j in jobs if j not in collected)
+    assert len(jobs) == (3 if kill == "at upload" else 2) and paid > 0
+    assert sum(j["cost_usd"] for j in jobs) == pytest.approx(paid)
+    assert sum(j["live_cost_usd"] for j in jobs) == pytest.approx(2 * paid)
 
 
 def letter_by_content(request: dict):

@@ -8,7 +8,11 @@ body trickled a byte at a time. Every request is logged.
 
 It also runs batch jobs as the OpenAI Batch API does (`/v1/files`, `/v1/batches`: create, list, retrieve,
 cancel, output and error files): each line of a job goes through the same responder when the job ends,
-`batch_delay_s` after it was created. Faults: `batch_answers` (the job expires after answering that
+`batch_delay_s` after it was created, on the server's own clock: whoever looks next (a list or a retrieve)
+finds it ended. A job that expires or is cancelled writes the requests it never ran to its error file
+(`batch_expired`, `batch_cancelled`), as OpenAI does. `on_batch_request(method, path)` hears each Batch
+API call before the server does it (a Reply it returns is sent instead: the call never arrived),
+`on_batch_call` after (a test kills the caller there). Faults: `batch_answers` (the job expires after answering that
 many lines), `malformed_lines` (that many output lines cut short), `batches=False` (a server with no
 batch endpoints). `completions` counts every chat completion answered, live or in a batch, by request.
 """
@@ -111,6 +115,7 @@ class ScriptedOpenAI:
         self.batch_delay_s = 0.0
         self.batch_answers: int | None = None
         self.malformed_lines = 0
+        self.on_batch_request: Callable[[str, str], None] | None = None
         self.on_batch_call: Callable[[str, str], None] | None = None
         self._lock = threading.Lock()
         self._in_flight = 0
@@ -194,7 +199,11 @@ class ScriptedOpenAI:
 
     def _batch_api(self, method: str, path: str, body: dict) -> Reply:
         """The Batch API's files and batches endpoints; `on_batch_call(method, path)` hears each call after
-        the server has done it and before it answers (a test kills the caller there)."""
+        the server has done it and before it answers (a test kills the caller there); `on_batch_request`
+        hears it before the server does it, and a Reply it returns is sent instead of doing the call."""
+        if self.on_batch_request is not None:
+            if (instead := self.on_batch_request(method, path.split("/v1", 1)[-1])) is not None:
+                return instead  # the call never arrived
         reply = self._batch_reply(method, path, body)
         if self.on_batch_call is not None:
             self.on_batch_call(method, path.split("/v1", 1)[-1])
@@ -205,6 +214,10 @@ class ScriptedOpenAI:
             return error(404, "Invalid URL")
         parts = path.split("/v1/", 1)[-1].split("/")
         with self._lock:
+            for job in self.jobs.values():  # jobs end on the server's clock, looked at or not
+                if job["status"] == "in_progress" and time.monotonic() >= job["_ends_at"]:
+                    self._end(job, "expired" if self.batch_answers is not None else "completed",
+                              answer=self.batch_answers)
             if parts == ["files"] and method == "POST":
                 file_id = f"file-{len(self.files) + 1}"
                 data = body["file"]["data"]
@@ -234,11 +247,8 @@ class ScriptedOpenAI:
                                    "data": [_public(job) for job in self.jobs.values()]})
             if parts[0] == "batches" and parts[1] in self.jobs:
                 job = self.jobs[parts[1]]
-                if parts[-1] == "cancel":
+                if parts[-1] == "cancel" and job["status"] == "in_progress":
                     self._end(job, "cancelled", answer=len(self._lines(job)) // 2)
-                elif job["status"] == "in_progress" and time.monotonic() >= job["_ends_at"]:
-                    expires = self.batch_answers is not None
-                    self._end(job, "expired" if expires else "completed", answer=self.batch_answers)
                 return Reply(body=_public(job))
         return error(404, f"no route {method} {path}")
 
@@ -246,8 +256,13 @@ class ScriptedOpenAI:
         return [json.loads(line) for line in self.files[job["input_file_id"]]["data"].decode().splitlines() if line]
 
     def _end(self, job: dict, status: str, *, answer: int | None) -> None:
-        """Answer the job's lines (the first `answer` of them; None: all) and write its output files."""
+        """Answer the job's lines (the first `answer` of them; None: all) and write its output files; the
+        lines it never ran go to the error file with the code of how it ended."""
         out, failed = [], []
+        for line in self._lines(job)[answer:] if answer is not None else ():
+            failed.append(json.dumps({"id": f"batch_req_{len(out) + len(failed)}", "custom_id": line["custom_id"],
+                                      "response": None, "error": {"code": f"batch_{status}",
+                                                                  "message": f"the batch was {status} first"}}))
         for line in self._lines(job)[:answer]:
             request = line["body"] | {"_path": line["url"], "_authorization": job["_authorization"]}
             self.completions[_canonical(request)] += 1
@@ -267,7 +282,8 @@ class ScriptedOpenAI:
                     "filename": f"{job['id']}_{name}.jsonl", "purpose": "batch_output", "status": "processed"}}
                 job[name] = file_id
         job["status"] = status
-        job["request_counts"] = {"total": len(self._lines(job)), "completed": len(out), "failed": len(failed)}
+        ran = len(self._lines(job)[:answer])
+        job["request_counts"] = {"total": len(self._lines(job)), "completed": len(out), "failed": ran - len(out)}
 
     @property
     def base_url(self) -> str:
