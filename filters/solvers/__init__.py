@@ -46,7 +46,7 @@ class Solver(Protocol):
         """Free any loaded model; the next `answer` loads it again."""
 
     # A solver that learns from the questions themselves (`learned`, `real_word`) also has
-    # `fit(pool: Sequence[Labelled])`, called with every candidate before it answers.
+    # `fit(pool: Sequence[Labelled])`, called with every question past the quality gate before it answers.
 
 
 def choose(scores: Sequence[float], tie_margin: float = 0.0) -> int:
@@ -143,7 +143,7 @@ class ChatConfig(SolverConfig):
 
 
 class LearnedConfig(SolverConfig):
-    """A text-only model trained on the candidate pool itself, cross-fitted by image
+    """A text-only model trained on the question pool itself, cross-fitted by image
     (filters/solvers/learned.py)."""
 
     kind: Literal["learned"]
