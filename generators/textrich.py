@@ -19,8 +19,8 @@ option by `min_gap` of the largest value, so it can be seen.
 With `only_ocr_text` (the `local` profile) and lines an OCR extractor read on the page, a question is asked
 only when OCR read every text of the page it shows: the texts its words name, its options drawn on the
 page (the key and, since a reader must find each option to rule it out, the distractors) and the values
-its answer is worked out from (`meta["reads"]`: the operands of a sum or difference, the written values a comparison ranks). A text counts as read when an OCR line over a place it
-is drawn holds its words. The others are kept as dropped (`text_not_read`) with the text OCR missed.
+its answer is worked out from (`meta["reads"]`: the operands of a sum or difference, the written values
+a comparison ranks). A text counts as read when an OCR line over a place it is drawn holds its words. The others are kept as dropped (`text_not_read`) with the text OCR missed.
 """
 
 from __future__ import annotations
