@@ -344,6 +344,22 @@ def test_with_only_ocr_text_questions_showing_a_text_ocr_missed_are_dropped_with
     assert {q.meta["dropped"].split(" ", 2)[1] for q in dropped} >= {"key", "question's"}
 
 
+def test_with_only_ocr_text_a_comparison_is_not_asked_over_a_value_ocr_misread(rows):
+    pools = Pools.of([row["truth"] for row in rows])
+    truth = next(row["truth"] for row in rows if row["truth"]["kind"] == "table")
+    item = Image(id="page", path="page.png", width=640, height=480, annotations={"truth": truth})
+    cell = next(t for t in truth["texts"] if t.get("row") == 1 and t.get("column") == 1)
+    misread = ocr_lines(truth, [(cell["text"][::-1] + "9", cell["box_px"])]
+                        + [(t["text"], t["box_px"]) for t in truth["texts"] if t is not cell])
+    compared = [q for q in generate(item, registry().get("chart_comparison"), pools,
+                                    TextRichSettings(only_ocr_text=True, per_dimension=40), ocr=misread)
+                if q.meta.get("template") == "comparison"]
+    name, column = truth["rows"][1][0], truth["columns"][1]
+    over_the_cell = [q for q in compared if name in q.options and f" {column} " in q.text]
+    assert over_the_cell and all(q.meta.get("drop_rule") == "text_not_read" for q in over_the_cell)
+    assert all(q.meta["dropped"] == f"the operand {cell['text']!r} was not read by OCR" for q in over_the_cell)
+
+
 @pytest.mark.slow  # RapidOCR on a busy 2-core box: ~10 s a page
 def test_local_profile_asks_only_about_text_rapidocr_read_and_reports_what_it_dropped(tmp_path):
     from PIL import Image as Picture, ImageDraw
