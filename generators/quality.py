@@ -5,8 +5,8 @@ Rules, each a small function returning a reason when the question fails it:
 - `unbalanced_key`: the generator itself chose not to ask it (`meta["dropped"]` says why: a programmatic
   key already asked about more often than the others of its template would be a prior a blind model learns;
   a generator may name another rule in `meta["drop_rule"]`, e.g. `text_not_read`);
-- `ambiguous_draft`: an item's drafts that ask the same text and contradict each other (the key of one is a
-  wrong option of the other) are all dropped: a model that wrote one question twice with two keys is
+- `ambiguous_draft`: an item's drafts that ask the same text and contradict each other (each offers the
+  other's key as a wrong option) are all dropped: a model that wrote one question twice with two keys is
   trusted with neither;
 - `options`: exactly four distinct, non-empty options and an answer that indexes one of them;
 - `catch_all_option`: no "all of the above" / "none of the above" style option;
@@ -189,18 +189,18 @@ def same_question(a: Question, b: Question, settings: QualitySettings) -> bool:
 
 
 def ambiguous_drafts(questions: Sequence[Question]) -> dict[str, str]:
-    """Question id -> why, for the drafts of one item that ask the same text and contradict each other: the
-    key of one is a wrong option of the other (a model writing one question twice in a reply, with two
+    """Question id -> why, for the drafts of one item that ask the same text and contradict each other: each
+    offers the other's key as a wrong option (a model writing one question twice in a reply, with two
     keys). Neither can be trusted, so both go. Drafts of one text over other options ("Which of these can
-    be seen?") are other questions."""
+    be seen?", "Which of these lies farthest up?" over other places) are other questions."""
     by_text: dict[tuple[str, str], list[tuple[str, str, set[str]]]] = defaultdict(list)
     for q in questions:
         options = {normalise_text(o) for o in q.options}
         by_text[(q.item_id, normalise_text(q.text))].append((q.id, normalise_text(q.options[q.answer]), options))
     out = {}
     for (_item, text), drafts in by_text.items():
-        for (id_a, key_a, _options_a), (id_b, key_b, options_b) in itertools.permutations(drafts, 2):
-            if key_a != key_b and key_a in options_b:
+        for (id_a, key_a, options_a), (id_b, key_b, options_b) in itertools.combinations(drafts, 2):
+            if key_a != key_b and key_a in options_b and key_b in options_a:
                 reason = f"asked twice with different answers ({', '.join(map(repr, sorted((key_a, key_b))))}): {text!r}"
                 out[id_a] = out[id_b] = reason
     return out

@@ -167,6 +167,10 @@ def test_one_question_written_twice_with_two_keys_drops_both_drafts_and_other_op
             q("Which of these can be seen in the image?", ["green square", "black square", "cyan oval", "gold ring"])]
     kept, dropped = gate(seen, {}, QualitySettings())
     assert len(kept) == 2 and dropped == []
+    farthest = [q("Which of these places lies farthest up on the map?", ["Ashby", "Bramley", "Caldor", "Dunmore"]),
+                q("Which of these places lies farthest up on the map?", ["Elsworth", "Ashby", "Glenby", "Hadley"])]
+    kept, dropped = gate(farthest, {}, QualitySettings())  # Elsworth lies above Ashby: no contradiction
+    assert len(kept) == 2 and dropped == []
 
 
 def test_four_values_of_one_slot_are_honest_but_a_misspelt_or_reshuffled_key_is_not():
