@@ -35,6 +35,10 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "withdrawn": frozenset(),
 }
 
+# The stage of the quality gate every generated item passes first. Its failed verdict drops the item, so
+# such a verdict never sits on an item that is `candidate` or later (the store refuses it).
+GATE_STAGE = "quality"
+
 LETTERS = "ABCD"
 
 

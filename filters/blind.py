@@ -122,22 +122,16 @@ class BlindStage(runner.Stage):
     name = STAGE
     label = "blind filter"
 
-    def __init__(self, config: BlindSettings, solvers: Sequence[Solver], pool: Sequence[str] | None = None) -> None:
+    def __init__(self, config: BlindSettings, solvers: Sequence[Solver]) -> None:
         self.config = config
         self.solvers = solvers
-        self.pool = pool  # the candidates' ids when a sharded run began (None: the candidates now)
 
     def config_key(self) -> str:
         solvers = [keyed(s) for s in self.config.solvers]  # how fast a solver answers is not keyed
         return runner.config_key(self.config.rule, self.config.max_right, self.config.rotations, solvers)
 
-    def _pool(self, store: Store) -> list[Question]:
-        """The questions learners fit on: the candidates, or those of `pool` (every shard of a run learns
-        from the same pool, whatever its siblings have dropped meanwhile)."""
-        return store.get_questions(status="candidate") if self.pool is None else store.get_questions(ids=self.pool)
-
     def units(self, context: runner.StageContext) -> list[Question]:
-        return [q for q in self._pool(context.store) if q.status == "candidate"]
+        return context.store.get_questions(status="candidate")
 
     def subject(self, question: Question) -> str:
         return question.id
@@ -146,8 +140,11 @@ class BlindStage(runner.Stage):
         return self.config.chunk_size, None
 
     def prepare(self, context: runner.StageContext, questions: Sequence[Question]) -> None:
+        """Learners fit on every question past the quality gate, whatever became of it since: a pool the
+        store's content fixes, so a question's verdict is the same whether the filter ran once or in parts
+        (after a kill, in shards, or as questions arrived), whatever was dropped or reviewed between."""
         if any(hasattr(s, "fit") for s in self.solvers):
-            fit_learners(self.solvers, self._pool(context.store))
+            fit_learners(self.solvers, context.store.questions_past_gate())
 
     def process(self, questions: Sequence[Question], context: runner.StageContext):
         verdicts = {v.subject_id: v for v in judge_questions(questions, self.solvers, self.config)}
@@ -169,16 +166,15 @@ def fit_learners(solvers: Sequence[Solver], pool: Sequence[Question]) -> None:
     learners = [s for s in solvers if hasattr(s, "fit")]
     if learners:
         from filters.solvers.learned import Labelled
-        # in id order: the fit must not depend on the order the store returns rows in (a sharded run
-        # reads the pool by ids, a local one by status), or borderline questions are judged differently
+        # in id order: the fit must not depend on the order the store returns rows in, or borderline
+        # questions are judged differently
         labelled = [Labelled(q.text, tuple(q.options), q.answer, q.item_id) for q in sorted(pool, key=lambda q: q.id)]
         for solver in learners:
             solver.fit(labelled)
 
 
 def apply(store: Store, config: BlindSettings, solvers: Sequence[Solver], *, limit: int | None = None,
-          subjects: Collection[str] | None = None, pool: Sequence[str] | None = None,
-          progress: Callable[[int], None] | None = None) -> runner.StageReport:
+          subjects: Collection[str] | None = None, progress: Callable[[int], None] | None = None) -> runner.StageReport:
     """Judge every candidate question not judged under this rule and these solvers, chunk by chunk; the
     runner's report counts `dropped` and `kept`, and as `retry_later` the questions a solver could not
     answer now (failed calls), which the next run judges.
@@ -186,7 +182,7 @@ def apply(store: Store, config: BlindSettings, solvers: Sequence[Solver], *, lim
     Each chunk's drops and verdicts are written together before the next chunk, so a crash loses only
     the chunk in flight and a rerun picks up where it stopped.
     """
-    stage = BlindStage(config, solvers, pool)
+    stage = BlindStage(config, solvers)
     if not solvers:  # nothing can judge: say only what waits
         return runner.StageReport(STAGE, stage.config_key(), pending=len(runner.pending(stage, store)[:limit]))
     return runner.run(stage, store, limit=limit, subjects=subjects, progress=progress)

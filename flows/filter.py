@@ -13,25 +13,21 @@ from flows.tasks import new_run_id, run_stage
 def filter_stage(settings: Settings, run_id: str) -> dict:
     """The blind-filter stage; callable inside any flow. Questions a solver could not answer stay pending,
     so the next run tries them again."""
-    from benchsmith.store import Store
     from filters import blind
 
     config = blind.blind_settings(settings)
-    pool = []  # what every shard learns from; the local runner's single task reads the candidates itself
-    if settings.prefect.task_runner != "local":
-        with Store(settings.db_url) as store:
-            pool = [q.id for q in store.get_questions(status="candidate")]
     return run_stage(settings, run_id, "blind", blind.BlindStage(config, ()),
-                     partial(blind_shard, settings=settings, pool=pool), sharded=True)
+                     partial(blind_shard, settings=settings), sharded=True)
 
 
-def blind_shard(store, subjects: list[str] | None, *, settings: Settings, pool: list[str]) -> dict:
-    """The blind filter over `subjects` (None: every pending candidate); a shard's learners fit on `pool`."""
+def blind_shard(store, subjects: list[str] | None, *, settings: Settings) -> dict:
+    """The blind filter over `subjects` (None: every pending candidate). Every shard's learners fit on the
+    same pool (the questions past the quality gate), whatever its siblings drop meanwhile."""
     from filters import blind
 
     config = blind.blind_settings(settings)
     solvers = blind.solvers_from(config, settings=settings, store=store)
-    return blind.counts(blind.apply(store, config, solvers, subjects=subjects, pool=None if subjects is None else pool))
+    return blind.counts(blind.apply(store, config, solvers, subjects=subjects))
 
 
 @flow(name="benchsmith-filter")

@@ -5,12 +5,18 @@ Rules, each a small function returning a reason when the question fails it:
 - `unbalanced_key`: the generator itself chose not to ask it (`meta["dropped"]` says why: a programmatic
   key already asked about more often than the others of its template would be a prior a blind model learns;
   a generator may name another rule in `meta["drop_rule"]`, e.g. `text_not_read`);
+- `ambiguous_draft`: an item's drafts that ask the same text and contradict each other (each offers the
+  other's key as a wrong option) are all dropped: a model that wrote one question twice with two keys is
+  trusted with neither;
 - `options`: exactly four distinct, non-empty options and an answer that indexes one of them;
 - `catch_all_option`: no "all of the above" / "none of the above" style option;
 - `answer_in_question`: the question does not give its answer away by containing it;
 - `distractors_from_key`: the wrong options were not made out of the correct one, which a model that
-  cannot see the image spots: every distractor a small edit of the key (a misspelling, one word swapped),
-  or the key the option most like the other three by a clear margin (`centroid_margin`);
+  cannot see the image spots: every distractor the key with one word changed, where every change is a
+  misspelling of the key's word or the changed words sit in different places ("blue star", "white circle"
+  around "blue circle"), or the key the option most like the other three by a clear margin
+  (`centroid_margin`). Options that name four values of one slot ("left side" / "top side", "Route 59" /
+  "Route 12") are honest alternatives, not edits;
 - `mentions_source`: the question and options speak of the image, never of the captions, boxes or OCR
   the generator was given;
 - `near_duplicate`: the same item has no question already that asks the same thing with the same answer;
@@ -41,11 +47,11 @@ from functools import lru_cache
 
 from pydantic import Field
 
-from benchsmith.records import LEVELS, Conversation, Question, Verdict, normalise_text, stable_hash
+from benchsmith.records import GATE_STAGE, LEVELS, Conversation, Question, Verdict, normalise_text, stable_hash
 from benchsmith.settings import Strict
 from benchsmith.similarity import jaccard, levenshtein, matching_ratio, word_set
 
-STAGE = "quality"
+STAGE = GATE_STAGE
 # the words the option priors leave out: this gate's centroid rule and, by default, the blind filter's priors
 PRIOR_IGNORE_WORDS = tuple(("a an the of in on at to is are and or it its this that there what which who where how "
                             "image picture photo shown").split())
@@ -104,17 +110,24 @@ def _words(text: str) -> list[str]:
     return re.findall(r"\w+", normalise_text(text))
 
 
-def near_variant(a: str, b: str, ignore: frozenset[str] = frozenset()) -> bool:
-    """`b` is `a` with one small edit: for phrases, one word swapped (words in `ignore` left out); for a
-    single word of four or more letters, at most two characters changed, added or dropped. Numbers are
-    never variants of each other (3 and 4 are different counts, not a typo)."""
-    words_a, words_b = ([w for w in _words(text) if w not in ignore] for text in (a, b))
-    if len(words_a) > 1 or len(words_b) > 1:
-        return len(words_a) == len(words_b) and sum(x != y for x, y in zip(words_a, words_b)) == 1
-    a, b = "".join(words_a), "".join(words_b)
-    if not (a.isalpha() and b.isalpha()) or min(len(a), len(b)) < 4:
-        return False
-    return levenshtein(a, b) <= 2
+def misspelt(a: str, b: str) -> bool:
+    """`b` is `a` spelt wrongly: two words of letters, four or more, at most two characters apart.
+    Numbers never are (3 and 4 are different counts, Route 12 and Route 59 different routes)."""
+    return a.isalpha() and b.isalpha() and min(len(a), len(b)) >= 4 and levenshtein(a, b) <= 2
+
+
+def edit_of(key: str, option: str, ignore: frozenset[str] = frozenset()) -> tuple[str, int] | None:
+    """How `option` was made from `key` when it differs from it in one word alone (words in `ignore`
+    left out): ("misspelt", position) when that word is a misspelling of the key's, ("swapped", position)
+    when it is another word; None when it differs in more than that."""
+    words_key, words_option = ([w for w in _words(text) if w not in ignore] for text in (key, option))
+    if len(words_key) != len(words_option):
+        return None
+    differ = [i for i, (x, y) in enumerate(zip(words_key, words_option)) if x != y]
+    if len(differ) != 1:
+        return None
+    at = differ[0]
+    return ("misspelt" if misspelt(words_key[at], words_option[at]) else "swapped", at)
 
 
 def words(text: str, ignore: frozenset[str]) -> frozenset[str]:
@@ -145,7 +158,10 @@ def distractors_from_key_rule(question: Question, centroid_margin: float) -> str
     ignore = frozenset(PRIOR_IGNORE_WORDS)
     key = question.options[question.answer]
     others = [o for i, o in enumerate(question.options) if i != question.answer]
-    if all(near_variant(key, o, ignore) for o in others):
+    edits = [edit_of(key, o, ignore) for o in others]
+    # four values of one slot ("left side" / "top side", "Route 59" / "Route 12") are honest alternatives;
+    # the key is given away when every distractor misspells it, or they change different parts of it
+    if all(edits) and (all(how == "misspelt" for how, _at in edits) or len({at for _how, at in edits}) > 1):
         return f"every wrong option is a small edit of the answer {key!r}: {', '.join(map(repr, others))}"
     scores = centroid(question.options, ignore)
     margin = scores[question.answer] - max(s for i, s in enumerate(scores) if i != question.answer)
@@ -172,19 +188,46 @@ def same_question(a: Question, b: Question, settings: QualitySettings) -> bool:
     return not (words_a or words_b) or jaccard(words_a, words_b) >= settings.near_duplicate_overlap
 
 
+def ambiguous_drafts(questions: Sequence[Question]) -> dict[str, str]:
+    """Question id -> why, for the drafts of one item that ask the same text and contradict each other: each
+    offers the other's key as a wrong option (a model writing one question twice in a reply, with two
+    keys). Neither can be trusted, so both go. Drafts of one text over other options ("Which of these can
+    be seen?", "Which of these lies farthest up?" over other places) are other questions."""
+    by_text: dict[tuple[str, str], list[tuple[str, str, set[str]]]] = defaultdict(list)
+    for q in questions:
+        options = {normalise_text(o) for o in q.options}
+        by_text[(q.item_id, normalise_text(q.text))].append((q.id, normalise_text(q.options[q.answer]), options))
+    out = {}
+    for (_item, text), drafts in by_text.items():
+        for (id_a, key_a, options_a), (id_b, key_b, options_b) in itertools.combinations(drafts, 2):
+            if key_a != key_b and key_a in options_b and key_b in options_a:
+                reason = f"asked twice with different answers ({', '.join(map(repr, sorted((key_a, key_b))))}): {text!r}"
+                out[id_a] = out[id_b] = reason
+    return out
+
+
 def gate(questions: Sequence[Question], existing: dict[str, list[Question]],
          settings: QualitySettings) -> tuple[list[Question], list[tuple[Question, Verdict]]]:
     """Split new questions into kept ones and dropped ones with their verdicts.
 
     `existing` maps an item id to the questions it already has that still count (not dropped);
-    questions kept earlier in this same call count too. The per-item rules keep the first of competing
-    siblings, so a caller hands an item's questions over in one stable order (a generator: an image's
-    jobs together, in job order), never in their order of arrival.
+    questions kept earlier in this same call count too. Drafts of one item that ask the same text with
+    contradicting answers are all dropped (`ambiguous_draft`); a draft given twice (one id) is gated once.
+    The per-item rules keep the first of competing siblings, so a caller hands an item's questions over in
+    one stable order (a generator: an image's jobs together, in job order), never in their order of arrival.
     """
     kept: list[Question] = []
     dropped: list[tuple[Question, Verdict]] = []
     seen = {item: list(qs) for item, qs in existing.items()}
+    ambiguous = ambiguous_drafts(questions)
+    firsts: dict[str, Question] = {}
+    for question in questions:  # a draft written twice is one draft (one id, one row)
+        firsts.setdefault(question.id, question)
+    questions = list(firsts.values())
     for question in questions:
+        if question.id in ambiguous:
+            dropped.append(_dropped(question, "question", "ambiguous_draft", ambiguous[question.id]))
+            continue
         siblings = seen.setdefault(question.item_id, [])
         checks = ((question.meta.get("drop_rule", "unbalanced_key"), lambda q: q.meta.get("dropped", "")),
                   ("options", options_rule),
@@ -195,7 +238,7 @@ def gate(questions: Sequence[Question], existing: dict[str, list[Question]],
         rule, reason = next(((name, why) for name, check in checks if (why := check(question))), ("", ""))
         if not rule:
             # the twin named is the one with the least id, so the reason is the same whatever the siblings' order
-            twin = min((s for s in siblings if s.id == question.id or same_question(s, question, settings)),
+            twin = min((s for s in siblings if same_question(s, question, settings)),
                        key=lambda s: s.id, default=None)
             if twin is not None:
                 rule, reason = "near_duplicate", f"asks the same as question {twin.id}: {twin.text!r}"

@@ -19,8 +19,8 @@ option by `min_gap` of the largest value, so it can be seen.
 With `only_ocr_text` (the `local` profile) and lines an OCR extractor read on the page, a question is asked
 only when OCR read every text of the page it shows: the texts its words name, its options drawn on the
 page (the key and, since a reader must find each option to rule it out, the distractors) and the values
-its answer is worked out from (`meta["reads"]`). A text counts as read when an OCR line over a place it
-is drawn holds its words. The others are kept as dropped (`text_not_read`) with the text OCR missed.
+its answer is worked out from (`meta["reads"]`: the operands of a sum or difference, the written values
+a comparison ranks). A text counts as read when an OCR line over a place it is drawn holds its words. The others are kept as dropped (`text_not_read`) with the text OCR missed.
 """
 
 from __future__ import annotations
@@ -95,8 +95,14 @@ def columns(truth: dict) -> list[Column]:
         return []
     scope = f"in the {noun(truth)}"
     names = tuple(row[0] for row in truth["rows"])
+    drawn = set(headings(truth))
+    # a column is named by its heading only where the heading is drawn (a receipt may list its items under
+    # none, and then has one column of values: the amount listed beside each item)
     return [Column(names, tuple(row[i] for row in truth["rows"]),
                    f"What does the {noun(truth)} show under {heading} for {{name}}?", heading, scope, True)
+            if heading in drawn else
+            Column(names, tuple(row[i] for row in truth["rows"]),
+                   f"What amount does the {noun(truth)} list beside {{name}}?", "amount listed", scope, True)
             for i, heading in enumerate(truth["columns"]) if i > 0]
 
 
@@ -118,7 +124,7 @@ def comparison(truth, _pools, settings, rng) -> list[Draft]:
         if (numbers is None or len(column.names) < 4 or len(set(column.names)) != len(column.names)
                 or (column.log_scale and not column.readable)):
             continue
-        value = dict(zip(column.names, numbers))
+        value, cell = dict(zip(column.names, numbers)), dict(zip(column.names, column.cells))
         visible = 0 if column.readable else Decimal(str(settings.min_gap)) * max(numbers)
         for _ in range(len(column.names)):
             four = rng.sample(column.names, 4)
@@ -127,9 +133,11 @@ def comparison(truth, _pools, settings, rng) -> list[Draft]:
                 lead = min(abs(value[key] - value[n]) for n in four if n != key)
                 if lead == 0 or lead < visible:
                     continue
+                # written values are what the comparison is worked out from: OCR must have read them all
                 drafts.append(Draft(f"Which of these has the {word} {column.measure} {column.scope}?",
                                     (key, *(n for n in four if n != key)),
-                                    {"template": "comparison", "extreme": word}))
+                                    {"template": "comparison", "extreme": word}
+                                    | ({"reads": [cell[n] for n in four]} if column.readable else {})))
     return drafts
 
 

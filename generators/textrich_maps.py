@@ -17,6 +17,8 @@ from generators.programmatic import Draft, drafts_of
 
 # the sign that turns a place's x or y into how far it lies in each direction
 DIRECTIONS = {"north": (1, -1), "south": (1, 1), "east": (0, 1), "west": (0, -1)}
+# a direction as a map without a north arrow lets a reader say it: on the page, not on the compass
+ON_THE_PAGE = {"north": "up", "south": "down", "east": "right", "west": "left"}
 
 
 def reading(truth: dict, _pools, _settings, rng: random.Random) -> list[Draft]:
@@ -65,7 +67,8 @@ def spatial(truth: dict, _pools, settings, rng: random.Random) -> list[Draft]:
         first, second = sorted((sign * at[n][axis] for n in four), reverse=True)[:2]
         if first - second >= max(settings.min_gap * (height if axis else width), 1):
             key = max(four, key=lambda n: sign * at[n][axis])
-            drafts.append(Draft(f"Which of these places lies farthest {direction} on the map?",
+            said = direction if truth.get("compass") else ON_THE_PAGE[direction]
+            drafts.append(Draft(f"Which of these places lies farthest {said} on the map?",
                                 (key, *(n for n in four if n != key)), {"template": "map_spatial", "ask": "farthest"}))
         here, *four = rng.sample(sorted(at), 5)
         first, second = sorted(math.dist(at[n], at[here]) for n in four)[:2]

@@ -68,6 +68,34 @@ def store(store_url):
 
     with Store(store_url) as opened:
         yield opened
+        assert_sound(opened)
+
+
+def assert_sound(store) -> None:
+    """What must hold in every store a test leaves: no item with a failed quality-gate verdict is live."""
+    assert store.gate_contradictions() == [], "items with a failed quality-gate verdict are not dropped"
+
+
+def assert_sound_at(db_url: str) -> None:
+    """`assert_sound` on the SQLite store a test's commands wrote at `db_url`, read as it is (no migration);
+    a test that left no store there, or a damaged or foreign file on purpose, has nothing to check."""
+    import sqlalchemy as sa
+
+    from benchsmith.store.lifecycle import gate_contradictions
+
+    path = Path(db_url.removeprefix("sqlite:///"))
+    if not db_url.startswith("sqlite:///") or not path.is_file():
+        return
+    engine = sa.create_engine(db_url)
+    try:
+        if not {"questions", "conversations", "verdicts"} <= set(sa.inspect(engine).get_table_names()):
+            return
+        with engine.connect() as conn:
+            assert gate_contradictions(conn) == [], "items with a failed quality-gate verdict are not dropped"
+    except sa.exc.DatabaseError:
+        return
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture
@@ -86,7 +114,9 @@ def settings(tmp_path, monkeypatch):
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH") and k not in (
         "OPENAI_API_KEY", "OPENAI_BASE_URL", "LABEL_STUDIO_URL", "LABEL_STUDIO_API_KEY", "HF_TOKEN")}
     env["BENCHSMITH_WORKSPACE"] = str(tmp_path / "bench")
-    return load_settings(env=env)
+    loaded = load_settings(env=env)
+    yield loaded
+    assert_sound_at(loaded.db_url)
 
 
 @pytest.fixture(scope="session")

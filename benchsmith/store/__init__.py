@@ -18,7 +18,7 @@ from benchsmith.store.conversations import ConversationsMixin
 from benchsmith.store.evals import EvalsMixin
 from benchsmith.store.facts import FactsMixin
 from benchsmith.store.items import ItemsMixin
-from benchsmith.store.lifecycle import LifecycleMixin, TransitionError
+from benchsmith.store.lifecycle import ContradictionError, LifecycleMixin, TransitionError
 from benchsmith.store.ledger import LedgerMixin
 from benchsmith.store.llm_batches import LlmBatchesMixin
 from benchsmith.store.llm_calls import LlmCallsMixin
@@ -239,4 +239,4 @@ class Store(
         self.close()
 
 
-__all__ = ["Store", "StoreError", "TransitionError", "migrate", "alembic_config"]
+__all__ = ["Store", "StoreError", "TransitionError", "ContradictionError", "migrate", "alembic_config"]

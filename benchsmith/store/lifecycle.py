@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 
 import sqlalchemy as sa
 
-from benchsmith.records import TRANSITIONS, Conversation, Question, Verdict, utcnow
-from benchsmith.store.schema import conversations, events, questions, release_entries, review_tasks
+from benchsmith.records import GATE_STAGE, TRANSITIONS, Conversation, Question, Verdict, utcnow
+from benchsmith.store.schema import conversations, events, questions, release_entries, review_tasks, verdicts
 from benchsmith.store.sql import chunks, count_by, insert_new, select_in, upsert
 
 TABLES: dict[str, sa.Table] = {"question": questions, "conversation": conversations}
@@ -25,6 +25,29 @@ UPDATABLE: dict[str, frozenset[str]] = {
 
 class TransitionError(ValueError):
     """An item was asked to move to a status its current status cannot reach."""
+
+
+class ContradictionError(ValueError):
+    """A write would leave an item with a failed quality-gate verdict in a live status (`candidate` or later)."""
+
+
+def gate_contradictions(conn: sa.Connection, ids: Sequence[str] | None = None) -> list[tuple[str, str, str]]:
+    """(kind, id, status) of every item (of `ids`, or all) whose quality-gate verdict failed while its status
+    is not `dropped`: the gate's drop and the item's status tell two stories."""
+    found = []
+    for kind, table in TABLES.items():
+        failed = sa.select(verdicts.c.subject_id).where(verdicts.c.stage == GATE_STAGE, verdicts.c.passed.is_(False),
+                                                        verdicts.c.subject_kind == kind)
+        query = sa.select(table.c.id, table.c.status).where(table.c.id.in_(failed), table.c.status != "dropped")
+        found += [(kind, i, status) for i, status in select_in(conn, query, table.c.id, ids)]
+    return sorted(found)
+
+
+def refuse_contradictions(conn: sa.Connection, ids: Sequence[str] | None = None) -> None:
+    if found := gate_contradictions(conn, ids):
+        kind, i, status = found[0]
+        raise ContradictionError(f"{len(found)} item(s) would hold a failed quality-gate verdict while live, "
+                                 f"e.g. {kind} {i} in status {status!r}")
 
 
 class LifecycleMixin:
@@ -43,6 +66,12 @@ class LifecycleMixin:
                 new_ids = {r["id"] for r in new}
                 self.add_verdicts([v for v in verdicts_for_new if v.subject_id in new_ids], conn=conn)
             return len(new)
+
+    def gate_contradictions(self) -> list[tuple[str, str, str]]:
+        """(kind, id, status) of every item with a failed quality-gate verdict that is not dropped: empty in
+        a sound store, since every write refuses to make one."""
+        with self.engine.connect() as conn:
+            return gate_contradictions(conn)
 
     def move(self, kind: str, ids: Sequence[str], to_status: str, *, stage: str, reason: str = "",
              verdicts_to_add: Sequence[Verdict] = (), updates: Mapping | None = None,
@@ -84,6 +113,7 @@ class LifecycleMixin:
                     {"kind": kind, "subject_id": i, "from_status": current[i], "to_status": to_status, "stage": stage,
                      "reason": reason, "created_at": now} for i in to_move])
                 moved += len(to_move)
+                refuse_contradictions(conn, to_move)
             self.add_verdicts(verdicts_to_add, conn=conn)
         return moved
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from benchsmith.records import Question, Verdict
-from benchsmith.store.schema import questions
+from benchsmith.records import GATE_STAGE, Question, Verdict
+from benchsmith.store.schema import questions, verdicts
 from benchsmith.store.sql import count_by, select_in, where_status
 
 
@@ -36,6 +36,17 @@ class QuestionsMixin:
         column, wanted = (questions.c.id, ids) if ids is not None else (questions.c.item_id, item_ids)
         with self.engine.connect() as conn:
             return [Question.model_validate(r, from_attributes=True) for r in select_in(conn, query, column, wanted)]
+
+    def questions_past_gate(self) -> list[Question]:
+        """Every question the quality gate let through and no later generation replaced, whatever became of
+        it after (judged, dropped by the blind filter, reviewed, published), in id order: a pool fixed by
+        what was generated, not by what is still waiting."""
+        failed = sa.select(verdicts.c.subject_id).where(verdicts.c.stage == GATE_STAGE, verdicts.c.passed.is_(False),
+                                                        verdicts.c.subject_kind == "question")
+        query = sa.select(questions).where(questions.c.status != "superseded",
+                                           questions.c.id.not_in(failed)).order_by(questions.c.id)
+        with self.engine.connect() as conn:
+            return [Question.model_validate(r, from_attributes=True) for r in conn.execute(query)]
 
     def question_counts(self) -> dict[tuple[int, str], int]:
         """(dimension_id, status) -> count."""

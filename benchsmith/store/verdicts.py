@@ -7,7 +7,8 @@ from contextlib import nullcontext
 
 import sqlalchemy as sa
 
-from benchsmith.records import Verdict, utcnow
+from benchsmith.records import GATE_STAGE, Verdict, utcnow
+from benchsmith.store.lifecycle import refuse_contradictions
 from benchsmith.store.schema import verdicts
 from benchsmith.store.sql import count_by, select_in, upsert
 
@@ -16,10 +17,14 @@ class VerdictsMixin:
     engine: sa.Engine
 
     def add_verdicts(self, records: Sequence[Verdict], conn: sa.Connection | None = None) -> None:
-        """Record verdicts; a check made again on the same subject replaces its earlier outcome."""
+        """Record verdicts; a check made again on the same subject replaces its earlier outcome. A failed
+        quality-gate verdict on an item that is not dropped is refused (`ContradictionError`), with nothing
+        of the transaction written."""
         rows = [r.model_dump() | {"id": r.id, "created_at": utcnow()} for r in records]
         with nullcontext(conn) if conn is not None else self.engine.begin() as conn:
             upsert(conn, verdicts, rows)
+            if failed := [r.subject_id for r in records if r.stage == GATE_STAGE and not r.passed]:
+                refuse_contradictions(conn, failed)
 
     def get_verdicts(self, *, stage: str | None = None, passed: bool | None = None,
                      subject_kind: str | None = None, subject_id: str | None = None,

@@ -90,7 +90,7 @@ class ChatConfig(SolverConfig):
 
 
 class LearnedConfig(SolverConfig):
-    """A text-only model trained on the candidate pool itself, cross-fitted by image
+    """A text-only model trained on the question pool itself, cross-fitted by image
     (filters/solvers/learned.py)."""
 
     kind: Literal["learned"]

@@ -39,7 +39,7 @@ class Solver(Protocol):
         """Free any loaded model; the next `answer` loads it again."""
 
     # A solver that learns from the questions themselves (`learned`, `real_word`) also has
-    # `fit(pool: Sequence[Labelled])`, called with every candidate before it answers.
+    # `fit(pool: Sequence[Labelled])`, called with every question past the quality gate before it answers.
 
 
 def choose(scores: Sequence[float], tie_margin: float = 0.0) -> int:

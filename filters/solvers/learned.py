@@ -154,7 +154,7 @@ class PoolModel:
 
 
 class LearnedSolver(BaseSolver):
-    """The blind filter's `learned` solver: `fit` on the candidate pool first, then `answer`."""
+    """The blind filter's `learned` solver: `fit` on the pool first (every question past the quality gate), then `answer`."""
 
     def __init__(self, config: LearnedConfig) -> None:
         super().__init__(config)

@@ -11,7 +11,7 @@ Known means either of:
   frequent, so about 22,000 common English words are in it and misspellings are not; or a text file,
   one word a line (`words: path`);
 - seen elsewhere in the collection: among the options of questions about at least two images (`fit`
-  sees the candidate pool first, like the learned solver). A shop name or a brand that no dictionary
+  sees the pool first, every question past the quality gate, like the learned solver). A shop name or a brand that no dictionary
   holds is still known once other images show it; a misspelling made up for one question is not.
 """
 

@@ -248,5 +248,11 @@ def render(rng: random.Random) -> tuple[Image.Image, dict]:
              "style": spec.style, "font": spec.font, "rotation": spec.rotation if not spec.horizontal else 0,
              "marks": drawn_marks}
     kind_words = "scatter plot" if spec.chart == "scatter" else spec.chart.replace("_", " ") + " chart"
-    caption = f"A {kind_words} titled \"{spec.title}\" over {', '.join(spec.categories)}."
+    # what it measures, for what and over what: a chart over years names few things otherwise (the years
+    # are no nouns), and the richness filter would exclude it
+    measured = f" of {truth['axis']}" if truth["axis"] else ""
+    named = f" for {' and '.join(name for name, _values in spec.series)}" if spec.chart not in ("pie", "scatter") else ""
+    over = (f"one point per year over the years {', '.join(spec.categories)}"
+            if all(c.isdigit() for c in spec.categories) else ', '.join(spec.categories))
+    caption = f"A {kind_words} titled \"{spec.title}\"{measured}{named}, over {over}."
     return image, row_of(caption, drawn, truth)

@@ -131,7 +131,12 @@ def render_document(rng: random.Random) -> tuple[Image.Image, dict]:
 
 
 def _items(rng: random.Random, low: int, high: int) -> list[tuple[str, Decimal]]:
-    return [(name, Decimal(str(price))) for name, price in rng.sample(page_data()["products"], rng.randint(low, high))]
+    """Between `low` and `high` products, each with a price drawn for this page (no two alike)."""
+    data = page_data()
+    names = rng.sample(data["products"], rng.randint(low, high))
+    cheapest, dearest = data["price_cents"]
+    return [(name, Decimal(cents) / 100) for name, cents in zip(names, rng.sample(range(cheapest, dearest + 1, 5),
+                                                                                  len(names)))]
 
 
 def _invoice(rng: random.Random) -> tuple[Image.Image, dict]:

@@ -202,7 +202,7 @@ def _side(page: Html, data: dict, rng: random.Random) -> str:
 
 def _shop(page: Html, data: dict, rng: random.Random) -> tuple[str, dict]:
     header, site = _header(page, data, "shop", rng, page.button(rng.choice(data["buttons"]["header"])))
-    names = rng.sample([name for name, _price in page_data()["products"]], rng.randint(6, 8))
+    names = rng.sample(page_data()["products"], rng.randint(6, 8))
     cents = rng.sample(range(199, 9999, 25), len(names))  # every price and rating once: no ties to compare
     ratings = rng.sample(range(25, 51), len(names))
     label = rng.choice(data["buttons"]["shop"])

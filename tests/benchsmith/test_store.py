@@ -11,7 +11,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from benchsmith.records import Fact, Image, Provenance, Question, Verdict
-from benchsmith.store import SCHEMA_HEAD, Store, StoreError, TransitionError, alembic_config, migrate
+from benchsmith.store import (SCHEMA_HEAD, ContradictionError, Store, StoreError, TransitionError, alembic_config,
+                              migrate)
 from benchsmith.store.schema import metadata
 
 PROV = Provenance(backend="programmatic", model=None, prompt_version="t1")
@@ -58,6 +59,25 @@ def test_a_dropped_question_stays_with_its_reason_and_cannot_come_back(store):
     [kept] = store.get_questions(status="dropped")
     assert kept.id == q.id
     assert store.get_verdicts(subject_id=q.id)[0].reason == "all 3 solvers answered without the image"
+
+
+def test_a_failed_gate_verdict_never_sits_on_a_live_question(store):
+    store.add_items([image(1)])
+    live, twin = question(image(1).id, "How many stars?"), question(image(1).id, "How many stars?", answer=1)
+    failed = Verdict(subject_id=twin.id, subject_kind="question", stage="quality", rule="near_duplicate",
+                     passed=False, reason="asks the same as itself")
+    assert twin.id == live.id
+    with pytest.raises(ContradictionError, match="in status 'candidate'"):  # one row, two stories: refused whole
+        store.add_questions([live, twin.model_copy(update={"status": "dropped"})], stage="generate",
+                            verdicts_for_new=[failed])
+    assert store.get_questions() == [] and store.get_verdicts() == []
+    store.add_questions([live], stage="generate")
+    with pytest.raises(ContradictionError):
+        store.add_verdicts([failed])
+    store.add_verdicts([failed.model_copy(update={"stage": "item_analysis"})])  # other stages' doubts may stay
+    store.move("question", [live.id], "dropped", stage="generate")
+    store.add_verdicts([failed])  # once dropped, the gate's verdict explains it
+    assert store.gate_contradictions() == []
 
 
 def test_question_ids_ignore_option_order_and_spacing():

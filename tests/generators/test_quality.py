@@ -49,7 +49,7 @@ def test_a_question_may_not_contain_its_answer():
 
 def test_near_duplicates_of_the_same_item_are_dropped_but_other_items_keep_theirs():
     first = q("What colour is the car?", ["red", "blue", "green", "white"])
-    paraphrase = q("What colour is the car ?", ["white", "red", "green", "blue"], answer=1)
+    paraphrase = q("What colour is the car in the picture?", ["white", "red", "green", "blue"], answer=1)
     reworded = q("What is the colour of the car?", ["red", "blue", "green", "black"])
     other_item = q("What colour is the car?", ["red", "blue", "green", "white"], item="img-2")
     different = q("What colour is the bus?", ["red", "blue", "green", "white"])
@@ -153,3 +153,34 @@ def test_a_question_its_generator_chose_not_to_ask_is_kept_as_dropped_with_its_r
         update={"meta": {"dropped": "the key '1' is already asked about more often than other keys"}})
     kept, dropped = gate([skipped], {}, QualitySettings())
     assert kept == [] and reasons(dropped) == [("unbalanced_key", skipped.meta["dropped"])]
+
+
+def test_one_question_written_twice_with_two_keys_drops_both_drafts_and_other_options_are_other_questions():
+    twice = [q("What colour is the car?", ["red", "blue", "green", "white"], answer=0),
+             q("What colour is the car?", ["red", "blue", "green", "white"], answer=1),
+             q("What colour is the car ?", ["red", "blue", "green", "black"], answer=0)]
+    kept, dropped = gate(twice, {}, QualitySettings())
+    assert kept == [] and {verdict.rule for _q, verdict in dropped} == {"ambiguous_draft"}
+    assert len({question.id for question, _v in dropped}) == len(dropped) == 2  # one row per id
+    assert "asked twice with different answers ('blue', 'red')" in dropped[0][1].reason
+    seen = [q("Which of these can be seen in the image?", ["red star", "blue circle", "pink heart", "grey oval"]),
+            q("Which of these can be seen in the image?", ["green square", "black square", "cyan oval", "gold ring"])]
+    kept, dropped = gate(seen, {}, QualitySettings())
+    assert len(kept) == 2 and dropped == []
+    farthest = [q("Which of these places lies farthest up on the map?", ["Ashby", "Bramley", "Caldor", "Dunmore"]),
+                q("Which of these places lies farthest up on the map?", ["Elsworth", "Ashby", "Glenby", "Hadley"])]
+    kept, dropped = gate(farthest, {}, QualitySettings())  # Elsworth lies above Ashby: no contradiction
+    assert len(kept) == 2 and dropped == []
+
+
+def test_four_values_of_one_slot_are_honest_but_a_misspelt_or_reshuffled_key_is_not():
+    honest = [q("Where is the red car?", ["left side", "top side", "right side", "bottom side"], answer=1),
+              q("Which route runs directly between Elm Park and Mill Cross?", ["Route 59", "Route 12", "Route 33",
+                                                                                "Route 17"]),
+              q("What colour is the bus?", ["dark red", "dark blue", "dark green", "dark grey"], answer=2)]
+    kept, dropped = gate(honest, {}, QualitySettings())
+    assert reasons(dropped) == [] and len(kept) == 3
+    made = [q("What does the shop sign say?", ["Main Street", "Mian Street", "Main Stret", "Maim Street"]),
+            q("Which colour and shape is shown?", ["red car", "blue car", "red bus", "red van"])]
+    _kept, dropped = gate(made, {}, QualitySettings())
+    assert [rule for rule, _ in reasons(dropped)] == ["distractors_from_key"] * 2

@@ -98,6 +98,31 @@ def test_invoice_amounts_add_up(rendered):
         assert fields["Subtotal"] + fields["Tax"] == fields["Total"]
 
 
+def test_a_product_is_priced_afresh_on_each_page_so_no_price_list_can_be_learnt(tmp_path):
+    make_pages(tmp_path, "document", 40, seed=11)
+    prices: dict[str, set[str]] = {}
+    for _pixels, row in pages(tmp_path):
+        truth = row["truth"]
+        for cells in truth.get("rows", ()) if truth["layout"] in ("invoice", "receipt") else ():
+            prices.setdefault(cells[0], set()).add(cells[truth["columns"].index("Price")])
+    seen_twice = {name: found for name, found in prices.items() if len(found) > 1}
+    assert len(seen_twice) >= 10, prices  # one price per product on every page was a list a text-only model learns
+
+
+def test_a_line_chart_over_years_names_enough_things_to_pass_the_richness_filter():
+    import random
+
+    from benchsmith.settings import Richness
+    from ingest.richness import count_nouns
+    from ingest.textrich.charts import draw_spec, render
+
+    seeds = [s for s in range(300) if all(c.isdigit() for c in draw_spec(random.Random(s)).categories)][:4]
+    assert len(seeds) == 4
+    for seed in seeds:
+        _image, row = render(random.Random(seed))
+        assert count_nouns(row["captions"], Richness().spacy_model) >= Richness().min_nouns, row["captions"]
+
+
 def share_of(pixels: np.ndarray, box, rgb) -> float:
     """The share of the box's pixels drawn in colour rgb."""
     return float((np.abs(crop(pixels, box) - np.array(rgb)).max(axis=1) <= 12).mean())
