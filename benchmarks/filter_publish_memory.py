@@ -25,7 +25,7 @@ TARGET_MB = 2048
 
 
 def setup(workspace: Path, n_questions: int) -> None:
-    from ingest.candidates import candidates_for
+    from ingest.sources import candidates_for
     from ingest.stage import ingest
     from benchsmith.records import Provenance, Question
     from ingest.scenes import COLOURS, SHAPES, make_scenes

@@ -28,7 +28,7 @@ QUESTIONS_PER_SCENE = 3
 
 
 def _accepted_store(workspace: Path, n_questions: int):
-    from ingest.candidates import candidates_for
+    from ingest.sources import candidates_for
     from ingest.stage import ingest
     from benchsmith.records import Provenance, Question
     from ingest.scenes import make_scenes

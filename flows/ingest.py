@@ -13,7 +13,7 @@ from flows.tasks import new_run_id, run_stage
 def ingest_stage(settings: Settings, run_id: str, sources: list[str], options: dict | None = None) -> dict:
     """One stage per source, then the richness check; callable inside any flow. `options` are ingest's own:
     source, license, image_column, workers."""
-    from ingest.candidates import candidates_for
+    from ingest.sources import candidates_for
     from ingest.stage import IngestStage, ingest
 
     options = options or {}

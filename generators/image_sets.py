@@ -490,11 +490,11 @@ def _checked(drafts: list[Draft], sibling_texts: Sequence[str], images: Sequence
             (t for t in sibling_texts if t != d.text and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", t)), None)
         if stating:
             d = replace(d, dropped=f"another question of the set states the key {key!r}: {stating!r}",
-                        meta=d.meta | {"drop_rule": "key_in_sibling"})
+                        rule="key_in_sibling")
         elif found := one_image_answers(d.text, d.options, key, images):
             k, out_ = found
             d = replace(d, dropped=f"image {k} alone answers it: it rules out {', '.join(sorted(out_))}",
-                        meta=d.meta | {"drop_rule": "one_image_answers"})
+                        rule="one_image_answers")
         out.append(d)
     return out
 

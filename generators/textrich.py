@@ -262,7 +262,7 @@ def generate(item: Image, dimension: Dimension, pools: Pools, settings: TextRich
     drafts = template(truth, pools, settings, rng) if template else []
     if settings.only_ocr_text and ocr:
         unread = textrich_receipts.unread_text if receipt else unread_text
-        drafts = [replace(d, dropped=why, meta=d.meta | {"drop_rule": "text_not_read"})
+        drafts = [replace(d, dropped=why, rule="text_not_read")
                   if (why := unread(d, truth, ocr, item.width, item.height)) else d for d in drafts]
     return questions_from(drafts, item, dimension, settings, rng, seed, BACKEND, VERSION)
 

@@ -6,8 +6,9 @@ Sources:
 - a manifest (JSONL or CSV) of paths relative to the manifest's folder, each with optional supplied
   annotations, source and license (see `ingest.annotations.SuppliedAnnotations`);
 - a Hugging Face dataset saved with `save_to_disk`, or parquet files, with an image column;
-- a COCO annotation .json or a YOLO dataset .yaml, with the folder of their images (`ingest.detection`).
-- a folder of scanned receipts in the ICDAR SROIE layout (`img/`, `box/`, `key/`: `ingest.receipts`).
+- (in modules of their own, on these primitives) a COCO annotation .json or a YOLO dataset .yaml
+  (`ingest.detection`) and a folder of scanned receipts in the ICDAR SROIE layout (`ingest.receipts`).
+  `ingest.sources.candidates_for` picks one from what a location is.
 
 A row that declares a task kind (a `task` column, or `task=` for the whole source) is an annotation for
 the `reform` generator: its other columns are kept with the image under `annotations.reform`, as given
@@ -260,7 +261,7 @@ def set_rows(manifest: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield from ((n, row) for n, row in _manifest_rows(manifest) if isinstance(row, dict) and "images" in row)
 
 
-def _is_saved_dataset(location: Path) -> bool:
+def is_saved_dataset(location: Path) -> bool:
     return location.is_dir() and any((location / name).exists()
                                      for name in ("dataset_info.json", "state.json", "dataset_dict.json"))
 
@@ -273,7 +274,7 @@ def hf_candidates(location: Path, *, image_column: str | None = None, source: st
     except ImportError:
         raise IngestError("reading Hugging Face datasets needs the 'publish' extra: "
                           "`make install` (locks/install.txt)") from None
-    if _is_saved_dataset(location):
+    if is_saved_dataset(location):
         dataset = datasets.load_from_disk(str(location))
     else:
         files = [str(location)] if location.is_file() else sorted(map(str, location.rglob("*.parquet")))
@@ -312,32 +313,3 @@ def hf_candidates(location: Path, *, image_column: str | None = None, source: st
         yield Candidate(name, read, source=str(row.get("source") or source or location.name),
                         license=str(row.get("license") or license), annotations=annotations,
                         version=f"{dataset._fingerprint}:{stable_hash(row)}")
-
-
-def candidates_for(location: Path, **options: Any) -> Iterator[Candidate]:
-    """Pick the source type from what `location` is."""
-    if not location.exists():
-        raise IngestError(f"{location} does not exist")
-    image_column, images = options.pop("image_column", None), options.pop("images", None)
-    suffix = location.suffix.lower() if location.is_file() else ""
-    if suffix in (".json", ".yaml", ".yml"):
-        from ingest import detection
-
-        if options.pop("task", ""):
-            raise IngestError(f"{location}: a task kind applies to manifests and datasets, not to COCO or YOLO files")
-        read = detection.coco_candidates if suffix == ".json" else detection.yolo_candidates
-        return read(location, images=Path(images) if images else None, **options)
-    if location.is_file() and location.suffix.lower() in MANIFEST_SUFFIXES:
-        return manifest_candidates(location, **options)
-    if (location.is_file() and location.suffix.lower() in HF_SUFFIXES) or _is_saved_dataset(location):
-        return hf_candidates(location, image_column=image_column, **options)
-    if location.is_dir():
-        from ingest import receipts
-
-        if options.pop("task", ""):
-            raise IngestError(f"{location}: a task kind applies to manifests and datasets, not to a folder of images")
-        if receipts.is_receipts_folder(location):
-            return receipts.receipt_candidates(location, **options)
-        return folder_candidates(location, **options)
-    raise IngestError(f"{location} is neither a folder, a .jsonl/.csv manifest, a COCO .json, a YOLO .yaml, "
-                      "nor a dataset")

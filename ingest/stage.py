@@ -16,7 +16,8 @@ from benchsmith.records import Image, ImageSet, Verdict, sha256_bytes, stable_ha
 from benchsmith.settings import IngestSettings
 from benchsmith.store import Store
 from ingest.annotations import normalise_annotations
-from ingest.candidates import Candidate, candidates_for, inside, printable_name, read_regular_file, set_rows
+from ingest.candidates import Candidate, inside, printable_name, read_regular_file, set_rows
+from ingest.sources import candidates_for
 from ingest.near_duplicates import HashIndex, perceptual_hash
 
 

@@ -31,7 +31,7 @@ def configure(settings, tmp_path):
 @pytest.fixture
 def ingested(store, settings, few_scenes):
     """The six scenes ingested into `store` (media under the test workspace); returns their images."""
-    from ingest.candidates import candidates_for
+    from ingest.sources import candidates_for
     from ingest.stage import ingest
 
     ingest(store, settings.media_dir, candidates_for(few_scenes), settings.ingest, label="scenes")

@@ -90,7 +90,7 @@ def test_the_extract_stage_stores_boxes_and_tags_of_real_photos(configure, tmp_p
     import shutil
 
     from benchsmith.store import Store
-    from ingest.candidates import candidates_for
+    from ingest.sources import candidates_for
     from ingest.stage import ingest
     from extractors.run import extract
 

@@ -8,7 +8,7 @@ from benchsmith.store import Store
 
 def test_extract_stage_runs_each_extractor_once_and_a_rerun_is_served_from_cache(prefect_api, settings,
                                                                                 tmp_path):
-    from ingest.candidates import candidates_for
+    from ingest.sources import candidates_for
     from ingest.stage import ingest
     from flows.extract import extract_flow
 

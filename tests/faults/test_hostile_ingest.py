@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from ingest.candidates import candidates_for
+from ingest.sources import candidates_for
 from ingest.stage import ingest
 from benchsmith.settings import IngestSettings
 from tests.faults.conftest import run_cli

@@ -104,7 +104,7 @@ def test_build_ingests_with_the_same_options_as_the_ingest_command(prefect_api, 
 
 
 def test_the_stage_logic_runs_without_prefect(settings, tmp_path):
-    from ingest.candidates import candidates_for
+    from ingest.sources import candidates_for
     from ingest.stage import ingest
 
     source = make_scenes(tmp_path / "scenes", 2, seed=13)

@@ -14,7 +14,8 @@ from PIL import Image
 
 from benchsmith.settings import IngestSettings
 from benchsmith.store import Store
-from ingest.candidates import IngestError, candidates_for
+from ingest.candidates import IngestError
+from ingest.sources import candidates_for
 from ingest.stage import ingest
 from tests.benchsmith.test_cli import run
 from tests.support.shared_data import require_shared_data

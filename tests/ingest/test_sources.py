@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ingest.candidates import IngestError, candidates_for
+from ingest.candidates import IngestError
+from ingest.sources import candidates_for
 from ingest.stage import ingest
 from benchsmith.settings import IngestSettings
 

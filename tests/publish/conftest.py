@@ -15,7 +15,7 @@ from PIL import Image as PILImage
 
 from benchsmith.dimensions import registry
 from generators.textrich import Pools, TextRichSettings, generate
-from ingest.candidates import candidates_for
+from ingest.sources import candidates_for
 from ingest.stage import ingest
 from ingest.textrich import make_pages
 from benchsmith.records import Image, ImageSet, Provenance, Question, Review, Video, stable_hash
