@@ -18,8 +18,8 @@ key away to a model that cannot see the image:
   and tallying them would leave the kept keys leaning to 0 and 1. Something absent is counted too, so 0
   is a key as often as a distractor; the absent label is drawn so that each label is absent in as many
   questions, for its present ones, as any other, and the label named does not tell whether the key is 0.
-  A count outside the support, or one already asked about enough, is dropped with the reason in `meta["dropped"]`, which the
-  quality gate records as a verdict;
+  A count outside the support, or one already asked about enough, is dropped with the reason in
+  `meta["dropped"]`, which the quality gate records as a verdict;
 - relations: left/right and above/below are asked about equally often across the collection, the same way,
   and only about pairs level (or plumb) enough that one relation alone is true;
 - regions: three other grid cells drawn uniformly, so the key is not the cell the others surround;
