@@ -14,9 +14,12 @@ key away to a model that cannot see the image:
 - counts: the four numbers are the key and three others drawn uniformly from the counts this collection
   asks about (its `support`), and a count is asked about only as often as the rarest of them, so each
   number is the key about a quarter of the times it is shown and its rank among the four is uniform.
-  Something absent is counted too, so 0 is a key as often as a distractor. A count outside the support,
-  or one already asked about enough, is dropped with the reason in `meta["dropped"]`, which the quality
-  gate records as a verdict;
+  Only counts the truth settles exactly are tallied: on real photos most 2s and 3s are dropped for doubt,
+  and tallying them would leave the kept keys leaning to 0 and 1. Something absent is counted too, so 0
+  is a key as often as a distractor; the absent label is drawn so that each label is absent in as many
+  questions, for its present ones, as any other, and the label named does not tell whether the key is 0.
+  A count outside the support, or one already asked about enough, is dropped with the reason in
+  `meta["dropped"]`, which the quality gate records as a verdict;
 - relations: left/right and above/below are asked about equally often across the collection, the same way,
   and only about pairs level (or plumb) enough that one relation alone is true;
 - regions: three other grid cells drawn uniformly, so the key is not the cell the others surround;
@@ -82,6 +85,7 @@ class Vocabulary:
     keys: dict[str, dict[str, int]] = field(default_factory=dict)
     synonyms: dict[str, tuple[str, ...]] = field(default_factory=dict)  # label -> other nouns captions use for it
     names: dict[str, str] = field(default_factory=dict)  # label -> how a question writes it ("tv": "TV")
+    absent_weights: dict[str, float] = field(default_factory=dict)  # label -> its weight as the absent one counted
 
     def widened(self, facts: list[Fact], settings: ProgrammaticSettings | None = None) -> Vocabulary:
         """Attribute values from `facts` added to this vocabulary's; labels and words from `facts`
@@ -103,7 +107,9 @@ class Vocabulary:
                           _unique(labels if len(labels) >= 4 else [*labels, *self.labels]), self.plurals,
                           _unique(words if len(words) >= 8 else [*words, *self.words]), self.groups, observed,
                           synonyms=self.synonyms, names=self.names)
-        return replace(wide, keys=key_tallies(facts, wide, settings or ProgrammaticSettings()))
+        settings = settings or ProgrammaticSettings()
+        wide = replace(wide, absent_weights=absent_weights(facts, wide, settings))
+        return replace(wide, keys=key_tallies(facts, wide, settings))
 
     def noun(self, things: list[Thing]) -> str:
         """What a count over every object calls them: the group all of their labels belong to
@@ -399,8 +405,10 @@ def count_groups(things: list[Thing], vocabulary: Vocabulary, rng: random.Random
         if "colour" in thing.attributes:
             groups[("colour", thing.attributes["colour"])] += 1
     for key, values in (("label", vocabulary.labels), ("colour", vocabulary.values("colour"))):
-        if absent := [v for v in values if (key, v) not in groups]:
-            groups[(key, rng.choice(absent))] = 0
+        absent = [v for v in values if (key, v) not in groups]
+        weights = [vocabulary.absent_weights.get(v, 1.0) if key == "label" else 1.0 for v in absent]
+        if absent and sum(weights) > 0:
+            groups[(key, rng.choices(absent, weights)[0])] = 0
     return dict(groups)
 
 
@@ -432,9 +440,7 @@ def counting(things, facts, vocabulary, settings, rng) -> list[Draft]:
         if len(support) < 4:
             continue
         unfit = range(n + 1, n + signs + 1) if key == "all" else ()
-        counted = [t for t in things if key == "all" or (t.label if key == "label" else t.attributes.get(key)) == value]
-        unsure = next((why for t in counted if (why := doubt(t, things, settings))), "") or (
-            caption_conflict(captions, value, n, vocabulary) if key == "label" else "")
+        unsure = count_doubt(key, value, n, things, captions, vocabulary, settings)
         if (options := count_options(n, support, rng, unfit)) is None:
             continue
         draft = Draft(text, tuple(str(v) for v in options), meta)
@@ -448,6 +454,14 @@ def counting(things, facts, vocabulary, settings, rng) -> list[Draft]:
     return drafts
 
 
+def count_doubt(key: str, value: str, n: int, things: list[Thing], captions: list[str], vocabulary: Vocabulary,
+                settings: ProgrammaticSettings) -> str:
+    """Why the count of group (`key`, `value`) cannot be settled exactly as `n`, or "" (see `doubt`)."""
+    counted = [t for t in things if key == "all" or (t.label if key == "label" else t.attributes.get(key)) == value]
+    return next((why for t in counted if (why := doubt(t, things, settings))), "") or (
+        caption_conflict(captions, value, n, vocabulary) if key == "label" else "")
+
+
 def _balanced(draft: Draft, family: str, key: str, vocabulary: Vocabulary, rng: random.Random) -> Draft:
     """`draft`, dropped at random as often as its key is more common in the collection than the rarest
     supported one: keys shown more often than others would be a prior a blind model learns."""
@@ -459,22 +473,62 @@ def _balanced(draft: Draft, family: str, key: str, vocabulary: Vocabulary, rng: 
 
 def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: ProgrammaticSettings) -> dict[str, dict[str, int]]:
     """For the balanced templates, how many questions over the collection could have each key: counts
-    per family (every object, per label, per colour, one absent label and colour per image), spatial
+    per family (every object, per label, per colour, one absent label and colour per image) that the
+    truth settles exactly (a count dropped for doubt would otherwise still lower the keep chance of the
+    others, and the keys kept would lean towards the counts real boxes settle most often), spatial
     relations between pairs of objects, and the labels an identity question could name (images per label)."""
     tallies: dict[str, Counter] = defaultdict(Counter)
     rng = random.Random(0)
     for item_facts in _per_item(facts).values():
         if not (things := things_in(item_facts)):
             continue
-        for (key, _value), n in count_groups(things, vocabulary, rng, _has_text(item_facts),
-                                             settings.labels_exhaustive).items():
-            tallies[f"count:{key}"][str(n)] += 1
+        captions = captions_of(item_facts)
+        for (key, value), n in count_groups(things, vocabulary, rng, _has_text(item_facts),
+                                            settings.labels_exhaustive).items():
+            if not count_doubt(key, value, n, things, captions, vocabulary, settings):
+                tallies[f"count:{key}"][str(n)] += 1
         for label in {t.label for t in things}:
             tallies["identity"][label] += 1
         for a, b in itertools.permutations(things, 2):
             if (where := relation(a, b, settings.spatial_gap)) is not None and not (a.crowd or b.crowd):
                 tallies["spatial"][where] += 1
     return {family: dict(tally) for family, tally in sorted(tallies.items())}
+
+
+def absent_weights(facts: list[Fact], vocabulary: Vocabulary, settings: ProgrammaticSettings,
+                   rounds: int = 30) -> dict[str, float]:
+    """How likely each label is picked as the one absent thing an image counts (key 0), so that over the
+    collection each label is the absent one in as many count questions, relative to the exact counts
+    asked about it where present, as every other label: the label a question names then does not tell a
+    model without the image whether the key is 0 (a label present in most photos is absent from few,
+    so it needs a heavier weight there). Fitted by iterative proportional scaling; a label present
+    almost everywhere gets what its few absences allow."""
+    present: list[set[str]] = []
+    exact: Counter = Counter()
+    for item_facts in _per_item(facts).values():
+        if not (things := things_in(item_facts)):
+            continue
+        labels = {t.label for t in things}
+        present.append(labels)
+        captions = captions_of(item_facts)
+        exact.update(label for label in labels if not count_doubt(
+            "label", label, sum(t.label == label for t in things), things, captions, vocabulary, settings))
+    labels = [label for label in vocabulary.labels if exact[label]]
+    if not present or not labels:
+        return {}
+    target = {label: len(present) * exact[label] / sum(exact[v] for v in labels) for label in labels}
+    weights = dict.fromkeys(labels, 1.0)
+    for _ in range(rounds):
+        total = sum(weights.values())
+        inverse = [1 / rest if (rest := total - sum(weights.get(v, 0.0) for v in held)) > 0 else 0.0
+                   for held in present]
+        expected_share = dict.fromkeys(labels, sum(inverse))
+        for held, inv in zip(present, inverse):
+            for label in held & weights.keys():
+                expected_share[label] -= inv
+        weights = {label: min(1e6, max(1e-6, w * target[label] / (w * expected_share[label])))
+                   if expected_share[label] > 0 else w for label, w in weights.items()}
+    return {label: weights.get(label, 0.0) for label in vocabulary.labels}
 
 
 def _per_item(facts: list[Fact]) -> dict[str, list[Fact]]:

@@ -197,7 +197,7 @@ def test_every_count_is_the_key_about_a_quarter_of_the_times_it_is_shown(oracle_
         keyed[(family, question.options[question.answer])] += 1
     assert keyed[("label", "0")] and shown[("label", "0")] > keyed[("label", "0")]  # 0 is a key and a distractor
     frequent = [k for k in shown if shown[k] >= 20]
-    assert len(frequent) >= 8
+    assert len(frequent) >= 4  # exact counts only: few scenes settle 3 or more
     # each value's key count against a binomial with p = 1/4 over its showings, pooled into one test
     statistic = sum((keyed[v] - shown[v] / 4) ** 2 / (shown[v] * 3 / 16) for v in frequent)
     assert chi2.sf(statistic, len(frequent)) > 0.01, {v: (keyed[v], shown[v]) for v in frequent}

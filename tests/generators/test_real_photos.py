@@ -194,3 +194,45 @@ def test_a_mixed_case_reading_gets_distractors_in_its_own_case():
     questions = made("text_understanding", [ocr("Piacenza", (0.5, 0.5, 0.8, 0.6), score=0.97)])
     words = {w.capitalize() for w in load_vocabulary().words}
     assert questions and all(set(q.options[1:]) <= words for q in questions)
+
+
+RARE = ("giraffe", "kite", "toaster", "clock", "vase", "bench", "zebra", "oven", "sink", "donut")
+
+
+def _photo_collection(n: int = 240) -> list[tuple[Image, list[Fact]]]:
+    """A COCO-like collection: people in 70% of the photos, one to four of them, and where there are
+    several, every other photo has two touching (a count the boxes cannot settle); one rarer thing each."""
+    slots = [(0.05 + 0.23 * i, 0.4, 0.2 + 0.23 * i, 0.6) for i in range(4)]
+    photos = []
+    for i in range(n):
+        image = Image(id=f"photo{i}", path=f"photo{i}.jpg", width=640, height=480)
+        people = 1 + i % 4 if i % 10 < 7 else 0
+        boxes = slots[:people]
+        if people >= 2 and i % 20 < 10:
+            boxes = [(0.05, 0.4, 0.2, 0.6), (0.19, 0.4, 0.34, 0.6), *slots[2:people]]
+        facts = [Fact(item_id=image.id, kind="object", text=label, box=box, provenance=SUPPLIED)
+                 for label, box in [*(("person", b) for b in boxes), (RARE[i % len(RARE)], (0.3, 0.1, 0.5, 0.3))]]
+        photos.append((image, facts))
+    return photos
+
+
+def test_counts_on_a_photo_collection_do_not_give_their_key_to_a_model_without_the_image():
+    photos = _photo_collection()
+    vocabulary = load_vocabulary().widened([f for _image, facts in photos for f in facts], ProgrammaticSettings())
+    questions = [q for image, facts in photos
+                 for q in generate(image, facts, registry().get("instances_counting"), vocabulary,
+                                   ProgrammaticSettings(per_dimension=50), seed=3) if "dropped" not in q.meta]
+    assert len(questions) >= 60
+    # the test's own truth: the key is the number of boxes of the label the question names
+    names = {f"How many {plural(label, vocabulary)} are there in the image?": label for label in ("person", *RARE)}
+    facts_of = {image.id: facts for image, facts in photos}
+    for q in questions:
+        assert q.options[q.answer] == str(sum(f.text == names[q.text] for f in facts_of[q.item_id]))
+    # the key is not the smallest (or largest) number shown more often than a quarter of the time
+    ranks = [sorted(int(o) for o in q.options).index(int(q.options[q.answer])) for q in questions]
+    assert max(ranks.count(r) for r in range(4)) / len(ranks) < 0.36, ranks
+    # nor does the label named tell whether the key is 0: a common label is absent as often as a rare one
+    zero_share = {common: sum(q.options[q.answer] == "0" for q in group) / len(group)
+                  for common in (True, False)
+                  if (group := [q for q in questions if (names[q.text] == "person") == common])}
+    assert abs(zero_share[True] - zero_share[False]) < 0.2, zero_share
