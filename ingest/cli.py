@@ -92,7 +92,8 @@ def register(app: typer.Typer, context) -> None:
                                           "moved, some recoloured) or marked (a view pair whose image 1 frames "
                                           "one shape, for where it is in image 2).")] = "shapes",
         sets: Annotated[int, typer.Option("--sets", min=0, help="Render this many image sets of --kind pairs, "
-                                          "sets, views or marked instead, each change recorded (for dimensions 27-29).")] = 0,
+                                          "sets, views or marked instead, each change recorded (for dimensions 27-29: "
+                                          "sets feed 27-28 most, views and marked 29).")] = 0,
         workers: Annotated[int, typer.Option("--workers", min=1, help="Processes that render text-rich pages.")] = 1,
     ) -> None:
         """Render synthetic scenes with exact ground truth: oracle scenes (shapes, colours, sizes, positions,
