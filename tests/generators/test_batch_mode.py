@@ -52,6 +52,7 @@ def test_batch_mode_builds_the_same_benchmark_as_live_mode_at_half_the_price(tmp
     for mode in ("live", "batch"):
         workspace = workspace_with_scenes(tmp_path, oracle_dir, mode, SCENES)
         with ScriptedOpenAI(siblings_that_compete) as server:
+            server.batch_delay_s = 1.0  # the job is still running when the first generate returns
             env = env_for(workspace, server, mode)
             first = ok(benchsmith(env, "generate", "-g", "llm"))
             if mode == "batch":

@@ -28,7 +28,7 @@ def replies(request: dict) -> Reply:
         return json_completion({"questions": [
             {"question": TWICE, "options": THINGS, "answer": "A"},
             {"question": TWICE, "options": THINGS, "answer": "B"},
-            {"question": "On which side of the picture is the blue star?", "options": SIDES, "answer": "C"}]})
+            {"question": "On which side of the picture is the sun?", "options": SIDES, "answer": "C"}]})
     return json_completion({"questions": [  # routes named by numbers, and a key misspelt three times
         {"question": "Which route runs directly between Elm Park and Mill Cross?", "options": ROUTES, "answer": "A"},
         {"question": "Which route is drawn as the orange line?", "options": ROUTES, "answer": "C"},
@@ -65,7 +65,8 @@ def test_a_question_written_twice_with_two_keys_is_dropped_as_ambiguous_never_a_
 
 
 def test_options_that_are_four_sides_are_not_edits_of_the_key(generated):
-    assert generated["On which side of the picture is the blue star?"] == ("right side", "", True)
+    # about nothing the scene's facts name, so the fact check leaves it unchecked and the gate alone decides
+    assert generated["On which side of the picture is the sun?"] == ("right side", "", True)
 
 
 def test_route_names_that_differ_in_their_number_are_honest_options_and_a_misspelt_key_is_still_caught(generated):
