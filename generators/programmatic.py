@@ -31,6 +31,7 @@ key away to a model that cannot see the image:
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import re
 from collections import Counter, defaultdict
@@ -519,23 +520,29 @@ def absent_weights(facts: list[Fact], vocabulary: Vocabulary, settings: Programm
     target = {label: len(present) * exact[label] / sum(exact[v] for v in labels) for label in labels}
     weights = dict.fromkeys(labels, 1.0)
     for _ in range(rounds):
-        total = sum(weights.values())
-        inverse = [1 / rest if (rest := total - sum(weights.get(v, 0.0) for v in held)) > 0 else 0.0
+        # exact sums (fsum), so no result hangs on the order a set of labels is walked in: a label in every
+        # item has a share of exactly 0, not a rounding error either side of it, in every process
+        total = math.fsum(weights.values())
+        inverse = [1 / rest if (rest := total - math.fsum(weights.get(v, 0.0) for v in held)) > 0 else 0.0
                    for held in present]
-        expected_share = dict.fromkeys(labels, sum(inverse))
+        holding: dict[str, list[float]] = defaultdict(list)
         for held, inv in zip(present, inverse):
             for label in held & weights.keys():
-                expected_share[label] -= inv
+                holding[label].append(inv)
+        everywhere = math.fsum(inverse)
+        expected_share = {label: everywhere - math.fsum(holding[label]) for label in labels}
         weights = {label: min(1e6, max(1e-6, w * target[label] / (w * expected_share[label])))
                    if expected_share[label] > 0 else w for label, w in weights.items()}
     return {label: weights.get(label, 0.0) for label in vocabulary.labels}
 
 
 def _per_item(facts: list[Fact]) -> dict[str, list[Fact]]:
+    """Each item's facts, items in id order: sums over the collection (`absent_weights`) then come out the
+    same bit for bit however the store happened to list them (a sharded build writes in another order)."""
     per_item: dict[str, list[Fact]] = defaultdict(list)
     for fact in facts:
         per_item[fact.item_id].append(fact)
-    return per_item
+    return dict(sorted(per_item.items()))
 
 
 # -- Instance Location ------------------------------------------------------------------------------
