@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, ClassVar
 
 from PIL.Image import Image as Pixels
@@ -28,6 +30,16 @@ from benchsmith.settings import UNKEYED, Settings, SettingsError, Strict, keyed
 
 class ExtractorError(BenchsmithError, RuntimeError):
     """An extractor cannot run as configured: missing weights, device or package."""
+
+
+@lru_cache(maxsize=4)
+def class_names(path: Path, count: int) -> tuple[str, ...]:
+    """A model's class names, one a line (`#` lines are notes), checked to be the `count` its head has."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    names = tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+    if len(names) != count:
+        raise ExtractorError(f"{path}: {len(names)} class names, the model has {count} classes")
+    return names
 
 
 class BackendParams(Strict):

@@ -20,7 +20,6 @@ import subprocess
 import threading
 import weakref
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field
@@ -29,7 +28,7 @@ from benchsmith.geometry import iou, unit_box
 from benchsmith.paths import DATA_DIR
 from benchsmith.records import Fact
 from benchsmith.settings import UNKEYED
-from extractors.base import Backend, BackendParams, ExtractorError, Loaded
+from extractors.base import Backend, BackendParams, ExtractorError, Loaded, class_names
 
 RUNTIME_DIR = Path(__file__).with_name("centernet_js")
 MODEL_JSON = Path("node_modules/@vladmandic/human/models/centernet.json")
@@ -37,13 +36,8 @@ COCO_CLASSES = DATA_DIR / "coco_classes.txt"
 INSTALL_HINT = f"run `make install`, or `npm ci` in {RUNTIME_DIR} (the packages its package-lock.json pins)"
 
 
-@lru_cache(maxsize=2)
-def coco_classes(path: str = str(COCO_CLASSES)) -> tuple[str, ...]:
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    names = tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
-    if len(names) != 80:
-        raise ExtractorError(f"{path}: {len(names)} class names, a COCO detector needs 80")
-    return names
+def coco_classes() -> tuple[str, ...]:
+    return class_names(COCO_CLASSES, 80)
 
 
 class CenterNetParams(BackendParams):

@@ -11,7 +11,6 @@ Class names are `data/imagenet_classes.txt`, line N being output N.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from pydantic import Field
 from benchsmith.paths import DATA_DIR
 from benchsmith.records import Fact
 from benchsmith.settings import UNKEYED
-from extractors.base import Backend, BackendParams, ExtractorError, Loaded
+from extractors.base import Backend, BackendParams, ExtractorError, Loaded, class_names
 
 IMAGENET_CLASSES = DATA_DIR / "imagenet_classes.txt"
 INSTALL_HINT = "install it with `make install` (or: pip install 'benchsmith[local]')"
@@ -31,13 +30,8 @@ STAGES = ((3, 1, 1, 16, 1), (3, 2, 6, 24, 2), (5, 2, 6, 40, 2), (3, 2, 6, 80, 3)
 BN_EPS = 1e-3  # TensorFlow's batch-norm epsilon, which the weights were trained with
 
 
-@lru_cache(maxsize=2)
-def imagenet_classes(path: str = str(IMAGENET_CLASSES)) -> tuple[str, ...]:
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    names = tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
-    if len(names) != 1000:
-        raise ExtractorError(f"{path}: {len(names)} class names, an ImageNet-1k classifier needs 1000")
-    return names
+def imagenet_classes() -> tuple[str, ...]:
+    return class_names(IMAGENET_CLASSES, 1000)
 
 
 def weights_path() -> Path:
