@@ -58,21 +58,23 @@ def _frame(frame: str) -> str:
 
 
 def _summary(raw: Path, top: int = 12) -> dict:
-    """Where one command's samples went: the share under an import, and the functions (inclusive) that
-    held the most samples, command plumbing aside."""
-    inclusive, total, importing = Counter(), 0, 0
+    """Where one command's samples went: the share under an import, the functions that held the most
+    samples with their callees (command plumbing aside), and those that held the most themselves."""
+    inclusive, own, total, importing = Counter(), Counter(), 0, 0
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
         n = int(count)
         total += n
         frames = [_frame(f) for f in stack.split(";")]
         importing += n * any(f.startswith("_find_and_load ") for f in frames)
+        own[frames[-1]] += n
         for frame in set(frames):
             inclusive[frame] += n
     kept = [(f, n) for f, n in inclusive.most_common()
             if not any(p in f for p in PLUMBING) and "importlib" not in f and "<frozen" not in f]
     return {"samples": total, "importing_share": round(importing / max(total, 1), 3),
-            "top_inclusive": {f: round(n / max(total, 1), 3) for f, n in kept[:top]}}
+            "top_inclusive": {f: round(n / max(total, 1), 3) for f, n in kept[:top]},
+            "top_self": {f: round(n / max(total, 1), 3) for f, n in own.most_common(top // 2)}}
 
 
 def _children_cpu() -> float:
@@ -81,7 +83,8 @@ def _children_cpu() -> float:
 
 
 def _command(args: list[str], cwd: Path, env: dict, profile: Path | None) -> tuple[float, float]:
-    """One command's wall seconds and the CPU seconds it (and, profiled, py-spy) spent."""
+    """One command's wall seconds and the CPU seconds it spent (None when profiled: py-spy starts the
+    command and does not wait for it, so its CPU time is not counted)."""
     cpu = _children_cpu()
     if profile is None:
         return cli(*args, cwd=cwd, env=env)[0], _children_cpu() - cpu
@@ -91,7 +94,7 @@ def _command(args: list[str], cwd: Path, env: dict, profile: Path | None) -> tup
                           text=True)
     if done.returncode:
         raise RuntimeError(f"benchsmith {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return time.perf_counter() - started, _children_cpu() - cpu
+    return time.perf_counter() - started, None
 
 
 def one_build(folder: Path, scenes: int, env: dict, profile: bool) -> dict:
@@ -104,10 +107,10 @@ def one_build(folder: Path, scenes: int, env: dict, profile: bool) -> dict:
         seconds[name], cpu[name] = _command(args, folder, env, raw)
         if raw is not None:
             profiles[name] = _summary(raw)
-    for figures in (seconds, cpu):
-        figures["build"] = sum(figures[stage] for stage in STAGES)
+    seconds["build"] = sum(seconds[stage] for stage in STAGES)
+    cpu["build"] = None if profile else sum(cpu[stage] for stage in STAGES)
     return {"seconds": {k: round(v, 2) for k, v in seconds.items()},
-            "cpu_seconds": {k: round(v, 2) for k, v in cpu.items()}, "profiles": profiles,
+            "cpu_seconds": {k: None if v is None else round(v, 2) for k, v in cpu.items()}, "profiles": profiles,
             "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
 
 
@@ -116,7 +119,8 @@ def run(scenes: int = 40, runs: int = 3, profile: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         builds = [one_build(Path(tmp) / f"run{i}", scenes, env, profile) for i in range(runs)]
     medians = {name: round(statistics.median(b["seconds"][name] for b in builds), 2) for name in builds[0]["seconds"]}
-    cpu = {name: round(statistics.median(b["cpu_seconds"][name] for b in builds), 2) for name in builds[0]["cpu_seconds"]}
+    cpu = {name: None if profile else round(statistics.median(b["cpu_seconds"][name] for b in builds), 2)
+           for name in builds[0]["cpu_seconds"]}
     images_per_s = scenes / medians["build"]
     return {"case": "local_build", "scenes": scenes, "runs": runs, "median_seconds": medians,
             "median_cpu_seconds": cpu,
