@@ -13,14 +13,16 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from evaluation.contract import BaseProtocol, protocol
 from evaluation.settings import EvalSettings
 from evaluation.sources import Source
+
+if TYPE_CHECKING:  # pandas is imported where a board is scored: every command loads this module with the settings
+    import pandas as pd
 
 CHANCE = 0.25
 
@@ -61,6 +63,8 @@ def score_run(run: dict[str, Any], predictions: Sequence[dict[str, Any]], curren
                      "skipped": len(passes) - len(scored)})
     columns = ["question_id", "dimension", "answer", "score", "entropy", "choice", "passes", "matched", "votes",
                "unparseable", "skipped"]
+    import pandas as pd
+
     return RunScores(run, pd.DataFrame(rows, columns=columns), shown.instability)
 
 
