@@ -239,7 +239,8 @@ def main() -> None:
             result["schema_valid_share"] = round(1 - failed / len(ledger), 4) if ledger else None
             save("llm_real", result)
 
-            questions = store.get_questions()
+            # a workspace reused with fewer --images still holds the others: only these photos are analysed
+            questions = [q for q in store.get_questions() if q.item_id in by_id]
             calls = store.get_llm_calls(sorted({q.provenance.params["llm_call"] for q in questions}))
             result["generate"]["call_seconds"] = round(sum(c["seconds"] or 0 for c in calls.values()), 1)
             dims = {registry().get(k).id: k for k in DIMENSIONS}
