@@ -193,7 +193,7 @@ def judge_approves(question, parsed: dict) -> bool:
 
 def main() -> None:
     args = arguments(__doc__, quick={"images": 3}, images=3, most_objects=6, model="qwen2.5-coder-1.5b", port=18791, threads=1,
-                     questions_per_call=2, max_tokens=400, keep="confirmed", shown_key_judge=0,
+                     questions_per_call=2, max_tokens=400, keep="confirmed", shown_key_judge=0, dimensions=DIMENSIONS,
                      models_dir=str(Path.home() / ".cache" / "benchsmith" / "models"), workspace="").parse_args()
     folder = shared_data_dir() / "coco-mini-train"
     instances = json.loads((folder / "annotations" / "instances_train2017.json").read_text())
@@ -205,13 +205,13 @@ def main() -> None:
     env = {"BENCHSMITH_WORKSPACE": str(workspace), "OPENAI_BASE_URL": f"http://127.0.0.1:{args.port}/v1",
            "BENCHSMITH__LLM_SERVER__MODEL": args.model, "BENCHSMITH__LLM_SERVER__PORT": str(args.port),
            "BENCHSMITH__LLM_SERVER__THREADS": str(args.threads), "BENCHSMITH__LLM_SERVER__MODELS_DIR": args.models_dir,
-           "BENCHSMITH__GENERATE__DIMENSIONS": f"[{', '.join(DIMENSIONS)}]",
+           "BENCHSMITH__GENERATE__DIMENSIONS": f"[{', '.join(args.dimensions)}]",
            "BENCHSMITH__GENERATE__LLM__MODEL": args.model, "BENCHSMITH__GENERATE__LLM__MODELS": "{}",
            "BENCHSMITH__GENERATE__LLM__QUESTIONS_PER_CALL": str(args.questions_per_call),
            "BENCHSMITH__GENERATE__LLM__MAX_TOKENS": str(args.max_tokens),
            "BENCHSMITH__GENERATE__LLM__OPTIONS": "{concurrency: 1, timeout_s: 600, deadline_s: 1200}"}
     settings = load_settings(env=env)
-    result: dict = {"model": args.model, "threads": args.threads, "images": len(photos), "dimensions": DIMENSIONS,
+    result: dict = {"model": args.model, "threads": args.threads, "images": len(photos), "dimensions": args.dimensions,
                     "questions_per_call": args.questions_per_call, "data": "coco-mini-train (COCO boxes + 2 captions)"}
     started = time.monotonic()
     llm_server.start_detached(settings)
@@ -243,7 +243,7 @@ def main() -> None:
             questions = [q for q in store.get_questions() if q.item_id in by_id]
             calls = store.get_llm_calls(sorted({q.provenance.params["llm_call"] for q in questions}))
             result["generate"]["call_seconds"] = round(sum(c["seconds"] or 0 for c in calls.values()), 1)
-            dims = {registry().get(k).id: k for k in DIMENSIONS}
+            dims = {registry().get(k).id: k for k in args.dimensions}
             verdicts = {v.subject_id: v for v in store.get_verdicts(passed=False)}
             facts = store.get_facts(sorted(by_id))
             rows = []
@@ -321,7 +321,7 @@ def main() -> None:
     judged = [r for r in rows if r["judge"] is not None and r["oracle"] != "undecided"]
     result |= {
         "questions": len(rows), "oracle_all": tally(rows), "by_dimension": {
-            d: tally([r for r in rows if r["dimension"] == d]) for d in DIMENSIONS},
+            d: tally([r for r in rows if r["dimension"] == d]) for d in args.dimensions},
         "fact_check": dict(Counter(r["fact_check"].split(":")[0] for r in rows)),
         "fact_check_vs_oracle": {v: tally([r for r in rows if r["fact_check"].split(":")[0] == v])
                                  for v in ("verified", "failed", "unchecked")},
