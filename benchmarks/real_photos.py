@@ -209,6 +209,9 @@ PERSON_WORDS = {"man", "men", "woman", "women", "boy", "boys", "girl", "girls", 
 NOT_THERE = {"no", "not", "without", "toy", "toys", "stuffed", "statue", "painting", "poster", "cartoon", "fake",
              "model", "lego", "miniature", "shaped", "mural", "sticker", "plush", "figurine"}
 MEANS_ELSE = {"orange", "mouse", "remote", "tie", "keyboard", "apple"}   # a colour, an animal, an adjective...
+OTHER_NAMES = {"doughnut": "donut", "hotdog": "hot dog", "cattle": "cow", "calf": "cow", "puppy": "dog",
+               "kitten": "cat", "sofa": "couch", "television": "tv", "fridge": "refrigerator", "pony": "horse",
+               "lamb": "sheep", "motorbike": "motorcycle", "cellphone": "cell phone", "smartphone": "cell phone"}
 
 
 def absent_named(caption: str, truth: dict) -> list[str]:
@@ -225,6 +228,7 @@ def absent_named(caption: str, truth: dict) -> list[str]:
                 text = text.replace(f" {form} ", " | ")
     if PERSON_WORDS & set(text.split()):
         named.add("person")
+    named |= {name for word, name in OTHER_NAMES.items() if {word, english_plural(word)} & set(text.split())}
     if " car " in f" {' '.join(words)} " and {"train", "subway", "cable"} & set(words):
         named.discard("car")
     present = {i[0] for i in truth["instances"]}
