@@ -506,32 +506,12 @@ def build_stages(settings: Settings, *, generators: Sequence[str] = (),
             for stage in plugins.load("generators", name).stages(settings, options)]
 
 
-def import_inflect_unchecked() -> None:
-    """Import `inflect` with typeguard's `@typechecked` as a no-op, as under `python -O`: instrumenting
-    inflect's engine parses its whole source again once per method, about 1.5 s of CPU in every `generate`.
-    Its answers are the same; only its own run-time checks of argument types are gone."""
-    import sys
-
-    if "inflect" in sys.modules:
-        return
-    import typeguard
-
-    checked = typeguard.typechecked
-    typeguard.typechecked = lambda target=None, **_options: target if target is not None else (lambda t: t)
-    try:
-        import inflect  # noqa: F401 - now in sys.modules, where programmatic._inflection finds it
-    finally:
-        typeguard.typechecked = checked
-
-
 def run_stages(store, stages: Sequence[GeneratorStage], *, limit: int | None = None,
                subjects: Collection[str] | None = None, progress: Callable[[int], None] | None = None,
                workers: int | None = None) -> dict:
     """Run each generator's stage; return the run's counters, tokens and cost, summed. `workers`: the
     processes each stage may fork (None: what the stage asks for; a flow's shards pass 1)."""
     total: Counter = Counter()
-    if any(stage.generator in ("programmatic", "llm") for stage in stages):  # their plurals and the fact check
-        import_inflect_unchecked()
     for stage in stages:
         left = None if limit is None else max(0, limit - total["jobs"])
         report = runner.run(stage, store, limit=left, subjects=subjects, progress=progress, workers=workers)

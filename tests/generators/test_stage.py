@@ -278,14 +278,14 @@ def test_a_generator_that_names_no_templates_and_no_supports_is_an_error_not_an_
 
 
 def test_inflect_imported_without_its_type_checks_gives_the_same_words():
-    """`run_stages` imports inflect with typeguard's decorator as a no-op (its import parses inflect's source
+    """The plurals import inflect (`programmatic._inflection`) with typeguard's decorator as a no-op (its import parses inflect's source
     once per method otherwise); every plural and singular the vocabulary's words get stays the same."""
     import subprocess
     import sys
 
     script = ("import json, sys\n"
               "if sys.argv[1] == 'unchecked':\n"
-              "    from generators.stage import import_inflect_unchecked; import_inflect_unchecked()\n"
+              "    from generators.programmatic import import_inflect_unchecked; import_inflect_unchecked()\n"
               "import inflect\n"
               "from generators.programmatic import load_vocabulary\n"
               "engine, vocabulary = inflect.engine(), load_vocabulary()\n"
