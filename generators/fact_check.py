@@ -82,8 +82,13 @@ def _counting(question: Question, things: list[Thing], facts: list[Fact]) -> str
     count = sum(t.label == label for t in things)
     if key != count:
         return f"the key says {key} {label}, the facts have {count}"
-    also = [o for i, o in enumerate(question.options) if i != question.answer and _number(o) == count]
+    also = [o for o in _wrong(question) if _number(o) == count]
     return f"option {also[0]!r} is the count too" if also else VERIFIED
+
+
+def _wrong(question: Question) -> list[str]:
+    """The options that are not the key."""
+    return [o for i, o in enumerate(question.options) if i != question.answer]
 
 
 def _presence(question: Question, things: list[Thing], facts: list[Fact]) -> str | None:
@@ -95,7 +100,7 @@ def _presence(question: Question, things: list[Thing], facts: list[Fact]) -> str
         return "unchecked: the key is not a name"
     if key not in mentioned and f" {key} " not in captions and not any(key.endswith(f" {l}") for l in labels):
         return f"the key {question.options[question.answer]!r} names nothing the facts mention"
-    others = [o for i, o in enumerate(question.options) if i != question.answer]
+    others = _wrong(question)
     present = [o for o in others if _norm(o) in labels or any(_norm(o).endswith(f" {l}") for l in labels)]
     if present:
         return f"option {present[0]!r} is in the image too"
@@ -128,9 +133,8 @@ def _location(question: Question, things: list[Thing], margin: float) -> str | N
         where = " ".join(part for part in (ROWS[at_row] if row is not None else "",
                                            COLUMNS[at_column] if column is not None else "") if part)
         return f"the key says {question.options[question.answer]!r}, the {named[0]} is at the {where}"
-    also = [o for i, o in enumerate(question.options) if i != question.answer
-            for r, c in [_region(o)] if (r is not None or c is not None)
-            and r in (None, at_row) and c in (None, at_column)]
+    also = [o for o in _wrong(question) if _region(o) != (None, None)
+            and _region(o)[0] in (None, at_row) and _region(o)[1] in (None, at_column)]
     return f"option {also[0]!r} is where the {named[0]} is too" if also else VERIFIED
 
 
@@ -151,7 +155,7 @@ def _relation(question: Question, things: list[Thing]) -> str | None:
             return "unchecked: the two boxes are not apart along one side"
         if where != said[0]:
             return f"the key says {said[0]}, the {named[0]} is {where} of the {named[1]}"
-        also = [o for i, o in enumerate(question.options) if i != question.answer and where in _norm(o).split()]
+        also = [o for o in _wrong(question) if where in _norm(o).split()]
         return f"option {also[0]!r} says {where} too" if also else VERIFIED
     asked = [d for d in DIRECTIONS if d in _norm(question.text).split()]
     anchor, key = _named(question.text, labels), _named(question.options[question.answer], labels)
@@ -162,7 +166,7 @@ def _relation(question: Question, things: list[Thing]) -> str | None:
         return "unchecked: the two boxes are not apart along one side"
     if where != asked[0]:
         return f"the key's {key[0]} is {where} of the {anchor[0]}, not {asked[0]}"
-    also = [o for i, o in enumerate(question.options) if i != question.answer
+    also = [o for o in _wrong(question)
             for n in _named(o, labels) if once(n) and n != anchor[0] and relation(thing(n), thing(anchor[0]), 0.0) == asked[0]]
     return f"option {also[0]!r} is {asked[0]} of the {anchor[0]} too" if also else VERIFIED
 
@@ -177,7 +181,7 @@ def _text(question: Question, facts: list[Fact]) -> str | None:
     read = lambda option: any(option in r or r in option for r in reads if r and option)  # noqa: E731
     if not read(key):
         return f"the key {question.options[question.answer]!r} was not read in the image"
-    also = [o for i, o in enumerate(question.options) if i != question.answer and read(normalise_text(o))]
+    also = [o for o in _wrong(question) if read(normalise_text(o))]
     return f"option {also[0]!r} was read in the image too" if also else VERIFIED
 
 

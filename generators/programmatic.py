@@ -706,6 +706,7 @@ def identity(things, facts, vocabulary, settings, rng) -> list[Draft]:
     present = {(t.label, t.attributes.get("colour")) for t in things if t.crowd or t.pixels >= settings.min_pixels}
     present_labels = {t.label for t in things} | {l for l in vocabulary.labels if mentions(captions, l, vocabulary)}
     colours = vocabulary.values("colour")
+    support = vocabulary.support("identity")
     drafts = []
     for label, colour in sorted(present, key=lambda p: (p[0], p[1] or "")):
         if colour:
@@ -721,15 +722,13 @@ def identity(things, facts, vocabulary, settings, rng) -> list[Draft]:
         else:
             # labels as keys as often as each other (`_balanced`), the wrong ones drawn uniformly from the same
             # labels: then no label is the key more than a quarter of the times it is shown
-            support = vocabulary.support("identity") or vocabulary.labels
-            others = pick(shuffled(rng, [vocabulary.names.get(l, l) for l in support if l not in present_labels]), 3,
-                          avoid=[label])
+            others = pick(shuffled(rng, [vocabulary.names.get(l, l) for l in support or vocabulary.labels
+                                         if l not in present_labels]), 3, avoid=[label])
         if len(others) < 3:
             continue
         draft = Draft("Which of these can be seen in the image?", (_name(label, colour, vocabulary), *others),
                       {"template": "identity", "target": {"label": label} | ({"colour": colour} if colour else {})})
         if not colour and vocabulary.keys.get("identity"):
-            support = vocabulary.support("identity")
             draft = (_balanced(draft, "identity", label, vocabulary, rng) if label in support else
                      replace(draft, dropped=f"{label!r} is rarer in the collection than the labels asked about: "
                                             "as a key among them it would stand out"))

@@ -16,12 +16,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from benchsmith.similarity import matching_ratio
 from filters.solvers.base import BaseSolver, Prediction, Query
 
 if TYPE_CHECKING:  # annotations only: the settings model builds this solver
@@ -56,7 +56,7 @@ def _number(text: str) -> float | None:
 def _likeness(a: str, b: str) -> float:
     """How alike two options are, character by character. Kept: the filter asks about each question in
     every rotation of its options after fitting on them, the same pairs every time (most of its features' cost)."""
-    return SequenceMatcher(None, a, b).ratio()
+    return matching_ratio(a, b)
 
 
 def option_features(text: str, options: Sequence[str]) -> list[dict[str, float]]:
