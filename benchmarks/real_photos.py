@@ -151,7 +151,6 @@ def judge(question, truth: dict) -> tuple[str, str]:
                  and i[2] > EDGE_PIXELS and i[3] < w - EDGE_PIXELS and i[4] < h - EDGE_PIXELS]
         defensible = set(range(len(clear), len(found) + 1)) | _said_counts(name, captions)
         if not found and _mentioned(name, captions):
-            defensible.add(-1)
             return "ambiguous", f"no {name} boxed, but a caption names one"
         if key not in {str(n) for n in defensible}:
             return "wrong", f"{len(found)} boxed ({len(clear)} clear)"

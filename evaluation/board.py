@@ -1,6 +1,6 @@
 """The leaderboard and the item analysis, computed from the stored predictions of every run on a source.
 
-Scores are per question first (a protocol's passes folded by `protocols.question_score`), then
+Scores are per question first (a protocol's passes folded by `question_score`), then
 averaged: per dimension, and overall over all questions (SEED-Bench's overall is over questions, not
 a mean of dimensions). Each accuracy carries a 95% bootstrap interval over questions.
 """

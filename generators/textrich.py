@@ -232,12 +232,8 @@ def unread_text(draft: Draft, truth: dict, ocr: Sequence[Fact], width: int, heig
 
 def _read(text: str, box: tuple[float, ...], line: Fact) -> bool:
     """Whether OCR `line` lies over `box` (half the smaller of the two) and holds `text`'s words in a row."""
-    xs, ys = [x for x, _y in line.quad], [y for _x, y in line.quad]
-    left, top, right, bottom = max(box[0], min(xs)), max(box[1], min(ys)), min(box[2], max(xs)), min(box[3], max(ys))
-    overlap = max(0.0, right - left) * max(0.0, bottom - top)
-    smaller = min((box[2] - box[0]) * (box[3] - box[1]), (max(xs) - min(xs)) * (max(ys) - min(ys)))
     words, read = normalise_text(text).split(), normalise_text(line.text).split()
-    return 0 < smaller <= 2 * overlap and any(read[i:i + len(words)] == words for i in range(len(read)))
+    return textrich_receipts.over(box, line) and any(read[i:i + len(words)] == words for i in range(len(read)))
 
 
 def page_truth(item: Image, dimension: Dimension) -> dict | None:

@@ -31,7 +31,8 @@ from typing import Any
 
 from benchsmith.images import Rejected
 from benchsmith.records import stable_hash
-from ingest.candidates import Candidate, IngestError, file_problem, file_version, inside, read_regular_file
+from ingest.candidates import (Candidate, IngestError, file_problem, file_version, inside, read_regular_file,
+                               task_annotations)
 
 COCO_SUFFIXES = (".json",)
 YOLO_SUFFIXES = (".yaml", ".yml")
@@ -151,8 +152,8 @@ def coco_candidates(annotations: Path, *, images: Path | None = None, source: st
         notes = {"objects": [o for o in found if "rule" not in o], "dropped": [o for o in found if "rule" in o],
                  "captions": captions_of[image["id"]]}
         if task and captions_of[image["id"]]:
-            notes["reform"] = [{"task": task, "dataset": source, "row": f"{annotations.name}:{image['id']}",
-                                "fields": {"image_id": image["id"], "captions": captions_of[image["id"]]}}]
+            notes |= task_annotations({"image_id": image["id"], "captions": captions_of[image["id"]]}, task,
+                                      f"{annotations.name}:{image['id']}", source)
         notes = {key: value for key, value in notes.items() if value}
         yield _candidate(rel, root / rel, root, "images folder", notes, source=source,
                          license=licences.get(image.get("license")) or license,
