@@ -119,7 +119,7 @@ def test_each_question_says_where_it_came_from_and_how_each_distractor_was_chose
 
 
 HOWS = ("MiniLM nearest to the key among", "TF-IDF word overlap with the key", "edit-distance neighbour of the key",
-        "another region of the image")
+        "another region of the image", "a caption of another image, none nearer being usable")
 
 
 def test_bad_annotations_are_recorded_per_item_and_the_run_says_why(built):
