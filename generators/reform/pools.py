@@ -6,7 +6,7 @@ import itertools
 import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -123,6 +123,8 @@ class Pools:
         # under `caption_uses`: each caption question's wrong options, chosen once for the whole collection
         self.caption_plan: dict[tuple[str, str], list[tuple[str, float, str]] | str] = {}
         self._caption_uses: Counter = Counter()   # normalised caption -> questions planned with it
+        # `_next_usable`'s links over `captions`: an index no question may use any more points past itself
+        self._spent: list[int] | None = None
         if settings.caption_uses is not None:
             self._plan_captions(self.readings)
 
@@ -164,6 +166,11 @@ class Pools:
         asked.sort(key=lambda a: a[:4])
         held = Counter(normalise_text(a[4].key) for a in asked if a[0] == 0)
         uses = self._caption_uses
+        if self._spent is None:
+            self._spent = list(range(len(self.captions) + 1))
+        where: dict[str, list[int]] = defaultdict(list)   # normalised caption -> its indices in `captions`
+        for i, (caption, _other) in enumerate(self.captions):
+            where[normalise_text(caption)].append(i)
 
         def free(text: str) -> bool:
             return uses[text] + held[text] < limit
@@ -186,7 +193,10 @@ class Pools:
                                                    len(found), rng)
                     found = [found[i - 1] for i in chosen]
                 if len(found) >= 3 or self.settings.llm_distractors:   # the question will be made
-                    uses.update(normalise_text(t) for t in (p.key, *(t for t, _s, _h in found)))
+                    taken = [normalise_text(t) for t in (p.key, *(t for t, _s, _h in found))]
+                    uses.update(taken)
+                    for i in (i for text in taken if uses[text] >= limit for i in where.get(text, ())):
+                        self._spent[i] = i + 1
                 self.caption_plan[(item_id, annotation)] = found
         self._near = {}
 
@@ -347,9 +357,9 @@ class Pools:
         near = zip(columns.tolist(), scores.tolist(), itertools.repeat("TF-IDF word overlap with the key, a caption "
                                                                        "of another image"))
         if (proven or free is not None) and self.captions:   # shown wrong, or what the collection left
-            start, n = int(stable_hash(p.key), 16) % len(self.captions), len(self.captions)
-            near = itertools.chain(near, (((start + k) % n, 0.0, "a caption of another image, none nearer being "
-                                           "usable") for k in range(n)))
+            start = int(stable_hash(p.key), 16) % len(self.captions)
+            near = itertools.chain(near, ((i, 0.0, "a caption of another image, none nearer being usable")
+                                          for i in self._ring(start)))
         for i, score, how in near:
             caption, other = self.captions[i]
             if other in images:
@@ -368,6 +378,30 @@ class Pools:
             if len(out) == self.settings.hard_negative_pool:
                 break
         return out
+
+    def _ring(self, start: int) -> Iterator[int]:
+        """The indices of `captions` from `start` round to the one before it, skipping those no question
+        may use any more (a plan's later questions would otherwise walk past every caption used up)."""
+        n = len(self.captions)
+        if self._spent is None:
+            yield from range(start, n)
+            yield from range(start)
+            return
+        for low, high in ((start, n), (0, start)):
+            i = self._next_usable(low)
+            while i < high:
+                yield i
+                i = self._next_usable(i + 1)
+
+    def _next_usable(self, i: int) -> int:
+        """The first index from `i` on that a question may still use (`len(captions)`: none), the links
+        walked shortened for the next call."""
+        spent, root = self._spent, i
+        while spent[root] != root:
+            root = spent[root]
+        while spent[i] != root:
+            spent[i], i = root, spent[i]
+        return root
 
     def text_candidates(self, p: Parsed) -> list[tuple[str, float, str]]:
         own = _folded(p.accepted)  # every string of the image (`read`), the key among them
