@@ -178,7 +178,8 @@ class Pools:
         for start in range(0, len(asked), 1024):   # the nearest captions of some keys at a time
             window = asked[start:start + 1024]
             self._near = {}
-            self._nearest("captions", sorted({a[4].key for a in window}))
+            # keys already used up (most second and third keys of a photo) need no search
+            self._nearest("captions", sorted({a[4].key for a in window if uses[normalise_text(a[4].key)] < limit}))
             for round_, _order, item_id, annotation, p in window:
                 key = normalise_text(p.key)
                 held[key] -= round_ == 0
