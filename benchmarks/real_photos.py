@@ -204,7 +204,7 @@ ALL_NAMES: list[str] = []
 # nouns that always mean a person; words after which a class name means a likeness, or nothing there
 PERSON_WORDS = {"man", "men", "woman", "women", "boy", "boys", "girl", "girls", "child", "children", "kid", "kids",
                 "people", "persons", "lady", "ladies", "guy", "guys", "player", "players", "skier", "skiers",
-                "surfer", "surfers", "baby", "babies"}
+                "surfer", "surfers", "baby", "babies", "skateboarder", "skateboarders", "snowboarder", "snowboarders"}
 NOT_THERE = {"no", "not", "without", "toy", "toys", "stuffed", "statue", "painting", "poster", "cartoon", "fake",
              "model", "lego", "miniature", "shaped", "mural", "sticker", "plush", "figurine"}
 MEANS_ELSE = {"orange", "mouse", "remote", "tie", "keyboard", "apple"}   # a colour, an animal, an adjective...

@@ -393,7 +393,7 @@ class ReformStage(QuestionStage):
                 items = self._listed(store.iter_items(kind="image"), kinds)
                 key = self.config_key()
                 if self._pools is None and not any(k == key for k, _status in store.ledger_counts(self.name)):
-                    self._pools = reform.Pools(items, self.own)
+                    self._pools = reform.Pools(items, self.own, seed=self.options.seed)
                 else:  # a rerun may have nothing left to do: no pools until a window needs them
                     deque(items, maxlen=0)
         return self._jobs
@@ -435,7 +435,7 @@ class ReformStage(QuestionStage):
     def pools(self, context: runner.StageContext) -> reform.Pools:
         """Every reform annotation's answers, classes, captions and texts: the distractor pools (once a run)."""
         if self._pools is None:
-            self._pools = reform.Pools(context.store.iter_items(kind="image"), self.own)
+            self._pools = reform.Pools(context.store.iter_items(kind="image"), self.own, seed=self.options.seed)
         return self._pools
 
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:

@@ -12,7 +12,9 @@ dimension each feeds, its question, which column gives which field, and one of f
   captions; distractors are captions of other images with the most words in common (TF-IDF cosine), one
   an image. Where the image comes with objects (COCO instances, exhaustive for their classes), a key names
   one of them and nothing the image lacks, and every distractor names a label the image has no object of
-  (data/caption_objects.yaml, `captions.py`), so it is shown wrong, never merely unlike the key;
+  (data/caption_objects.yaml, `captions.py`), so it is shown wrong, never merely unlike the key. No
+  caption is in more than `caption_uses` questions (`Pools._plan_captions` chooses the wrong options for the
+  whole collection at once): a blind solver would learn a reused caption's role from the other questions;
 - `regions` (referring expressions): options are boxes; distractors the image's other regions, those of
   the referent's category first;
 - `texts` (text reading): the key is a ground-truth string; distractors are other images' strings

