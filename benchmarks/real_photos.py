@@ -133,6 +133,8 @@ def judge(question, truth: dict) -> tuple[str, str]:
         found = of(name) if name else []
         return found[0] if len(found) == 1 and not found[0][5] else None
 
+    if verdict := judge_choice(question, truth, labels):
+        return verdict
     if m := re.fullmatch(r"How many (.+) are there in the image\?", text):
         if m[1] in ("objects", "shapes"):
             return "ambiguous", "COCO labels are not exhaustive: every object cannot be counted"
@@ -190,6 +192,77 @@ def judge(question, truth: dict) -> tuple[str, str]:
             return "ambiguous", "the key is only ever tiny"
         return "right", ""
     return "ambiguous", "no text truth for this question on a photo"
+
+
+SIDES = {"to the left of": lambda a, b: a[3] <= b[1], "to the right of": lambda a, b: a[1] >= b[3],
+         "above": lambda a, b: a[4] <= b[2], "below": lambda a, b: a[2] >= b[4]}
+# a box reaching past the anchor's edge on that side: a viewer may well say it is there
+REACHES = {"to the left of": lambda a, b: a[1] < b[1], "to the right of": lambda a, b: a[3] > b[3],
+           "above": lambda a, b: a[2] < b[2], "below": lambda a, b: a[4] > b[4]}
+
+
+def judge_choice(question, truth: dict, labels: set[str]) -> tuple[str, str] | None:
+    """The questions whose options are labels ("Which of these is there exactly one of / is in the top
+    left of the image / is to the left of the dog?"): each option is true, false or unsettled by the truth;
+    right when the key alone is true and every other option false. None for any other question."""
+    text, options, answer = question.text, question.options, question.answer
+    instances, size, captions = truth["instances"], truth["size"], truth["captions"]
+
+    def of(name):
+        return [i for i in instances if i[0] == name]
+
+    def clear(i):
+        return (i[3] - i[1]) * (i[4] - i[2]) >= CLEAR_PIXELS
+
+    if m := re.fullmatch(r"Which of these (?:is|are) there exactly (\w+) of in the image\?", text):
+        n = NUMBERS[m[1]]
+        w, h = size
+
+        def holds(name):
+            found = of(name)
+            if any(i[5] for i in found) or (not found and _mentioned(name, captions)):
+                return None
+            seen = [i for i in found if clear(i) and i[1] > EDGE_PIXELS and i[2] > EDGE_PIXELS
+                    and i[3] < w - EDGE_PIXELS and i[4] < h - EDGE_PIXELS]
+            defensible = set(range(len(seen), len(found) + 1)) | _said_counts(name, captions)
+            return True if defensible == {n} else False if n not in defensible else None
+    elif m := re.fullmatch(r"Which of these is in the (.+) of the image\?", text):
+        cell = next((c for c, name in REGIONS.items() if name == m[1]), None)
+        if cell is None:
+            return "ambiguous", f"no region {m[1]!r}"
+
+        def holds(name):
+            shares = [_share(i[1:5], size, cell) for i in of(name)]
+            if any(s >= 0.5 and clear(i) and not i[5] for s, i in zip(shares, of(name))):
+                return True
+            if any(s >= 0.2 for s in shares) or (not shares and _mentioned(name, captions)):
+                return None
+            return False
+    elif m := re.fullmatch(r"Which of these is (to the left of|to the right of|above|below) the (.+)\?", text):
+        name = _label_of(m[2], labels)
+        anchors = of(name) if name else []
+        if len(anchors) != 1 or anchors[0][5]:
+            return "ambiguous", f"not exactly one {m[2]}"
+        anchor, side, reaches = anchors[0], SIDES[m[1]], REACHES[m[1]]
+
+        def holds(name):
+            found = [i for i in of(name) if i is not anchor]
+            if any(side(i, anchor) and clear(i) and not i[5] for i in found):
+                return True
+            if any(side(i, anchor) or reaches(i, anchor) for i in found) or (not found and _mentioned(name, captions)):
+                return None
+            return False
+    else:
+        return None
+    named = [_label_of(o, labels) for o in options]
+    if None in named:
+        return "ambiguous", f"an option that is no label: {options}"
+    said = [holds(n) for n in named]
+    if said[answer] is False or any(s is True for i, s in enumerate(said) if i != answer):
+        return "wrong", f"true of: {[o for o, s in zip(options, said) if s]}"
+    if said[answer] is None or None in said:
+        return "ambiguous", f"unsettled: {[o for o, s in zip(options, said) if s is None]}"
+    return "right", ""
 
 
 ALL_NAMES: list[str] = []
