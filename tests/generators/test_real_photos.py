@@ -237,3 +237,81 @@ def test_counts_on_a_photo_collection_do_not_give_their_key_to_a_model_without_t
     # are mostly 0 and 1 (the label named still leans: a common label has more of the larger counts)
     shown, keyed = Counter(o for q in questions for o in q.options), Counter(q.options[q.answer] for q in questions)
     assert all(abs(keyed[v] / shown[v] - 0.25) < 0.12 for v in shown if shown[v] >= 40), (keyed, shown)
+
+
+# -- questions whose options are labels: each option judged by the test's own reading of the boxes -----
+
+def _label_of(option: str, labels) -> str:
+    return next(label for label in labels if option in (label, plural(label, load_vocabulary())))
+
+
+def test_which_label_is_to_one_side_offers_only_labels_clear_of_that_side():
+    dog = (0.4, 0.4, 0.6, 0.6)
+    facts = [obj("dog", dog), obj("person", (0.05, 0.42, 0.25, 0.62)), obj("cup", (0.7, 0.45, 0.85, 0.6)),
+             obj("chair", (0.3, 0.15, 0.45, 0.35)), caption("A dog with a cat nearby")]
+    questions = [q for q in asked(made("spatial_relation", facts)).values()
+                 if q.text.startswith("Which of these") and q.text.endswith("the dog?")]
+    texts = {q.text for q in questions}
+    assert "Which of these is to the left of the dog?" in texts and "Which of these is to the right of the dog?" in texts
+    boxes = {f.text: f.box for f in facts if f.kind == "object"}
+    centre = (dog[0] + dog[2]) / 2
+    for q in questions:
+        side = q.text.removeprefix("Which of these is ").removesuffix(" the dog?")
+        key = q.options[q.answer]
+        assert (side, key) in {("to the left of", "person"), ("to the right of", "cup")}
+        for option in q.options:
+            assert option != "cat"  # a caption names it: maybe in the photo
+            if option != key and option in boxes:  # a present wrong option keeps clear of that side of the dog
+                x1, _y1, x2, _y2 = boxes[option]
+                assert x1 >= centre if side == "to the left of" else x2 <= centre, (q.text, option)
+        assert "chair" not in q.options or side == "to the right of"  # it reaches left of the dog's centre
+
+
+def test_which_label_is_in_a_region_never_offers_one_that_reaches_into_it():
+    facts = [obj("person", (0.05, 0.05, 0.25, 0.25)), obj("cup", (0.72, 0.75, 0.9, 0.95)),
+             obj("bench", (0.0, 0.0, 1.0, 1.0))]
+    questions = [q for q in asked(made("instance_location", facts)).values() if q.text.startswith("Which of these")]
+    keys = {q.text: q.options[q.answer] for q in questions}
+    assert keys == {"Which of these is in the top left of the image?": "person",
+                    "Which of these is in the bottom right of the image?": "cup"}
+    for q in questions:
+        assert "bench" not in q.options  # it covers every region: neither the key nor surely elsewhere
+        assert not {"person", "cup"} & set(q.options) - {q.options[q.answer]}  # the other is in another corner only
+
+
+def test_which_label_there_are_exactly_n_of_is_settled_by_the_boxes():
+    facts = [*(obj("person", box) for box in APART), obj("dog", (0.4, 0.1, 0.55, 0.3)),
+             obj("car", (0.1, 0.75, 0.2, 0.85)), obj("car", (0.19, 0.75, 0.3, 0.85)),  # touching: unsettled
+             caption("People and a dog near a cat")]
+    questions = [q for q in asked(made("instances_counting", facts)).values() if q.text.startswith("Which of these")]
+    counts = {label: sum(f.text == label for f in facts if f.kind == "object") for label in load_vocabulary().labels}
+    numbers = {"one": 1, "two": 2, "three": 3}
+    asked_n = set()
+    for q in questions:
+        n = numbers[re.fullmatch(r"Which of these (?:is|are) there exactly (\w+) of in the image\?", q.text)[1]]
+        asked_n.add(n)
+        labels = [_label_of(o, counts) for o in q.options]
+        assert counts[labels[q.answer]] == n
+        for i, label in enumerate(labels):
+            if i != q.answer:
+                # two touching cars: more than one for sure, but maybe three
+                assert counts[label] != n and label != "cat" and (label != "car" or n == 1)
+    assert asked_n == {1, 3}
+
+
+def test_a_label_in_most_photos_is_not_a_likelier_key_than_the_labels_shown_with_it():
+    """People are in 70% of the photos, each rarer thing in 10%: drawn evenly, 'person' would be the key of
+    most identity questions that offer it. Drawn by their weights and kept by the keep chances, it is the
+    key of about a quarter of them, like every other label."""
+    photos = _photo_collection()
+    vocabulary = load_vocabulary().widened([f for _image, facts in photos for f in facts], ProgrammaticSettings())
+    questions = [q for image, facts in photos
+                 for q in generate(image, facts, registry().get("instance_identity"), vocabulary,
+                                   ProgrammaticSettings(per_dimension=50), seed=3) if "dropped" not in q.meta]
+    facts_of = {image.id: {f.text for f in facts} for image, facts in photos}
+    for q in questions:  # the test's own truth: the key alone is in the photo
+        assert [o in facts_of[q.item_id] for o in q.options] == [i == q.answer for i in range(4)]
+    shown, keyed = Counter(o for q in questions for o in q.options), Counter(q.options[q.answer] for q in questions)
+    assert shown["person"] >= 60 and abs(keyed["person"] / shown["person"] - 0.25) < 0.08, (keyed, shown)
+    rare = [v for v in shown if v != "person" and shown[v] >= 20]
+    assert rare and all(abs(keyed[v] / shown[v] - 0.25) < 0.15 for v in rare), (keyed, shown)
