@@ -867,6 +867,17 @@ def spatial(things, facts, vocabulary, settings, rng) -> list[Draft]:
 SIDES = {"left": "to the left of", "right": "to the right of", "above": "above", "below": "below"}
 
 
+def beside(thing: Thing, anchor: Thing, where: str, gap: float) -> bool:
+    """Whether `thing`'s box lies wholly on the `where` side of `anchor`'s, `gap` apart, and its centre is
+    farther off that way than across: true of a thing up and to the left when asked which thing is to the
+    left (no option is another direction that would be true too, as in `relation`)."""
+    (ax, ay), (bx, by) = thing.centre, anchor.centre
+    along, across = (bx - ax, abs(by - ay)) if where in ("left", "right") else (by - ay, abs(bx - ax))
+    apart = {"left": thing.box[2] + gap <= anchor.box[0], "right": anchor.box[2] + gap <= thing.box[0],
+             "above": thing.box[3] + gap <= anchor.box[1], "below": anchor.box[3] + gap <= thing.box[1]}[where]
+    return apart and abs(along) >= across
+
+
 def _clear_of(thing: Thing, anchor: Thing, where: str) -> bool:
     """Whether no part of `thing` lies on the `where` side of `anchor`'s centre: it is surely not there."""
     (cx, cy), (x1, y1, x2, y2) = anchor.centre, thing.box
@@ -876,8 +887,8 @@ def _clear_of(thing: Thing, anchor: Thing, where: str) -> bool:
 def spatial_choices(things: list[Thing], captions: list[str], vocabulary: Vocabulary,
                     settings: ProgrammaticSettings) -> list[Choice]:
     """"Which of these is to the left of the dog?" about each object its description picks out (of visible
-    size, not a crowd region) and each side: true of the labels with an object of visible size that is on
-    that side of it alone (`relation`); surely false of a label no box of which reaches past its centre
+    size, not a crowd region) and each side: true of the labels with an object of visible size wholly on that
+    side of it (`beside`); surely false of a label no box of which reaches past its centre
     towards that side, and of a label absent from the boxes and the captions."""
     absent = absent_labels(things, captions, vocabulary)
     choices = []
@@ -888,7 +899,7 @@ def spatial_choices(things: list[Thing], captions: list[str], vocabulary: Vocabu
         others = [t for t in things if t.label != anchor.label]
         for where, words in SIDES.items():
             true = {t.label for t in others if not t.crowd and t.pixels >= settings.min_pixels
-                    and relation(t, anchor, settings.spatial_gap) == where}
+                    and beside(t, anchor, where, settings.spatial_gap)}
             if not true:
                 continue
             false = {label for label in {t.label for t in others} - true

@@ -248,23 +248,25 @@ def _label_of(option: str, labels) -> str:
 def test_which_label_is_to_one_side_offers_only_labels_clear_of_that_side():
     dog = (0.4, 0.4, 0.6, 0.6)
     facts = [obj("dog", dog), obj("person", (0.05, 0.42, 0.25, 0.62)), obj("cup", (0.7, 0.45, 0.85, 0.6)),
-             obj("chair", (0.3, 0.15, 0.45, 0.35)), caption("A dog with a cat nearby")]
+             obj("chair", (0.3, 0.15, 0.45, 0.35)), caption("A dog with a cat nearby")]  # the chair: up, a little left
     questions = [q for q in asked(made("spatial_relation", facts)).values()
                  if q.text.startswith("Which of these") and q.text.endswith("the dog?")]
     texts = {q.text for q in questions}
     assert "Which of these is to the left of the dog?" in texts and "Which of these is to the right of the dog?" in texts
     boxes = {f.text: f.box for f in facts if f.kind == "object"}
-    centre = (dog[0] + dog[2]) / 2
+    centre, middle = (dog[0] + dog[2]) / 2, (dog[1] + dog[3]) / 2
     for q in questions:
         side = q.text.removeprefix("Which of these is ").removesuffix(" the dog?")
         key = q.options[q.answer]
-        assert (side, key) in {("to the left of", "person"), ("to the right of", "cup")}
+        assert (side, key) in {("to the left of", "person"), ("to the right of", "cup"), ("above", "chair")}
         for option in q.options:
             assert option != "cat"  # a caption names it: maybe in the photo
             if option != key and option in boxes:  # a present wrong option keeps clear of that side of the dog
-                x1, _y1, x2, _y2 = boxes[option]
-                assert x1 >= centre if side == "to the left of" else x2 <= centre, (q.text, option)
-        assert "chair" not in q.options or side == "to the right of"  # it reaches left of the dog's centre
+                x1, y1, x2, y2 = boxes[option]
+                clear = {"to the left of": x1 >= centre, "to the right of": x2 <= centre, "above": y1 >= middle,
+                         "below": y2 <= middle}
+                assert clear[side], (q.text, option)
+        assert "chair" not in q.options or side != "to the left of"  # it reaches left of the dog's centre
 
 
 def test_which_label_is_in_a_region_never_offers_one_that_reaches_into_it():
