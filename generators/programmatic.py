@@ -242,8 +242,8 @@ def _product_sample(values: list[str], weights: list[float], n: int, rng: random
 
 
 FALLBACK_SUPPORT = {"count": tuple(str(n) for n in range(6)), "spatial": ("above", "below", "left", "right"),
-                    "location": ("bottom centre", "bottom left", "bottom right", "centre", "middle left", "middle right",
-                                 "top centre", "top left", "top right")}
+                    "location": ("bottom centre", "bottom left", "bottom right", "centre", "middle left",
+                                 "middle right", "top centre", "top left", "top right")}
 
 
 def _value_order(value: str):
@@ -614,7 +614,8 @@ def count_choices(things: list[Thing], captions: list[str], vocabulary: Vocabula
     for n in sorted(set(exact.values())):
         if not 0 < n < len(SPOKEN_NUMBERS):
             continue
-        said = {label for label in labels if any(number == n for number, _many in mentions(captions, label, vocabulary))}
+        said = {label for label in labels
+                if any(number == n for number, _many in mentions(captions, label, vocabulary))}
         true = {label for label, count in exact.items() if count == n}
         false = ({label for label, count in exact.items() if count != n} | {l for l in labels if visible[l] > n}
                  | absent) - said - true
