@@ -201,8 +201,8 @@ def run(scenes: int = 200, seed: int = 5) -> dict:
 
     strongest, tables = tabulate(attack(kept), [name[q.dimension_id] for q in kept])
     counting = registry().get("instances_counting").id
-    ranks = Counter(sorted(int(o) for o in q.options).index(int(q.options[q.answer]))
-                    for q in kept if q.dimension_id == counting)
+    ranks = Counter(sorted(int(o) for o in q.options).index(int(q.options[q.answer]))  # "How many": numbers
+                    for q in kept if q.dimension_id == counting and all(o.isdigit() for o in q.options))
     result = {
         "scenes": scenes, "seed": seed, "drafted": len(drafts), "passed_quality": len(questions), "kept": len(kept),
         "per_dimension": {name[d]: {"drafted": drafted[d], "dropped_at_generation": dict(gate_rules[d]),
