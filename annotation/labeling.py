@@ -2,7 +2,9 @@
 as a Review.
 
 One config serves images and videos: the `images` field of a task holds one image, or a video's
-sampled frames, which Label Studio pages through. Questions about an image set have a config of their own
+sampled frames, which Label Studio pages through. A question about text read off a photo (its meta holds
+the `crop` the text was read from) shows that part of the photo, enlarged, under the image (`crop_view`),
+so the annotator checks the reading where it was made. Questions about an image set have a config of their own
 (`sets`): its `gallery` shows the set's images side by side, each under its number as the question names
 it, through a HyperText tag, since Label Studio's Image tag shows only one image of a list at a time.
 
@@ -54,7 +56,7 @@ def label_config(settings: ReviewSettings, second_look: bool = False, sets: bool
   </View>""" if second_look else "")
     return f"""<View>{note}
   {'<HyperText name="image" value="$gallery" inline="true"/>' if sets else
-     '<Image name="image" valueList="$images" maxWidth="100%"/>'}
+     '<Image name="image" valueList="$images" maxWidth="100%"/>' + CROP_VIEW}
   <Header value="$question"/>
   <Choices name="answer" toName="image" choice="single-radio" value="$options" showInline="false"/>
   <View style="margin-top: 1em">
@@ -122,6 +124,32 @@ def gallery(urls: Sequence[str]) -> str:
         for n, url in enumerate(urls, 1)) + "</div>"
 
 
+# Label Studio renders an empty value as nothing: a task without a crop shows no trace of it
+CROP_VIEW = '\n  <HyperText name="crop" value="$crop" inline="true"/>'
+CROP_MARGIN = 0.25  # of the crop's own width and height, each side: the reading's surroundings
+CROP_WIDTH_PX = 480  # the most the enlarged crop takes on the page
+
+
+def crop_view(url: str, box: Sequence[float], size: tuple[int, int]) -> str:
+    """HTML that shows the part `box` (left, top, right, bottom, in fractions of the image) of the image at
+    `url`, `size` pixels wide and high, with a margin around it, scaled to the page's width: a frame of the crop's proportions that
+    clips the whole image, moved and scaled so only the crop shows (no file is written)."""
+    x1, y1, x2, y2 = (float(v) for v in box)
+    mx, my = (x2 - x1) * CROP_MARGIN, (y2 - y1) * CROP_MARGIN
+    x1, y1, x2, y2 = max(0.0, x1 - mx), max(0.0, y1 - my), min(1.0, x2 + mx), min(1.0, y2 + my)
+    if x2 <= x1 or y2 <= y1:
+        return ""
+    width, height = x2 - x1, y2 - y1
+    # the frame has the crop's proportions in pixels; the image in it is 1/width frames wide, so 1/height
+    # frames high, shifted by the crop's corner
+    return (f'<figure style="margin: 0.5em 0; max-width: {CROP_WIDTH_PX}px">'
+            f'<figcaption style="font-weight: bold">The text was read here</figcaption>'
+            f'<div data-crop="{x1:.4f},{y1:.4f},{x2:.4f},{y2:.4f}" style="position: relative; overflow: hidden; '
+            f'width: 100%; aspect-ratio: {width * size[0]:.1f} / {height * size[1]:.1f}"><img src={quoteattr(url)} alt="where the text was read" '
+            f'style="position: absolute; max-width: none; width: {100 / width:.3f}%; '
+            f'left: {-100 * x1 / width:.3f}%; top: {-100 * y1 / height:.3f}%"/></div></figure>')
+
+
 def option_label(index: int, text: str) -> str:
     return f"{LETTERS[index]}. {text}"
 
@@ -153,6 +181,10 @@ def to_task(question: Question, item: Item, registry: Registry, settings: Review
     }}
     if side_by_side(question, registry):
         task["data"]["gallery"] = gallery(urls)
+    else:
+        crop = question.meta.get("crop")
+        task["data"]["crop"] = (crop_view(urls[0], crop, (item.width, item.height))
+                                if crop and urls and item.width and item.height else "")
     if round:
         task["data"] |= {"round": round, "note": note}
     if settings.show_predictions:

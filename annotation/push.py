@@ -96,19 +96,19 @@ def ensure_project(server: Server, settings: Settings, review: ReviewSettings,
                   show_collab_predictions=review.show_predictions, expert_instruction=review.instructions,
                   show_instruction=bool(review.instructions))
     project_id, created = open_project(server, settings, review, title, fields)
-    if sets and created:
-        hide_gallery_column(server, project_id)
+    if created:
+        hide_markup_column(server, project_id, GALLERY_COLUMN if sets else CROP_COLUMN)
     return project_id, created
 
 
-GALLERY_COLUMN = "tasks:data.gallery"
+GALLERY_COLUMN, CROP_COLUMN = "tasks:data.gallery", "tasks:data.crop"
 
 
-def hide_gallery_column(server: Server, project_id: int) -> None:
-    """The task list of an image-set project, without the gallery's HTML: Label Studio's data manager shows
-    every data field as a column, and the gallery is markup only the labeling view should render (the
-    `images` column lists the set's images)."""
-    hidden = {"explore": [GALLERY_COLUMN], "labeling": [GALLERY_COLUMN]}
+def hide_markup_column(server: Server, project_id: int, column: str) -> None:
+    """The task list of a new project, without the HTML of an image set's gallery or of a text question's
+    crop: Label Studio's data manager shows every data field as a column, and these are markup only the
+    labeling view should render (the `images` column lists the pictures)."""
+    hidden = {"explore": [column], "labeling": [column]}
     with calls(server):
         server.client.views.create(project=project_id, data={"title": "Tasks", "hiddenColumns": hidden})
 

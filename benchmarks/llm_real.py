@@ -4,10 +4,14 @@ COCO photos of ../shared/data/coco-mini-train enter the store with their COCO bo
 and two captions each as supplied facts; `generate -g llm` writes questions through the local llama.cpp
 server; then, per question: whether the reply was schema-valid, the fact check's verdict, the quality
 gate's, a blind filter of the offline solvers plus the real LLM as chat solver, and a second LLM judge
-(the same model, asked whether the key is right given the facts). This file's own oracle judges each
-question right, wrong or undecided against COCO truth (every instance, crowd regions as unknown counts).
+(the same model, solving the question from the facts without being shown the key; it approves the key
+when it picks it). This file's own oracle judges each question right, wrong or undecided against COCO
+truth (every instance, crowd regions as unknown counts). What is kept follows a fact-check policy
+(`--keep`, as `generate.llm.fact_check.keep`: confirmed, the local-llm profile's, or unrefuted); both are
+reported. `--shown-key-judge N` also asks N decided drafts the first judge's way (the key shown, a bare
+true/false), which said "incorrect" to everything.
 
-    .venv/bin/python benchmarks/llm_real.py [--images 3] [--model qwen2.5-coder-1.5b]
+    .venv/bin/python benchmarks/llm_real.py [--images 3] [--model qwen2.5-coder-1.5b] [--keep confirmed]
 
 A call took about 4 minutes on the shared 2-core machine under load (a ~1,700-token prompt at 1 thread),
 so the default run is small: 3 photos x 4 dimensions.
@@ -149,7 +153,30 @@ def oracle(question, dimension: str, photo: dict) -> str:
 COCO_LABELS: set[str] = set()
 
 
+JUDGE_SYSTEM = ("You check multiple-choice questions about a photo that you cannot see, using only the facts "
+                "listed about it. A box is [left, top, right, bottom] in fractions of the image's width and "
+                "height: x grows to the right, y grows downwards.")
+
+
 def judge_request(question, facts_text: str, model: str) -> LlmRequest:
+    """The second judge solves the question from the facts, its reasons first, without being shown the key
+    (a small model shown a proposed answer and asked for a bare true/false said false to everything); it
+    approves the key when its own answer is the key. "none" is its way to say no option (or more than one)
+    follows from the facts."""
+    options = "\n".join(f"{LETTERS[i]}. {o}" for i, o in enumerate(question.options))
+    prompt = (f"Facts about the photo:\n{facts_text}\n\nQuestion: {question.text}\n{options}\n\n"
+              "Which option do the facts make right? Reason in one or two short sentences, then give its "
+              'letter, or "none" when no option or more than one follows from the facts.')
+    schema = {"type": "object", "properties": {"reason": {"type": "string", "maxLength": 200},
+                                               "answer": {"type": "string", "enum": [*LETTERS, "none"]}},
+              "required": ["reason", "answer"], "additionalProperties": False}
+    return LlmRequest(purpose="judge", model=model, temperature=0.0, max_tokens=100,
+                      messages=[{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}],
+                      response_format={"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema}})
+
+
+def shown_key_request(question, facts_text: str, model: str) -> LlmRequest:
+    """The first judge's design, kept to measure it: the proposed key shown, a bare true/false asked."""
     options = "\n".join(f"{LETTERS[i]}. {o}" for i, o in enumerate(question.options))
     prompt = (f"Facts about a photo (from annotations):\n{facts_text}\n\nQuestion: {question.text}\n{options}\n"
               f"Proposed answer: {LETTERS[question.answer]}. Using only the facts, is the proposed answer correct?")
@@ -160,9 +187,13 @@ def judge_request(question, facts_text: str, model: str) -> LlmRequest:
                       response_format={"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema}})
 
 
+def judge_approves(question, parsed: dict) -> bool:
+    return parsed["answer"] == LETTERS[question.answer]
+
+
 def main() -> None:
     args = arguments(__doc__, quick={"images": 3}, images=3, most_objects=6, model="qwen2.5-coder-1.5b", port=18791, threads=1,
-                     questions_per_call=2, max_tokens=400,
+                     questions_per_call=2, max_tokens=400, keep="confirmed", shown_key_judge=0, dimensions=DIMENSIONS,
                      models_dir=str(Path.home() / ".cache" / "benchsmith" / "models"), workspace="").parse_args()
     folder = shared_data_dir() / "coco-mini-train"
     instances = json.loads((folder / "annotations" / "instances_train2017.json").read_text())
@@ -174,13 +205,13 @@ def main() -> None:
     env = {"BENCHSMITH_WORKSPACE": str(workspace), "OPENAI_BASE_URL": f"http://127.0.0.1:{args.port}/v1",
            "BENCHSMITH__LLM_SERVER__MODEL": args.model, "BENCHSMITH__LLM_SERVER__PORT": str(args.port),
            "BENCHSMITH__LLM_SERVER__THREADS": str(args.threads), "BENCHSMITH__LLM_SERVER__MODELS_DIR": args.models_dir,
-           "BENCHSMITH__GENERATE__DIMENSIONS": f"[{', '.join(DIMENSIONS)}]",
+           "BENCHSMITH__GENERATE__DIMENSIONS": f"[{', '.join(args.dimensions)}]",
            "BENCHSMITH__GENERATE__LLM__MODEL": args.model, "BENCHSMITH__GENERATE__LLM__MODELS": "{}",
            "BENCHSMITH__GENERATE__LLM__QUESTIONS_PER_CALL": str(args.questions_per_call),
            "BENCHSMITH__GENERATE__LLM__MAX_TOKENS": str(args.max_tokens),
            "BENCHSMITH__GENERATE__LLM__OPTIONS": "{concurrency: 1, timeout_s: 600, deadline_s: 1200}"}
     settings = load_settings(env=env)
-    result: dict = {"model": args.model, "threads": args.threads, "images": len(photos), "dimensions": DIMENSIONS,
+    result: dict = {"model": args.model, "threads": args.threads, "images": len(photos), "dimensions": args.dimensions,
                     "questions_per_call": args.questions_per_call, "data": "coco-mini-train (COCO boxes + 2 captions)"}
     started = time.monotonic()
     llm_server.start_detached(settings)
@@ -208,10 +239,11 @@ def main() -> None:
             result["schema_valid_share"] = round(1 - failed / len(ledger), 4) if ledger else None
             save("llm_real", result)
 
-            questions = store.get_questions()
+            # a workspace reused with fewer --images still holds the others: only these photos are analysed
+            questions = [q for q in store.get_questions() if q.item_id in by_id]
             calls = store.get_llm_calls(sorted({q.provenance.params["llm_call"] for q in questions}))
             result["generate"]["call_seconds"] = round(sum(c["seconds"] or 0 for c in calls.values()), 1)
-            dims = {registry().get(k).id: k for k in DIMENSIONS}
+            dims = {registry().get(k).id: k for k in args.dimensions}
             verdicts = {v.subject_id: v for v in store.get_verdicts(passed=False)}
             facts = store.get_facts(sorted(by_id))
             rows = []
@@ -246,38 +278,71 @@ def main() -> None:
                                               for o in p["objects"]), *(f"- caption: {c}" for c in p["captions"])])
                         for p in photos}
             t0 = time.monotonic()
-            asked = [judge_request(r["q"], facts_of[r["q"].item_id], args.model) for r in rows]
+            # only where the oracle decides (agreement and catches are counted there), a photo's questions
+            # together, so the server's prompt cache holds the facts block between them
+            to_judge = sorted((r for r in rows if r["oracle"] != "undecided"), key=lambda r: r["q"].item_id)
+            asked = [judge_request(r["q"], facts_of[r["q"].item_id], args.model) for r in to_judge]
             answers = client.run(asked)
             result["judge_seconds_this_run"] = round(time.monotonic() - t0, 1)
             judged = store.get_llm_calls([a.key for a in asked])
             result["judge_call_seconds"] = round(sum(c["seconds"] or 0 for c in judged.values()), 1)
             result["judge_schema_valid"] = sum(a.ok for a in answers)
-            for r, a in zip(rows, answers):
-                r["judge"] = None if not a.ok else bool(a.parsed["correct"])
+            for r in rows:
+                r["judge"] = r["judge_said"] = None
+            for r, a in zip(to_judge, answers):
+                r["judge"] = None if not a.ok else judge_approves(r["q"], a.parsed)
+                r["judge_said"] = a.parsed if a.ok else a.reason
+            if args.shown_key_judge:  # the first judge's design on some decided drafts, to show why it failed
+                sample = [r for r in to_judge if r["oracle"] == "right"][:args.shown_key_judge // 2]
+                sample += [r for r in to_judge if r["oracle"] == "wrong"][:args.shown_key_judge - len(sample)]
+                said = client.run([shown_key_request(r["q"], facts_of[r["q"].item_id], args.model) for r in sample])
+                result["shown_key_judge"] = {
+                    "design": "the key shown, a bare true/false in 16 tokens", "n": len(sample),
+                    "says_correct_on_right": f'{sum(a.ok and a.parsed["correct"] for r, a in zip(sample, said) if r["oracle"] == "right")}'
+                                             f'/{sum(r["oracle"] == "right" for r in sample)}',
+                    "says_correct_on_wrong": f'{sum(a.ok and a.parsed["correct"] for r, a in zip(sample, said) if r["oracle"] == "wrong")}'
+                                             f'/{sum(r["oracle"] == "wrong" for r in sample)}',
+                    "solving_judge_on_the_same": f'{sum(bool(r["judge"]) == (r["oracle"] == "right") for r in sample)}/{len(sample)} agree with the oracle'}
     finally:
         llm_server.stop(settings)
 
     chat = next(name for name in rows[0]["solvers"] if name.startswith("openai")) if rows else "openai"
     for r in rows:
         r["blind_drop"] = any(v == 1 for v in r["solvers"].values())
-        r["kept"] = r["fact_check"] != "failed" and not r["gate"] and not r["blind_drop"]
+        r["passed_checks"] = r["fact_check"] != "failed" and not r["gate"]
     wrong = [r for r in rows if r["oracle"] == "wrong"]
-    kept = [r for r in rows if r["kept"]]
     tally = lambda rs: dict(Counter(r["oracle"] for r in rs))  # noqa: E731
+    share = lambda rs, verdict: round(sum(r["oracle"] == verdict for r in rs) / len(rs), 3) if rs else None  # noqa: E731
+    # what each keep policy of the fact check (generate.llm.fact_check.keep) keeps after the gate and the blind filter
+    policies = {"unrefuted": lambda r: True, "confirmed": lambda r: r["fact_check"] == "verified"}
+    kept_by = {name: [r for r in rows if r["passed_checks"] and not r["blind_drop"] and keeps(r)]
+               for name, keeps in policies.items()}
+    kept = kept_by[args.keep]
+    judged = [r for r in rows if r["judge"] is not None and r["oracle"] != "undecided"]
     result |= {
         "questions": len(rows), "oracle_all": tally(rows), "by_dimension": {
-            d: tally([r for r in rows if r["dimension"] == d]) for d in DIMENSIONS},
+            d: tally([r for r in rows if r["dimension"] == d]) for d in args.dimensions},
         "fact_check": dict(Counter(r["fact_check"].split(":")[0] for r in rows)),
+        "fact_check_vs_oracle": {v: tally([r for r in rows if r["fact_check"].split(":")[0] == v])
+                                 for v in ("verified", "failed", "unchecked")},
         "wrong_drafts": len(wrong),
         "wrong_caught_by": {"fact_check": sum(r["fact_check"] == "failed" for r in wrong),
+                            "fact_check_confirmed_only": sum(r["fact_check"] != "verified" for r in wrong),
                             "quality_gate": sum(bool(r["gate"]) for r in wrong),
                             "blind_filter": sum(r["blind_drop"] for r in wrong),
                             "second_llm_judge": sum(r["judge"] is False for r in wrong)},
         "right_rejected_by_judge": sum(r["judge"] is False for r in rows if r["oracle"] == "right"),
+        "second_judge_vs_oracle": {
+            "decided_by_both": len(judged),
+            "agreement": round(sum(r["judge"] == (r["oracle"] == "right") for r in judged) / len(judged), 3) if judged else None,
+            "approves_right": f'{sum(r["judge"] for r in judged if r["oracle"] == "right")}/{sum(r["oracle"] == "right" for r in judged)}',
+            "rejects_wrong": f'{sum(not r["judge"] for r in judged if r["oracle"] == "wrong")}/{sum(r["oracle"] == "wrong" for r in judged)}',
+            "approves_share": round(sum(r["judge"] for r in judged) / len(judged), 3) if judged else None},
+        "keep_policy": args.keep,
+        "kept_by_policy": {name: {"kept": len(rs), "oracle": tally(rs), "right_share": share(rs, "right"),
+                                  "wrong_share": share(rs, "wrong")} for name, rs in kept_by.items()},
         "kept": len(kept), "kept_oracle": tally(kept),
-        "kept_right_share": round(sum(r["oracle"] == "right" for r in kept) / len(kept), 3) if kept else None,
-        "kept_wrong_share": round(sum(r["oracle"] == "wrong" for r in kept) / len(kept), 3) if kept else None,
-        # generation calls' own time (one at a time) over the questions kept after every check
+        "kept_right_share": share(kept, "right"), "kept_wrong_share": share(kept, "wrong"),
         "seconds_per_kept_question": round(result["generate"]["call_seconds"] / len(kept), 1) if kept else None,
         "blind_solvers_accuracy": {
             name: {"on_kept_by_blind": _acc([r["solvers"][name] for r in rows if not r["blind_drop"]]),
@@ -286,7 +351,7 @@ def main() -> None:
         "chat_solver": chat,
         "examples": [{"dimension": r["dimension"], "text": r["q"].text, "options": r["q"].options,
                       "key": r["q"].options[r["q"].answer], "oracle": r["oracle"], "fact_check": r["fact_check_reason"],
-                      "gate": r["gate"], "blind_drop": r["blind_drop"], "judge": r["judge"]} for r in rows],
+                      "gate": r["gate"], "blind_drop": r["blind_drop"], "judge": r["judge"], "judge_said": r.get("judge_said")} for r in rows],
         "total_seconds": round(time.monotonic() - started, 1)}
     save("llm_real", result)
     print(json.dumps({k: v for k, v in result.items() if k != "examples"}, indent=1))

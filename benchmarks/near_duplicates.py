@@ -119,8 +119,9 @@ def run(limit: int | None, copies_every: int) -> dict:
         make_scenes(Path(tmp) / "scenes", 40, seed=7)
         make_pages(Path(tmp) / "pages", "mix", 80, seed=11)
         drawn = {kind: sorted((Path(tmp) / kind).rglob("*.png")) for kind in ("scenes", "pages")}
-        alike = {kind: pairwise([p.read_bytes() for p in paths], [perceptual_hash(p.read_bytes()) for p in paths],
-                                settings, [p.name for p in paths]) for kind, paths in drawn.items()}
+        data = {kind: [p.read_bytes() for p in paths] for kind, paths in drawn.items()}
+        alike = {kind: pairwise(data[kind], [perceptual_hash(b) for b in data[kind]], settings,
+                                [p.name for p in paths]) for kind, paths in drawn.items()}
 
     rng = np.random.default_rng(0)
     many = HashIndex(lambda path: b"")

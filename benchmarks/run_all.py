@@ -4,6 +4,7 @@
 |------|------------------------------------------------------------|---------------------------------|
 | P1   | generation concurrency (32 in flight, 500 ms server)       | >= 25x sequential               |
 | P2   | rerun of a finished build                                  | 0 tokens, <= 0.10x first run    |
+| B1   | the local build of 40 scenes, command by command           | >= 2 images/s                   |
 | P3   | batched vs naive blind ranking, same choices               | >= 5x                           |
 | P4   | `extract` with RapidOCR vs the raw backend loop            | <= 1.10x                        |
 | P5   | pushing 10,000 review tasks to Label Studio                | <= 15 s                         |
@@ -44,6 +45,7 @@ CASES = {
     "P1-cli": ("generate_cli", lambda r: r["speedup"] >= 25 and r["stage_times_physical_limit"] <= 1.4),
     "P1-conv": ("conversation_generate", lambda r: r["meets_target"]),
     "P2": ("build_rerun", lambda r: r["meets_target"]),
+    "B1": ("local_build", lambda r: r["meets_target"]),
     "P3": ("blind_ranking", lambda r: r["meets_target"]),
     "P4": ("extract_overhead", lambda r: r["ratio_median"] <= 1.10),
     "P5": ("review_push", lambda r: r["within_target"]),

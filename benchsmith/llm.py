@@ -92,8 +92,6 @@ class LlmOptions(Strict):
     batch: BatchOptions = Field(default_factory=BatchOptions)
 
 
-
-
 class LlmResult(BaseModel):
     """What one request produced. `ok=False` carries `reason` and whatever raw text came back."""
 
@@ -173,10 +171,6 @@ def result_of(request: LlmRequest, row: dict[str, Any], **timing: Any) -> LlmRes
                      logprobs=response.get("logprobs"), **timing)
 
 
-
-
-
-
 def take_from_bucket(levels: dict[str, float], elapsed_s: float, limits: dict[str, float],
                      want: dict[str, float]) -> tuple[dict[str, float], float]:
     """One look at a token bucket per limit (capacity: one minute's budget; 0: unlimited, left alone):
@@ -226,12 +220,6 @@ class RateLimiter:
         self._levels, wait = take_from_bucket(self._levels, now - self._stamp, self._limits, want)
         self._stamp = now
         return wait
-
-
-
-
-
-
 
 
 class LlmClient:
@@ -501,9 +489,3 @@ def stream(client: LlmClient, requests: Sequence[LlmRequest]) -> Iterator[tuple[
     worker.join()
     if failure:
         raise failure[0]
-
-
-
-
-
-

@@ -7,7 +7,8 @@ Each kind of part is an entry-point group named `benchsmith.<kind>`:
 - `solvers`: a blind solver kind (`filter.blind.solvers[].kind`) -> its settings model, which builds it;
 - `adapters`: an evaluation model kind (`evaluate.models.<name>.kind`) -> its settings model, which
   builds it;
-- `protocols`: an evaluation protocol (`evaluate.protocol`) -> its class (`evaluation.protocols.Protocol`);
+- `protocols`: an evaluation protocol (`evaluate.protocol`) -> its class (a subclass of
+  `evaluation.contract.BaseProtocol`);
 - `renderers`: a kind of text-rich page (`benchsmith scenes make --kind`) -> its render function.
 
 A generator's or a protocol's class names its own settings model (`settings_model`), which validates the

@@ -1,6 +1,6 @@
 """The leaderboard and the item analysis, computed from the stored predictions of every run on a source.
 
-Scores are per question first (a protocol's passes folded by `protocols.question_score`), then
+Scores are per question first (a protocol's passes folded by `question_score`), then
 averaged: per dimension, and overall over all questions (SEED-Bench's overall is over questions, not
 a mean of dimensions). Each accuracy carries a 95% bootstrap interval over questions.
 """
@@ -13,14 +13,16 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from evaluation.contract import BaseProtocol, protocol
 from evaluation.settings import EvalSettings
 from evaluation.sources import Source
+
+if TYPE_CHECKING:  # pandas is imported where a board is scored: every command loads this module with the settings
+    import pandas as pd
 
 CHANCE = 0.25
 
@@ -61,6 +63,8 @@ def score_run(run: dict[str, Any], predictions: Sequence[dict[str, Any]], curren
                      "skipped": len(passes) - len(scored)})
     columns = ["question_id", "dimension", "answer", "score", "entropy", "choice", "passes", "matched", "votes",
                "unparseable", "skipped"]
+    import pandas as pd
+
     return RunScores(run, pd.DataFrame(rows, columns=columns), shown.instability)
 
 

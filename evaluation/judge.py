@@ -35,6 +35,14 @@ def judge_request(model: str, text: str, max_tokens: int, tag: str = "") -> LlmR
                       messages=[{"role": "user", "content": text}])
 
 
+def cee_requests(model: str, prompts: Sequence, question: str, reference: str, reply: str,
+                 tag: str = "") -> list[LlmRequest]:
+    """The ensemble's calls on one reply, one per prompt (`Templates.judge`): text only, as the judge
+    compares the reply with the reference and never needs the image, so a text-only model can judge."""
+    return [judge_request(model, prompt.text.format(question=question, reference=reference, reply=reply), 400, tag)
+            for prompt in prompts]
+
+
 def _last(pattern: re.Pattern, judgement: str) -> str | None:
     found = pattern.findall(judgement)
     return found[-1] if found else None

@@ -1,8 +1,9 @@
 """Evaluation protocols: what a model is shown of each item, how its answers score, and the board.
 
-A protocol is a subclass of `evaluation.contract.BaseProtocol` (of `Protocol` for a question protocol) registered in the entry-point group `benchsmith.protocols`
-(benchsmith/plugins.py); ours are registered there as another package's would be. `evaluate.protocol`
-(or `eval run --protocol`) names it, and its own settings, if it has any, live under `evaluate.<name>`.
+A protocol is a subclass of `evaluation.contract.BaseProtocol` (of `Protocol` for a question protocol)
+registered in the entry-point group `benchsmith.protocols` (benchsmith/plugins.py); ours are registered
+there as another package's would be. `evaluate.protocol` (or `eval run --protocol`) names it, and its own
+settings, if it has any, live under `evaluate.<name>`.
 The question protocols share the question machinery (evaluation/stage.py, board.py: the `Protocol`
 defaults) and only say which passes a question gets and how they score:
 

@@ -15,6 +15,7 @@ best-scoring one, at an IoU high enough that a rider and a horse both stay.
 from __future__ import annotations
 
 import json
+import select
 import shutil
 import subprocess
 import threading
@@ -47,6 +48,9 @@ class CenterNetParams(BackendParams):
     runtime_dir: str = Field("", json_schema_extra=UNKEYED)   # folder of centernet.mjs + node_modules; "": packaged
     node: str = Field("node", json_schema_extra=UNKEYED)      # the Node.js executable
     batch_size: int = Field(8, ge=1, json_schema_extra=UNKEYED)
+    # the longest the Node process may take to load the model or to answer for one image (it takes well under
+    # a second); past it the process is stopped and a new one serves the next image
+    answer_timeout_s: float = Field(120.0, gt=0, json_schema_extra=UNKEYED)
 
 
 def select_detections(rows: Sequence[Sequence[float]], input_size: int, width: int, height: int,
@@ -73,7 +77,8 @@ def select_detections(rows: Sequence[Sequence[float]], input_size: int, width: i
 class NodeDetector:
     """The running `centernet.mjs`: RGB bytes of the model's input size in, one JSON line of detections out."""
 
-    def __init__(self, node: str, runtime_dir: Path) -> None:
+    def __init__(self, node: str, runtime_dir: Path, timeout_s: float = 120.0) -> None:
+        self.timeout_s = timeout_s
         self.process = subprocess.Popen([node, str(runtime_dir / "centernet.mjs"), str(runtime_dir / MODEL_JSON)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self._stderr: list[str] = []
@@ -85,7 +90,17 @@ class NodeDetector:
         for line in self.process.stderr:
             self._stderr = (self._stderr + [line.decode(errors="replace").rstrip()])[-20:]
 
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
     def _answer(self) -> dict:
+        ready, _, _ = select.select([self.process.stdout], [], [], self.timeout_s)
+        if not ready:
+            self.process.kill()
+            self.close()
+            raise ExtractorError(f"centernet: the Node process gave no answer within {self.timeout_s:g} s and was "
+                                 "stopped (extract.extractors.<name>.answer_timeout_s)")
         line = self.process.stdout.readline()
         if not line:
             self.process.wait(timeout=10)
@@ -142,7 +157,7 @@ class CenterNetExtractor(Backend):
         if getattr(self, "detector", None) is None:
             self.check()
             self.classes = coco_classes()
-            self.detector = NodeDetector(self.params.node, self.runtime_dir)
+            self.detector = NodeDetector(self.params.node, self.runtime_dir, self.params.answer_timeout_s)
 
     def close(self) -> None:
         if getattr(self, "detector", None) is not None:
@@ -153,6 +168,9 @@ class CenterNetExtractor(Backend):
         """(class, score, unit box) for one RGB image."""
         from PIL import Image as PILImage
 
+        if not self.detector.alive:  # stopped after an image it choked on: a new process for the next
+            self.close()
+            self.load()
         size = self.detector.size
         square = pixels.resize((size, size), PILImage.Resampling.BILINEAR)
         rows = self.detector.detect(square.tobytes())

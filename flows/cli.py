@@ -42,7 +42,7 @@ def register(app: typer.Typer, context) -> None:
         from benchsmith.llm_server import serving
 
         c = context(ctx)
-        check_task_kind(c.settings, task)
+        check_task_kind(c.settings, task, sources or [])
         with serving(c.settings, console.print), stage_progress():
             summary = run_build(c.settings, sources or [], scenes=scenes, scenes_seed=scenes_seed,
                                 ingest_options={"source": source, "license": license, "image_column": image_column,

@@ -80,7 +80,15 @@ def _counting(question: Question, things: list[Thing], facts: list[Fact]) -> str
     if any(f.kind == "object" and f.text.strip().lower() == label and f.attributes.get("crowd") == "true" for f in facts):
         return f"unchecked: a crowd region of {label} hides the count"
     count = sum(t.label == label for t in things)
-    return VERIFIED if key == count else f"the key says {key} {label}, the facts have {count}"
+    if key != count:
+        return f"the key says {key} {label}, the facts have {count}"
+    also = [o for o in _wrong(question) if _number(o) == count]
+    return f"option {also[0]!r} is the count too" if also else VERIFIED
+
+
+def _wrong(question: Question) -> list[str]:
+    """The options that are not the key."""
+    return [o for i, o in enumerate(question.options) if i != question.answer]
 
 
 def _presence(question: Question, things: list[Thing], facts: list[Fact]) -> str | None:
@@ -92,16 +100,26 @@ def _presence(question: Question, things: list[Thing], facts: list[Fact]) -> str
         return "unchecked: the key is not a name"
     if key not in mentioned and f" {key} " not in captions and not any(key.endswith(f" {l}") for l in labels):
         return f"the key {question.options[question.answer]!r} names nothing the facts mention"
-    present = [o for i, o in enumerate(question.options) if i != question.answer and _norm(o) in labels]
-    return f"option {present[0]!r} is in the image too" if present else VERIFIED
+    others = _wrong(question)
+    present = [o for o in others if _norm(o) in labels or any(_norm(o).endswith(f" {l}") for l in labels)]
+    if present:
+        return f"option {present[0]!r} is in the image too"
+    said = [o for o in others if _norm(o) in mentioned or f" {_norm(o)} " in captions]
+    return f"unchecked: option {said[0]!r} is mentioned in the facts too" if said else VERIFIED
+
+
+def _region(option: str) -> tuple[int | None, int | None]:
+    """The (row, column) of the image an option names ('top left' -> (0, 0), 'left' -> (None, 0))."""
+    words = _norm(option).split()
+    row = next((ROW_WORDS[w] for w in words if w in ROW_WORDS), None)
+    column = next((COLUMN_WORDS[w] for w in words if w in COLUMN_WORDS and not (w == "middle" and row == 1)), None)
+    if words in (["centre"], ["center"]):
+        row, column = 1, 1
+    return row, column
 
 
 def _location(question: Question, things: list[Thing], margin: float) -> str | None:
-    words = _norm(question.options[question.answer]).split()
-    row = next((ROW_WORDS[w] for w in words if w in ROW_WORDS), None)
-    column = next((COLUMN_WORDS[w] for w in words if w in COLUMN_WORDS and not (w == "middle" and row == 1)), None)
-    if words == ["centre"] or words == ["center"]:
-        row, column = 1, 1
+    row, column = _region(question.options[question.answer])
     if row is None and column is None:
         return "unchecked: the key names no part of the image"
     named = _named(question.text, [t.label for t in things])
@@ -115,7 +133,9 @@ def _location(question: Question, things: list[Thing], margin: float) -> str | N
         where = " ".join(part for part in (ROWS[at_row] if row is not None else "",
                                            COLUMNS[at_column] if column is not None else "") if part)
         return f"the key says {question.options[question.answer]!r}, the {named[0]} is at the {where}"
-    return VERIFIED
+    also = [o for o in _wrong(question) if _region(o) != (None, None)
+            and _region(o)[0] in (None, at_row) and _region(o)[1] in (None, at_column)]
+    return f"option {also[0]!r} is where the {named[0]} is too" if also else VERIFIED
 
 
 def _relation(question: Question, things: list[Thing]) -> str | None:
@@ -133,7 +153,10 @@ def _relation(question: Question, things: list[Thing]) -> str | None:
         where = relation(thing(named[0]), thing(named[1]), 0.0)
         if where is None:
             return "unchecked: the two boxes are not apart along one side"
-        return VERIFIED if where == said[0] else f"the key says {said[0]}, the {named[0]} is {where} of the {named[1]}"
+        if where != said[0]:
+            return f"the key says {said[0]}, the {named[0]} is {where} of the {named[1]}"
+        also = [o for o in _wrong(question) if where in _norm(o).split()]
+        return f"option {also[0]!r} says {where} too" if also else VERIFIED
     asked = [d for d in DIRECTIONS if d in _norm(question.text).split()]
     anchor, key = _named(question.text, labels), _named(question.options[question.answer], labels)
     if len(asked) != 1 or len(anchor) != 1 or len(key) != 1 or not (once(anchor[0]) and once(key[0])):
@@ -143,7 +166,7 @@ def _relation(question: Question, things: list[Thing]) -> str | None:
         return "unchecked: the two boxes are not apart along one side"
     if where != asked[0]:
         return f"the key's {key[0]} is {where} of the {anchor[0]}, not {asked[0]}"
-    also = [o for i, o in enumerate(question.options) if i != question.answer
+    also = [o for o in _wrong(question)
             for n in _named(o, labels) if once(n) and n != anchor[0] and relation(thing(n), thing(anchor[0]), 0.0) == asked[0]]
     return f"option {also[0]!r} is {asked[0]} of the {anchor[0]} too" if also else VERIFIED
 
@@ -155,8 +178,11 @@ def _text(question: Question, facts: list[Fact]) -> str | None:
     reads = [normalise_text(f.text) for f in text_reads(facts)]
     if not reads:
         return "unchecked: no text was read in the image"
-    return VERIFIED if any(key in r or r in key for r in reads if r) else \
-        f"the key {question.options[question.answer]!r} was not read in the image"
+    read = lambda option: any(option in r or r in option for r in reads if r and option)  # noqa: E731
+    if not read(key):
+        return f"the key {question.options[question.answer]!r} was not read in the image"
+    also = [o for o in _wrong(question) if read(normalise_text(o))]
+    return f"option {also[0]!r} was read in the image too" if also else VERIFIED
 
 
 def verdict(question: Question, dimension_key: str, facts: list[Fact], grid_margin: float = 0.04) -> str:
@@ -175,8 +201,10 @@ def verdict(question: Question, dimension_key: str, facts: list[Fact], grid_marg
     return f"unchecked: no fact check for {dimension_key}"
 
 
-def checked(questions: list[Question], dimension_key: str, facts: list[Fact]) -> list[Question]:
-    """`questions` with the fact check's verdict in their meta: a failed one dropped with its reason."""
+def checked(questions: list[Question], dimension_key: str, facts: list[Fact],
+            keep: str = "unrefuted") -> list[Question]:
+    """`questions` with the fact check's verdict in their meta: a failed one dropped with its reason, and
+    with `keep="confirmed"` an unchecked one too (`kept`)."""
     out = []
     for question in questions:
         said = verdict(question, dimension_key, facts)
@@ -185,4 +213,14 @@ def checked(questions: list[Question], dimension_key: str, facts: list[Fact]) ->
         else:
             meta = question.meta | {RULE: "failed", "dropped": said, "drop_rule": RULE}
         out.append(question.model_copy(update={"meta": meta}))
-    return out
+    return kept(out, keep)
+
+
+def kept(questions: list[Question], keep: str) -> list[Question]:
+    """Under `keep="confirmed"`, every question the fact check did not verify is dropped, the reason saying
+    what the facts could not decide; under `unrefuted`, `questions` as they are."""
+    if keep == "unrefuted":
+        return questions
+    return [q if q.meta.get(RULE) == VERIFIED or "dropped" in q.meta else q.model_copy(update={"meta": q.meta | {
+                "dropped": f"not confirmed by the facts ({q.meta.get(RULE, 'unchecked')})", "drop_rule": RULE}})
+            for q in questions]

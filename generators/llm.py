@@ -27,7 +27,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -62,6 +62,15 @@ class LlmWriterSettings(Strict):
         return self.prompts or self.default_prompts
 
 
+class FactCheckSettings(Strict):
+    """What the fact check of drafts (`generators.fact_check`) keeps: `unrefuted`, every draft whose key
+    the facts do not refute (those they cannot decide go on, marked `unchecked`); `confirmed`, only drafts
+    whose key (and wrong options) the facts decide right, for a weak model that writes many claims the facts
+    cannot decide. Every draft left out is kept as dropped, with the reason."""
+
+    keep: Literal["unrefuted", "confirmed"] = "unrefuted"
+
+
 class LlmGeneratorSettings(LlmWriterSettings):
     model: str = "gpt-4o-mini"                         # for every dimension not named in `models`
     models: dict[str, str] = Field(default_factory=dict, json_schema_extra=UNKEYED)  # dimension key -> model
@@ -69,6 +78,7 @@ class LlmGeneratorSettings(LlmWriterSettings):
     questions_per_call: int = Field(3, ge=1, le=10)
     min_text_lines: int = Field(8, ge=0)  # text-rich dimensions: only images with this many lines of text read
     sets: SetSettings | None = Field(None, json_schema_extra=UNKEYED)  # None: no sets grouped; keyed by their stage
+    fact_check: FactCheckSettings = FactCheckSettings()
 
     def model_for(self, dimension: Dimension) -> str:
         return self.models.get(dimension.key, self.model)

@@ -442,8 +442,27 @@ def be(target: dict[str, str], vocabulary: Vocabulary) -> str:
 
 @lru_cache(maxsize=1)
 def _inflection():
+    import_inflect_unchecked()
     import inflect
     return inflect.engine()
+
+
+def import_inflect_unchecked() -> None:
+    """Import `inflect` with typeguard's `@typechecked` as a no-op, as under `python -O`: instrumenting
+    inflect's engine parses its whole source again once per method, about 1.5 s of CPU in every `generate`.
+    Its answers are the same; only its own run-time checks of argument types are gone."""
+    import sys
+
+    if "inflect" in sys.modules:
+        return
+    import typeguard
+
+    checked = typeguard.typechecked
+    typeguard.typechecked = lambda target=None, **_options: target if target is not None else (lambda t: t)
+    try:
+        import inflect  # noqa: F401
+    finally:
+        typeguard.typechecked = checked
 
 
 @dataclass(frozen=True)
@@ -959,6 +978,7 @@ def identity(things, facts, vocabulary, settings, rng) -> list[Draft]:
     present = {(t.label, t.attributes.get("colour")) for t in things if t.crowd or t.pixels >= settings.min_pixels}
     present_labels = {t.label for t in things} | {l for l in vocabulary.labels if mentions(captions, l, vocabulary)}
     colours = vocabulary.values("colour")
+    support = vocabulary.support("identity")
     drafts = []
     for label, colour in sorted(present, key=lambda p: (p[0], p[1] or "")):
         if colour:

@@ -309,13 +309,13 @@ class LlmStage(QuestionStage):
                 yield from _together(sorted(answered.pop(job.item.id), key=lambda answer: answer[0]))
 
 
-    @staticmethod
-    def _fact_checked(job: Job, facts: dict[str, list], questions: list[Question]) -> list[Question]:
-        """A one-image item's questions checked against the facts they were written from (`fact_check`)."""
+    def _fact_checked(self, job: Job, facts: dict[str, list], questions: list[Question]) -> list[Question]:
+        """A one-image item's questions checked against the facts they were written from (`fact_check`),
+        an image set's as unchecked; what the policy `fact_check.keep` leaves out is dropped with the reason."""
         if job.item.kind == "image_set":
-            return [q.model_copy(update={"meta": q.meta | {fact_check.RULE: "unchecked: an image set"}})
-                    for q in questions]
-        return fact_check.checked(questions, job.dimension.key, facts[job.item.id])
+            return fact_check.kept([q.model_copy(update={"meta": q.meta | {fact_check.RULE: "unchecked: an image set"}})
+                                    for q in questions], self.llm.fact_check.keep)
+        return fact_check.checked(questions, job.dimension.key, facts[job.item.id], self.llm.fact_check.keep)
 
 
 class TemporalStage(QuestionStage):

@@ -213,6 +213,7 @@ def layout(truth, _pools, _settings, rng) -> list[Draft]:
 
 TEMPLATES = {"chart_retrieval": retrieval, "chart_comparison": comparison, "chart_arithmetic": arithmetic,
              "chart_reading": reading, "chart_layout": layout} | textrich_maps.TEMPLATES
+ALL_TEMPLATES = TEMPLATES | textrich_web.TEMPLATES  # every drawn page's template by dimension key
 
 
 def unread_text(draft: Draft, truth: dict, ocr: Sequence[Fact], width: int, height: int) -> str:
@@ -231,17 +232,8 @@ def unread_text(draft: Draft, truth: dict, ocr: Sequence[Fact], width: int, heig
 
 def _read(text: str, box: tuple[float, ...], line: Fact) -> bool:
     """Whether OCR `line` lies over `box` (half the smaller of the two) and holds `text`'s words in a row."""
-    xs, ys = [x for x, _y in line.quad], [y for _x, y in line.quad]
-    left, top, right, bottom = max(box[0], min(xs)), max(box[1], min(ys)), min(box[2], max(xs)), min(box[3], max(ys))
-    overlap = max(0.0, right - left) * max(0.0, bottom - top)
-    smaller = min((box[2] - box[0]) * (box[3] - box[1]), (max(xs) - min(xs)) * (max(ys) - min(ys)))
     words, read = normalise_text(text).split(), normalise_text(line.text).split()
-    return 0 < smaller <= 2 * overlap and any(read[i:i + len(words)] == words for i in range(len(read)))
-
-
-def templates() -> dict:
-    """Every template by dimension key."""
-    return TEMPLATES | textrich_web.TEMPLATES
+    return textrich_receipts.over(box, line) and any(read[i:i + len(words)] == words for i in range(len(read)))
 
 
 def page_truth(item: Image, dimension: Dimension) -> dict | None:
@@ -258,7 +250,7 @@ def generate(item: Image, dimension: Dimension, pools: Pools, settings: TextRich
         return []
     rng = random.Random(stable_hash(seed, item.id, dimension.id))
     receipt = truth["kind"] == textrich_receipts.KIND  # a real scan: its own templates and its own reading test
-    template = (textrich_receipts.TEMPLATES if receipt else templates()).get(dimension.key)
+    template = (textrich_receipts.TEMPLATES if receipt else ALL_TEMPLATES).get(dimension.key)
     drafts = template(truth, pools, settings, rng) if template else []
     if settings.only_ocr_text and ocr:
         unread = textrich_receipts.unread_text if receipt else unread_text
@@ -277,7 +269,7 @@ class TextRichStage(QuestionStage):
     version = VERSION
 
     def supports(self, dimension: Dimension) -> bool:
-        return dimension.key in templates()
+        return dimension.key in ALL_TEMPLATES
 
     def prepare(self, context: runner.StageContext, jobs: Sequence[Job]) -> None:
         self.pools = Pools.of([item.annotations.get("truth") or {} for item in context.store.get_items(kind="image")])

@@ -230,7 +230,7 @@ def unread_text(draft: Draft, truth: dict, ocr: Sequence[Fact], width: int, heig
     for text in draft.meta["shows"]:
         boxes = [unit_box(width, height, box_px=t["box_px"], model_output=True)
                  for t in truth["texts"] if holds(t["text"], text)]
-        if not any(reads(" ".join(line.text for line in sorted((o for o in ocr if _over(box, o)),
+        if not any(reads(" ".join(line.text for line in sorted((o for o in ocr if over(box, o)),
                                                                  key=lambda o: min(x for x, _y in o.quad))), text)
                    for box in boxes):
             return f"{'the key' if text == draft.options[0] else 'the option'} {text!r} was not read by OCR"
@@ -244,7 +244,7 @@ def reads(read: str, text: str) -> bool:
     return holds(read, text) or (len(bare(text)) >= MIN_CHARS and bare(text) in bare(read))
 
 
-def _over(box: Sequence[float], line: Fact) -> bool:
+def over(box: Sequence[float], line: Fact) -> bool:
     """Whether OCR `line` lies over `box` by half the smaller of the two."""
     xs, ys = [x for x, _y in line.quad], [y for _x, y in line.quad]
     left, top, right, bottom = max(box[0], min(xs)), max(box[1], min(ys)), min(box[2], max(xs)), min(box[3], max(ys))

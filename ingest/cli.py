@@ -20,11 +20,13 @@ Workers = Annotated[int, typer.Option("--workers", min=1, help="Processes that d
 TaskKind = Annotated[str, typer.Option("--task", help="Task kind of every row (data/reform_tasks.yaml: vqa, "
                                        "classification, matching, grounding, text_reading, ...): the rows are "
                                        "annotations for `benchsmith generate -g reform`. A `task` column does the "
-                                       "same per row.")]
+                                       "same per row. On a COCO .json, `matching` makes each image's captions "
+                                       "(captions_*.json beside it) caption-matching questions.")]
 
 
-def check_task_kind(settings, task: str) -> None:
-    """A `--task` that names no known reform task kind is a usage error listing the known ones."""
+def check_task_kind(settings, task: str, sources: list[Path] = ()) -> None:
+    """A `--task` that names no known reform task kind is a usage error listing the known ones; so is one a
+    COCO file cannot feed (its rows are images with captions: only a kind of the `captions` method)."""
     if not task:
         return
     from ingest.tasks import load_tasks
@@ -35,6 +37,11 @@ def check_task_kind(settings, task: str) -> None:
     known = load_tasks(Path(path) if path else None)
     if task not in known:
         raise typer.BadParameter(f"unknown task kind {task!r}; known: {', '.join(sorted(known))}", param_hint="--task")
+    coco = [s for s in sources if s.suffix.lower() == ".json"]
+    if coco and known[task].method != "captions":
+        fitting = ", ".join(sorted(k for k, kind in known.items() if kind.method == "captions")) or "none"
+        raise typer.BadParameter(f"{coco[0]} is a COCO file: its images bring only captions, so --task must be a "
+                                 f"caption kind ({fitting}), not {task!r}", param_hint="--task")
 
 
 def register(app: typer.Typer, context) -> None:
@@ -72,7 +79,7 @@ def register(app: typer.Typer, context) -> None:
         from ingest.stage import ingest_sources
 
         c = context(ctx)
-        check_task_kind(c.settings, task)
+        check_task_kind(c.settings, task, sources)
         with c.store() as store, stage_progress():
             reports = ingest_sources(store, c.settings, sources, source=source, license=license,
                                      image_column=image_column, images=images, workers=workers, task=task)

@@ -7,7 +7,8 @@ a rule and a reason, so every box the dataset holds is accounted for.
   pixel xywh, `category_id`, `iscrowd`; or `caption`), `categories[]`, `licenses[]`. A crowd region
   becomes an object marked `crowd`; an annotation with a segmentation and no box, or a category id the
   file does not list, is dropped with its reason. `captions_<split>.json` beside `instances_<split>.json`
-  adds its captions by image id.
+  adds its captions by image id; given a task kind of the `captions` method (`--task matching`), they
+  are also the image's annotation for the reform generator's caption-matching questions.
 - YOLO (Ultralytics): `names` (a list, or a map from class id), and `train`/`val`/`test`, each a folder
   of images or a .txt list of image paths (`./x` relative to the list's folder), relative to `path`
   (itself relative to the YAML's folder). The
@@ -30,7 +31,8 @@ from typing import Any
 
 from benchsmith.images import Rejected
 from benchsmith.records import stable_hash
-from ingest.candidates import Candidate, IngestError, file_problem, file_version, inside, read_regular_file
+from ingest.candidates import (Candidate, IngestError, file_problem, file_version, inside, read_regular_file,
+                               task_annotations)
 
 COCO_SUFFIXES = (".json",)
 YOLO_SUFFIXES = (".yaml", ".yml")
@@ -112,10 +114,11 @@ def _coco_object(annotation: dict[str, Any], labels: dict[Any, str]) -> dict[str
     return {"label": label, "bbox": bbox} | ({"crowd": True} if annotation.get("iscrowd") else {})
 
 
-def coco_candidates(annotations: Path, *, images: Path | None = None, source: str = "",
-                    license: str = "") -> Iterator[Candidate]:
+def coco_candidates(annotations: Path, *, images: Path | None = None, source: str = "", license: str = "",
+                    task: str = "") -> Iterator[Candidate]:
     """The images of a COCO annotation file (instances, captions, or both), with their objects, captions and
-    licence; `images` is the folder their `file_name`s are relative to (default: `coco_images_folder`)."""
+    licence; `images` is the folder their `file_name`s are relative to (default: `coco_images_folder`).
+    With `task` (a kind of the `captions` method), an image's captions are also its reform annotation."""
     data = _load_json(annotations)
     sources = [(annotations, data)]
     if (captions := captions_beside(annotations)) is not None:
@@ -148,6 +151,9 @@ def coco_candidates(annotations: Path, *, images: Path | None = None, source: st
         found = objects[image["id"]]
         notes = {"objects": [o for o in found if "rule" not in o], "dropped": [o for o in found if "rule" in o],
                  "captions": captions_of[image["id"]]}
+        if task and captions_of[image["id"]]:
+            notes |= task_annotations({"image_id": image["id"], "captions": captions_of[image["id"]]}, task,
+                                      f"{annotations.name}:{image['id']}", source)
         notes = {key: value for key, value in notes.items() if value}
         yield _candidate(rel, root / rel, root, "images folder", notes, source=source,
                          license=licences.get(image.get("license")) or license,

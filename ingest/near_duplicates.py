@@ -98,8 +98,8 @@ class HashIndex:
     ids: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
-    _hashes: list[int] = field(default_factory=list)
-    _array: np.ndarray | None = None
+    # the hashes in a buffer that doubles when full: adding one after each lookup writes one slot
+    _hashes: np.ndarray = field(default_factory=lambda: np.zeros(1024, dtype=np.uint64))
 
     @classmethod
     def of(cls, rows, media_dir: Path) -> tuple[HashIndex, dict[str, str]]:
@@ -119,16 +119,15 @@ class HashIndex:
         self.ids.append(item_id)
         self.names.append(name)
         self.paths.append(path)
-        self._hashes.append(int(phash, 16))
-        self._array = None
+        if len(self.ids) > len(self._hashes):
+            self._hashes = np.concatenate([self._hashes, np.zeros_like(self._hashes)])
+        self._hashes[len(self.ids) - 1] = int(phash, 16)
 
     def near(self, phash: str, within: int) -> list[tuple[int, int]]:
         """(position, distance) of the stored hashes within `within` bits of `phash`, nearest first."""
         if not self.ids:
             return []
-        if self._array is None:
-            self._array = np.array(self._hashes, dtype=np.uint64)
-        distances = np.bitwise_count(self._array ^ np.uint64(int(phash, 16)))
+        distances = np.bitwise_count(self._hashes[:len(self.ids)] ^ np.uint64(int(phash, 16)))
         close = np.flatnonzero(distances <= within)
         return sorted(((int(i), int(distances[i])) for i in close), key=lambda pair: (pair[1], pair[0]))
 

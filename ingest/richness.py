@@ -16,9 +16,14 @@ come back. Changing the tagger counts again.
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import sys
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from benchsmith import runner
 from benchsmith.errors import BenchsmithError
@@ -29,11 +34,48 @@ from benchsmith.store import Store
 STAGE = "richness"
 
 
+def _spacy_only(model: str) -> bool:
+    """Whether the pipeline `model` (an installed package or a folder) needs no package beside spaCy, as
+    its meta.json says: then none of it runs on torch. Unknown means no."""
+    folder = Path(model)
+    if not (folder / "meta.json").is_file():
+        try:
+            spec = importlib.util.find_spec(model)
+        except (ImportError, ValueError):
+            return False
+        if spec is None or not spec.submodule_search_locations:
+            return False
+        folder = Path(next(iter(spec.submodule_search_locations)))
+    try:
+        requirements = json.loads((folder / "meta.json").read_text(encoding="utf-8")).get("requirements", [])
+        from packaging.requirements import Requirement
+        return all(Requirement(r).name == "spacy" for r in requirements)
+    except Exception:  # noqa: BLE001 - an unreadable meta.json only means we cannot tell
+        return False
+
+
+@contextmanager
+def _torch_hidden(hide: bool):
+    """thinc, under spaCy, imports torch whenever it is installed: a second or two of every `ingest`,
+    more than the tagging, for a pipeline that never runs on it. Hidden while spaCy is first imported."""
+    if not hide or "torch" in sys.modules or "thinc" in sys.modules:
+        yield
+        return
+    sys.modules["torch"] = None  # an import of it raises ImportError, which thinc takes as "not installed"
+    try:
+        yield
+    finally:
+        if sys.modules.get("torch", ...) is None:
+            del sys.modules["torch"]
+
+
 @lru_cache(maxsize=2)
 def _nlp(model: str):
     try:
-        import spacy
-        return spacy.load(model, disable=["parser", "ner", "lemmatizer"])
+        with _torch_hidden(_spacy_only(model)):
+            import spacy
+            # only the tagger and its tok2vec count nouns: the rest is not even read from disk
+            return spacy.load(model, exclude=["parser", "ner", "lemmatizer"])
     except (ImportError, OSError) as exc:
         raise BenchsmithError(f"the richness filter needs spaCy with the '{model}' tagger: "
                            "`make install` (locks/install.txt) "

@@ -19,11 +19,13 @@ def candidates_for(location: Path, **options: Any) -> Iterator[Candidate]:
         raise IngestError(f"{location} does not exist")
     image_column, images = options.pop("image_column", None), options.pop("images", None)
     suffix = location.suffix.lower() if location.is_file() else ""
-    if suffix in (".json", ".yaml", ".yml"):
+    if suffix == ".json":  # a task kind makes its captions reform annotations (`ingest.cli.check_task_kind`)
+        return detection.coco_candidates(location, images=Path(images) if images else None, **options)
+    if suffix in (".yaml", ".yml"):
         if options.pop("task", ""):
-            raise IngestError(f"{location}: a task kind applies to manifests and datasets, not to COCO or YOLO files")
-        read = detection.coco_candidates if suffix == ".json" else detection.yolo_candidates
-        return read(location, images=Path(images) if images else None, **options)
+            raise IngestError(f"{location}: a task kind applies to manifests, datasets and COCO files, not to "
+                              "YOLO files (they hold no captions or answers)")
+        return detection.yolo_candidates(location, images=Path(images) if images else None, **options)
     if location.is_file() and location.suffix.lower() in MANIFEST_SUFFIXES:
         return manifest_candidates(location, **options)
     if (location.is_file() and location.suffix.lower() in HF_SUFFIXES) or is_saved_dataset(location):

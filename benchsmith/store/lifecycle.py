@@ -31,11 +31,13 @@ class ContradictionError(ValueError):
     """A write would leave an item with a failed quality-gate verdict in a live status (`candidate` or later)."""
 
 
-def gate_contradictions(conn: sa.Connection, ids: Sequence[str] | None = None) -> list[tuple[str, str, str]]:
-    """(kind, id, status) of every item (of `ids`, or all) whose quality-gate verdict failed while its status
-    is not `dropped`: the gate's drop and the item's status tell two stories."""
+def gate_contradictions(conn: sa.Connection, ids: Sequence[str] | None = None,
+                        kinds: Sequence[str] = tuple(TABLES)) -> list[tuple[str, str, str]]:
+    """(kind, id, status) of every item (of `ids`, or all; of `kinds`, or every kind) whose quality-gate
+    verdict failed while its status is not `dropped`: the gate's drop and the item's status tell two stories."""
     found = []
-    for kind, table in TABLES.items():
+    for kind in kinds:
+        table = TABLES[kind]
         failed = sa.select(verdicts.c.subject_id).where(verdicts.c.stage == GATE_STAGE, verdicts.c.passed.is_(False),
                                                         verdicts.c.subject_kind == kind)
         query = sa.select(table.c.id, table.c.status).where(table.c.id.in_(failed), table.c.status != "dropped")
@@ -43,8 +45,9 @@ def gate_contradictions(conn: sa.Connection, ids: Sequence[str] | None = None) -
     return sorted(found)
 
 
-def refuse_contradictions(conn: sa.Connection, ids: Sequence[str] | None = None) -> None:
-    if found := gate_contradictions(conn, ids):
+def refuse_contradictions(conn: sa.Connection, ids: Sequence[str] | None = None,
+                          kinds: Sequence[str] = tuple(TABLES)) -> None:
+    if found := gate_contradictions(conn, ids, kinds):
         kind, i, status = found[0]
         raise ContradictionError(f"{len(found)} item(s) would hold a failed quality-gate verdict while live, "
                                  f"e.g. {kind} {i} in status {status!r}")
@@ -113,7 +116,8 @@ class LifecycleMixin:
                     {"kind": kind, "subject_id": i, "from_status": current[i], "to_status": to_status, "stage": stage,
                      "reason": reason, "created_at": now} for i in to_move])
                 moved += len(to_move)
-                refuse_contradictions(conn, to_move)
+                if to_status != "dropped":  # a move to `dropped` can only end a contradiction
+                    refuse_contradictions(conn, to_move, [kind])
             self.add_verdicts(verdicts_to_add, conn=conn)
         return moved
 

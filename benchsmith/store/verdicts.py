@@ -8,7 +8,7 @@ from contextlib import nullcontext
 import sqlalchemy as sa
 
 from benchsmith.records import GATE_STAGE, Verdict, utcnow
-from benchsmith.store.lifecycle import refuse_contradictions
+from benchsmith.store.lifecycle import TABLES, refuse_contradictions
 from benchsmith.store.schema import verdicts
 from benchsmith.store.sql import count_by, select_in, upsert
 
@@ -23,8 +23,10 @@ class VerdictsMixin:
         rows = [r.model_dump() | {"id": r.id, "created_at": utcnow()} for r in records]
         with nullcontext(conn) if conn is not None else self.engine.begin() as conn:
             upsert(conn, verdicts, rows)
-            if failed := [r.subject_id for r in records if r.stage == GATE_STAGE and not r.passed]:
-                refuse_contradictions(conn, failed)
+            failed = [r for r in records if r.stage == GATE_STAGE and not r.passed]
+            if failed:
+                refuse_contradictions(conn, [r.subject_id for r in failed],
+                                      sorted({r.subject_kind for r in failed} & set(TABLES)))
 
     def get_verdicts(self, *, stage: str | None = None, passed: bool | None = None,
                      subject_kind: str | None = None, subject_id: str | None = None,

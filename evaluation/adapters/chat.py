@@ -24,7 +24,7 @@ from benchsmith.llm import LlmClient, LlmOptions, LlmRequest, LlmResult, stream
 from benchsmith.records import LETTERS
 from evaluation.adapters.base import EvalError
 from evaluation.matching import LlmMatcher
-from evaluation.judge import judge_request, read_vote
+from evaluation.judge import cee_requests, read_vote
 from evaluation.records import ModelAnswer, Pass, spread
 from evaluation.templates import Templates
 
@@ -83,11 +83,9 @@ class ChatAdapter:
         prompts = self.templates.judge
         graded = [(p, a) for p, a in answers if not a.retry]
         yield from ((p, a) for p, a in answers if a.retry)
-        requests = [judge_request(self.config.judge_model, prompt.text.format(
-                        question=f"{p.question.text}\n{p.options_block()}",
-                        reference=f"({LETTERS[p.key_shown]}) {p.options[p.key_shown]}", reply=answer.raw),
-                        400, p.subject)
-                    for p, answer in graded for prompt in prompts]
+        requests = [r for p, answer in graded for r in cee_requests(
+                        self.config.judge_model, prompts, f"{p.question.text}\n{p.options_block()}",
+                        f"({LETTERS[p.key_shown]}) {p.options[p.key_shown]}", answer.raw, p.subject)]
         votes = {index: read_vote(result.content) for index, result in stream(self.client, requests) if result.ok}
         for which, (p, answer) in enumerate(graded):
             ballot = range(which * len(prompts), (which + 1) * len(prompts))   # its calls, one per prompt

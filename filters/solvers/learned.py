@@ -16,11 +16,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from difflib import SequenceMatcher
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from benchsmith.similarity import matching_ratio
 from filters.solvers.base import BaseSolver, Prediction, Query
 
 if TYPE_CHECKING:  # annotations only: the settings model builds this solver
@@ -51,6 +52,13 @@ def _number(text: str) -> float | None:
         return None
 
 
+@lru_cache(maxsize=1 << 16)
+def _likeness(a: str, b: str) -> float:
+    """How alike two options are, character by character. Kept: the filter asks about each question in
+    every rotation of its options after fitting on them, the same pairs every time (most of its features' cost)."""
+    return matching_ratio(a, b)
+
+
 def option_features(text: str, options: Sequence[str]) -> list[dict[str, float]]:
     """One feature dict per option, from the question and the options alone, independent of order."""
     question_words = _words(text)
@@ -73,7 +81,7 @@ def option_features(text: str, options: Sequence[str]) -> list[dict[str, float]]
         row["shortest"] = float(lengths[i] == min(lengths))
         row["question_overlap"] = len(own & set(question_words)) / max(1, len(own))
         row["shared_words"] = sum(len(own & o) for o in others) / max(1, len(own))
-        row["char_agreement"] = sum(SequenceMatcher(None, option.lower(), options[j].lower()).ratio()
+        row["char_agreement"] = sum(_likeness(option.lower(), options[j].lower())
                                     for j in range(len(options)) if j != i) / 3
         if numeric:
             rank = sorted(numbers).index(numbers[i])
@@ -90,7 +98,7 @@ class PoolModel:
 
     def __init__(self, config: LearnedConfig) -> None:
         self.config = config
-        self.models: dict[int, object] = {}
+        self.models: dict[int, tuple[object, np.ndarray]] = {}  # fold -> (its model, the columns it was fitted on)
         self.fold_of_group: dict[str, int] = {}
         self.group_of: dict[tuple[str, tuple[str, ...]], str] = {}
 
@@ -99,8 +107,6 @@ class PoolModel:
         return FeatureHasher(n_features=2 ** self.config.hash_bits, alternate_sign=False).transform(rows)
 
     def fit(self, pool: Sequence[Labelled]) -> PoolModel:
-        from sklearn.linear_model import LogisticRegression
-
         self.models.clear()
         if len(pool) < self.config.min_pool:
             return self
@@ -120,13 +126,28 @@ class PoolModel:
                     folds.append(self.fold_of_group[q.group])
             blocks.append(self._vectorise(rows))
         features, labels, folds = vstack(blocks).tocsr(), np.array(labels, dtype=np.int8), np.array(folds)
+        from threadpoolctl import threadpool_limits
+
+        # L-BFGS works on vectors of a few thousand weights: BLAS threads would only wait on one another
+        # (ten times the time of one thread on a busy 2-core machine, for the same sums)
+        with threadpool_limits(1, user_api="blas"):
+            self._fit_folds(features, labels, folds)
+        return self
+
+    def _fit_folds(self, features, labels: np.ndarray, folds: np.ndarray) -> None:
+        from sklearn.linear_model import LogisticRegression
+
         for fold in range(self.config.folds):
             train = folds != fold
             if labels[train].min() == labels[train].max():
                 continue
+            # Fitted on the buckets its rows use only: an unused bucket's weight has zero gradient from the
+            # start and stays 0 under the L2 penalty, so the model is the same, but L-BFGS no longer walks
+            # 2**hash_bits weights each step (most of the blind filter's time with the full width).
+            rows = features[train]
+            columns = np.unique(rows.indices)
             model = LogisticRegression(C=self.config.regularisation, max_iter=500)
-            self.models[fold] = model.fit(features[train], labels[train])
-        return self
+            self.models[fold] = (model.fit(rows[:, columns], labels[train]), columns)
 
     def scores(self, text: str, options: Sequence[str], group: str | None = None) -> list[float]:
         """The key probability of each option from the model that did not train on this question's image;
@@ -144,7 +165,8 @@ class PoolModel:
                 by_fold.setdefault(fold, []).append(index)
         for fold, indices in by_fold.items():
             rows = [row for i in indices for row in option_features(questions[i][0], questions[i][1])]
-            probabilities = self.models[fold].predict_proba(self._vectorise(rows))[:, 1]
+            model, columns = self.models[fold]
+            probabilities = model.predict_proba(self._vectorise(rows)[:, columns])[:, 1]
             at = 0
             for i in indices:
                 n = len(questions[i][1])

@@ -8,8 +8,11 @@ dimension each feeds, its question, which column gives which field, and one of f
 - `answers` (open VQA): the key is the annotators' majority answer; distractors are answers to other
   questions of the same type in the same dataset, nearest to the key by MiniLM similarity;
 - `classes` (classification): the key is the label; distractors the nearest class names of the dataset;
-- `captions` (image-text matching): the key is the image's caption; distractors are captions of other
-  images with the most words in common (TF-IDF cosine);
+- `captions` (image-text matching): up to `caption_keys` questions an image, each keyed by another of its
+  captions; distractors are captions of other images with the most words in common (TF-IDF cosine), one
+  an image. Where the image comes with objects (COCO instances, exhaustive for their classes), a key names
+  one of them and nothing the image lacks, and every distractor names a label the image has no object of
+  (data/caption_objects.yaml, `captions.py`), so it is shown wrong, never merely unlike the key;
 - `regions` (referring expressions): options are boxes; distractors the image's other regions, those of
   the referent's category first;
 - `texts` (text reading): the key is a ground-truth string; distractors are other images' strings
@@ -19,8 +22,8 @@ A distractor is never an accepted answer: not equal to any annotator's answer (o
 captions, texts, or the label's own synonyms) after normalising case, punctuation, articles, plurals
 and the aliases of data/answer_aliases.yaml (number words, translations), and not a synonym of one
 (MiniLM similarity at or above `synonym_similarity`, never asked of two numbers; word overlap at or
-above `paraphrase_overlap` for captions, or a caption whose every named object is among the image's
-supplied objects; a box overlapping the referent). Among the
+above `paraphrase_overlap` for captions, or, for an image with objects, a caption that names nothing it
+lacks; a box overlapping the referent). Among the
 `hard_negative_pool` hardest candidates left, three are chosen so that the key's rank by closeness to
 the others is drawn uniformly: hard negatives made around the key would otherwise make it the option
 most like the rest, which a text-only solver spots.

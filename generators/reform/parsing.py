@@ -3,7 +3,6 @@ cannot become a question (`Unusable`)."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -15,8 +14,6 @@ from benchsmith.records import Image, normalise_text
 from generators.reform.answers import answer_key
 from generators.reform.settings import ReformSettings
 from ingest.tasks import TaskKind, records_of
-
-_WORD = re.compile(r"\w+")
 
 
 class Unusable(ValueError):
@@ -174,22 +171,6 @@ def objects_of(item: Image) -> tuple[tuple[str, frozenset[str]], ...]:
     """The objects supplied with the image, each as its label and attribute values (`answer_key` forms)."""
     return tuple((answer_key(o.get("label", "")), frozenset(answer_key(v) for v in (o.get("attributes") or {}).values()))
                  for o in item.annotations.get("objects", []) if isinstance(o, dict))
-
-
-def mentions(caption: str, labels: frozenset[str], attributes: frozenset[str]) -> tuple[tuple[str, frozenset[str]], ...]:
-    """The objects `caption` names (of `labels`, one or two words), each with the attribute words just
-    before it: "a small pink star" -> ("star", {"small", "pink"})."""
-    words = [answer_key(w) for w in _WORD.findall(caption.casefold())]
-    found, i = [], 0
-    while i < len(words):
-        size = 2 if i + 1 < len(words) and f"{words[i]} {words[i + 1]}" in labels else 1 if words[i] in labels else 0
-        if size:
-            start = i
-            while start and words[start - 1] in attributes:
-                start -= 1
-            found.append((" ".join(words[i:i + size]), frozenset(words[start:i])))
-        i += size or 1
-    return tuple(found)
 
 
 def parse_regions(record: dict, kind: TaskKind, dataset: str, item: Image,

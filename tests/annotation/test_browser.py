@@ -120,6 +120,43 @@ def test_an_annotator_sees_a_sets_images_side_by_side_numbered_in_order_and_a_pu
         assert (accepted.status, accepted.review_answer, accepted.review_dimension_id) == ("accepted", chosen, 29)
 
 
+def test_an_annotator_checks_a_text_reading_on_the_enlarged_crop_it_was_read_from(label_studio):
+    from PIL import Image as PILImage, ImageDraw
+
+    from benchsmith.records import Image, Provenance, Question, Verdict, sha256_bytes
+
+    settings = label_studio.settings(overlap=1)
+    settings.media_dir.mkdir(parents=True, exist_ok=True)
+    photo = PILImage.new("RGB", (320, 240), (40, 90, 200))  # blue, with a red sign where the text was read
+    ImageDraw.Draw(photo).rectangle((160, 60, 239, 89), fill=(220, 30, 30))
+    photo.save(path := settings.media_dir / "sign.png")
+    item = Image(id=sha256_bytes(path.read_bytes()), path=path.name, width=320, height=240)
+    question = Question(item_id=item.id, dimension_id=9, text="What does the text in the image say?",
+                        options=["OPEN", "EXIT", "STOP", "SALE"], answer=0, provenance=Provenance(backend="template"),
+                        meta={"template": "text", "crop": [0.5, 0.25, 0.75, 0.375]})  # the red sign
+    with Store(settings.db_url) as store:
+        store.add_items([item])
+        store.add_questions([question], stage="generate", verdicts_for_new=[Verdict(
+            subject_id=question.id, subject_kind="question", stage="blind", rule="text_only_solvers", passed=True)])
+        (report,) = push(store, connect(settings), settings, registry(),
+                         questions_to_push(store, settings.section("review", ReviewSettings)))
+        task_id = store.get_review_tasks("question")[question.id][1]
+    seen = browse("label_task.mjs", label_studio.url, ADMIN, ADMIN_PASSWORD, report.project_id, task_id,
+                  "A. OPEN", BROWSER / "artifacts" / "text-crop-page.png", "1")
+
+    assert [f["caption"] for f in seen["figures"]] == ["The text was read here"]
+    (crop,) = seen["crops"]
+    width, height = crop["size"]
+    assert width > 160 and abs(width / height - 120 / 45) < 0.05  # enlarged, with the crop's proportions
+    shown = PILImage.open(crop["file"]).convert("RGB")
+    red, blue = (220, 30, 30), (40, 90, 200)
+    close = lambda xy, colour: all(abs(a - b) < 40 for a, b in zip(shown.getpixel(xy), colour))  # noqa: E731
+    w, h = shown.size
+    # the sign fills the middle two thirds (a quarter of its size added each side), the sky is around it
+    assert close((w // 2, h // 2), red) and close((w // 6 + 3, h // 6 + 3), red) and close((w - w // 6 - 3, h - h // 6 - 3), red)
+    assert close((2, 2), blue) and close((w - 3, h - 3), blue) and close((w // 2, 2), blue)
+
+
 def test_dollar_signs_templates_and_markup_are_shown_and_recorded_exactly_as_written(label_studio):
     settings = label_studio.settings(overlap=1, second_look_overlap=1, second_look_project=f"second {uuid.uuid4().hex[:8]}")
     env = dict(label_studio.env, BENCHSMITH_WORKSPACE=str(settings.workspace), COLUMNS="200",

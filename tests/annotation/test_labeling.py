@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from annotation.labeling import label_config, to_review, to_task
+from annotation.labeling import CROP_VIEW, label_config, to_review, to_task
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import registry
 from benchsmith.records import Image, ImageSet, Provenance, Question, Video
@@ -112,7 +112,30 @@ def test_an_image_set_question_shows_every_image_side_by_side_numbered_as_the_qu
     # the set's config shows the gallery where the single-image one pages through `images`; the rest is the same
     gallery = '<HyperText name="image" value="$gallery" inline="true"/>'
     single, sets = label_config(ReviewSettings()), label_config(ReviewSettings(), sets=True)
-    assert sets == single.replace('<Image name="image" valueList="$images" maxWidth="100%"/>', gallery)
+    assert sets == single.replace('<Image name="image" valueList="$images" maxWidth="100%"/>' + CROP_VIEW, gallery)
+
+
+def test_a_question_about_text_read_off_a_photo_shows_where_it_was_read_enlarged_under_the_image():
+    photo = Image(id="img1", path="p 1.jpg", width=640, height=480)
+    read = question(9).model_copy(update={"meta": {"template": "text", "crop": [0.5, 0.25, 0.75, 0.375]}})
+    assert ET.fromstring(label_config(ReviewSettings())).find("HyperText").get("value") == "$crop"
+
+    figure = ET.fromstring(to_task(read, photo, registry(), ReviewSettings(), BASE)["data"]["crop"])
+    frame, image = figure.find("div"), figure.find("div/img")
+    assert figure.find("figcaption").text == "The text was read here"
+    assert image.get("src") == BASE + "p%201.jpg"
+    # a quarter of the crop's size added each side: x 0.4375-0.8125, y 0.21875-0.40625 of the photo
+    assert frame.get("data-crop") == "0.4375,0.2188,0.8125,0.4062"
+    style = dict(part.split(": ") for part in image.get("style").split("; "))
+    width, left, top = (float(style[k].rstrip("%")) for k in ("width", "left", "top"))
+    assert (round(width, 1), round(left, 1), round(top, 1)) == (266.7, -116.7, -116.7)  # 1/0.375, 0.4375/0.375, ...
+    assert "aspect-ratio: 240.0 / 90.0" in frame.get("style")  # the crop's own proportions, in pixels
+
+    # at the border the margin stops at the photo's edge; a question without a crop shows none
+    edge = read.model_copy(update={"meta": {"crop": [0.0, 0.9, 0.2, 1.0]}})
+    frame = ET.fromstring(to_task(edge, photo, registry(), ReviewSettings(), BASE)["data"]["crop"]).find("div")
+    assert frame.get("data-crop") == "0.0000,0.8750,0.2500,1.0000"
+    assert to_task(question(9), photo, registry(), ReviewSettings(), BASE)["data"]["crop"] == ""
 
 
 def annotation(*results, annotation_id=7, who=3):

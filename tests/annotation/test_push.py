@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from annotation.client import LabelStudioError, connect
-from annotation.labeling import to_task
+from annotation.labeling import CROP_VIEW, label_config, to_task
 from annotation.push import Round, image_base, push, questions_to_push
 from annotation.settings import ReviewSettings
 from benchsmith.dimensions import registry
@@ -74,9 +74,11 @@ def test_questions_about_image_sets_go_to_projects_of_their_own_in_each_round(la
                                                             "(created): 1 tasks sent, 0 recovered from an interrupted push")
         (task,) = server_tasks(server, sets.project_id)
         assert task.data["question_id"] == question.id and task.data["gallery"].count("<figure") == 2
-        # the task list does not show the gallery's markup as text
+        # the task lists do not show the markup of a gallery or of a text question's crop as text
         (view,) = server.client.views.list(project=sets.project_id)
         assert "tasks:data.gallery" in view.data["hiddenColumns"]["explore"]
+        (view,) = server.client.views.list(project=single.project_id)
+        assert "tasks:data.crop" in view.data["hiddenColumns"]["explore"]
 
         _single, looked = push(store, server, settings, registry(), [question], round=Round("v1", {question.id: "why"}))
         project = server.client.projects.get(id=looked.project_id)
@@ -99,6 +101,29 @@ def test_new_instructions_update_the_project_and_send_nothing_again(label_studio
     project = connect(edited).client.projects.get(id=first.project_id)
     assert project.expert_instruction == "Look at the picture twice."
     assert len(server_tasks(connect(edited), first.project_id)) == 2
+
+
+def test_a_project_from_before_text_crops_takes_the_new_config_with_its_old_tasks(label_studio):
+    settings = label_studio.settings()
+    review = settings.section("review", ReviewSettings)
+    server = connect(settings)
+    old = server.client.projects.create(title=review.project, label_config=label_config(review).replace(CROP_VIEW, ""))
+    with Store(settings.db_url) as store:
+        seed_questions(store, settings, [3])
+        (question,) = seed_questions(store, settings, [9])
+        task = to_task(question, store.get_items([question.item_id])[0], registry(), review, image_base(settings, review))
+        del task["data"]["crop"]  # as pushed before crops were shown, by a store this test does not hold
+        task["data"]["question_id"] = "pushed-before"
+        server.client.projects.import_tasks(id=old.id, request=[task])
+        read = question.model_copy(update={"text": "What does the text in the image say?",
+                                           "meta": {"template": "text", "crop": [0.1, 0.2, 0.6, 0.5]}})
+        store.add_questions([read], stage="generate", verdicts_for_new=[Verdict(
+            subject_id=read.id, subject_kind="question", stage="blind", rule="text_only_solvers", passed=True)])
+        report = run_push(settings, store)
+    assert report.project_id == old.id and "$crop" in connect(settings).client.projects.get(id=old.id).label_config
+    crops = {t.data["question_id"]: t.data.get("crop") for t in server_tasks(server, old.id)}
+    assert crops.pop("pushed-before") is None and 'data-crop="' in crops.pop(read.id)
+    assert list(crops.values()) == ["", ""]
 
 
 def test_images_are_served_to_annotators_through_the_local_storage(label_studio):

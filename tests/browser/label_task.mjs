@@ -3,7 +3,8 @@
 // Usage: node label_task.mjs <url> <email> <password> <projectId> <taskId> <optionText> <screenshot.png> [hotkeys]
 // `hotkeys` is one or more keys separated by spaces ("2 r"), pressed in turn. Prints one JSON line: what
 // was seen on the labeling page (which labels are radio buttons and which checkboxes; an image set's
-// numbered images), and the radio labels checked at the start, after the hotkeys and after the click.
+// numbered images; the crop a text question was read from), and the radio labels checked at the start,
+// after the hotkeys and after the click.
 import { chromium } from 'playwright-core';
 
 const [url, email, password, projectId, taskId, optionText, screenshot, hotkeys = '1'] = process.argv.slice(2);
@@ -43,8 +44,17 @@ try {
     });
     return shown.every((f) => f.size[0] > 0) && shown;
   })).jsonValue();
+  // where the text of a text question was read, as shown: each crop's frame size, and a picture of it
+  const crops = [];
+  for (const frame of await page.locator('[data-crop]').all()) {
+    const box = await frame.boundingBox();
+    const file = screenshot.replace(/\.png$/, `-crop${crops.length}.png`);
+    await frame.screenshot({ path: file });
+    crops.push({ size: [Math.round(box.width), Math.round(box.height)], file });
+  }
   const seen = {
     figures,
+    crops,
     question: await page.locator('h1, h2, h3, h4').allInnerTexts(),
     labels: await page.locator('label:visible').allInnerTexts(),
     text: await page.locator('body').innerText(),

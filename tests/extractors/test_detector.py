@@ -85,6 +85,22 @@ def test_a_missing_install_says_how_to_make_it(tmp_path):
         extractor.check()
 
 
+def test_a_node_process_that_stops_answering_is_stopped_with_a_clear_error(tmp_path):
+    import shutil
+    import time
+
+    from extractors.detector import NodeDetector
+
+    # a stand-in for centernet.mjs that says its input size, then never answers
+    (tmp_path / "centernet.mjs").write_text("console.log(JSON.stringify({size: 8})); setInterval(() => {}, 1000);\n")
+    detector = NodeDetector(shutil.which("node"), tmp_path, timeout_s=1.0)
+    assert detector.size == 8 and detector.alive
+    started = time.monotonic()
+    with pytest.raises(ExtractorError, match="no answer within 1 s"):
+        detector.detect(bytes(8 * 8 * 3))
+    assert time.monotonic() - started < 5 and not detector.alive
+
+
 def test_the_extract_stage_stores_boxes_and_tags_of_real_photos(configure, tmp_path):
     """The production path: photos ingested from a folder, both real extractors run by the extract stage."""
     import shutil

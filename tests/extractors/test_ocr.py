@@ -40,6 +40,19 @@ def test_rapidocr_reads_every_sign_word_where_it_was_drawn(configure, scenes_loa
     assert extractor.key.startswith("rapidocr:rapidocr-3.")
 
 
+def test_rapidocr_reads_the_same_with_images_side_by_side_and_one_at_a_time(configure, scenes_loaded):
+    loaded = [image for image, _ in scenes_loaded]
+    found = {}
+    for parallel in (1, 3):
+        extractor, = build_extractors(configure({"extractors": {"rapidocr": {"parallel": parallel}}}), only=["rapidocr"])
+        extractor.load()
+        assert extractor.parallel == min(parallel, extractor.batch_size)
+        found[parallel] = (extractor.key, [[(f.text, f.quad, f.score) for f in facts]
+                                           for facts in extractor.extract(loaded)])
+    assert found[1] == found[3]  # the same lines, corners and scores, and the same key: a speed setting
+    assert sum(map(len, found[1][1])) >= len(loaded)
+
+
 def test_paddleocr_reads_every_sign_word_with_local_model_folders(configure, scenes_loaded, tmp_path, monkeypatch):
     monkeypatch.setenv("PADDLE_PDX_CACHE_HOME", str(tmp_path / "paddlex"))
     det, rec = wheel_model_folders(tmp_path / "models")

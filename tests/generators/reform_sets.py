@@ -195,7 +195,8 @@ def coco_captions(sets: Sets, n_images: int = 24) -> None:
                      f"A photo of {who} {what} {where}."]
         rows.append({"cocoid": 100000 + i, "filename": path.name, "sentences": sentences})
         images.append(path)
-        sets.truth[("coco-karpathy", str(100000 + i))] = Truth(sentences[0], sentences, "matching")
+        for k in range(3):   # one question keyed by each of the first `caption_keys` (3) captions
+            sets.truth[("coco-karpathy", f"{100000 + i}#{k}")] = Truth(sentences[k], sentences, "matching")
     sets.sources.append((_save_hf([r | {"task": "matching", "source": "coco-karpathy"} for r in rows], images,
                                   folder / "dataset"), ""))
 

@@ -42,28 +42,46 @@ DRAFTS = {
 }
 
 
-def answer(request: dict):
-    user = request["messages"][1]["content"]
-    name = next(n for n in DRAFTS if f"Dimension: {n}." in user)
-    return json_completion({"questions": DRAFTS[name]})
+# dimension name -> drafts whose key is right but a wrong option is right too (or may be)
+TWO_RIGHT = {
+    "Instances Counting": [q("How many dogs are there?", ["2", "two", "3", "4"])],
+    "Instance Identity": [q("Which animal is at the top right?", ["cat", "dog", "horse", "cow"]),
+                          q("What is at the top right?", ["cat", "bakery", "horse", "cow"])],
+    "Instance Location": [q("Where is the cat?", ["top right", "top", "bottom left", "centre"])],
+    "Spatial Relation": [q("Where is the cat relative to the sign?", ["right", "to the right", "left", "below"])],
+    "Text Understanding": [q("What does the sign say?", ["BAKERY", "OPEN", "CLOSED", "SALE"])],
+}
+KEYS = ["instances_counting", "instance_identity", "instance_location", "spatial_relation", "text_understanding"]
 
 
-def test_drafts_wrong_against_their_facts_are_dropped_with_the_reason_and_the_rest_say_how_checked(tmp_path, store):
+def generated(tmp_path, store, drafts: dict, **env) -> dict:
+    """The questions the LLM generator keeps of `drafts` about the street scene, by text."""
     store.add_items([Image(id="street", path="street.jpg", width=640, height=480)])
     facts = [Fact(item_id="street", kind="object", text=label, box=box, provenance=SUPPLIED) for label, box in OBJECTS]
     facts += [Fact(item_id="street", kind="object", text="sign", box=(0.35, 0.08, 0.55, 0.22), provenance=SUPPLIED),
               Fact(item_id="street", kind="caption", text="Two dogs and a cat outside a bakery", provenance=SUPPLIED),
               Fact(item_id="street", kind="ocr", text="BAKERY", provenance=SUPPLIED,
-                   quad=((0.35, 0.08), (0.55, 0.08), (0.55, 0.22), (0.35, 0.22)))]
+                   quad=((0.35, 0.08), (0.55, 0.08), (0.55, 0.22), (0.35, 0.22))),
+              Fact(item_id="street", kind="ocr", text="OPEN", provenance=SUPPLIED,
+                   quad=((0.35, 0.23), (0.45, 0.23), (0.45, 0.27), (0.35, 0.27)))]
     store.add_facts("supplied", facts)
-    keys = ["instances_counting", "instance_identity", "instance_location", "spatial_relation", "text_understanding"]
+
+    def answer(request: dict):
+        user = request["messages"][1]["content"]
+        name = next(n for n in drafts if f"Dimension: {n}." in user)
+        return json_completion({"questions": drafts[name]})
+
     with ScriptedOpenAI(answer) as server:
         run_generate(store, settings_with(tmp_path, OPENAI_BASE_URL=server.base_url,
-                                          BENCHSMITH__GENERATE__DIMENSIONS=f"[{', '.join(keys)}]",
-                                          BENCHSMITH__GENERATE__LLM__QUESTIONS_PER_CALL="5"),
+                                          BENCHSMITH__GENERATE__DIMENSIONS=f"[{', '.join(KEYS)}]",
+                                          BENCHSMITH__GENERATE__LLM__QUESTIONS_PER_CALL="5", **env),
                      generators=["llm"])
+    return {q.text: q for q in store.get_questions()}
 
-    by_text = {q.text: q for q in store.get_questions()}
+
+def test_drafts_wrong_against_their_facts_are_dropped_with_the_reason_and_the_rest_say_how_checked(tmp_path, store):
+    keys = KEYS
+    by_text = generated(tmp_path, store, DRAFTS)
     verdicts = {v.subject_id: v for v in store.get_verdicts(passed=False)}
     names = {registry().get(k).name: k for k in keys}
     for name, (right, wrong, open_, *more) in DRAFTS.items():
@@ -82,3 +100,29 @@ def test_drafts_wrong_against_their_facts_are_dropped_with_the_reason_and_the_re
     assert reasons["Instance Location"] == "the key says 'bottom left', the cat is at the top right"
     assert reasons["Spatial Relation"] == "the key says right, the sign is left of the cat"
     assert reasons["Text Understanding"] == "the key 'PHARMACY' was not read in the image"
+
+
+def test_a_draft_with_a_second_right_option_fails_and_one_whose_option_may_be_right_is_not_verified(tmp_path, store):
+    by_text = generated(tmp_path, store, TWO_RIGHT)
+    said = {text: (q.status, q.meta["fact_check"], q.meta.get("dropped", "")) for text, q in by_text.items()}
+    assert said == {
+        "How many dogs are there?": ("dropped", "failed", "option 'two' is the count too"),
+        "Which animal is at the top right?": ("dropped", "failed", "option 'dog' is in the image too"),
+        "What is at the top right?": ("candidate", "unchecked: option 'bakery' is mentioned in the facts too", ""),
+        "Where is the cat?": ("dropped", "failed", "option 'top' is where the cat is too"),
+        "Where is the cat relative to the sign?": ("dropped", "failed", "option 'to the right' says right too"),
+        "What does the sign say?": ("dropped", "failed", "option 'OPEN' was read in the image too")}
+
+
+def test_keep_confirmed_drops_what_the_facts_cannot_decide_with_what_they_could_not(tmp_path, store):
+    by_text = generated(tmp_path, store, DRAFTS, BENCHSMITH__GENERATE__LLM__FACT_CHECK__KEEP="confirmed")
+    verdicts = {v.subject_id: v for v in store.get_verdicts(passed=False)}
+    for name, (right, wrong, open_, *more) in DRAFTS.items():
+        kept, dropped, unsure = (by_text[d["question"]] for d in (right, wrong, open_))
+        assert kept.status == "candidate" and kept.meta["fact_check"] == "verified", (name, kept.meta)
+        assert dropped.status == unsure.status == "dropped", name
+        assert verdicts[dropped.id].reason == dropped.meta["dropped"] and not dropped.meta["dropped"].startswith("not confirmed")
+        why = unsure.meta["fact_check"]
+        assert why.startswith("unchecked: ") and verdicts[unsure.id].rule == "fact_check"
+        assert verdicts[unsure.id].reason == unsure.meta["dropped"] == f"not confirmed by the facts ({why})"
+    assert sorted(q.status for q in by_text.values()).count("candidate") == 6  # the five right drafts + one relation

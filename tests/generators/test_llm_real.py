@@ -1,5 +1,6 @@
 """`generate -g llm` against the real local model (SmolLM2 via llama.cpp): the schema-constrained reply
-becomes stored, fact-checked questions (or a failure with its raw text), and a rerun sends nothing."""
+becomes stored, fact-checked questions (or a failure with its raw text), only what the facts confirm is
+kept under `fact_check.keep: confirmed` (the rest dropped with the reason), and a rerun sends nothing."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def test_the_llm_generator_stores_what_a_real_model_writes_and_a_rerun_sends_not
                              BENCHSMITH__GENERATE__DIMENSIONS="[instances_counting]",
                              BENCHSMITH__GENERATE__LLM__MODEL=local_llm.model, BENCHSMITH__GENERATE__LLM__MODELS="{}",
                              BENCHSMITH__GENERATE__LLM__QUESTIONS_PER_CALL="1",
-                             BENCHSMITH__GENERATE__LLM__MAX_TOKENS="200")
+                             BENCHSMITH__GENERATE__LLM__MAX_TOKENS="200",
+                             BENCHSMITH__GENERATE__LLM__FACT_CHECK__KEEP="confirmed")
     first = run_generate(sqlite_store, settings, generators=["llm"])
     assert first["jobs"] == first["llm_requests"] == 1
     [row] = sqlite_store.ledger_rows("generate:llm")
@@ -33,6 +35,14 @@ def test_the_llm_generator_stores_what_a_real_model_writes_and_a_rerun_sends_not
             assert len(question.options) == 4 and 0 <= question.answer < 4
             assert question.provenance.model == local_llm.model and question.provenance.tokens_out > 0
             assert question.meta["fact_check"]  # verified, failed or unchecked: never silent
+        reasons = {v.subject_id: v.reason for v in sqlite_store.get_verdicts(passed=False)}
+        for question in questions:
+            if question.status == "candidate":  # confirmed: a count of the two dogs, and no other option says 2
+                assert question.meta["fact_check"] == "verified"
+                numbers = [o.strip().lower() in ("2", "two") for o in question.options]
+                assert "dog" in question.text.lower() and numbers[question.answer] and sum(numbers) == 1
+            else:
+                assert question.status == "dropped" and reasons[question.id] == question.meta["dropped"]
     [call] = sqlite_store.get_llm_calls([questions[0].provenance.params["llm_call"]]).values() if questions else [None]
     assert call is None or call["status"] == "ok"
     again = run_generate(sqlite_store, settings, generators=["llm"])

@@ -1,11 +1,16 @@
-"""COCO photos end to end through the installed command: ingest a COCO instances JSON (with its captions),
-extract, generate, filter, publish. Every kept key is checked against the COCO file by this test's own
-reading of it, and the release loads offline and as VLMEvalKit reads it, like the others."""
+"""COCO photos end to end through the installed command: ingest a COCO instances JSON with its captions as
+caption-matching annotations, extract, generate (programmatic and reform), filter, publish. Every kept key
+is checked against the COCO file by this test's own reading of it, and the release loads offline, in the
+real lmms-eval (a scripted model answering what the COCO truth says scores 100%) and as VLMEvalKit reads
+it, like the others; a photo that came with a GPS position is published without it."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
 
 import datasets
 import pytest
@@ -14,16 +19,24 @@ from benchsmith.settings import load_settings
 from benchsmith.store import Store
 from tests.generators.test_cli import run
 from tests.publish.conftest import accept
+from publish.lmms_eval import task_name
+from tests.publish.conftest import GPS
+from tests.publish.test_lmms_eval_task import SUPPORT, lmms_eval_cli  # noqa: F401 - the fixture
 from tests.publish.test_release import vlmevalkit_image_files
 from tests.support.shared_data import require_shared_data
 
 PHOTOS = 24
+PERSON = {"man", "men", "woman", "women", "boy", "boys", "girl", "girls", "child", "children", "kid", "kids",
+          "people", "lady", "guy", "player", "skier", "surfer"}
 REGIONS = {(r, c): "centre" if (r, c) == (1, 1) else f"{('top', 'middle', 'bottom')[r]} {('left', 'centre', 'right')[c]}"
            for r in range(3) for c in range(3)}
 
 
-def sample(tmp_path) -> tuple[dict, dict]:
-    """The first PHOTOS photos of coco-mini-train, as their own instances and captions JSON files."""
+def sample(tmp_path) -> tuple[dict, dict, str]:
+    """The first PHOTOS photos of coco-mini-train, as their own instances and captions JSON files, and copies
+    of the photos, the first given a GPS position in its EXIF as a phone would."""
+    from PIL import Image as PILImage
+
     root = require_shared_data("coco-mini-train", "annotations")
     instances = json.loads((root / "instances_train2017.json").read_text())
     captions = json.loads((root / "captions_train2017.json").read_text())
@@ -35,11 +48,25 @@ def sample(tmp_path) -> tuple[dict, dict]:
     (tmp_path / "annotations" / "instances_train2017.json").write_text(json.dumps(mine))
     (tmp_path / "annotations" / "captions_train2017.json").write_text(json.dumps(said))
     names = {c["id"]: c["name"] for c in instances["categories"]}
-    truth = {i["file_name"]: {"size": (i["width"], i["height"]), "boxes": []} for i in images}
+    truth = {i["file_name"]: {"size": (i["width"], i["height"]), "boxes": [], "captions": []} for i in images}
     by_id = {i["id"]: i["file_name"] for i in images}
     for a in mine["annotations"]:
         truth[by_id[a["image_id"]]]["boxes"].append((names[a["category_id"]], a["bbox"], a["iscrowd"]))
-    return truth, names
+    for a in said["annotations"]:
+        truth[by_id[a["image_id"]]]["captions"].append(a["caption"])
+    photos = tmp_path / "train2017"
+    photos.mkdir()
+    located = max(truth, key=lambda name: (len(truth[name]["boxes"]), name))   # rich enough to be asked about
+    for image in images:
+        source = root.parent / "train2017" / image["file_name"]
+        if image["file_name"] != located:
+            shutil.copyfile(source, photos / image["file_name"])
+            continue
+        exif = PILImage.Exif()
+        exif[0x8825] = GPS
+        with PILImage.open(source) as photo:
+            photo.save(photos / image["file_name"], "JPEG", quality=95, exif=exif.tobytes())
+    return truth, names, located
 
 
 def true_options(text: str, options: list[str], photo: dict, names: dict) -> list[bool]:
@@ -86,15 +113,34 @@ def true_options(text: str, options: list[str], photo: dict, names: dict) -> lis
         side = {"to the left of": lambda x, y, w, h: x + w <= bx, "to the right of": lambda x, y, w, h: x >= bx + bw,
                 "above": lambda x, y, w, h: y + h <= by, "below": lambda x, y, w, h: y >= by + bh}[m[1]]
         return [any(side(*box) for _l, box, _c in of(o)) for o in options]
+    if text == "Which sentence describes the image?":   # COCO boxes every instance of its classes
+        own = {" ".join(c.lower().split()) for c in photo["captions"]}
+        return [" ".join(o.lower().split()) in own or not lacked(o, boxes, names) for o in options]
     raise AssertionError(f"a question the checker cannot read: {text}")
 
 
-@pytest.mark.slow(seconds=240)
-def test_coco_photos_in_exact_questions_out_and_a_release_that_loads(tmp_path):
-    truth, names = sample(tmp_path)
-    images = require_shared_data("coco-mini-train", "train2017")
-    steps = [["ingest", "annotations/instances_train2017.json", "--images", str(images)], ["extract"],
-             ["generate", "-g", "programmatic"], ["filter"]]
+def lacked(caption: str, boxes: list, names: dict) -> set[str]:
+    """The COCO classes `caption` names (the name or its plural, a word for a person) that no box holds."""
+    text = f" {' '.join(re.findall(r'[a-z]+', caption.lower()))} "
+    named = {n for n in names.values() if f" {n} " in text or f" {n}s " in text or f" {n}es " in text}
+    named |= {"person"} if PERSON & set(text.split()) else set()
+    named -= {n for n in named for m in named if n != m and n in m}   # "dog" within "hot dog"
+    return named - {b[0] for b in boxes}
+
+
+def answer_letter(row: dict, truth: dict, names: dict) -> str:
+    options = [row[f"choice_{letter}"] for letter in "abcd"]
+    true = true_options(row["question"], options, truth, names)
+    assert true.count(True) == 1, (row["question"], options)
+    return "ABCD"[true.index(True)]
+
+
+@pytest.mark.slow(seconds=300)
+@pytest.mark.lmms_eval
+def test_coco_photos_in_exact_questions_out_and_a_release_that_loads(tmp_path, lmms_eval_cli):
+    truth, names, located = sample(tmp_path)
+    steps = [["ingest", "annotations/instances_train2017.json", "--images", "train2017", "--task", "matching"],
+             ["extract"], ["generate", "-g", "programmatic", "-g", "reform"], ["filter"]]
     for step in steps:
         done = run(tmp_path, *step, BENCHSMITH__EXTRACT__USE='["supplied"]')
         assert done.returncode == 0, f"{step}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
@@ -110,8 +156,10 @@ def test_coco_photos_in_exact_questions_out_and_a_release_that_loads(tmp_path):
             if true != [i == q.answer for i in range(4)]:
                 wrong.append((q.text, q.options, q.answer, true))
         assert not wrong, wrong[:5]
+        assert sum(q.text == "Which sentence describes the image?" for q in kept) >= 20
         for q in kept:
             accept(store, q, [q.answer])
+    by_id = {q.id: q for q in kept}
 
     done = run(tmp_path, "publish", "--version", "v1")
     assert done.returncode == 0, done.stderr
@@ -121,3 +169,24 @@ def test_coco_photos_in_exact_questions_out_and_a_release_that_loads(tmp_path):
     [tsv] = (folder / "vlmevalkit").glob("*.tsv")
     files = vlmevalkit_image_files(tsv, tmp_path / "vlmevalkit_images")
     assert files.keys() == {q.id for q in kept} and all(p.is_file() for paths in files.values() for p in paths)
+    with_gps = [row for row in rows if photos[by_id[row["question_id"]].item_id] == located]
+    assert with_gps   # the photo that came with a GPS position is published, without it
+    for row in rows:
+        assert all(len(image.getexif()) == 0 and "exif" not in image.info for image in row["image"])
+
+    # the real lmms-eval, its task read from the release: a model answering what the COCO truth says scores 100%
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps({row["question_id"]: answer_letter(row, truth[photos[by_id[row["question_id"]].item_id]],
+                                                                     names) for row in rows}))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env |= {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"),
+            "LMMS_EVAL_PLUGINS": "scripted_lmms", "PYTHONPATH": str(SUPPORT)}
+    task = task_name("benchsmith-bench", "v1")
+    done = subprocess.run([str(lmms_eval_cli), "--model", "scripted", "--model_args", f"replies={replies}",
+                           "--tasks", task, "--include_path", str(folder / "lmms_eval"),
+                           "--output_path", str(tmp_path / "out"), "--batch_size", "1"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+    written = list((tmp_path / "out").rglob("*_results.json"))
+    assert done.returncode == 0 and len(written) == 1, (done.stdout + done.stderr)[-3000:]
+    reported = json.loads(written[0].read_text())["results"][task]
+    assert reported["accuracy,none"] == 1.0 and reported["dim_image_text_matching,none"] == 1.0

@@ -236,6 +236,40 @@ def test_no_distractor_caption_also_describes_the_image(tmp_path):
             assert (named <= drawn[question.meta["annotation_id"]]) == (i == question.answer), (option, question.options)
 
 
+def test_a_caption_distractor_names_something_the_photo_lacks(tmp_path):
+    """Photos whose objects are known (as COCO's instances are): each class on two photos with a person.
+    The nearest captions by words are traps: a twin's caption ("two people and a kite": all there), and
+    one that names only a person ("a man plays with a friend in the park"), whom every photo shows.
+    Neither may be a wrong option: each one must name a thing the photo has no object of."""
+    classes = ["dog", "cat", "horse", "kite", "frisbee", "umbrella", "bicycle", "skateboard"]
+    places = ["park", "garden", "field", "meadow", "lawn", "square", "yard", "common"]
+    folder, rows, truth = tmp_path / "sets" / "photos", [], {}
+    for i, (thing, twin) in enumerate((c, t) for c in classes for t in range(2)):
+        reform_sets.image(folder / f"{i}.png", 300 + i)
+        captions = [f"A {('man', 'woman')[twin]} plays with a {thing} in the {places[i % 8]}.",
+                    f"{('A person', 'Two people')[twin]} and a {thing} out on the grass.",
+                    f"A {('man', 'woman')[twin]} plays with a friend in the {places[i % 8]}."]
+        objects = [{"label": "person", "box": [0.1, 0.2, 0.4, 0.9]}, {"label": thing, "box": [0.5, 0.5, 0.8, 0.8]}]
+        rows.append({"path": f"{i}.png", "task": "matching", "source": "photos", "id": str(i), "captions": captions,
+                     "annotations": {"objects": objects}})
+        truth[str(i)] = (captions, {"person", thing})
+    workspace = tmp_path / "bench"
+    benchsmith(workspace, "ingest", str(reform_sets._write_jsonl(rows, folder / "photos.jsonl")))
+    benchsmith(workspace, "generate", "-g", "reform")
+
+    words = {"man": "person", "woman": "person", "person": "person", "people": "person",
+             **{c: c for c in classes}, **{c + "s": c for c in classes}}
+    made = questions(workspace)
+    assert len(made) >= 32          # every caption names what its photo shows: up to three keys a photo
+    for question in made:
+        captions, present = truth[question.meta["annotation_id"].split("#")[0]]
+        assert question.options[question.answer] in captions
+        for i, option in enumerate(question.options):
+            if i != question.answer:
+                named = {words[w] for w in re.findall(r"[a-z]+", option.lower()) if w in words}
+                assert named - present, (option, present)
+
+
 # -- pure parts --------------------------------------------------------------------------------------
 
 def test_answers_that_say_the_same_in_other_letters_share_one_key():

@@ -275,3 +275,28 @@ def test_a_generator_that_names_no_templates_and_no_supports_is_an_error_not_an_
     settings = load_settings(env={"BENCHSMITH_WORKSPACE": str(tmp_path)})
     with pytest.raises(NotImplementedError, match="Forgetful names no `templates`"):
         Forgetful(settings, settings.section("generate", GenerateSettings))
+
+
+def test_inflect_imported_without_its_type_checks_gives_the_same_words():
+    """The plurals import inflect (`programmatic._inflection`) with typeguard's decorator as a no-op (its import parses inflect's source
+    once per method otherwise); every plural and singular the vocabulary's words get stays the same."""
+    import subprocess
+    import sys
+
+    script = ("import json, sys\n"
+              "if sys.argv[1] == 'unchecked':\n"
+              "    from generators.programmatic import import_inflect_unchecked; import_inflect_unchecked()\n"
+              "import inflect\n"
+              "from generators.programmatic import load_vocabulary\n"
+              "engine, vocabulary = inflect.engine(), load_vocabulary()\n"
+              "words = sorted({w for label in [*vocabulary.labels, 'mouse', 'bus', 'scissors', 'person'] "
+              "for w in label.split()})\n"
+              "print(json.dumps([[engine.plural_noun(w), engine.singular_noun(w)] for w in words]))\n"
+              "print('typeguard' in type(engine).plural_noun.__code__.co_names)\n")
+    out = {}
+    for mode in ("checked", "unchecked"):
+        done = subprocess.run([sys.executable, "-c", script, mode], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        out[mode] = done.stdout.splitlines()
+    assert out["checked"][0] == out["unchecked"][0] and len(json.loads(out["checked"][0])) > 10
+    assert (out["checked"][1], out["unchecked"][1]) == ("True", "False")  # the checks really were left out

@@ -227,6 +227,31 @@ def test_a_coco_file_keeps_crowds_as_crowds_and_counts_every_box_it_cannot_keep(
     assert "5 seen, 0 added, 5 unchanged since the last ingest (not read again)" in again.stdout
 
 
+def test_a_coco_file_with_task_matching_gives_each_photo_its_captions_as_a_matching_annotation(tmp_path):
+    path = small_coco(tmp_path / "coco")
+    result = run("ingest", str(path), "--task", "matching", cwd=tmp_path, env=NO_RICHNESS)
+    assert result.returncode == 0, result.stderr
+    images, _verdicts = stored(tmp_path)
+    assert images["a.png"].annotations["reform"] == [
+        {"task": "matching", "dataset": "coco-val", "row": "instances_val.json:1",
+         "fields": {"image_id": 1, "captions": ["A cat beside a crowd."]}}]
+    assert images["b.png"].annotations["reform"][0]["fields"]["captions"] == ["An empty room."]
+    assert images["a.png"].annotations["captions"] == ["A cat beside a crowd."]   # still the photo's captions
+
+    plain = run("ingest", str(path), cwd=tmp_path / "coco", env=NO_RICHNESS)   # without --task: captions only
+    assert plain.returncode == 0 and "reform" not in stored(tmp_path / "coco")[0]["a.png"].annotations
+
+
+def test_a_task_kind_a_coco_or_yolo_file_cannot_feed_is_one_clear_line(tmp_path):
+    path = small_coco(tmp_path / "coco")
+    result = run("ingest", str(path), "--task", "vqa", cwd=tmp_path, env=NO_RICHNESS)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "is a COCO file" in result.stderr and "caption kind (matching)" in result.stderr
+    (tmp_path / "data.yaml").write_text("names: [cat]\ntrain: images\n")
+    with pytest.raises(IngestError, match="not to YOLO files"):
+        list(candidates_for(tmp_path / "data.yaml", task="matching"))
+
+
 def test_malformed_coco_and_yolo_files_are_one_clear_line_each(tmp_path):
     (tmp_path / "broken.json").write_text('{"images": [')
     result = run("ingest", "broken.json", cwd=tmp_path, env=NO_RICHNESS)

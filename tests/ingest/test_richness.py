@@ -68,3 +68,27 @@ def test_a_photo_with_enough_objects_passes_without_waiting_for_nouns_and_crowds
     # and the crowded one keeps failing with a reason that no longer names objects
     assert apply(store, Richness(min_nouns=6, min_objects=0)) == (3, 2, 0)
     assert {i.id for i in store.get_items()} == {bare.id}
+
+
+def test_a_spacy_only_pipeline_is_tagged_without_importing_torch_and_torch_still_imports_after():
+    import subprocess
+    import sys
+
+    script = ("import sys; from ingest.richness import count_nouns; "
+              f"assert count_nouns(['A dog is sleeping.'], {MODEL!r}) == 1; "
+              "print('torch' in sys.modules); import torch; torch.zeros(1); print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
+
+
+def test_only_a_pipeline_that_requires_nothing_beside_spacy_is_loaded_without_torch(tmp_path):
+    from ingest.richness import _spacy_only
+
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "meta.json").write_text('{"requirements": ["spacy>=3.7.5,<3.9.0"]}')
+    (tmp_path / "trf").mkdir()
+    (tmp_path / "trf" / "meta.json").write_text('{"requirements": ["spacy>=3.7", "spacy-curated-transformers>=0.2"]}')
+    assert _spacy_only(MODEL) and _spacy_only(str(tmp_path / "plain"))
+    assert not _spacy_only(str(tmp_path / "trf"))
+    assert not _spacy_only("en_core_web_nonexistent") and not _spacy_only(str(tmp_path))

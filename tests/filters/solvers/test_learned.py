@@ -71,3 +71,25 @@ def test_too_small_a_pool_trains_nothing_and_knows_nothing():
     solver.fit(leaky_pool(10))
     [prediction] = solver.answer([Query("How many wheels does the car have?", ("1", "2", "3", "4"))])
     assert prediction.scores == (0.0, 0.0, 0.0, 0.0)
+
+
+def test_each_fold_model_scores_as_one_fitted_on_every_hash_bucket():
+    """Fitting on the buckets a fold's rows use is a shortcut, not another model: a logistic regression
+    fitted on all 2**hash_bits buckets gives the same probabilities."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    pool = leaky_pool(60)
+    config = LearnedConfig(kind="learned", min_pool=50, hash_bits=12)
+    model = PoolModel(config).fit(pool)
+    fold = model.fold_of_group[pool[0].group]
+    train = [q for q in pool if model.fold_of_group[q.group] != fold]
+    rows = [row for q in train for row in option_features(q.text, q.options)]
+    labels = [int(i == q.answer) for q in train for i in range(len(q.options))]
+    wide = LogisticRegression(C=config.regularisation, max_iter=500).fit(model._vectorise(rows), labels)
+    assert wide.coef_.shape[1] == 2 ** 12 > len(model.models[fold][1])
+    judged = [q for q in pool if model.fold_of_group[q.group] == fold]
+    expected = wide.predict_proba(model._vectorise(
+        [row for q in judged for row in option_features(q.text, q.options)]))[:, 1]
+    got = [p for q in judged for p in model.scores(q.text, q.options, group=q.group)]
+    assert np.allclose(got, expected, rtol=0, atol=1e-9)
