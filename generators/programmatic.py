@@ -42,8 +42,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
+import numpy as np
 from pydantic import Field
 
 from benchsmith.dimensions import Dimension
@@ -52,7 +53,7 @@ from benchsmith.settings import UNKEYED, Strict, keyed, parse_yaml
 from extractors.context import text_reads
 
 BACKEND = "programmatic"
-VERSION = "programmatic-v7"  # v7: wrong options drawn by how often each is a key; questions over labels
+VERSION = "programmatic-v7"  # v7: wrong options drawn by how often each is a key; questions over labels; the cap
 VOCABULARY_FILE = Path(__file__).with_name("vocabulary.yaml")
 DESCRIBING = ("size", "colour")  # attributes that may qualify a label, in the order they are spoken
 
@@ -86,8 +87,8 @@ class Vocabulary:
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)  # plural noun -> the labels it names
     observed: dict[str, tuple[str, ...]] = field(default_factory=dict)  # attribute values seen in the collection
     # family ("count:label", "spatial", ...) -> answer value -> how many questions of that family could
-    # have it as their key over the collection (`key_tallies`, `balanced`)
-    keys: dict[str, dict[str, int]] = field(default_factory=dict)
+    # have it as their key over the collection, each as its share of being drawn (`key_tallies`, `balanced`)
+    keys: dict[str, dict[str, float]] = field(default_factory=dict)
     synonyms: dict[str, tuple[str, ...]] = field(default_factory=dict)  # label -> other nouns captions use for it
     names: dict[str, str] = field(default_factory=dict)  # label -> how a question writes it ("tv": "TV")
     absent_weights: dict[str, float] = field(default_factory=dict)  # label -> its weight as the absent one counted
@@ -115,7 +116,7 @@ class Vocabulary:
                           synonyms=self.synonyms, names=self.names)
         settings = settings or ProgrammaticSettings()
         wide = replace(wide, absent_weights=absent_weights(facts, wide, settings))
-        return wide.balanced(key_tallies(facts, wide, settings))
+        return wide.balanced(key_tallies(facts, wide, settings), settings.per_dimension)
 
     def noun(self, things: list[Thing]) -> str:
         """What a count over every object calls them: the group all of their labels belong to
@@ -130,14 +131,13 @@ class Vocabulary:
         return seen if len(seen) >= 4 else self.attributes.get(attribute, ())
 
     def weights(self, family: str) -> dict[str, float]:
-        """How heavily each key value of `family` is drawn as a wrong option: the number of questions over
-        the collection that could have it as their key (`key_tallies`), so a common key is a common wrong
-        option too. Without tallies (a vocabulary not widened over a collection), evenly:
+        """How heavily each key value of `family` is drawn as a wrong option: how many questions over the
+        collection could have it as their key, each as its share of being asked (`balanced`), so a common key
+        is a common wrong option too. Without tallies (a vocabulary not widened over a collection), evenly:
         `FALLBACK_SUPPORT` for numbers and relations, the labels for the rest."""
-        tally = self.keys.get(family)
-        if not tally:
+        if family not in self.keys:
             return dict.fromkeys(FALLBACK_SUPPORT.get(family.split(":")[0], self.labels), 1.0)
-        return {v: float(n) for v, n in sorted(tally.items()) if n > 0}
+        return {v: float(n) for v, n in sorted(self.keys[family].items()) if n > 0}
 
     def support(self, family: str) -> tuple[str, ...]:
         """The key values `family` asks about: every one the collection could have as a key."""
@@ -150,16 +150,26 @@ class Vocabulary:
             return 1.0 if value in self.weights(family) else 0.0
         return self.chances[family].get(value, 0.0)
 
-    def balanced(self, asks: Iterable[tuple[str, str, Iterable[str] | None]]) -> Vocabulary:
+    def balanced(self, asks: Iterable[Ask], cap: int | None = None, rounds: int = 3) -> Vocabulary:
         """This vocabulary with the key tallies and keep chances of `asks`: every question the collection could
-        ask of a balanced family, as (family, key, the values that could be its wrong options; None: any of
-        the family's keys)."""
-        asks = [(family, key, None if pool is None else tuple(pool)) for family, key, pool in asks]
-        keys: dict[str, Counter] = defaultdict(Counter)
-        for family, key, _pool in asks:
-            keys[family][key] += 1
-        tallied = replace(self, keys={family: dict(sorted(tally.items())) for family, tally in sorted(keys.items())})
-        return replace(tallied, chances=keep_chances(asks, tallied))
+        ask of a balanced family (`Ask`). With a `cap`, an item asks at most that many of a group's kept
+        questions, drawn at random (`questions_from`), so each counts as its chance of being asked once kept
+        (`_asked_shares`): a busy photo, where one label is the usual key, asks a smaller share of its
+        questions than a sparse one. The shares follow from the keep chances and the chances from the shares:
+        `rounds` passes settle them."""
+        asks = [Ask(family, key, None if pool is None else tuple(pool), *group)
+                for family, key, pool, *group in asks]
+        shares = [1.0] * len(asks)
+        for _ in range(rounds if cap else 1):
+            keys: dict[str, Counter] = defaultdict(Counter)
+            for ask, share in zip(asks, shares):
+                keys[ask.family][ask.key] += share
+            tallied = replace(self, keys={family: {k: round(n, 6) for k, n in sorted(tally.items())}
+                                          for family, tally in sorted(keys.items())})
+            chances = keep_chances(asks, tallied, shares)
+            if cap:
+                shares = _asked_shares(asks, chances, cap)
+        return replace(tallied, chances=chances)
 
     def draw(self, family: str, key: str, pool: Iterable[str], rng: random.Random, n: int = 3) -> list[str] | None:
         """`n` distinct wrong options out of `pool` (never `key`), a set drawn with chance proportional to
@@ -172,43 +182,90 @@ class Vocabulary:
         return _product_sample(candidates, [weights[v] for v in candidates], n, rng)
 
 
-def keep_chances(asks: list[tuple[str, str, tuple[str, ...] | None]], vocabulary: Vocabulary,
+class Ask(NamedTuple):
+    """A question the collection could ask of a balanced family: its key, the values that could be its wrong
+    options (None: any of the family's keys), and the group whose questions share the per-item cap (an item
+    and dimension; None: uncapped)."""
+
+    family: str
+    key: str
+    pool: tuple[str, ...] | None = None
+    group: tuple[str, str] | None = None
+
+
+def keep_chances(asks: list[Ask], vocabulary: Vocabulary, shares: list[float] | None = None,
                  rounds: int = 300) -> dict[str, dict[str, float]]:
     """Per family, how likely a question with each key is kept, so that over the collection every value is
     the key of a quarter of the questions that show it: a model without the image then learns nothing from
     which values are shown. The wrong options of a question are drawn by `Vocabulary.draw` from its pool,
     so value v is one of them with a known chance (`_inclusion`); summed over the questions each key asks,
-    that is a matrix, and the keep chances are its leading eigenvector, found by power iteration and scaled
-    so the largest is 1 (each value shown as a wrong option three times as often as it is a kept key).
-    Where the pool is every key of the family, this gives each value of any four shown the same chance of
-    being the key; where it varies (a label present in a photo is no wrong option there), on the whole."""
-    by_family: dict[str, list[tuple[str, tuple[str, ...] | None]]] = defaultdict(list)
-    for family, key, pool in asks:
-        by_family[family].append((key, pool))
+    each weighed by its share of being asked (`shares`, see `Vocabulary.balanced`), that is a matrix, and
+    the keep chances are its leading eigenvector, found by power iteration and scaled so the largest is 1
+    (each value shown as a wrong option three times as often as it is a kept key). Where the pool is every
+    key of the family, this gives each value of any four shown the same chance of being the key; where it
+    varies (a label present in a photo is no wrong option there), on the whole."""
+    tally: dict[str, Counter] = defaultdict(Counter)
+    shown: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))  # key -> value -> times shown
+    for ask, share in zip(asks, shares or [1.0] * len(asks)):
+        weights = vocabulary.weights(ask.family)
+        members = sorted({v for v in (weights if ask.pool is None else ask.pool) if v != ask.key and v in weights})
+        if ask.key not in weights or len(members) < 3:
+            continue
+        tally[ask.family][ask.key] += share
+        for value, chance in _inclusion(members, [weights[v] for v in members]).items():
+            shown[ask.family][ask.key][value] += share * chance
     chances = {}
-    for family, family_asks in sorted(by_family.items()):
-        weights = vocabulary.weights(family)
-        values = sorted(weights, key=_value_order)
-        tally: Counter = Counter()
-        shown: dict[str, Counter] = defaultdict(Counter)  # key -> value -> expected times a wrong option
-        for key, pool in family_asks:
-            members = sorted({v for v in (values if pool is None else pool) if v != key and v in weights})
-            if key not in weights or len(members) < 3:
-                continue
-            tally[key] += 1
-            for value, chance in _inclusion(members, [weights[v] for v in members]).items():
-                shown[key][value] += chance
-        chance = {v: 1.0 for v in values if tally[v]}
+    for family in sorted(tally):
+        values = [v for v in sorted(vocabulary.weights(family), key=_value_order) if tally[family][v] > 0]
+        counted = np.array([tally[family][v] for v in values])
+        matrix = np.array([[shown[family][u][v] for v in values] for u in values])  # key u -> value v shown
+        chance = np.ones(len(values))
         for _ in range(rounds):
-            wanted = {v: math.fsum(chance[u] * shown[u][v] for u in chance) / (3 * tally[v]) for v in chance}
-            top = max(wanted.values(), default=0.0)
-            if top <= 0:
+            # numpy's pairwise sums: the same bits in every process, whatever its BLAS threads
+            wanted = (chance[:, None] * matrix).sum(axis=0) / (3 * counted)
+            if wanted.max(initial=0.0) <= 0:
                 break
             # half a step at a time: a plain power iteration can swing between two states
-            chance = {v: (chance[v] + wanted[v] / top) / 2 for v in chance}
-            chance = {v: c / max(chance.values()) for v, c in chance.items()}
-        chances[family] = {v: round(c, 6) for v, c in sorted(chance.items())}
+            chance = (chance + wanted / wanted.max()) / 2
+            chance = chance / chance.max()
+        chances[family] = {v: round(float(c), 6) for v, c in sorted(zip(values, chance))}
     return chances
+
+
+def _asked_shares(asks: list[Ask], chances: dict[str, dict[str, float]], cap: int) -> list[float]:
+    """For each ask, the chance that its question, once kept, is among the `cap` its group asks: the group's
+    kept questions are drawn in a random order, so with k others kept it is asked with chance
+    min(1, cap / (k + 1)); k follows the others' keep chances (a Poisson binomial)."""
+    members: dict[tuple[str, str] | None, list[int]] = defaultdict(list)
+    for index, ask in enumerate(asks):
+        members[ask.group].append(index)
+    kept = [chances.get(ask.family, {}).get(ask.key, 0.0) for ask in asks]
+    shares = [1.0] * len(asks)
+    for group, indices in members.items():
+        if group is None or len(indices) <= cap:
+            continue
+        everyone = [1.0]   # how many of the group's questions are kept: its distribution
+        for index in indices:
+            p = kept[index]
+            everyone = [a * (1 - p) + b * p for a, b in zip([*everyone, 0.0], [0.0, *everyone])]
+        asked = [min(1.0, cap / (k + 1)) for k in range(len(everyone))]
+        for index in indices:
+            shares[index] = math.fsum(c * a for c, a in zip(_without(everyone, kept[index]), asked))
+    return shares
+
+
+def _without(distribution: list[float], p: float) -> list[float]:
+    """The distribution of a number of successes with one trial of chance `p` taken out: `distribution`
+    divided by (1 - p + p x), worked from the end where that is stable (the low end when p <= 1/2)."""
+    n = len(distribution) - 1
+    out = [0.0] * n
+    if p <= 0.5:
+        for k in range(n):
+            out[k] = (distribution[k] - p * (out[k - 1] if k else 0.0)) / (1 - p)
+    else:
+        for k in range(n - 1, -1, -1):
+            out[k] = (distribution[k + 1] - (1 - p) * (out[k + 1] if k + 1 < n else 0.0)) / p
+    return [max(0.0, v) for v in out]
 
 
 def _inclusion(values: list[str], weights: list[float]) -> dict[str, float]:
@@ -662,34 +719,35 @@ def _balanced(draft: Draft, family: str, key: str, vocabulary: Vocabulary, rng: 
                                   f"template ({family}) that show it; asking it again would make it a guessable prior")
 
 
-def key_tallies(facts: list[Fact], vocabulary: Vocabulary,
-                settings: ProgrammaticSettings) -> list[tuple[str, str, tuple[str, ...] | None]]:
-    """Every question the collection could ask of a balanced family, as (family, key, the values that could be
-    its wrong options; None: any of the family's keys), for `Vocabulary.balanced`: counts per family (every
-    object, per label, per colour, one absent label and colour per image) that the truth settles exactly,
-    the spatial relations between pairs of objects that could be asked about, the labels an identity
-    question could name (with the absent labels as its wrong options) and the labels a question over labels
-    (`Choice`) is true of. Only what is asked is tallied: a key dropped for doubt would otherwise weigh in."""
-    asks: list[tuple[str, str, tuple[str, ...] | None]] = []
+def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: ProgrammaticSettings) -> list[Ask]:
+    """Every question the collection could ask of a balanced family (`Ask`), for `Vocabulary.balanced`:
+    counts per family (every object, per label, per colour, one absent label and colour per image) that the
+    truth settles exactly, the spatial relations between pairs of objects that could be asked about, the
+    labels an identity question could name (with the absent labels as its wrong options) and the labels a
+    question over labels (`Choice`) is true of, each grouped by its item and dimension. Only what is asked
+    is tallied: a key dropped for doubt would otherwise weigh in."""
+    asks: list[Ask] = []
     rng = random.Random(0)
-    for item_facts in _per_item(facts).values():
+    for item_id, item_facts in _per_item(facts).items():
         if not (things := things_in(item_facts)):
             continue
         captions = captions_of(item_facts)
+        by_counting, by_identity, by_location, by_spatial = ((item_id, d) for d in (
+            "instances_counting", "instance_identity", "instance_location", "spatial_relation"))
         for (key, value), n in count_groups(things, vocabulary, rng, _has_text(item_facts),
                                             settings.labels_exhaustive).items():
             if not count_doubt(key, value, n, things, captions, vocabulary, settings):
-                asks.append((f"count:{key}", str(n), None))
+                asks.append(Ask(f"count:{key}", str(n), None, by_counting))
         absent = tuple(sorted(absent_labels(things, captions, vocabulary)))
-        asks += [("identity", label, absent)
+        asks += [Ask("identity", label, absent, by_identity)
                  for label in sorted({t.label for t in things if t.crowd or t.pixels >= settings.min_pixels})]
-        asks += [("spatial", where, None) for _a, _b, where in spatial_pairs(things, settings)]
-        asks += [("location", region_name(*cell), tuple(wrong_regions(t, *cell, settings)))
+        asks += [Ask("spatial", where, None, by_spatial) for _a, _b, where in spatial_pairs(things, settings)]
+        asks += [Ask("location", region_name(*cell), tuple(wrong_regions(t, *cell, settings)), by_location)
                  for t in things if (cell := located(t, settings)) and referent(t, things) is not None]
-        for choice in [*count_choices(things, captions, vocabulary, settings),
-                       *location_choices(things, captions, vocabulary, settings),
-                       *spatial_choices(things, captions, vocabulary, settings)]:
-            asks += [(choice.family, label, choice.false) for label in choice.true]
+        for choices, group in ((count_choices(things, captions, vocabulary, settings), by_counting),
+                               (location_choices(things, captions, vocabulary, settings), by_location),
+                               (spatial_choices(things, captions, vocabulary, settings), by_spatial)):
+            asks += [Ask(choice.family, label, choice.false, group) for choice in choices for label in choice.true]
     return asks
 
 
