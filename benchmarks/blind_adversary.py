@@ -15,7 +15,9 @@ The option-centroid heuristic is scored beside them. Reported: overall and per-d
 Wilson 95% intervals per adversary, the strongest per dimension, the counting key's rank among the
 sorted numbers (chi-square against uniform), and how many questions each dimension loses at generation
 (the quality gate, by rule) and in the blind filter. Targets: the strongest adversary's upper 95% bound
-<= 28% overall and its accuracy <= 35% in every dimension; counting rank p > 0.05.
+<= 28% overall and its accuracy <= 35% in every dimension; counting rank p > 0.05. Beside them, the boosted
+adversary across two collections, each of N scenes built and balanced on its own (seeds S and S+1), trained
+on one collection's kept questions and tested on the other's (`attack_across`).
 Results: benchmarks/results/blind_adversary.json.
 
     .venv/bin/python benchmarks/blind_adversary.py              # 200 scenes
@@ -195,10 +197,9 @@ def tabulate(right: dict[str, list[bool]], groups: list[str]) -> tuple[dict, dic
     return strongest, tables
 
 
-def run(scenes: int = 200, seed: int = 5) -> dict:
-    from scipy.stats import chisquare
-
-    from benchsmith.dimensions import registry
+def build(scenes: int, seed: int):
+    """The oracle scenes' programmatic drafts through the quality gate and the local profile's blind filter:
+    the drafts, what the gate dropped, the questions judged and the blind filter's verdicts."""
     from benchsmith.settings import load_settings
     from filters.blind import blind_settings, fit_learners, judge_questions, solvers_from
     from generators.quality import QualitySettings, balance_answers, gate
@@ -210,6 +211,15 @@ def run(scenes: int = 200, seed: int = 5) -> dict:
     solvers = solvers_from(config)
     fit_learners(solvers, questions)
     verdicts = {v.subject_id: v for v in judge_questions(questions, solvers, config)}
+    return drafts, dropped_at_gate, questions, verdicts
+
+
+def run(scenes: int = 200, seed: int = 5) -> dict:
+    from scipy.stats import chisquare
+
+    from benchsmith.dimensions import registry
+
+    drafts, dropped_at_gate, questions, verdicts = build(scenes, seed)
     kept = [q for q in questions if verdicts[q.id].passed]
     name = {d.id: d.key for d in registry()}
     lost = Counter(q.dimension_id for q in questions if not verdicts[q.id].passed)
@@ -220,6 +230,11 @@ def run(scenes: int = 200, seed: int = 5) -> dict:
         gate_rules[question.dimension_id][verdict.rule] += 1
 
     strongest, tables = tabulate(attack(kept), [name[q.dimension_id] for q in kept])
+    # a second collection of other scenes, balanced on its own: the adversary trained on one, tested on the other
+    _drafts, _dropped, others, other_verdicts = build(scenes, seed + 1)
+    apart = [kept, [q for q in others if other_verdicts[q.id].passed]]
+    across = {f"tested on seed {s}": tabulate({"boosted": hits}, [name[q.dimension_id] for q in own])[1]["boosted"]
+              for s, hits, own in zip((seed, seed + 1), attack_across(apart), apart)}
     counting = registry().get("instances_counting").id
     ranks = Counter(sorted(int(o) for o in q.options).index(int(q.options[q.answer]))  # "How many": numbers
                     for q in kept if q.dimension_id == counting and all(o.isdigit() for o in q.options))
@@ -228,7 +243,7 @@ def run(scenes: int = 200, seed: int = 5) -> dict:
         "per_dimension": {name[d]: {"drafted": drafted[d], "dropped_at_generation": dict(gate_rules[d]),
                                     "judged": total[d], "lost_in_filter": lost[d], "kept": total[d] - lost[d]}
                           for d in sorted(drafted)},
-        "adversaries": tables, "strongest": strongest,
+        "adversaries": tables, "strongest": strongest, "adversary_across_collections": across,
         "counting_key_rank": {"counts": [ranks[r] for r in range(4)],
                               "chi2_p": round(float(chisquare([ranks[r] for r in range(4)]).pvalue), 4)},
         "targets": {"overall_ci95_upper": 0.28, "per_dimension_accuracy": 0.35, "counting_rank_p": 0.05},

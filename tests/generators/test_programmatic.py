@@ -16,7 +16,7 @@ from benchsmith.dimensions import registry
 from benchsmith.records import Fact, Image, Provenance, normalise_text
 from ingest.scenes import region_of
 from generators.quality import QualitySettings, balance_answers, gate
-from generators.programmatic import (RELATIONS, ProgrammaticSettings, Thing, generate, load_vocabulary, referent,
+from generators.programmatic import (RELATIONS, Ask, ProgrammaticSettings, Thing, generate, load_vocabulary, referent,
                                      relation, things_in)
 
 SUPPLIED = Provenance(backend="supplied")
@@ -235,6 +235,39 @@ def test_given_the_four_numbers_shown_each_is_the_key_equally_often():
     # so the key's rank among the four numbers is uniform too
     ranks = Counter(sorted(int(v) for v in q).index(int(q[0])) for q in kept)
     assert chisquare([ranks[r] for r in range(4)]).pvalue > 0.01, ranks
+
+
+def _capped_key_rates(vocabulary, groups, cap: int, rounds: int = 100, seed: int = 4) -> tuple[Counter, Counter]:
+    """How often each label is the key and is shown over `rounds` builds of a collection of `groups` (each a
+    list of the labels its identity questions could have as key), asked as `generate` asks them: each kept
+    with its key's keep chance, then at most `cap` of a group's kept questions, drawn at random."""
+    rng = random.Random(seed)
+    labels = sorted({label for group in groups for label in group})
+    keyed, shown = Counter(), Counter()
+    for _ in range(rounds):
+        for group in groups:
+            kept = [label for label in group if rng.random() < vocabulary.keep_chance("identity", label)]
+            for label in rng.sample(kept, min(cap, len(kept))):
+                keyed[label] += 1
+                shown.update([label, *vocabulary.draw("identity", label, [v for v in labels if v not in group], rng)])
+    return keyed, shown
+
+
+def test_a_label_of_busy_photos_is_still_the_key_of_a_quarter_of_the_questions_showing_it():
+    """'person' is in every busy photo, where the cap of 3 questions leaves most possible questions unasked;
+    counted as if every question were asked, 'person' would be shown as a wrong option as if it were a key
+    that often, and be the key of about a fifth of the questions that show it."""
+    others = [f"thing{i}" for i in range(12)]
+    busy = [["person", *others[i % 12:i % 12 + 6]] for i in range(30)]
+    sparse = [[others[i % 12]] for i in range(60)] + [[others[i % 12], others[(i + 5) % 12]] for i in range(30)]
+    groups = busy + sparse
+    asks = [Ask("identity", label, tuple(v for v in ["person", *others] if v not in group), (str(index), "identity"))
+            for index, group in enumerate(groups) for label in group]
+    for cap, near_a_quarter in ((3, True), (None, False)):
+        keyed, shown = _capped_key_rates(load_vocabulary().balanced(asks, cap), groups, cap=3)
+        rate = keyed["person"] / shown["person"]
+        assert abs(rate - 0.25) < 0.015 if near_a_quarter else abs(rate - 0.25) > 0.03, (cap, rate)
+        assert all(abs(keyed[v] / shown[v] - 0.25) < 0.05 for v in others) or not near_a_quarter
 
 
 def test_wrong_options_drawn_evenly_would_give_the_common_keys_away():
