@@ -15,7 +15,9 @@ The option-centroid heuristic is scored beside them. Reported: overall and per-d
 Wilson 95% intervals per adversary, the strongest per dimension, the counting key's rank among the
 sorted numbers (chi-square against uniform), and how many questions each dimension loses at generation
 (the quality gate, by rule) and in the blind filter. Targets: the strongest adversary's upper 95% bound
-<= 28% overall and its accuracy <= 35% in every dimension; counting rank p > 0.05.
+<= 28% overall and its accuracy <= 35% in every dimension; counting rank p > 0.05. Beside them, the boosted
+adversary across two collections, each of N scenes built and balanced on its own (seeds S and S+1), trained
+on one collection's kept questions and tested on the other's (`attack_across`).
 Results: benchmarks/results/blind_adversary.json.
 
     .venv/bin/python benchmarks/blind_adversary.py              # 200 scenes
@@ -108,7 +110,7 @@ def _dense(q, structure: list[list[float]], rates: KeyRates, leave_out: str | No
     return rows
 
 
-def boosted_scores(labelled: list, fold_of: dict[str, int]) -> list[list[float]]:
+def boosted_scores(labelled: list, fold_of: dict[str, int], folds: int = FOLDS) -> list[list[float]]:
     """Each question's option scores from gradient-boosted trees trained on the other folds."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -119,7 +121,7 @@ def boosted_scores(labelled: list, fold_of: dict[str, int]) -> list[list[float]]
     real_words.fit(labelled)
     structure = [_structure(q, real_words) for q in labelled]
     scores: list[list[float]] = [[0.0] * len(q.options) for q in labelled]
-    for fold in range(FOLDS):
+    for fold in range(folds):
         train = [(i, q) for i, q in enumerate(labelled) if fold_of[q.group] != fold]
         test = [(i, q) for i, q in enumerate(labelled) if fold_of[q.group] == fold]
         rates = KeyRates()
@@ -153,6 +155,26 @@ def attack(kept: list) -> dict[str, list[bool]]:
             for adversary, scores in scored.items()}
 
 
+def attack_across(collections: list[list]) -> list[list[bool]]:
+    """Whether the boosted adversary picks the key of each kept question of each collection, trained on the
+    kept questions of the other collections, each built and balanced on its own: what a text-only model
+    learns from benchmarks this factory made of other photos. Cross-fitting inside one collection also
+    measures how the collection was balanced as a whole: a value that is the key of the photos left out is
+    a key less often in the rest, a cue that only the left-out photos' own answers create."""
+    from filters.solvers.learned import Labelled
+
+    labelled = [Labelled(q.text, tuple(q.options), q.answer, f"{index}:{q.item_id}")
+                for index, kept in enumerate(collections) for q in kept]
+    fold_of = {q.group: int(q.group.split(":", 1)[0]) for q in labelled}
+    hits = [max(range(len(s)), key=s.__getitem__) == q.answer
+            for q, s in zip(labelled, boosted_scores(labelled, fold_of, len(collections)))]
+    out, start = [], 0
+    for kept in collections:
+        out.append(hits[start:start + len(kept)])
+        start += len(kept)
+    return out
+
+
 def tabulate(right: dict[str, list[bool]], groups: list[str]) -> tuple[dict, dict]:
     """Each adversary's accuracy (Wilson 95% interval) overall and per group (one name per question: its
     dimension, its family), and the strongest learned adversary overall and in each group."""
@@ -168,17 +190,16 @@ def tabulate(right: dict[str, list[bool]], groups: list[str]) -> tuple[dict, dic
         for group, hit in zip(groups, hits):
             by_group[group].append(hit)
         tables[adversary] = {"overall": cell(hits), "by_group": {g: cell(h) for g, h in sorted(by_group.items())}}
-    learned = ("logistic", "boosted")
+    learned = [a for a in ("logistic", "boosted") if a in tables]
     strongest = {"overall": max((tables[a]["overall"] | {"adversary": a} for a in learned), key=lambda c: c["accuracy"]),
                  "by_group": {g: max((tables[a]["by_group"][g] | {"adversary": a} for a in learned),
-                                     key=lambda c: c["accuracy"]) for g in tables["logistic"]["by_group"]}}
+                                     key=lambda c: c["accuracy"]) for g in tables[learned[0]]["by_group"]}}
     return strongest, tables
 
 
-def run(scenes: int = 200, seed: int = 5) -> dict:
-    from scipy.stats import chisquare
-
-    from benchsmith.dimensions import registry
+def build(scenes: int, seed: int):
+    """The oracle scenes' programmatic drafts through the quality gate and the local profile's blind filter:
+    the drafts, what the gate dropped, the questions judged and the blind filter's verdicts."""
     from benchsmith.settings import load_settings
     from filters.blind import blind_settings, fit_learners, judge_questions, solvers_from
     from generators.quality import QualitySettings, balance_answers, gate
@@ -190,6 +211,15 @@ def run(scenes: int = 200, seed: int = 5) -> dict:
     solvers = solvers_from(config)
     fit_learners(solvers, questions)
     verdicts = {v.subject_id: v for v in judge_questions(questions, solvers, config)}
+    return drafts, dropped_at_gate, questions, verdicts
+
+
+def run(scenes: int = 200, seed: int = 5) -> dict:
+    from scipy.stats import chisquare
+
+    from benchsmith.dimensions import registry
+
+    drafts, dropped_at_gate, questions, verdicts = build(scenes, seed)
     kept = [q for q in questions if verdicts[q.id].passed]
     name = {d.id: d.key for d in registry()}
     lost = Counter(q.dimension_id for q in questions if not verdicts[q.id].passed)
@@ -200,15 +230,20 @@ def run(scenes: int = 200, seed: int = 5) -> dict:
         gate_rules[question.dimension_id][verdict.rule] += 1
 
     strongest, tables = tabulate(attack(kept), [name[q.dimension_id] for q in kept])
+    # a second collection of other scenes, balanced on its own: the adversary trained on one, tested on the other
+    _drafts, _dropped, others, other_verdicts = build(scenes, seed + 1)
+    apart = [kept, [q for q in others if other_verdicts[q.id].passed]]
+    across = {f"tested on seed {s}": tabulate({"boosted": hits}, [name[q.dimension_id] for q in own])[1]["boosted"]
+              for s, hits, own in zip((seed, seed + 1), attack_across(apart), apart)}
     counting = registry().get("instances_counting").id
-    ranks = Counter(sorted(int(o) for o in q.options).index(int(q.options[q.answer]))
-                    for q in kept if q.dimension_id == counting)
+    ranks = Counter(sorted(int(o) for o in q.options).index(int(q.options[q.answer]))  # "How many": numbers
+                    for q in kept if q.dimension_id == counting and all(o.isdigit() for o in q.options))
     result = {
         "scenes": scenes, "seed": seed, "drafted": len(drafts), "passed_quality": len(questions), "kept": len(kept),
         "per_dimension": {name[d]: {"drafted": drafted[d], "dropped_at_generation": dict(gate_rules[d]),
                                     "judged": total[d], "lost_in_filter": lost[d], "kept": total[d] - lost[d]}
                           for d in sorted(drafted)},
-        "adversaries": tables, "strongest": strongest,
+        "adversaries": tables, "strongest": strongest, "adversary_across_collections": across,
         "counting_key_rank": {"counts": [ranks[r] for r in range(4)],
                               "chi2_p": round(float(chisquare([ranks[r] for r in range(4)]).pvalue), 4)},
         "targets": {"overall_ci95_upper": 0.28, "per_dimension_accuracy": 0.35, "counting_rank_p": 0.05},

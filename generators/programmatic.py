@@ -10,21 +10,25 @@ the answer from ground truth without this code:
 - `attribute`: the attribute asked for; `filter`: what was counted.
 
 Distractors are plausible, never also correct, and chosen so that the options alone do not give the
-key away to a model that cannot see the image:
-- counts: the four numbers are the key and three others drawn uniformly from the counts this collection
-  asks about (its `support`), and a count is asked about only as often as the rarest of them, so each
-  number is the key about a quarter of the times it is shown and its rank among the four is uniform.
-  Only counts the truth settles exactly are tallied: on real photos most 2s and 3s are dropped for doubt,
-  and tallying them would leave the kept keys leaning to 0 and 1. Something absent is counted too, so 0
-  is a key as often as a distractor; the absent label is drawn so that each label is absent in as many
-  questions, for its present ones, as any other, and the label named does not tell whether the key is 0.
-  A count outside the support, or one already asked about enough, is dropped with the reason in
-  `meta["dropped"]`, which the quality gate records as a verdict;
-- relations: left/right and above/below are asked about equally often across the collection, the same way,
-  and only about pairs level (or plumb) enough that one relation alone is true;
-- regions: three other grid cells drawn uniformly, so the key is not the cell the others surround;
+key away to a model that cannot see the image. For counts, relations, regions and labels the three wrong
+options are drawn with chance proportional to the product of how often each value is a key in the
+collection (`Vocabulary.draw`), and a question is kept with a chance per key (`keep_chances`) that makes
+every value the key of a quarter of the questions that show it: given the four values shown, each is
+about equally likely to be the key, however unevenly the collection's keys fall (on real photos most
+settled counts are 0 or 1, most relations left or right, most labels "person"). A question dropped for
+that is kept as dropped with the reason in `meta["dropped"]`, which the quality gate records as a verdict.
+- counts: only counts the truth settles exactly are tallied (a count dropped for doubt would skew the
+  draw). Something absent is counted too, so 0 is a key as well as a distractor; the absent label is drawn
+  so that each label is absent in as many questions, for its present ones, as any other, and the label
+  named does not tell whether the key is 0. "Which of these is there exactly n of?" asks the same over
+  labels: the wrong ones have another settled count, more than n instances of visible size, or none;
+- relations: only about pairs level (or plumb) enough that one relation alone is true; "Which of these is
+  to the left of the dog?" asks over labels, the wrong ones keeping clear of that side of the dog;
+- regions: "Which of these is in the top left of the image?" asks over labels, the wrong ones keeping
+  out of that region;
 - identity: two labels crossed with two colours, one pair in the image and three absent, so every
-  option shares one attribute with two others and the key is not the one most like the rest;
+  option shares one attribute with two others and the key is not the one most like the rest; without
+  colours, the label and three absent ones by the draw;
 - text: other real words and strings seen in the collection, of a similar length, never misspellings.
 """
 
@@ -38,8 +42,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
+import numpy as np
 from pydantic import Field
 
 from benchsmith.dimensions import Dimension
@@ -48,7 +53,7 @@ from benchsmith.settings import UNKEYED, Strict, keyed, parse_yaml
 from extractors.context import text_reads
 
 BACKEND = "programmatic"
-VERSION = "programmatic-v6"  # v6: nothing asked that the boxes or the captions cannot settle exactly
+VERSION = "programmatic-v7"  # v7: wrong options drawn by how often each is a key; questions over labels; the cap
 VOCABULARY_FILE = Path(__file__).with_name("vocabulary.yaml")
 DESCRIBING = ("size", "colour")  # attributes that may qualify a label, in the order they are spoken
 
@@ -82,11 +87,12 @@ class Vocabulary:
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)  # plural noun -> the labels it names
     observed: dict[str, tuple[str, ...]] = field(default_factory=dict)  # attribute values seen in the collection
     # family ("count:label", "spatial", ...) -> answer value -> how many questions of that family could
-    # have it as their key over the collection (`key_tallies`)
-    keys: dict[str, dict[str, int]] = field(default_factory=dict)
+    # have it as their key over the collection, each as its share of being drawn (`key_tallies`, `balanced`)
+    keys: dict[str, dict[str, float]] = field(default_factory=dict)
     synonyms: dict[str, tuple[str, ...]] = field(default_factory=dict)  # label -> other nouns captions use for it
     names: dict[str, str] = field(default_factory=dict)  # label -> how a question writes it ("tv": "TV")
     absent_weights: dict[str, float] = field(default_factory=dict)  # label -> its weight as the absent one counted
+    chances: dict[str, dict[str, float]] = field(default_factory=dict)  # family -> key -> keep chance (`keep_chances`)
 
     def widened(self, facts: list[Fact], settings: ProgrammaticSettings | None = None) -> Vocabulary:
         """Attribute values from `facts` added to this vocabulary's; labels and words from `facts`
@@ -110,7 +116,7 @@ class Vocabulary:
                           synonyms=self.synonyms, names=self.names)
         settings = settings or ProgrammaticSettings()
         wide = replace(wide, absent_weights=absent_weights(facts, wide, settings))
-        return replace(wide, keys=key_tallies(facts, wide, settings))
+        return wide.balanced(key_tallies(facts, wide, settings), settings.per_dimension)
 
     def noun(self, things: list[Thing]) -> str:
         """What a count over every object calls them: the group all of their labels belong to
@@ -124,29 +130,177 @@ class Vocabulary:
         seen = self.observed.get(attribute, ())
         return seen if len(seen) >= 4 else self.attributes.get(attribute, ())
 
+    def weights(self, family: str) -> dict[str, float]:
+        """How heavily each key value of `family` is drawn as a wrong option: how many questions over the
+        collection could have it as their key, each as its share of being asked (`balanced`), so a common key
+        is a common wrong option too. Without tallies (a vocabulary not widened over a collection), evenly:
+        `FALLBACK_SUPPORT` for numbers and relations, the labels for the rest."""
+        if family not in self.keys:
+            return dict.fromkeys(FALLBACK_SUPPORT.get(family.split(":")[0], self.labels), 1.0)
+        return {v: float(n) for v, n in sorted(self.keys[family].items()) if n > 0}
+
     def support(self, family: str) -> tuple[str, ...]:
-        """The key values a balanced family asks about: the most frequent ones, as many as make the
-        most questions when each is asked only as often as the rarest of them (at least four, so
-        there are three distractors). Without tallies (a vocabulary not widened over a collection),
-        the fallback in `FALLBACK_SUPPORT`."""
-        tally = self.keys.get(family)
-        if not tally:
-            return FALLBACK_SUPPORT.get(family.split(":")[0], ())
-        ranked = sorted(tally, key=lambda v: (-tally[v], v))
-        best = max(range(4, len(ranked) + 1), key=lambda k: (k * tally[ranked[k - 1]], k), default=0)
-        return tuple(sorted(ranked[:best], key=_value_order))
+        """The key values `family` asks about: every one the collection could have as a key."""
+        return tuple(sorted(self.weights(family), key=_value_order))
 
     def keep_chance(self, family: str, value: str) -> float:
-        """How likely a question of `family` whose key is `value` is kept: the rarest supported key's
-        tally over this key's, so across the collection every supported key is asked equally often."""
-        support = self.support(family)
-        if value not in support:
-            return 0.0
-        tally = self.keys.get(family)
-        return min(tally[v] for v in support) / tally[value] if tally else 1.0
+        """How likely a question of `family` whose key is `value` is kept (`keep_chances`); without tallies,
+        always."""
+        if family not in self.chances:
+            return 1.0 if value in self.weights(family) else 0.0
+        return self.chances[family].get(value, 0.0)
+
+    def balanced(self, asks: Iterable[Ask], cap: int | None = None, rounds: int = 3) -> Vocabulary:
+        """This vocabulary with the key tallies and keep chances of `asks`: every question the collection could
+        ask of a balanced family (`Ask`). With a `cap`, an item asks at most that many of a group's kept
+        questions, drawn at random (`questions_from`), so each counts as its chance of being asked once kept
+        (`_asked_shares`): a busy photo, where one label is the usual key, asks a smaller share of its
+        questions than a sparse one. The shares follow from the keep chances and the chances from the shares:
+        `rounds` passes settle them."""
+        asks = [Ask(family, key, None if pool is None else tuple(pool), *group)
+                for family, key, pool, *group in asks]
+        shares = [1.0] * len(asks)
+        for _ in range(rounds if cap else 1):
+            keys: dict[str, Counter] = defaultdict(Counter)
+            for ask, share in zip(asks, shares):
+                keys[ask.family][ask.key] += share
+            tallied = replace(self, keys={family: {k: round(n, 6) for k, n in sorted(tally.items())}
+                                          for family, tally in sorted(keys.items())})
+            chances = keep_chances(asks, tallied, shares)
+            if cap:
+                shares = _asked_shares(asks, chances, cap)
+        return replace(tallied, chances=chances)
+
+    def draw(self, family: str, key: str, pool: Iterable[str], rng: random.Random, n: int = 3) -> list[str] | None:
+        """`n` distinct wrong options out of `pool` (never `key`), a set drawn with chance proportional to
+        the product of its members' weights (`weights`; a value without one is never drawn), or None when
+        fewer than `n` have a weight."""
+        weights = self.weights(family)
+        candidates = sorted({v for v in pool if v != key and weights.get(v, 0) > 0}, key=_value_order)
+        if len(candidates) < n:
+            return None
+        return _product_sample(candidates, [weights[v] for v in candidates], n, rng)
 
 
-FALLBACK_SUPPORT = {"count": tuple(str(n) for n in range(6)), "spatial": ("above", "below", "left", "right")}
+class Ask(NamedTuple):
+    """A question the collection could ask of a balanced family: its key, the values that could be its wrong
+    options (None: any of the family's keys), and the group whose questions share the per-item cap (an item
+    and dimension; None: uncapped)."""
+
+    family: str
+    key: str
+    pool: tuple[str, ...] | None = None
+    group: tuple[str, str] | None = None
+
+
+def keep_chances(asks: list[Ask], vocabulary: Vocabulary, shares: list[float] | None = None,
+                 rounds: int = 300) -> dict[str, dict[str, float]]:
+    """Per family, how likely a question with each key is kept, so that over the collection every value is
+    the key of a quarter of the questions that show it: a model without the image then learns nothing from
+    which values are shown. The wrong options of a question are drawn by `Vocabulary.draw` from its pool,
+    so value v is one of them with a known chance (`_inclusion`); summed over the questions each key asks,
+    each weighed by its share of being asked (`shares`, see `Vocabulary.balanced`), that is a matrix, and
+    the keep chances are its leading eigenvector, found by power iteration and scaled so the largest is 1
+    (each value shown as a wrong option three times as often as it is a kept key). Where the pool is every
+    key of the family, this gives each value of any four shown the same chance of being the key; where it
+    varies (a label present in a photo is no wrong option there), on the whole."""
+    tally: dict[str, Counter] = defaultdict(Counter)
+    shown: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))  # key -> value -> times shown
+    for ask, share in zip(asks, shares or [1.0] * len(asks)):
+        weights = vocabulary.weights(ask.family)
+        members = sorted({v for v in (weights if ask.pool is None else ask.pool) if v != ask.key and v in weights})
+        if ask.key not in weights or len(members) < 3:
+            continue
+        tally[ask.family][ask.key] += share
+        for value, chance in _inclusion(members, [weights[v] for v in members]).items():
+            shown[ask.family][ask.key][value] += share * chance
+    chances = {}
+    for family in sorted(tally):
+        values = [v for v in sorted(vocabulary.weights(family), key=_value_order) if tally[family][v] > 0]
+        counted = np.array([tally[family][v] for v in values])
+        matrix = np.array([[shown[family][u][v] for v in values] for u in values])  # key u -> value v shown
+        chance = np.ones(len(values))
+        for _ in range(rounds):
+            # numpy's pairwise sums: the same bits in every process, whatever its BLAS threads
+            wanted = (chance[:, None] * matrix).sum(axis=0) / (3 * counted)
+            if wanted.max(initial=0.0) <= 0:
+                break
+            # half a step at a time: a plain power iteration can swing between two states
+            chance = (chance + wanted / wanted.max()) / 2
+            chance = chance / chance.max()
+        chances[family] = {v: round(float(c), 6) for v, c in sorted(zip(values, chance))}
+    return chances
+
+
+def _asked_shares(asks: list[Ask], chances: dict[str, dict[str, float]], cap: int) -> list[float]:
+    """For each ask, the chance that its question, once kept, is among the `cap` its group asks: the group's
+    kept questions are drawn in a random order, so with k others kept it is asked with chance
+    min(1, cap / (k + 1)); k follows the others' keep chances (a Poisson binomial)."""
+    members: dict[tuple[str, str] | None, list[int]] = defaultdict(list)
+    for index, ask in enumerate(asks):
+        members[ask.group].append(index)
+    kept = [chances.get(ask.family, {}).get(ask.key, 0.0) for ask in asks]
+    shares = [1.0] * len(asks)
+    for group, indices in members.items():
+        if group is None or len(indices) <= cap:
+            continue
+        everyone = [1.0]   # how many of the group's questions are kept: its distribution
+        for index in indices:
+            p = kept[index]
+            everyone = [a * (1 - p) + b * p for a, b in zip([*everyone, 0.0], [0.0, *everyone])]
+        asked = [min(1.0, cap / (k + 1)) for k in range(len(everyone))]
+        for index in indices:
+            shares[index] = math.fsum(c * a for c, a in zip(_without(everyone, kept[index]), asked))
+    return shares
+
+
+def _without(distribution: list[float], p: float) -> list[float]:
+    """The distribution of a number of successes with one trial of chance `p` taken out: `distribution`
+    divided by (1 - p + p x), worked from the end where that is stable (the low end when p <= 1/2)."""
+    n = len(distribution) - 1
+    out = [0.0] * n
+    if p <= 0.5:
+        for k in range(n):
+            out[k] = (distribution[k] - p * (out[k - 1] if k else 0.0)) / (1 - p)
+    else:
+        for k in range(n - 1, -1, -1):
+            out[k] = (distribution[k + 1] - (1 - p) * (out[k + 1] if k + 1 < n else 0.0)) / p
+    return [max(0.0, v) for v in out]
+
+
+def _inclusion(values: list[str], weights: list[float]) -> dict[str, float]:
+    """For a set of three of `values` drawn with chance proportional to the product of its weights, the
+    chance that each value is in it: w times e2 of the others, over e3 of all."""
+    e = _elementary(weights, 3)
+    return {v: w * (e[2] - w * (e[1] - w)) / e[3] for v, w in zip(values, weights)} if e[3] > 0 else {}
+
+
+def _elementary(weights: list[float], n: int) -> list[float]:
+    """The elementary symmetric sums e0..en of `weights` (e_k: the sum of the products of every k of them)."""
+    sums = [1.0] + [0.0] * n
+    for w in weights:
+        for k in range(n, 0, -1):
+            sums[k] += w * sums[k - 1]
+    return sums
+
+
+def _product_sample(values: list[str], weights: list[float], n: int, rng: random.Random) -> list[str]:
+    """`n` of `values`, each set drawn with chance proportional to the product of its weights: walk the
+    values once, taking each with the chance that it is in the set given the ones taken so far."""
+    suffix = [_elementary(weights[i:], n) for i in range(len(weights) + 1)]
+    out: list[str] = []
+    for i, value in enumerate(values):
+        need = n - len(out)
+        if need == 0:
+            break
+        if rng.random() * suffix[i][need] < weights[i] * suffix[i + 1][need - 1]:
+            out.append(value)
+    return out
+
+
+FALLBACK_SUPPORT = {"count": tuple(str(n) for n in range(6)), "spatial": ("above", "below", "left", "right"),
+                    "location": ("bottom centre", "bottom left", "bottom right", "centre", "middle left",
+                                 "middle right", "top centre", "top left", "top right")}
 
 
 def _value_order(value: str):
@@ -247,8 +401,11 @@ def mentions(captions: list[str], label: str, vocabulary: Vocabulary) -> list[tu
         forms.setdefault(tuple(name.lower().split()), False)
         forms.setdefault(tuple(plural(name, vocabulary).lower().split()), True)
     found = []
+    firsts = {form[0] for form in forms}
     for caption in captions:
         words = _words(caption)
+        if firsts.isdisjoint(words):  # most labels are named in no caption: skip the walk
+            continue
         for i in range(len(words)):
             for form, many in forms.items():
                 if tuple(words[i:i + len(form)]) != form:
@@ -315,8 +472,12 @@ def phrase(target: dict[str, str], vocabulary: Vocabulary | None = None) -> str:
 def plural(label: str, vocabulary: Vocabulary) -> str:
     """The plural a question uses for `label`: the vocabulary's table first (for what the inflection
     library gets wrong), then `inflect`; a label that is already plural ('scissors', 'stairs') stays."""
-    if label in vocabulary.plurals:
-        return vocabulary.plurals[label]
+    return vocabulary.plurals[label] if label in vocabulary.plurals else _inflected_plural(label)
+
+
+@lru_cache(maxsize=4096)
+def _inflected_plural(label: str) -> str:
+    """`inflect`'s plural of `label` (slow: captions are searched for every label of the collection)."""
     engine = _inflection()
     head, _, last = label.rpartition(" ")
     singular = engine.singular_noun(last)
@@ -408,6 +569,45 @@ def drafts_of(rng: random.Random, template: str, asks: list[tuple[str, str, Iter
             if (options := four_options(rng, key, pool))]
 
 
+# -- Questions over labels ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Choice:
+    """A question whose options are labels: it is true of the `true` labels and surely false of the `false`
+    ones (what the truth cannot settle is in neither); each true label makes one draft, balanced over
+    `family` (`choice_drafts`)."""
+
+    family: str
+    text: str
+    true: tuple[str, ...]
+    false: tuple[str, ...]
+    meta: dict
+    plural: bool = False  # the options are spoken in the plural ("dogs")
+
+
+def absent_labels(things: list[Thing], captions: list[str], vocabulary: Vocabulary) -> set[str]:
+    """The collection's labels with no box in the image that no caption names: nowhere to be seen."""
+    present = {t.label for t in things}
+    return {label for label in vocabulary.labels if label not in present and not mentions(captions, label, vocabulary)}
+
+
+def choice_drafts(choices: list[Choice], vocabulary: Vocabulary, rng: random.Random) -> list[Draft]:
+    """A draft per true label of each choice: the wrong options drawn from its false labels by their weights in
+    the family (`Vocabulary.draw`), kept by `_balanced`, so that no label is a likelier key than the others
+    it is shown with."""
+    drafts = []
+    for choice in choices:
+        for label in choice.true:
+            others = vocabulary.draw(choice.family, label, choice.false, rng)
+            if others is None:
+                continue
+            spoken = [plural(v, vocabulary) if choice.plural else vocabulary.names.get(v, v)
+                      for v in (label, *shuffled(rng, others))]
+            draft = Draft(choice.text, tuple(spoken), choice.meta | {"key_label": label})
+            drafts.append(_balanced(draft, choice.family, label, vocabulary, rng))
+    return drafts
+
+
 # -- Instances Counting -----------------------------------------------------------------------------
 
 def count_groups(things: list[Thing], vocabulary: Vocabulary, rng: random.Random,
@@ -432,19 +632,13 @@ def count_groups(things: list[Thing], vocabulary: Vocabulary, rng: random.Random
     return dict(groups)
 
 
-def count_options(true: int, support: tuple[str, ...], rng: random.Random, unfit=()) -> list[int] | None:
-    """Four distinct counts, `true` first, the others drawn uniformly from the supported counts but not
-    from `unfit` (counts a viewer could also defend): the four are then a uniform draw of the support
-    whichever of them is the key. None when fewer than three are left."""
-    others = [int(v) for v in support if int(v) != true and int(v) not in unfit]
-    return [true, *rng.sample(others, 3)] if len(others) >= 3 else None
-
-
 def _has_text(facts: list[Fact]) -> bool:
     return any(f.kind == "ocr" and f.text.strip() for f in facts)
 
 
 def counting(things, facts, vocabulary, settings, rng) -> list[Draft]:
+    """How many of each label (colour, everything) there are, over four numbers (`Vocabulary.draw`); and which
+    of four labels there is exactly n of (`count_choices`)."""
     if not things:
         return []
     drafts, noun, captions = [], vocabulary.noun(things), captions_of(facts)
@@ -461,9 +655,10 @@ def counting(things, facts, vocabulary, settings, rng) -> list[Draft]:
             continue
         unfit = range(n + 1, n + signs + 1) if key == "all" else ()
         unsure = count_doubt(key, value, n, things, captions, vocabulary, settings)
-        if (options := count_options(n, support, rng, unfit)) is None:
+        others = vocabulary.draw(family, str(n), [v for v in support if int(v) not in unfit], rng)
+        if others is None:
             continue
-        draft = Draft(text, tuple(str(v) for v in options), meta)
+        draft = Draft(text, (str(n), *shuffled(rng, others)), meta)
         if unsure:
             drafts.append(replace(draft, dropped=unsure, rule="inexact_truth"))
         elif str(n) not in support:
@@ -471,7 +666,40 @@ def counting(things, facts, vocabulary, settings, rng) -> list[Draft]:
                                                  f"({', '.join(support)}): the options would give it away"))
         else:
             drafts.append(_balanced(draft, family, str(n), vocabulary, rng))
-    return drafts
+    return drafts + choice_drafts(count_choices(things, captions, vocabulary, settings), vocabulary, rng)
+
+
+SPOKEN_NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def count_choices(things: list[Thing], captions: list[str], vocabulary: Vocabulary,
+                  settings: ProgrammaticSettings) -> list[Choice]:
+    """"Which of these is there exactly n of?" for each n that some label's boxes settle exactly. Surely not n:
+    a label whose count is settled as another number, one with more than n instances of visible size clear of the border
+    (the count is unsettled, but above n), and a label absent from the boxes and the captions; never one a
+    caption says n of."""
+    labels = sorted({t.label for t in things})
+    exact = {label: n for label in labels
+             if not count_doubt("label", label, n := sum(t.label == label for t in things), things, captions,
+                                vocabulary, settings)}
+    visible = {label: sum(t.label == label and not t.crowd and t.pixels >= settings.min_pixels
+                          and min(t.box[0], t.box[1], 1 - t.box[2], 1 - t.box[3]) >= settings.border for t in things)
+               for label in labels}
+    absent = absent_labels(things, captions, vocabulary)
+    choices = []
+    for n in sorted(set(exact.values())):
+        if not 0 < n < len(SPOKEN_NUMBERS):
+            continue
+        said = {label for label in labels
+                if any(number == n for number, _many in mentions(captions, label, vocabulary))}
+        true = {label for label, count in exact.items() if count == n}
+        false = ({label for label, count in exact.items() if count != n} | {l for l in labels if visible[l] > n}
+                 | absent) - said - true
+        text = ("Which of these is there exactly one of in the image?" if n == 1
+                else f"Which of these are there exactly {SPOKEN_NUMBERS[n]} of in the image?")
+        choices.append(Choice(f"count_choice:{n}", text, tuple(sorted(true)), tuple(sorted(false)),
+                              {"template": "count_choice", "count": n}, plural=n > 1))
+    return choices
 
 
 def count_doubt(key: str, value: str, n: int, things: list[Thing], captions: list[str], vocabulary: Vocabulary,
@@ -483,36 +711,44 @@ def count_doubt(key: str, value: str, n: int, things: list[Thing], captions: lis
 
 
 def _balanced(draft: Draft, family: str, key: str, vocabulary: Vocabulary, rng: random.Random) -> Draft:
-    """`draft`, dropped at random as often as its key is more common in the collection than the rarest
-    supported one: keys shown more often than others would be a prior a blind model learns."""
+    """`draft`, kept with its key's keep chance (`keep_chances`): a key asked about more often than a quarter
+    of the times it is shown would be a prior a blind model learns."""
     if rng.random() < vocabulary.keep_chance(family, key):
         return draft
-    return replace(draft, dropped=f"the key {key!r} is already asked about more often than other keys of "
-                                  f"this template ({family}); asking it again would make it a guessable prior")
+    return replace(draft, dropped=f"the key {key!r} is already the key of a quarter of the questions of this "
+                                  f"template ({family}) that show it; asking it again would make it a guessable prior")
 
 
-def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: ProgrammaticSettings) -> dict[str, dict[str, int]]:
-    """For the balanced templates, how many questions over the collection could have each key: counts
-    per family (every object, per label, per colour, one absent label and colour per image) that the
-    truth settles exactly (a count dropped for doubt would otherwise still lower the keep chance of the
-    others, and the keys kept would lean towards the counts real boxes settle most often), spatial
-    relations between pairs of objects, and the labels an identity question could name (images per label)."""
-    tallies: dict[str, Counter] = defaultdict(Counter)
+def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: ProgrammaticSettings) -> list[Ask]:
+    """Every question the collection could ask of a balanced family (`Ask`), for `Vocabulary.balanced`:
+    counts per family (every object, per label, per colour, one absent label and colour per image) that the
+    truth settles exactly, the spatial relations between pairs of objects that could be asked about, the
+    labels an identity question could name (with the absent labels as its wrong options) and the labels a
+    question over labels (`Choice`) is true of, each grouped by its item and dimension. Only what is asked
+    is tallied: a key dropped for doubt would otherwise weigh in."""
+    asks: list[Ask] = []
     rng = random.Random(0)
-    for item_facts in _per_item(facts).values():
+    for item_id, item_facts in _per_item(facts).items():
         if not (things := things_in(item_facts)):
             continue
         captions = captions_of(item_facts)
+        by_counting, by_identity, by_location, by_spatial = ((item_id, d) for d in (
+            "instances_counting", "instance_identity", "instance_location", "spatial_relation"))
         for (key, value), n in count_groups(things, vocabulary, rng, _has_text(item_facts),
                                             settings.labels_exhaustive).items():
             if not count_doubt(key, value, n, things, captions, vocabulary, settings):
-                tallies[f"count:{key}"][str(n)] += 1
-        for label in {t.label for t in things}:
-            tallies["identity"][label] += 1
-        for a, b in itertools.permutations(things, 2):
-            if (where := relation(a, b, settings.spatial_gap)) is not None and not (a.crowd or b.crowd):
-                tallies["spatial"][where] += 1
-    return {family: dict(tally) for family, tally in sorted(tallies.items())}
+                asks.append(Ask(f"count:{key}", str(n), None, by_counting))
+        absent = tuple(sorted(absent_labels(things, captions, vocabulary)))
+        asks += [Ask("identity", label, absent, by_identity)
+                 for label in sorted({t.label for t in things if t.crowd or t.pixels >= settings.min_pixels})]
+        asks += [Ask("spatial", where, None, by_spatial) for _a, _b, where in spatial_pairs(things, settings)]
+        asks += [Ask("location", region_name(*cell), tuple(wrong_regions(t, *cell, settings)), by_location)
+                 for t in things if (cell := located(t, settings)) and referent(t, things) is not None]
+        for choices, group in ((count_choices(things, captions, vocabulary, settings), by_counting),
+                               (location_choices(things, captions, vocabulary, settings), by_location),
+                               (spatial_choices(things, captions, vocabulary, settings), by_spatial)):
+            asks += [Ask(choice.family, label, choice.false, group) for choice in choices for label in choice.true]
+    return asks
 
 
 def absent_weights(facts: list[Fact], vocabulary: Vocabulary, settings: ProgrammaticSettings,
@@ -590,31 +826,72 @@ def cell_share(box: tuple[float, float, float, float], row: int, column: int) ->
     return width * height / area if area > 0 else 0.0
 
 
-def location(things, _facts, vocabulary, settings, rng) -> list[Draft]:
+def location(things, facts, vocabulary, settings, rng) -> list[Draft]:
+    """In which part of the image an object its label alone picks out is, over regions; and which of four
+    labels is in a region (`location_choices`)."""
     drafts = []
     for thing in things:
         target = referent(thing, things)
         column, row = (grid_cell(v, settings.grid_margin) for v in thing.centre)
         if target is None or row is None or column is None or thing.crowd:
             continue
-        # nor a cell holding a fair share of the box: a viewer could defend it
-        cells = [(r, c) for r in range(3) for c in range(3)
-                 if (r, c) != (row, column) and cell_share(thing.box, r, c) < settings.region_spill]
-        # uniformly drawn, not the neighbours: neighbouring distractors surround the key and give it away
-        if len(cells) < 3:
+        # drawn by how often each region is a key (`Vocabulary.draw`), not the neighbours (they would surround
+        # the key), nor a cell holding a fair share of the box (a viewer could defend it)
+        key = region_name(row, column)
+        chosen = vocabulary.draw("location", key, wrong_regions(thing, row, column, settings), rng)
+        if chosen is None:
             continue
-        chosen = rng.sample(cells, 3)
-        options = (region_name(row, column), *(region_name(*cell) for cell in chosen))
-        draft = Draft(f"In which part of the image {be(target, vocabulary)} {phrase(target, vocabulary)}?", options,
-                      {"template": "location", "target": target})
+        draft = Draft(f"In which part of the image {be(target, vocabulary)} {phrase(target, vocabulary)}?",
+                      (key, *shuffled(rng, chosen)), {"template": "location", "target": target})
         share = cell_share(thing.box, row, column)
         if thing.pixels < settings.min_pixels:
             draft = replace(draft, dropped=f"it covers under {settings.min_pixels} pixels", rule="inexact_truth")
         elif share < settings.region_share:
-            draft = replace(draft, dropped=f"only {share:.0%} of its box lies in the {options[0]} region: it straddles "
+            draft = replace(draft, dropped=f"only {share:.0%} of its box lies in the {key} region: it straddles "
                                            f"or fills several", rule="inexact_truth")
+        else:
+            draft = _balanced(draft, "location", key, vocabulary, rng)
         drafts.append(draft)
-    return drafts
+    return drafts + choice_drafts(location_choices(things, captions_of(facts), vocabulary, settings), vocabulary, rng)
+
+
+def wrong_regions(thing: Thing, row: int, column: int, settings: ProgrammaticSettings) -> list[str]:
+    """The regions other than (row, column) holding under `region_spill` of `thing`'s box."""
+    return [region_name(r, c) for r in range(3) for c in range(3)
+            if (r, c) != (row, column) and cell_share(thing.box, r, c) < settings.region_spill]
+
+
+def located(thing: Thing, settings: ProgrammaticSettings) -> tuple[int, int] | None:
+    """The grid cell (row, column) `thing` is plainly in: its centre clear of the grid lines, at least
+    `region_share` of its box in the cell, of visible size and not a crowd region; else None."""
+    column, row = (grid_cell(v, settings.grid_margin) for v in thing.centre)
+    if row is None or column is None or thing.crowd or thing.pixels < settings.min_pixels:
+        return None
+    return (row, column) if cell_share(thing.box, row, column) >= settings.region_share else None
+
+
+def cell_cover(box: tuple[float, float, float, float], row: int, column: int) -> float:
+    """The share of grid cell (row, column) that `box` covers."""
+    return cell_share(box, row, column) * (box[2] - box[0]) * (box[3] - box[1]) * 9
+
+
+def location_choices(things: list[Thing], captions: list[str], vocabulary: Vocabulary,
+                     settings: ProgrammaticSettings) -> list[Choice]:
+    """"Which of these is in the top left of the image?" for each cell some object is plainly in (`located`):
+    true of those objects' labels; surely false of a label every box of which keeps out of the cell (under
+    `region_spill` of the box in it, and under that share of the cell covered) and of a label absent from the
+    boxes and the captions."""
+    absent = absent_labels(things, captions, vocabulary)
+    choices = []
+    for row, column in sorted({cell for t in things if (cell := located(t, settings))}):
+        true = {t.label for t in things if located(t, settings) == (row, column)}
+        false = {label for label in {t.label for t in things} - true
+                 if all(cell_share(t.box, row, column) < settings.region_spill
+                        and cell_cover(t.box, row, column) < settings.region_spill for t in things if t.label == label)}
+        name = region_name(row, column)
+        choices.append(Choice("location_choice", f"Which of these is in the {name} of the image?", tuple(sorted(true)),
+                              tuple(sorted(false | absent)), {"template": "location_choice", "region": name}))
+    return choices
 
 
 # -- Spatial Relation -------------------------------------------------------------------------------
@@ -638,13 +915,20 @@ def relation(a: Thing, b: Thing, gap: float) -> str | None:
     return None
 
 
-def spatial(things, _facts, vocabulary, settings, rng) -> list[Draft]:
+def spatial_pairs(things: list[Thing], settings: ProgrammaticSettings) -> list[tuple[Thing, Thing, str]]:
+    """The ordered pairs a relation question can be about, with the relation: one relation alone holds
+    (`relation`), each object picked out by its description alone, neither a crowd region."""
+    return [(a, b, where) for a, b in itertools.permutations(things, 2)
+            if (where := relation(a, b, settings.spatial_gap)) is not None and not (a.crowd or b.crowd)
+            and referent(a, things) is not None and referent(b, things) is not None]
+
+
+def spatial(things, facts, vocabulary, settings, rng) -> list[Draft]:
+    """Where one object is relative to another, over the four relations; and which of four labels is to one
+    side of an object (`spatial_choices`)."""
     drafts = []
-    for a, b in itertools.permutations(things, 2):
-        where = relation(a, b, settings.spatial_gap)
+    for a, b, where in spatial_pairs(things, settings):
         target, other = referent(a, things), referent(b, things)
-        if where is None or target is None or other is None or a.crowd or b.crowd:
-            continue
         options = (RELATIONS[where], *(text for name, text in RELATIONS.items() if name != where))
         question = f"Where {be(target, vocabulary)} {phrase(target, vocabulary)} relative to {phrase(other, vocabulary)}?"
         if min(a.pixels, b.pixels) < settings.min_pixels:
@@ -655,7 +939,53 @@ def spatial(things, _facts, vocabulary, settings, rng) -> list[Draft]:
         drafts.append(_balanced(Draft(question, options,
                                       {"template": "spatial", "target": target, "other": other}),
                                 "spatial", where, vocabulary, rng))
-    return drafts
+    return drafts + choice_drafts(spatial_choices(things, captions_of(facts), vocabulary, settings), vocabulary, rng)
+
+
+SIDES = {"left": "to the left of", "right": "to the right of", "above": "above", "below": "below"}
+
+
+def beside(thing: Thing, anchor: Thing, where: str, gap: float) -> bool:
+    """Whether `thing`'s box lies wholly on the `where` side of `anchor`'s, `gap` apart, and its centre is
+    farther off that way than across: true of a thing up and to the left when asked which thing is to the
+    left (no option is another direction that would be true too, as in `relation`)."""
+    (ax, ay), (bx, by) = thing.centre, anchor.centre
+    along, across = (bx - ax, abs(by - ay)) if where in ("left", "right") else (by - ay, abs(bx - ax))
+    apart = {"left": thing.box[2] + gap <= anchor.box[0], "right": anchor.box[2] + gap <= thing.box[0],
+             "above": thing.box[3] + gap <= anchor.box[1], "below": anchor.box[3] + gap <= thing.box[1]}[where]
+    return apart and abs(along) >= across
+
+
+def _clear_of(thing: Thing, anchor: Thing, where: str) -> bool:
+    """Whether no part of `thing` lies on the `where` side of `anchor`'s centre: it is surely not there."""
+    (cx, cy), (x1, y1, x2, y2) = anchor.centre, thing.box
+    return {"left": x1 >= cx, "right": x2 <= cx, "above": y1 >= cy, "below": y2 <= cy}[where]
+
+
+def spatial_choices(things: list[Thing], captions: list[str], vocabulary: Vocabulary,
+                    settings: ProgrammaticSettings) -> list[Choice]:
+    """"Which of these is to the left of the dog?" about each object its description picks out (of visible
+    size, not a crowd region) and each side: true of the labels with an object of visible size wholly on that
+    side of it (`beside`); surely false of a label no box of which reaches past its centre
+    towards that side, and of a label absent from the boxes and the captions."""
+    absent = absent_labels(things, captions, vocabulary)
+    choices = []
+    for anchor in things:
+        other = referent(anchor, things)
+        if other is None or anchor.crowd or anchor.pixels < settings.min_pixels:
+            continue
+        others = [t for t in things if t.label != anchor.label]
+        for where, words in SIDES.items():
+            true = {t.label for t in others if not t.crowd and t.pixels >= settings.min_pixels
+                    and beside(t, anchor, where, settings.spatial_gap)}
+            if not true:
+                continue
+            false = {label for label in {t.label for t in others} - true
+                     if all(_clear_of(t, anchor, where) for t in others if t.label == label)}
+            choices.append(Choice("spatial_choice", f"Which of these is {words} {phrase(other, vocabulary)}?",
+                                  tuple(sorted(true)), tuple(sorted(false | (absent - {anchor.label}))),
+                                  {"template": "spatial_choice", "relation": where, "other": other}))
+    return choices
 
 
 # -- Instance Attributes ----------------------------------------------------------------------------
@@ -698,9 +1028,9 @@ def _name(label: str, colour: str | None, vocabulary: Vocabulary) -> str:
 
 def identity(things, facts, vocabulary, settings, rng) -> list[Draft]:
     """With colours: the present (label, colour) crossed with another label and another colour, the
-    three other pairs all absent from the image. Without: four labels of the collection's commoner ones
-    (`Vocabulary.support`), three of them absent, each label the key equally often. A label shown only too
-    small to see is not the key; one a caption names is never a wrong option."""
+    three other pairs all absent from the image. Without: the label and three absent ones drawn by their
+    weights (`Vocabulary.draw`), so that no label is a likelier key than the others shown with it. A label
+    shown only too small to see is not the key; one a caption names is never a wrong option."""
     captions = captions_of(facts)
     seen = {(t.label, t.attributes.get("colour")) for t in things}
     present = {(t.label, t.attributes.get("colour")) for t in things if t.crowd or t.pixels >= settings.min_pixels}
@@ -720,18 +1050,16 @@ def identity(things, facts, vocabulary, settings, rng) -> list[Draft]:
             others = [_name(label, other_colour, vocabulary), _name(other_label, colour, vocabulary),
                       _name(other_label, other_colour, vocabulary)]
         else:
-            # labels as keys as often as each other (`_balanced`), the wrong ones drawn uniformly from the same
-            # labels: then no label is the key more than a quarter of the times it is shown
-            others = pick(shuffled(rng, [vocabulary.names.get(l, l) for l in support or vocabulary.labels
-                                         if l not in present_labels]), 3, avoid=[label])
+            # the wrong labels drawn by their weights as keys (`Vocabulary.draw`) and the key kept by `_balanced`:
+            # given the four labels shown, each is the key about as often
+            drawn = vocabulary.draw("identity", label, [v for v in vocabulary.labels if v not in present_labels], rng)
+            others = [vocabulary.names.get(v, v) for v in shuffled(rng, drawn or [])]
         if len(others) < 3:
             continue
         draft = Draft("Which of these can be seen in the image?", (_name(label, colour, vocabulary), *others),
                       {"template": "identity", "target": {"label": label} | ({"colour": colour} if colour else {})})
-        if not colour and vocabulary.keys.get("identity"):
-            draft = (_balanced(draft, "identity", label, vocabulary, rng) if label in support else
-                     replace(draft, dropped=f"{label!r} is rarer in the collection than the labels asked about: "
-                                            "as a key among them it would stand out"))
+        if not colour:
+            draft = _balanced(draft, "identity", label, vocabulary, rng)
         drafts.append(draft)
     return drafts
 

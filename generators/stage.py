@@ -227,9 +227,10 @@ class ProgrammaticStage(QuestionStage):
                            length=12)
 
     def prepare(self, context: runner.StageContext, jobs: Sequence[Job]) -> None:
-        """The vocabulary file widened with every label, attribute and OCR word in the store."""
+        """The vocabulary file widened with every label, attribute and OCR word in the store (captions too:
+        what they name is never counted as absent, and the key tallies must know it)."""
         ids = context.store.item_ids(kind="image")
-        facts = [f for fs in context.store.get_facts(ids, kinds=["object", "ocr"]).values() for f in fs]
+        facts = [f for fs in context.store.get_facts(ids, kinds=["object", "ocr", "caption"]).values() for f in fs]
         self.vocabulary = programmatic.load_vocabulary(self.own.vocabulary).widened(facts, self.own)
 
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -15,8 +16,8 @@ from benchsmith.dimensions import registry
 from benchsmith.records import Fact, Image, Provenance, normalise_text
 from ingest.scenes import region_of
 from generators.quality import QualitySettings, balance_answers, gate
-from generators.programmatic import (RELATIONS, ProgrammaticSettings, Thing, count_options, generate,
-                                     load_vocabulary, referent, relation, things_in)
+from generators.programmatic import (RELATIONS, Ask, ProgrammaticSettings, Thing, generate, load_vocabulary, referent,
+                                     relation, things_in)
 
 SUPPLIED = Provenance(backend="supplied")
 DIMENSIONS = ["instances_counting", "instance_location", "spatial_relation", "instance_attributes",
@@ -91,10 +92,33 @@ def truly_correct(question, row) -> list[bool]:
     if meta["template"] == "identity":
         seen = {f"{o['attributes']['colour']} {o['label']}" for o in row["objects"]}
         return [option in seen for option in options]
+    if meta["template"] in ("count_choice", "location_choice", "spatial_choice"):
+        return [_label_fits(question, row, _spoken_label(option, row)) for option in options]
     if meta["template"] == "text":
         words = {normalise_text(w) for w in row["truth"]["words"]}
         return [normalise_text(option) in words for option in options]
     raise AssertionError(f"unknown template {meta['template']}")
+
+
+def _spoken_label(option: str, row: dict) -> str | None:
+    """The scene's label an option names, singular or plural ('circle', 'circles', 'boxes'); None if absent."""
+    for label in {o["label"] for o in row["objects"]} | set(load_vocabulary().labels):
+        if option in (label, label + "s", label + "es"):
+            return label
+    return None
+
+
+def _label_fits(question, row: dict, label: str | None) -> bool:
+    """Whether the question's words hold of some object labelled `label` in the scene: there are exactly n of
+    them, one of them is in the region, one of them is on that side of the object named."""
+    meta, objects = question.meta, [o for o in row["objects"] if o["label"] == label]
+    if meta["template"] == "count_choice":
+        return len(objects) == meta["count"]
+    if meta["template"] == "location_choice":
+        return any(region_of(o["box"]) == meta["region"] for o in objects)
+    anchor = _only(row, meta["other"])
+    side = {"left": "to its left", "right": "to its right", "above": "above it", "below": "below it"}[meta["relation"]]
+    return anchor is not None and any(side in _true_relation(o, anchor) for o in objects if o is not anchor)
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +138,8 @@ def oracle_questions(oracle_dir):
 def test_every_dimension_gets_questions(oracle_questions):
     kept, _dropped, _rows = oracle_questions
     per_template = Counter(q.meta["template"] for q in kept)
-    assert set(per_template) == {"count", "location", "spatial", "attribute", "identity", "text"}
+    assert set(per_template) == {"count", "location", "spatial", "attribute", "identity", "text", "count_choice",
+                                 "location_choice", "spatial_choice"}
     assert all(n >= 15 for n in per_template.values()), per_template
 
 
@@ -154,22 +179,126 @@ def test_generation_is_reproducible(oracle_dir):
 
 def test_count_distractors_are_drawn_uniformly_from_the_support_and_never_the_truth():
     rng = random.Random(0)
-    support = ("0", "1", "2", "3", "4")
+    vocabulary = load_vocabulary()  # not widened: the counts 0-5, evenly
     seen = Counter()
     for true in range(5):
         for _ in range(200):
-            options = count_options(true, support, rng)
-            assert options[0] == true and true not in options[1:] and len(set(options)) == 4
-            seen.update(options[1:])
-    assert set(seen) == set(range(5)) and chisquare(list(seen.values())).pvalue > 0.01  # 0 is a distractor too
+            others = vocabulary.draw("count:label", str(true), ("0", "1", "2", "3", "4"), rng)
+            assert str(true) not in others and len(set(others)) == 3
+            seen.update(others)
+    assert set(seen) == {"0", "1", "2", "3", "4"} and chisquare(list(seen.values())).pvalue > 0.01  # 0 is one too
 
 
-def test_the_support_is_the_most_frequent_keys_and_common_keys_are_kept_less_often():
-    vocabulary = replace(load_vocabulary(), keys={"count:label": {"0": 40, "1": 100, "2": 50, "3": 30, "4": 5}})
-    assert vocabulary.support("count:label") == ("0", "1", "2", "3")  # 4 x 30 beats 5 x 5
-    assert vocabulary.keep_chance("count:label", "1") == 0.3 and vocabulary.keep_chance("count:label", "3") == 1.0
-    assert vocabulary.keep_chance("count:label", "4") == 0.0
+def test_a_set_of_wrong_options_is_drawn_in_proportion_to_the_product_of_its_weights():
+    weights = {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0, "e": 6.0}
+    vocabulary = replace(load_vocabulary(), keys={"identity": weights})
+    rng = random.Random(1)
+    drawn = Counter(tuple(sorted(vocabulary.draw("identity", "z", weights, rng, n=2))) for _ in range(6000))
+    pairs = sorted(itertools.combinations(weights, 2))
+    expected = [weights[x] * weights[y] for x, y in pairs]
+    assert chisquare([drawn[p] for p in pairs], [6000 * e / sum(expected) for e in expected]).pvalue > 0.01
+
+
+TALLY = {"0": 400, "1": 300, "2": 60, "3": 12, "4": 6, "5": 3}  # keys as real photos settle them: mostly 0 and 1
+
+
+def balanced(family: str, tally: dict[str, int]):
+    """The vocabulary balanced over a collection whose questions of `family` have these keys, any of the
+    family's keys a possible wrong option."""
+    return load_vocabulary().balanced([(family, v, None) for v, n in tally.items() for _ in range(n)])
+
+
+def _keyed_collection(vocabulary, n: int = 40000, seed: int = 2) -> list[tuple[str, ...]]:
+    """Count questions over a collection with the keys of TALLY, as `counting` makes them: the key, three wrong
+    counts drawn by the vocabulary, kept by its keep chance; the key first."""
+    rng = random.Random(seed)
+    keys = rng.choices(list(TALLY), list(TALLY.values()), k=n)
+    return [(key, *vocabulary.draw("count:label", key, TALLY, rng)) for key in keys
+            if rng.random() < vocabulary.keep_chance("count:label", key)]
+
+
+def test_given_the_four_numbers_shown_each_is_the_key_equally_often():
+    vocabulary = balanced("count:label", TALLY)
+    kept = _keyed_collection(vocabulary)
+    # more are kept than if every count were asked only as often as the rarest (6 x 3)
+    assert len(kept) > 6 * 3 * 4 and {q[0] for q in kept} == set(TALLY)
+    by_set: dict[frozenset, Counter] = {}
+    for q in kept:
+        by_set.setdefault(frozenset(q), Counter())[q[0]] += 1
+    # within every set of four numbers shown often enough, the key is each of them about as often
+    statistic, df = 0.0, 0
+    for shown, keyed in by_set.items():
+        if (total := sum(keyed.values())) >= 40:
+            statistic += chisquare([keyed[v] for v in shown]).statistic
+            df += 3
+    assert df >= 9 and chi2.sf(statistic, df) > 0.01
+    # so the key's rank among the four numbers is uniform too
+    ranks = Counter(sorted(int(v) for v in q).index(int(q[0])) for q in kept)
+    assert chisquare([ranks[r] for r in range(4)]).pvalue > 0.01, ranks
+
+
+def _capped_key_rates(vocabulary, groups, cap: int, rounds: int = 100, seed: int = 4) -> tuple[Counter, Counter]:
+    """How often each label is the key and is shown over `rounds` builds of a collection of `groups` (each a
+    list of the labels its identity questions could have as key), asked as `generate` asks them: each kept
+    with its key's keep chance, then at most `cap` of a group's kept questions, drawn at random."""
+    rng = random.Random(seed)
+    labels = sorted({label for group in groups for label in group})
+    keyed, shown = Counter(), Counter()
+    for _ in range(rounds):
+        for group in groups:
+            kept = [label for label in group if rng.random() < vocabulary.keep_chance("identity", label)]
+            for label in rng.sample(kept, min(cap, len(kept))):
+                keyed[label] += 1
+                shown.update([label, *vocabulary.draw("identity", label, [v for v in labels if v not in group], rng)])
+    return keyed, shown
+
+
+def test_a_label_of_busy_photos_is_still_the_key_of_a_quarter_of_the_questions_showing_it():
+    """'person' is in every busy photo, where the cap of 3 questions leaves most possible questions unasked;
+    counted as if every question were asked, 'person' would be shown as a wrong option as if it were a key
+    that often, and be the key of about a fifth of the questions that show it."""
+    others = [f"thing{i}" for i in range(12)]
+    busy = [["person", *others[i % 12:i % 12 + 6]] for i in range(30)]
+    sparse = [[others[i % 12]] for i in range(60)] + [[others[i % 12], others[(i + 5) % 12]] for i in range(30)]
+    groups = busy + sparse
+    asks = [Ask("identity", label, tuple(v for v in ["person", *others] if v not in group), (str(index), "identity"))
+            for index, group in enumerate(groups) for label in group]
+    for cap, near_a_quarter in ((3, True), (None, False)):
+        keyed, shown = _capped_key_rates(load_vocabulary().balanced(asks, cap), groups, cap=3)
+        rate = keyed["person"] / shown["person"]
+        assert abs(rate - 0.25) < 0.015 if near_a_quarter else abs(rate - 0.25) > 0.03, (cap, rate)
+        assert all(abs(keyed[v] / shown[v] - 0.25) < 0.05 for v in others) or not near_a_quarter
+
+
+def test_wrong_options_drawn_evenly_would_give_the_common_keys_away():
+    """The check above can fail: with the same keep chances but the wrong counts drawn evenly, 0 and 1 are
+    the key of most questions that show them."""
+    even = balanced("count:label", TALLY)
+    rng = random.Random(3)
+    keyed, shown = Counter(), Counter()
+    for key in rng.choices(list(TALLY), list(TALLY.values()), k=20000):
+        if rng.random() < even.keep_chance("count:label", key):
+            options = (key, *rng.sample([v for v in TALLY if v != key], 3))
+            keyed[key] += 1
+            shown.update(options)
+    assert keyed["0"] / shown["0"] > 0.3 and keyed["5"] / shown["5"] < 0.15, (keyed, shown)
+
+
+def test_the_support_is_every_key_the_collection_has_and_the_rarest_keys_are_always_kept():
+    vocabulary = balanced("count:label", {"0": 40, "1": 100, "2": 50, "3": 30, "4": 5})
+    assert vocabulary.support("count:label") == ("0", "1", "2", "3", "4")
+    assert vocabulary.keep_chance("count:label", "4") == 1.0
+    assert 0 < vocabulary.keep_chance("count:label", "1") < vocabulary.keep_chance("count:label", "0") < 1
+    # the closed form for a pool of every key: proportional to e3 of the other keys' tallies
+    e3 = {v: sum(a * b * c for a, b, c in itertools.combinations(
+        [n for u, n in vocabulary.keys["count:label"].items() if u != v], 3)) for v in "01234"}
+    assert vocabulary.keep_chance("count:label", "1") == pytest.approx(e3["1"] / max(e3.values()), rel=1e-3)
+    assert vocabulary.keep_chance("count:label", "6") == 0.0
     assert load_vocabulary().support("count:label") == ("0", "1", "2", "3", "4", "5")  # not widened: the fallback
+    # four relations always shown together: each is kept as often as the rarest
+    relations = balanced("spatial", {"left": 40, "right": 40, "above": 10, "below": 10})
+    assert relations.keep_chance("spatial", "left") == pytest.approx(0.25, rel=1e-3)
+    assert relations.keep_chance("spatial", "above") == 1.0
 
 
 def test_a_count_outside_the_support_is_dropped_with_its_reason():
@@ -181,7 +310,7 @@ def test_a_count_outside_the_support_is_dropped_with_its_reason():
                   attributes={"colour": "red"}, provenance=SUPPLIED) for i in range(6)]
     questions = generate(image, facts, registry().get("instances_counting"), vocabulary,
                          ProgrammaticSettings(per_dimension=10), seed=0)
-    by_filter = {json.dumps(q.meta["filter"]): q for q in questions}
+    by_filter = {json.dumps(q.meta["filter"]): q for q in questions if q.meta["template"] == "count"}
     for name in ('{}', '{"label": "star"}', '{"colour": "red"}'):  # six of each: no support holds 6
         assert "count 6 is outside the counts asked about" in by_filter[name].meta["dropped"]
     assert all("dropped" not in q.meta and q.options[0] == "0" for f, q in by_filter.items() if "6" not in q.options[:1]
@@ -306,6 +435,11 @@ def _how_many(row: dict, what: str) -> int:
     return sum(o["label"] + "s" == what for o in objects)
 
 
+def _is(label: str, option: str) -> bool:
+    """Whether an option names `label`, in the singular or the plural."""
+    return option in (label, label + "s", label + "es")
+
+
 def _true_options(question, row: dict) -> list[bool]:
     """Which options are true of the scene, read from the question's text alone."""
     text, options = question.text, question.options
@@ -325,6 +459,22 @@ def _true_options(question, row: dict) -> list[bool]:
     if text == "Which of these can be seen in the image?":
         seen = {f"{o['attributes']['colour']} {o['label']}" for o in row["objects"]}
         return [option in seen for option in options]
+    if m := re.fullmatch(r"Which of these (?:is|are) there exactly (\w+) of in the image\?", text):
+        n = ("one", "two", "three", "four", "five", "six").index(m[1]) + 1
+        return [sum(_is(o["label"], option) for o in row["objects"]) == n for option in options]
+    if m := re.fullmatch(r"Which of these is in the (.+) of the image\?", text):
+        return [any(_is(o["label"], option) and region_of(o["box"]) == m[1] for o in row["objects"])
+                for option in options]
+    if m := re.fullmatch(r"Which of these is (to the left of|to the right of|above|below) (.+)\?", text):
+        anchor = _the(row, m[2])
+        bx1, by1, bx2, by2 = _pixels(anchor["box"])
+
+        def beyond(o):  # the object's centre lies beyond the anchor's box on the side asked about
+            ax1, ay1, ax2, ay2 = _pixels(o["box"])
+            cx, cy = (ax1 + ax2) / 2, (ay1 + ay2) / 2
+            return {"to the left of": cx < bx1, "to the right of": cx > bx2, "above": cy < by1, "below": cy > by2}[m[1]]
+        return [any(_is(o["label"], option) and o is not anchor and beyond(o) for o in row["objects"])
+                for option in options]
     if text in ("What does the text in the image say?", "Which of these words is written in the image?"):
         return [option.casefold() in {w.casefold() for w in row["truth"]["words"]} for option in options]
     raise AssertionError(f"a question the checker cannot read: {text}")
@@ -344,7 +494,8 @@ def test_no_kept_question_on_random_scenes_has_two_true_options():
         if sum(truth) != 1 or not truth[question.answer]:
             wrong.append((question.text, question.options, question.options[question.answer], truth))
     assert len(kept) > 1000 and Counter(q.meta["template"] for q in kept).keys() == {
-        "count", "location", "spatial", "attribute", "identity", "text"}
+        "count", "location", "spatial", "attribute", "identity", "text", "count_choice", "location_choice",
+        "spatial_choice"}
     assert not wrong, f"{len(wrong)} of {len(kept)}: {wrong[:5]}"
 
 
@@ -401,7 +552,7 @@ def test_the_count_of_everything_says_what_it_counts_beside_a_sign(tmp_path):
     images["street"] = [("dog", (0.1, 0.6, 0.3, 0.8), "brown"), ("car", (0.5, 0.6, 0.9, 0.9), "red"),
                         ("STOP", (0.1, 0.1, 0.3, 0.2), "text")]
     made = _generated(tmp_path, "instances_counting", images)
-    everything = {q.item_id: q for q in made if q.meta["filter"] == {}}
+    everything = {q.item_id: q for q in made if q.meta.get("filter") == {}}
     assert {item: q.text for item, q in everything.items()} == {
         f"shapes{n}": "How many shapes are there in the image?" for n in range(1, 5)}  # the street: not asked
     assert all(q.options[q.answer] == q.item_id[-1] for q in everything.values() if q.status == "candidate")

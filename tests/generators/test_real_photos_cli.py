@@ -72,7 +72,8 @@ def sample(tmp_path) -> tuple[dict, dict, str]:
 def true_options(text: str, options: list[str], photo: dict, names: dict) -> list[bool]:
     """Which options the COCO boxes make true, read from the question's words alone."""
     boxes, (width, height) = photo["boxes"], photo["size"]
-    spoken = {**{n: n for n in names.values()}, "people": "person", "tvs": "tv", "broccoli": "broccoli"}
+    spoken = {**{n: n for n in names.values()}, "people": "person", "tvs": "tv", "broccoli": "broccoli",
+              "knives": "knife", "mice": "mouse"}
 
     def label(words: str) -> str:
         words = words.lower()
@@ -98,6 +99,20 @@ def true_options(text: str, options: list[str], photo: dict, names: dict) -> lis
         return [holds[o] for o in options]
     if text == "Which of these can be seen in the image?":
         return [label(o) in {b[0] for b in boxes} for o in options]
+
+    def of(option):
+        return [b for b in boxes if b[0] == label(option)]
+    if m := re.fullmatch(r"Which of these (?:is|are) there exactly (\w+) of in the image\?", text):
+        n = ("one", "two", "three", "four", "five", "six").index(m[1]) + 1
+        return [len(of(o)) == n and not any(b[2] for b in of(o)) for o in options]
+    if m := re.fullmatch(r"Which of these is in the (.+) of the image\?", text):
+        return [any(REGIONS[(min(int((y + h / 2) / height * 3), 2), min(int((x + w / 2) / width * 3), 2))] == m[1]
+                    for _l, (x, y, w, h), _c in of(o)) for o in options]
+    if m := re.fullmatch(r"Which of these is (to the left of|to the right of|above|below) the (.+)\?", text):
+        bx, by, bw, bh = only(m[2])
+        side = {"to the left of": lambda x, y, w, h: x + w <= bx, "to the right of": lambda x, y, w, h: x >= bx + bw,
+                "above": lambda x, y, w, h: y + h <= by, "below": lambda x, y, w, h: y >= by + bh}[m[1]]
+        return [any(side(*box) for _l, box, _c in of(o)) for o in options]
     if text == "Which sentence describes the image?":   # COCO boxes every instance of its classes
         own = {" ".join(c.lower().split()) for c in photo["captions"]}
         return [" ".join(o.lower().split()) in own or not lacked(o, boxes, names) for o in options]
