@@ -8,7 +8,8 @@ gate's, a blind filter of the offline solvers plus the real LLM as chat solver, 
 when it picks it). This file's own oracle judges each question right, wrong or undecided against COCO
 truth (every instance, crowd regions as unknown counts). What is kept follows a fact-check policy
 (`--keep`, as `generate.llm.fact_check.keep`: confirmed, the local-llm profile's, or unrefuted); both are
-reported. `--shown-key-judge N` also asks N decided drafts the first judge's way (the key shown, a bare
+reported. `--candidates 1` (the default, as the local-llm profile) puts the answers the facts settle into
+each prompt (`generate.llm.candidates`); `--candidates 0` measures the prompt without them. `--shown-key-judge N` also asks N decided drafts the first judge's way (the key shown, a bare
 true/false), which said "incorrect" to everything.
 
     .venv/bin/python benchmarks/llm_real.py [--images 3] [--model qwen2.5-coder-1.5b] [--keep confirmed]
@@ -193,7 +194,7 @@ def judge_approves(question, parsed: dict) -> bool:
 
 def main() -> None:
     args = arguments(__doc__, quick={"images": 3}, images=3, most_objects=6, model="qwen2.5-coder-1.5b", port=18791, threads=1,
-                     questions_per_call=2, max_tokens=400, keep="confirmed", shown_key_judge=0, dimensions=DIMENSIONS,
+                     questions_per_call=2, max_tokens=400, keep="confirmed", candidates=1, shown_key_judge=0, dimensions=DIMENSIONS,
                      models_dir=str(Path.home() / ".cache" / "benchsmith" / "models"), workspace="").parse_args()
     folder = shared_data_dir() / "coco-mini-train"
     instances = json.loads((folder / "annotations" / "instances_train2017.json").read_text())
@@ -209,10 +210,11 @@ def main() -> None:
            "BENCHSMITH__GENERATE__LLM__MODEL": args.model, "BENCHSMITH__GENERATE__LLM__MODELS": "{}",
            "BENCHSMITH__GENERATE__LLM__QUESTIONS_PER_CALL": str(args.questions_per_call),
            "BENCHSMITH__GENERATE__LLM__MAX_TOKENS": str(args.max_tokens),
+           "BENCHSMITH__GENERATE__LLM__CANDIDATES__ENABLED": str(bool(args.candidates)).lower(),
            "BENCHSMITH__GENERATE__LLM__OPTIONS": "{concurrency: 1, timeout_s: 600, deadline_s: 1200}"}
     settings = load_settings(env=env)
     result: dict = {"model": args.model, "threads": args.threads, "images": len(photos), "dimensions": args.dimensions,
-                    "questions_per_call": args.questions_per_call, "data": "coco-mini-train (COCO boxes + 2 captions)"}
+                    "questions_per_call": args.questions_per_call, "candidates": bool(args.candidates), "data": "coco-mini-train (COCO boxes + 2 captions)"}
     started = time.monotonic()
     llm_server.start_detached(settings)
     result["server_start_s"] = round(time.monotonic() - started, 1)
