@@ -202,7 +202,7 @@ def test_candidate_answers_from_the_facts_are_in_the_prompt_when_on_with_read_te
 
     [dogs] = store.get_questions()  # the question written from them passes the fact check
     assert dogs.meta["fact_check"] == "verified" and dogs.options[dogs.answer] == "2"
-    assert dogs.provenance.prompt_version.endswith("+candidates-v1")
+    assert dogs.provenance.prompt_version.endswith("+candidates-v2")
 
     prompts.clear()  # off (the default): no candidate block in any prompt
     with ScriptedOpenAI(answer) as server:
