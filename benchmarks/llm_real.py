@@ -9,7 +9,8 @@ when it picks it). This file's own oracle judges each question right, wrong or u
 truth (every instance, crowd regions as unknown counts). What is kept follows a fact-check policy
 (`--keep`, as `generate.llm.fact_check.keep`: confirmed, the local-llm profile's, or unrefuted); both are
 reported. `--candidates 1` (the default, as the local-llm profile) puts the answers the facts settle into
-each prompt (`generate.llm.candidates`); `--candidates 0` measures the prompt without them. `--shown-key-judge N` also asks N decided drafts the first judge's way (the key shown, a bare
+each prompt (`generate.llm.candidates`), and the key is the option a fitting candidate makes true (the
+model's own letter is judged too); `--candidates 0` measures the prompt without them. `--shown-key-judge N` also asks N decided drafts the first judge's way (the key shown, a bare
 true/false), which said "incorrect" to everything.
 
     .venv/bin/python benchmarks/llm_real.py [--images 3] [--model qwen2.5-coder-1.5b] [--keep confirmed]
@@ -242,7 +243,8 @@ def main() -> None:
             save("llm_real", result)
 
             # a workspace reused with fewer --images still holds the others: only these photos are analysed
-            questions = [q for q in store.get_questions() if q.item_id in by_id]
+            # (and not those a changed setting superseded: a rerun on the same workspace redoes them)
+            questions = [q for q in store.get_questions() if q.item_id in by_id and q.status != "superseded"]
             calls = store.get_llm_calls(sorted({q.provenance.params["llm_call"] for q in questions}))
             result["generate"]["call_seconds"] = round(sum(c["seconds"] or 0 for c in calls.values()), 1)
             dims = {registry().get(k).id: k for k in args.dimensions}
@@ -254,7 +256,11 @@ def main() -> None:
                 verdict = verdicts.get(q.id)
                 # the fact check as the code stands (the stored meta is the one of the run that wrote it)
                 said = fact_check.verdict(q, dimension, facts[q.item_id])
+                # the oracle on the model's own letter too, where the key came from the candidates instead
+                own = q.model_copy(update={"answer": q.options.index(q.meta["model_key"])}) if "model_key" in q.meta else q
                 rows.append({"q": q, "dimension": dimension, "oracle": oracle(q, dimension, by_id[q.item_id]),
+                             "oracle_model_letter": oracle(own, dimension, by_id[q.item_id]),
+                             "rekeyed": q.meta.get("key_from") == "candidates" and own.answer != q.answer,
                              "fact_check": said if said == "verified" or said.startswith("unchecked") else "failed",
                              "fact_check_reason": said,
                              "gate": verdict.rule if verdict and verdict.rule != "fact_check" else ""})
@@ -322,7 +328,10 @@ def main() -> None:
     kept = kept_by[args.keep]
     judged = [r for r in rows if r["judge"] is not None and r["oracle"] != "undecided"]
     result |= {
-        "questions": len(rows), "oracle_all": tally(rows), "by_dimension": {
+        "questions": len(rows), "oracle_all": tally(rows),
+        "oracle_all_with_the_models_letters": dict(Counter(r["oracle_model_letter"] for r in rows)),
+        "keyed_by_candidates": sum(r["q"].meta.get("key_from") == "candidates" for r in rows),
+        "letter_changed_by_candidates": sum(r["rekeyed"] for r in rows), "by_dimension": {
             d: tally([r for r in rows if r["dimension"] == d]) for d in args.dimensions},
         "fact_check": dict(Counter(r["fact_check"].split(":")[0] for r in rows)),
         "fact_check_vs_oracle": {v: tally([r for r in rows if r["fact_check"].split(":")[0] == v])
@@ -352,7 +361,7 @@ def main() -> None:
             for name in (rows[0]["solvers"] if rows else {})},
         "chat_solver": chat,
         "examples": [{"dimension": r["dimension"], "text": r["q"].text, "options": r["q"].options,
-                      "key": r["q"].options[r["q"].answer], "oracle": r["oracle"], "fact_check": r["fact_check_reason"],
+                      "key": r["q"].options[r["q"].answer], "model_key": r["q"].meta.get("model_key"), "oracle": r["oracle"], "fact_check": r["fact_check_reason"],
                       "gate": r["gate"], "blind_drop": r["blind_drop"], "judge": r["judge"], "judge_said": r.get("judge_said")} for r in rows],
         "total_seconds": round(time.monotonic() - started, 1)}
     save("llm_real", result)

@@ -329,3 +329,15 @@ def candidates(dimension_key: str, facts: list[Fact], *, labels: Sequence[str], 
             if len(unread) >= wrong:
                 found.append(Candidate((), line, tuple(rng.sample(unread, wrong))))
     return rng.sample(found, most) if len(found) > most else found
+
+
+def key_by_candidates(question: Question, found: Sequence[Candidate]) -> int | None:
+    """The option that is the key by the candidates the prompt held: of those whose four answers are the
+    question's options and whose objects the question names, in their order, the index of the true
+    answer when they agree on it; None when no candidate fits (the model's own letter then stands)."""
+    options = [_norm(o) for o in question.options]
+    subjects = [label for c in found for label in c.subject]
+    keys = {options.index(_norm(c.true)) for c in found
+            if sorted(options) == sorted(_norm(v) for v in (c.true, *c.false))
+            and (not c.subject or _named(question.text, subjects) == list(c.subject))}
+    return keys.pop() if len(keys) == 1 else None

@@ -88,6 +88,7 @@ class CandidateSettings(Strict):
 
     enabled: bool = False
     per_prompt: int = Field(6, ge=1)        # candidate answers in one prompt, at most
+    rekey: bool = True  # the key: the option a candidate fitting the question makes true, not the model's letter
     absent_labels: Path | None = None  # labels for identity questions' wrong options; None: data/coco_classes.txt
 
 
@@ -257,20 +258,27 @@ def _value(dimension_key: str, value: str) -> str:
     return value if dimension_key in ("instances_counting", "spatial_relation") else quoted(value)
 
 
-def candidates_block(item: Item, facts: list[Fact], dimension: Dimension, settings: LlmGeneratorSettings) -> str:
-    """The candidate answers of one request, worded and fenced; "" when they are off or the dimension
-    has no wording (no fact-check rule)."""
+def candidates_for(item: Item, facts: list[Fact], dimension: Dimension,
+                   settings: LlmGeneratorSettings) -> list[fact_check.Candidate] | None:
+    """The answers the facts settle for one request (`fact_check.candidates`), drawn reproducibly; None
+    when candidates are off or the dimension has no line in the candidates template (no fact-check rule)."""
     if not settings.candidates.enabled or item.kind == "image_set":
-        return ""
-    template = candidate_template(settings.prompts_dir)
-    if (line := template.lines.get(dimension.key)) is None:
-        return ""
-    found = fact_check.candidates(
+        return None
+    if dimension.key not in candidate_template(settings.prompts_dir).lines:
+        return None
+    return fact_check.candidates(
         dimension.key, facts, labels=label_list(settings.candidates.absent_labels or DATA_DIR / "coco_classes.txt"),
         words=load_vocabulary().words, rng=random.Random(f"{settings.seed}:{item.id}:{dimension.key}"),
         most=settings.candidates.per_prompt)
+
+
+def candidates_block(found: list[fact_check.Candidate], dimension: Dimension, settings: LlmGeneratorSettings) -> str:
+    """`found` worded by the candidates template, the list fenced, labels and text JSON-quoted; the
+    template's `empty` when the facts settle none."""
+    template = candidate_template(settings.prompts_dir)
     if not found:
         return template.empty
+    line = template.lines[dimension.key]
     lines = [line.format_map({"subject": [quoted(s) for s in c.subject], "true": _value(dimension.key, c.true),
                               "false": ", ".join(_value(dimension.key, v) for v in c.false)}) for c in found]
     return template.intro.format_map({"lines": fenced("\n".join(lines))})
@@ -292,13 +300,17 @@ def request_for(item: Item, block: str, dimension: Dimension, settings: LlmGener
 
 
 def questions_from(result: LlmResult, request: LlmRequest, item: Item, dimension: Dimension,
-                   prompts_dir: Path = PROMPTS_DIR, with_candidates: bool = False) -> list[Question]:
-    """Question records from a successful, schema-valid result; the call's cost is split among them. The
-    prompt version names the candidates template too when the prompt held candidate answers."""
+                   prompts_dir: Path = PROMPTS_DIR, candidates: list[fact_check.Candidate] | None = None,
+                   rekey: bool = True) -> list[Question]:
+    """Question records from a successful, schema-valid result; the call's cost is split among them. When
+    the prompt held `candidates`, the prompt version names their template too, each question keeps the
+    option the model keyed (`meta.model_key`), and with `rekey` the key is the option a candidate that fits
+    the question makes true (`fact_check.key_by_candidates`; `meta.key_from: candidates`), since a small
+    model copies the options well but often gives the wrong letter."""
     drafts = result.parsed["questions"]
     share = max(1, len(drafts))
     version = template_for(dimension.key, prompts_for(dimension, prompts_dir)).version
-    if with_candidates:
+    if candidates is not None:
         version += "+" + candidate_template(prompts_dir).version
     provenance = Provenance(
         backend=BACKEND, model=request.model, prompt_version=version,
@@ -306,6 +318,15 @@ def questions_from(result: LlmResult, request: LlmRequest, item: Item, dimension
         params={"max_tokens": request.max_tokens, "llm_call": result.key},
         tokens_in=result.tokens_in // share, tokens_out=result.tokens_out // share,
         cost_usd=result.cost_usd / share)
-    return [Question(item_id=item.id, dimension_id=dimension.id, text=d["question"].strip(),
-                     options=[o.strip() for o in d["options"]], answer=LETTERS.index(d["answer"]),
-                     provenance=provenance, meta={"generator": BACKEND}) for d in drafts]
+    questions = [Question(item_id=item.id, dimension_id=dimension.id, text=d["question"].strip(),
+                          options=[o.strip() for o in d["options"]], answer=LETTERS.index(d["answer"]),
+                          provenance=provenance, meta={"generator": BACKEND}) for d in drafts]
+    return questions if candidates is None else [_keyed(q, candidates, rekey) for q in questions]
+
+
+def _keyed(question: Question, candidates: list[fact_check.Candidate], rekey: bool) -> Question:
+    meta = question.meta | {"model_key": question.options[question.answer]}
+    key = fact_check.key_by_candidates(question, candidates) if rekey else None
+    if key is None:
+        return question.model_copy(update={"meta": meta})
+    return question.model_copy(update={"answer": key, "meta": meta | {"key_from": "candidates"}})
