@@ -10,8 +10,9 @@ truth (every instance, crowd regions as unknown counts). What is kept follows a 
 (`--keep`, as `generate.llm.fact_check.keep`: confirmed, the local-llm profile's, or unrefuted); both are
 reported. `--candidates 1` (the default, as the local-llm profile) puts the answers the facts settle into
 each prompt (`generate.llm.candidates`), and the key is the option a fitting candidate makes true (the
-model's own letter is judged too); `--candidates 0` measures the prompt without them. `--shown-key-judge N` also asks N decided drafts the first judge's way (the key shown, a bare
-true/false), which said "incorrect" to everything.
+model's own letter is judged too); `--candidates 0` measures the prompt without them.
+`--shown-key-judge N` also asks N decided drafts the first judge's way (the key shown, a bare true/false),
+which said "incorrect" to everything.
 
     .venv/bin/python benchmarks/llm_real.py [--images 3] [--model qwen2.5-coder-1.5b] [--keep confirmed]
 

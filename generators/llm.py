@@ -248,7 +248,8 @@ def _candidate_template(path: Path, _mtime: int) -> CandidateTemplate:
 def label_list(path: Path) -> tuple[str, ...]:
     """The labels of a file, one a line (`#` lines are notes)."""
     if not path.exists():
-        raise KeyError(f"no label list {path}: set generate.llm.candidates.absent_labels to a file of labels, one a line")
+        raise KeyError(f"no label list {path}: set generate.llm.candidates.absent_labels to a file of labels, "
+                       "one a line")
     return tuple(dict.fromkeys(line.strip() for line in path.read_text(encoding="utf-8").splitlines()
                                if line.strip() and not line.startswith("#")))
 

@@ -298,8 +298,8 @@ class LlmStage(QuestionStage):
             found = llm_generator.candidates_for(job.item, facts.get(job.item.id, []), job.dimension, self.llm)
             if found is not None:
                 prompted[len(calls)] = found
-            calls.append((job, llm_generator.request_for(job.item, blocks[block], job.dimension, self.llm, "" if found is None
-                                                         else llm_generator.candidates_block(found, job.dimension, self.llm))))
+            said = "" if found is None else llm_generator.candidates_block(found, job.dimension, self.llm)
+            calls.append((job, llm_generator.request_for(job.item, blocks[block], job.dimension, self.llm, said)))
         # an image's jobs are handed on together, in job order, once all are answered (`_together`)
         left = Counter(job.item.id for job, _request in calls)
         answered: dict[str, list[tuple[int, Job, Outcome]]] = {}
