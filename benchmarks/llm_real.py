@@ -227,11 +227,14 @@ def main() -> None:
             supplied = Provenance(backend="supplied")
             store.add_items([Image(id=p["id"], path=str(folder / "train2017" / p["file"]), width=p["width"],
                                    height=p["height"]) for p in photos])
-            if not store.get_facts([p["id"] for p in photos]).get(photos[0]["id"]):
-              store.add_facts("supplied", [
-                  *(Fact(item_id=p["id"], kind="object", text=o["label"], box=o["box"], provenance=supplied,
-                         attributes={"crowd": "true"} if o["crowd"] else {}) for p in photos for o in p["objects"]),
-                  *(Fact(item_id=p["id"], kind="caption", text=c, provenance=supplied) for p in photos for c in p["captions"])])
+            # a reused workspace (--workspace) with more --images: facts for the photos it lacks
+            stored = store.get_facts([p["id"] for p in photos])
+            new = [p for p in photos if not stored.get(p["id"])]
+            if new:
+                store.add_facts("supplied", [
+                    *(Fact(item_id=p["id"], kind="object", text=o["label"], box=o["box"], provenance=supplied,
+                           attributes={"crowd": "true"} if o["crowd"] else {}) for p in new for o in p["objects"]),
+                    *(Fact(item_id=p["id"], kind="caption", text=c, provenance=supplied) for p in new for c in p["captions"])])
             t0 = time.monotonic()
             report = run_generate(store, settings, generators=["llm"])
             generate_s = time.monotonic() - t0
