@@ -259,7 +259,7 @@ def _value(dimension_key: str, value: str) -> str:
     return value if dimension_key in ("instances_counting", "spatial_relation") else quoted(value)
 
 
-def candidates_for(item: Item, facts: list[Fact], dimension: Dimension,
+def answer_candidates(item: Item, facts: list[Fact], dimension: Dimension,
                    settings: LlmGeneratorSettings) -> list[fact_check.Candidate] | None:
     """The answers the facts settle for one request (`fact_check.candidates`), drawn reproducibly; None
     when candidates are off or the dimension has no line in the candidates template (no fact-check rule)."""

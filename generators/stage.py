@@ -295,7 +295,7 @@ class LlmStage(QuestionStage):
                 continue
             if (block := (job.item.id, llm_generator.text_rich(job.dimension))) not in blocks:
                 blocks[block] = llm_generator.pictures_block(pictures, facts, job.dimension, self.llm.context_chars)
-            found = llm_generator.candidates_for(job.item, facts.get(job.item.id, []), job.dimension, self.llm)
+            found = llm_generator.answer_candidates(job.item, facts.get(job.item.id, []), job.dimension, self.llm)
             if found is not None:
                 prompted[len(calls)] = found
             said = "" if found is None else llm_generator.candidates_block(found, job.dimension, self.llm)
