@@ -37,7 +37,7 @@ from benchmarks.common import arguments, save  # noqa: E402
 from benchsmith import llm_server  # noqa: E402
 from benchsmith.dimensions import registry  # noqa: E402
 from benchsmith.llm import LlmClient, LlmOptions, LlmRequest  # noqa: E402
-from benchsmith.records import LETTERS, Fact, Image, Provenance  # noqa: E402
+from benchsmith.records import LETTERS, Fact, Image, Provenance, Question  # noqa: E402
 from benchsmith.settings import load_settings  # noqa: E402
 from benchsmith.store import Store  # noqa: E402
 from generators import fact_check  # noqa: E402
@@ -194,6 +194,30 @@ def judge_approves(question, parsed: dict) -> bool:
     return parsed["answer"] == LETTERS[question.answer]
 
 
+ASKS = {"instances_counting": "How many {} are in the image?", "instance_identity": "Which of these is in the image?",
+        "instance_location": "In which part of the image is the {}?",
+        "spatial_relation": "Where is the {} relative to the {}?"}
+
+
+def candidates_vs_oracle(photos: list[dict], facts: dict, settings, dimensions: list[str]) -> dict:
+    """Each answer candidate the prompts hold (`generate.llm.candidates`), asked as the template words it
+    and keyed by its true value: how the oracle and the fact check judge it, without the model."""
+    from generators.llm import answer_candidates
+    from generators.stage import GenerateSettings
+
+    own = settings.section("generate", GenerateSettings).part("llm")
+    own = own.model_copy(update={"candidates": own.candidates.model_copy(update={"enabled": True})})
+    tally: Counter = Counter()
+    for p in photos:
+        image = Image(id=p["id"], path=p["file"], width=p["width"], height=p["height"])
+        for key in (k for k in dimensions if k in ASKS):
+            for c in answer_candidates(image, facts[p["id"]], registry().get(key), own) or []:
+                q = Question(item_id=p["id"], dimension_id=1, text=ASKS[key].format(*c.subject),
+                             options=[c.true, *c.false], answer=0, provenance=Provenance(backend="candidates"))
+                tally[f"{key}: oracle {oracle(q, key, p)}, fact check {fact_check.verdict(q, key, facts[p['id']])}"] += 1
+    return dict(sorted(tally.items()))
+
+
 def main() -> None:
     args = arguments(__doc__, quick={"images": 3}, images=3, most_objects=6, model="qwen2.5-coder-1.5b", port=18791, threads=1,
                      questions_per_call=2, max_tokens=400, keep="confirmed", candidates=1, shown_key_judge=0, dimensions=DIMENSIONS,
@@ -254,6 +278,7 @@ def main() -> None:
             dims = {registry().get(k).id: k for k in args.dimensions}
             verdicts = {v.subject_id: v for v in store.get_verdicts(passed=False)}
             facts = store.get_facts(sorted(by_id))
+            result["candidates_vs_oracle"] = candidates_vs_oracle(photos, facts, settings, args.dimensions)
             rows = []
             for q in questions:
                 dimension = dims[q.dimension_id]
