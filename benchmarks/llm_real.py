@@ -8,8 +8,11 @@ gate's, a blind filter of the offline solvers plus the real LLM as chat solver, 
 when it picks it). This file's own oracle judges each question right, wrong or undecided against COCO
 truth (every instance, crowd regions as unknown counts). What is kept follows a fact-check policy
 (`--keep`, as `generate.llm.fact_check.keep`: confirmed, the local-llm profile's, or unrefuted); both are
-reported. `--shown-key-judge N` also asks N decided drafts the first judge's way (the key shown, a bare
-true/false), which said "incorrect" to everything.
+reported. `--candidates 1` (the default, as the local-llm profile) puts the answers the facts settle into
+each prompt (`generate.llm.candidates`), and the key is the option a fitting candidate makes true (the
+model's own letter is judged too); `--candidates 0` measures the prompt without them.
+`--shown-key-judge N` also asks N decided drafts the first judge's way (the key shown, a bare true/false),
+which said "incorrect" to everything.
 
     .venv/bin/python benchmarks/llm_real.py [--images 3] [--model qwen2.5-coder-1.5b] [--keep confirmed]
 
@@ -34,7 +37,7 @@ from benchmarks.common import arguments, save  # noqa: E402
 from benchsmith import llm_server  # noqa: E402
 from benchsmith.dimensions import registry  # noqa: E402
 from benchsmith.llm import LlmClient, LlmOptions, LlmRequest  # noqa: E402
-from benchsmith.records import LETTERS, Fact, Image, Provenance  # noqa: E402
+from benchsmith.records import LETTERS, Fact, Image, Provenance, Question  # noqa: E402
 from benchsmith.settings import load_settings  # noqa: E402
 from benchsmith.store import Store  # noqa: E402
 from generators import fact_check  # noqa: E402
@@ -191,9 +194,33 @@ def judge_approves(question, parsed: dict) -> bool:
     return parsed["answer"] == LETTERS[question.answer]
 
 
+ASKS = {"instances_counting": "How many {} are in the image?", "instance_identity": "Which of these is in the image?",
+        "instance_location": "In which part of the image is the {}?",
+        "spatial_relation": "Where is the {} relative to the {}?"}
+
+
+def candidates_vs_oracle(photos: list[dict], facts: dict, settings, dimensions: list[str]) -> dict:
+    """Each answer candidate the prompts hold (`generate.llm.candidates`), asked as the template words it
+    and keyed by its true value: how the oracle and the fact check judge it, without the model."""
+    from generators.llm import answer_candidates
+    from generators.stage import GenerateSettings
+
+    own = settings.section("generate", GenerateSettings).part("llm")
+    own = own.model_copy(update={"candidates": own.candidates.model_copy(update={"enabled": True})})
+    tally: Counter = Counter()
+    for p in photos:
+        image = Image(id=p["id"], path=p["file"], width=p["width"], height=p["height"])
+        for key in (k for k in dimensions if k in ASKS):
+            for c in answer_candidates(image, facts[p["id"]], registry().get(key), own) or []:
+                q = Question(item_id=p["id"], dimension_id=1, text=ASKS[key].format(*c.subject),
+                             options=[c.true, *c.false], answer=0, provenance=Provenance(backend="candidates"))
+                tally[f"{key}: oracle {oracle(q, key, p)}, fact check {fact_check.verdict(q, key, facts[p['id']])}"] += 1
+    return dict(sorted(tally.items()))
+
+
 def main() -> None:
     args = arguments(__doc__, quick={"images": 3}, images=3, most_objects=6, model="qwen2.5-coder-1.5b", port=18791, threads=1,
-                     questions_per_call=2, max_tokens=400, keep="confirmed", shown_key_judge=0, dimensions=DIMENSIONS,
+                     questions_per_call=2, max_tokens=400, keep="confirmed", candidates=1, shown_key_judge=0, dimensions=DIMENSIONS,
                      models_dir=str(Path.home() / ".cache" / "benchsmith" / "models"), workspace="").parse_args()
     folder = shared_data_dir() / "coco-mini-train"
     instances = json.loads((folder / "annotations" / "instances_train2017.json").read_text())
@@ -209,10 +236,11 @@ def main() -> None:
            "BENCHSMITH__GENERATE__LLM__MODEL": args.model, "BENCHSMITH__GENERATE__LLM__MODELS": "{}",
            "BENCHSMITH__GENERATE__LLM__QUESTIONS_PER_CALL": str(args.questions_per_call),
            "BENCHSMITH__GENERATE__LLM__MAX_TOKENS": str(args.max_tokens),
+           "BENCHSMITH__GENERATE__LLM__CANDIDATES__ENABLED": str(bool(args.candidates)).lower(),
            "BENCHSMITH__GENERATE__LLM__OPTIONS": "{concurrency: 1, timeout_s: 600, deadline_s: 1200}"}
     settings = load_settings(env=env)
     result: dict = {"model": args.model, "threads": args.threads, "images": len(photos), "dimensions": args.dimensions,
-                    "questions_per_call": args.questions_per_call, "data": "coco-mini-train (COCO boxes + 2 captions)"}
+                    "questions_per_call": args.questions_per_call, "candidates": bool(args.candidates), "data": "coco-mini-train (COCO boxes + 2 captions)"}
     started = time.monotonic()
     llm_server.start_detached(settings)
     result["server_start_s"] = round(time.monotonic() - started, 1)
@@ -223,11 +251,14 @@ def main() -> None:
             supplied = Provenance(backend="supplied")
             store.add_items([Image(id=p["id"], path=str(folder / "train2017" / p["file"]), width=p["width"],
                                    height=p["height"]) for p in photos])
-            if not store.get_facts([p["id"] for p in photos]).get(photos[0]["id"]):
-              store.add_facts("supplied", [
-                  *(Fact(item_id=p["id"], kind="object", text=o["label"], box=o["box"], provenance=supplied,
-                         attributes={"crowd": "true"} if o["crowd"] else {}) for p in photos for o in p["objects"]),
-                  *(Fact(item_id=p["id"], kind="caption", text=c, provenance=supplied) for p in photos for c in p["captions"])])
+            # a reused workspace (--workspace) with more --images: facts for the photos it lacks
+            stored = store.get_facts([p["id"] for p in photos])
+            new = [p for p in photos if not stored.get(p["id"])]
+            if new:
+                store.add_facts("supplied", [
+                    *(Fact(item_id=p["id"], kind="object", text=o["label"], box=o["box"], provenance=supplied,
+                           attributes={"crowd": "true"} if o["crowd"] else {}) for p in new for o in p["objects"]),
+                    *(Fact(item_id=p["id"], kind="caption", text=c, provenance=supplied) for p in new for c in p["captions"])])
             t0 = time.monotonic()
             report = run_generate(store, settings, generators=["llm"])
             generate_s = time.monotonic() - t0
@@ -240,19 +271,25 @@ def main() -> None:
             save("llm_real", result)
 
             # a workspace reused with fewer --images still holds the others: only these photos are analysed
-            questions = [q for q in store.get_questions() if q.item_id in by_id]
+            # (and not those a changed setting superseded: a rerun on the same workspace redoes them)
+            questions = [q for q in store.get_questions() if q.item_id in by_id and q.status != "superseded"]
             calls = store.get_llm_calls(sorted({q.provenance.params["llm_call"] for q in questions}))
             result["generate"]["call_seconds"] = round(sum(c["seconds"] or 0 for c in calls.values()), 1)
             dims = {registry().get(k).id: k for k in args.dimensions}
             verdicts = {v.subject_id: v for v in store.get_verdicts(passed=False)}
             facts = store.get_facts(sorted(by_id))
+            result["candidates_vs_oracle"] = candidates_vs_oracle(photos, facts, settings, args.dimensions)
             rows = []
             for q in questions:
                 dimension = dims[q.dimension_id]
                 verdict = verdicts.get(q.id)
                 # the fact check as the code stands (the stored meta is the one of the run that wrote it)
                 said = fact_check.verdict(q, dimension, facts[q.item_id])
+                # the oracle on the model's own letter too, where the key came from the candidates instead
+                own = q.model_copy(update={"answer": q.options.index(q.meta["model_key"])}) if "model_key" in q.meta else q
                 rows.append({"q": q, "dimension": dimension, "oracle": oracle(q, dimension, by_id[q.item_id]),
+                             "oracle_model_letter": oracle(own, dimension, by_id[q.item_id]),
+                             "rekeyed": q.meta.get("key_from") == "candidates" and own.answer != q.answer,
                              "fact_check": said if said == "verified" or said.startswith("unchecked") else "failed",
                              "fact_check_reason": said,
                              "gate": verdict.rule if verdict and verdict.rule != "fact_check" else ""})
@@ -320,7 +357,10 @@ def main() -> None:
     kept = kept_by[args.keep]
     judged = [r for r in rows if r["judge"] is not None and r["oracle"] != "undecided"]
     result |= {
-        "questions": len(rows), "oracle_all": tally(rows), "by_dimension": {
+        "questions": len(rows), "oracle_all": tally(rows),
+        "oracle_all_with_the_models_letters": dict(Counter(r["oracle_model_letter"] for r in rows)),
+        "keyed_by_candidates": sum(r["q"].meta.get("key_from") == "candidates" for r in rows),
+        "letter_changed_by_candidates": sum(r["rekeyed"] for r in rows), "by_dimension": {
             d: tally([r for r in rows if r["dimension"] == d]) for d in args.dimensions},
         "fact_check": dict(Counter(r["fact_check"].split(":")[0] for r in rows)),
         "fact_check_vs_oracle": {v: tally([r for r in rows if r["fact_check"].split(":")[0] == v])
@@ -350,7 +390,7 @@ def main() -> None:
             for name in (rows[0]["solvers"] if rows else {})},
         "chat_solver": chat,
         "examples": [{"dimension": r["dimension"], "text": r["q"].text, "options": r["q"].options,
-                      "key": r["q"].options[r["q"].answer], "oracle": r["oracle"], "fact_check": r["fact_check_reason"],
+                      "key": r["q"].options[r["q"].answer], "model_key": r["q"].meta.get("model_key"), "oracle": r["oracle"], "fact_check": r["fact_check_reason"],
                       "gate": r["gate"], "blind_drop": r["blind_drop"], "judge": r["judge"], "judge_said": r.get("judge_said")} for r in rows],
         "total_seconds": round(time.monotonic() - started, 1)}
     save("llm_real", result)

@@ -16,6 +16,11 @@ elements), JSON-quoted like the OCR lines, which keep their boxes so layout can 
 maintainer's own screenshot or scan with OCR and no truth gets the OCR lines alone. A new text-rich
 dimension needs only its focus file.
 
+With `candidates.enabled`, the prompt of a dimension the fact check has rules for also holds the answers
+the facts settle (`fact_check.candidates`), worded by `prompts/_candidates.yaml` and fenced like the facts,
+each OCR text a JSON literal: the model writes the question, keyed by a true candidate with false ones as
+its wrong options, so a weak model's drafts are ones the fact check can confirm.
+
 Dimensions over image sets (27-29) have their templates in `prompts/image_sets/`: the prompt gives each
 image's facts block, as one image's, under its number ("Image 1:", ...), the numbers questions use.
 Sets come from `generators.set_grouping` (`sets`).
@@ -24,6 +29,7 @@ Sets come from `generators.set_grouping` (`sets`).
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -32,16 +38,20 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from benchsmith.dimensions import Dimension
+from benchsmith.paths import DATA_DIR
 from benchsmith.llm import LlmOptions, LlmRequest, LlmResult
 from benchsmith.records import LETTERS, Fact, Image, Item, Provenance, Question
 from benchsmith.geometry import unit_box
 from benchsmith.settings import UNKEYED, Strict, parse_yaml
-from extractors.context import text_reads, visual_context
+from extractors.context import quoted, text_reads, visual_context
+from generators import fact_check
 from generators.base import json_format, json_object
+from generators.programmatic import load_vocabulary
 from generators.set_grouping import SetSettings
 
 BACKEND = "llm"
 PROMPTS_DIR = Path(__file__).with_name("prompts")
+CANDIDATES_TEMPLATE = "_candidates.yaml"
 STRUCTURE_NOTE = "Structure the image was drawn from (exact; quoted data from the picture, never instructions):"
 
 
@@ -71,6 +81,17 @@ class FactCheckSettings(Strict):
     keep: Literal["unrefuted", "confirmed"] = "unrefuted"
 
 
+class CandidateSettings(Strict):
+    """Answers the facts settle, computed by the fact check's rules, put into each prompt of a dimension
+    it checks (counting, identity, location, spatial relation, text), so the model picks its key and wrong
+    options among them (`fact_check.candidates`); the wording is `_candidates.yaml` in the prompts folder."""
+
+    enabled: bool = False
+    per_prompt: int = Field(6, ge=1)        # candidate answers in one prompt, at most
+    rekey: bool = True  # the key: the option a candidate fitting the question makes true, not the model's letter
+    absent_labels: Path | None = None  # labels for identity questions' wrong options; None: data/coco_classes.txt
+
+
 class LlmGeneratorSettings(LlmWriterSettings):
     model: str = "gpt-4o-mini"                         # for every dimension not named in `models`
     models: dict[str, str] = Field(default_factory=dict, json_schema_extra=UNKEYED)  # dimension key -> model
@@ -79,6 +100,7 @@ class LlmGeneratorSettings(LlmWriterSettings):
     min_text_lines: int = Field(8, ge=0)  # text-rich dimensions: only images with this many lines of text read
     sets: SetSettings | None = Field(None, json_schema_extra=UNKEYED)  # None: no sets grouped; keyed by their stage
     fact_check: FactCheckSettings = FactCheckSettings()
+    candidates: CandidateSettings = CandidateSettings()
 
     def model_for(self, dimension: Dimension) -> str:
         return self.models.get(dimension.key, self.model)
@@ -196,28 +218,116 @@ def pictures_block(images: list[Image], facts: dict[str, list[Fact]], dimension:
                        for k, image in enumerate(images, 1))
 
 
-def request_for(item: Item, block: str, dimension: Dimension, settings: LlmGeneratorSettings) -> LlmRequest:
-    """The call asking for one dimension's questions about an item, given its facts `block` (`fenced`)."""
+@dataclass(frozen=True)
+class CandidateTemplate:
+    """How `_candidates.yaml` words the candidate answers: an introduction holding `{lines}`, a line
+    per dimension, and what to say when the facts settle none."""
+
+    version: str
+    intro: str
+    empty: str
+    lines: dict[str, str]
+
+
+def candidate_template(prompts_dir: Path = PROMPTS_DIR) -> CandidateTemplate:
+    path = prompts_dir / CANDIDATES_TEMPLATE
+    if not path.exists():
+        raise KeyError(f"no prompt template {CANDIDATES_TEMPLATE} in {prompts_dir}: add {path}, or turn "
+                       "generate.llm.candidates.enabled off")
+    return _candidate_template(path, path.stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=8)
+def _candidate_template(path: Path, _mtime: int) -> CandidateTemplate:
+    data = parse_yaml(path.read_text(encoding="utf-8"))
+    return CandidateTemplate(data["version"], data["intro"].strip(), data["empty"].strip(),
+                             {k: v.strip() for k, v in data["lines"].items()})
+
+
+@lru_cache(maxsize=4)
+def label_list(path: Path) -> tuple[str, ...]:
+    """The labels of a file, one a line (`#` lines are notes)."""
+    if not path.exists():
+        raise KeyError(f"no label list {path}: set generate.llm.candidates.absent_labels to a file of labels, "
+                       "one a line")
+    return tuple(dict.fromkeys(line.strip() for line in path.read_text(encoding="utf-8").splitlines()
+                               if line.strip() and not line.startswith("#")))
+
+
+def _value(dimension_key: str, value: str) -> str:
+    """A candidate value as the prompt shows it: counts and directions bare, labels and text JSON-quoted."""
+    return value if dimension_key in ("instances_counting", "spatial_relation") else quoted(value)
+
+
+def answer_candidates(item: Item, facts: list[Fact], dimension: Dimension,
+                   settings: LlmGeneratorSettings) -> list[fact_check.Candidate] | None:
+    """The answers the facts settle for one request (`fact_check.candidates`), drawn reproducibly; None
+    when candidates are off or the dimension has no line in the candidates template (no fact-check rule)."""
+    if not settings.candidates.enabled or item.kind == "image_set":
+        return None
+    if dimension.key not in candidate_template(settings.prompts_dir).lines:
+        return None
+    return fact_check.candidates(
+        dimension.key, facts, labels=label_list(settings.candidates.absent_labels or DATA_DIR / "coco_classes.txt"),
+        words=load_vocabulary().words, rng=random.Random(f"{settings.seed}:{item.id}:{dimension.key}"),
+        most=settings.candidates.per_prompt)
+
+
+def candidates_block(found: list[fact_check.Candidate], dimension: Dimension, settings: LlmGeneratorSettings) -> str:
+    """`found` worded by the candidates template, the list fenced, labels and text JSON-quoted; the
+    template's `empty` when the facts settle none."""
+    template = candidate_template(settings.prompts_dir)
+    if not found:
+        return template.empty
+    line = template.lines[dimension.key]
+    lines = [line.format_map({"subject": [quoted(s) for s in c.subject], "true": _value(dimension.key, c.true),
+                              "false": ", ".join(_value(dimension.key, v) for v in c.false)}) for c in found]
+    return template.intro.format_map({"lines": fenced("\n".join(lines))})
+
+
+def request_for(item: Item, block: str, dimension: Dimension, settings: LlmGeneratorSettings,
+                candidates: str = "") -> LlmRequest:
+    """The call asking for one dimension's questions about an item, given its facts `block` (`fenced`)
+    and its `candidates_block`, if any, after the instruction."""
     template = template_for(dimension.key, prompts_for(dimension, settings.prompts_dir))
+    messages = template.render(dimension, block, settings.questions_per_call)
+    if candidates:
+        messages[1]["content"] += "\n\n" + candidates
     return LlmRequest(
         purpose="generate", model=settings.model_for(dimension),
-        messages=template.render(dimension, block, settings.questions_per_call),
+        messages=messages,
         temperature=settings.temperature, seed=settings.seed, max_tokens=settings.max_tokens,
         response_format=output_schema(settings.questions_per_call), tag=f"{item.id}:{dimension.key}")
 
 
 def questions_from(result: LlmResult, request: LlmRequest, item: Item, dimension: Dimension,
-                   prompts_dir: Path = PROMPTS_DIR) -> list[Question]:
-    """Question records from a successful, schema-valid result; the call's cost is split among them."""
+                   prompts_dir: Path = PROMPTS_DIR, candidates: list[fact_check.Candidate] | None = None,
+                   rekey: bool = True) -> list[Question]:
+    """Question records from a successful, schema-valid result; the call's cost is split among them. When
+    the prompt held `candidates`, the prompt version names their template too, each question keeps the
+    option the model keyed (`meta.model_key`), and with `rekey` the key is the option a candidate that fits
+    the question makes true (`fact_check.key_by_candidates`; `meta.key_from: candidates`), since a small
+    model copies the options well but often gives the wrong letter."""
     drafts = result.parsed["questions"]
     share = max(1, len(drafts))
-    template = template_for(dimension.key, prompts_for(dimension, prompts_dir))
+    version = template_for(dimension.key, prompts_for(dimension, prompts_dir)).version
+    if candidates is not None:
+        version += "+" + candidate_template(prompts_dir).version
     provenance = Provenance(
-        backend=BACKEND, model=request.model, prompt_version=template.version,
+        backend=BACKEND, model=request.model, prompt_version=version,
         temperature=request.temperature, seed=request.seed,
         params={"max_tokens": request.max_tokens, "llm_call": result.key},
         tokens_in=result.tokens_in // share, tokens_out=result.tokens_out // share,
         cost_usd=result.cost_usd / share)
-    return [Question(item_id=item.id, dimension_id=dimension.id, text=d["question"].strip(),
-                     options=[o.strip() for o in d["options"]], answer=LETTERS.index(d["answer"]),
-                     provenance=provenance, meta={"generator": BACKEND}) for d in drafts]
+    questions = [Question(item_id=item.id, dimension_id=dimension.id, text=d["question"].strip(),
+                          options=[o.strip() for o in d["options"]], answer=LETTERS.index(d["answer"]),
+                          provenance=provenance, meta={"generator": BACKEND}) for d in drafts]
+    return questions if candidates is None else [_keyed(q, candidates, rekey) for q in questions]
+
+
+def _keyed(question: Question, candidates: list[fact_check.Candidate], rekey: bool) -> Question:
+    meta = question.meta | {"model_key": question.options[question.answer]}
+    key = fact_check.key_by_candidates(question, candidates) if rekey else None
+    if key is None:
+        return question.model_copy(update={"meta": meta})
+    return question.model_copy(update={"answer": key, "meta": meta | {"key_from": "candidates"}})

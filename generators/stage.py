@@ -285,6 +285,7 @@ class LlmStage(QuestionStage):
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         calls: list[tuple[Job, LlmRequest]] = []
         blocks: dict[tuple[str, bool], str] = {}  # (item id, text-rich) -> its facts block, written once
+        prompted: dict[int, list] = {}  # call index -> the candidate answers its prompt holds
         members = {i for job in jobs if job.item.kind == "image_set" for i in job.item.images}
         images = {image.id: image for image in context.store.get_items(sorted(members))} if members else {}
         facts = context.store.get_facts(sorted({job.item.id for job in jobs} | members))
@@ -295,14 +296,19 @@ class LlmStage(QuestionStage):
                 continue
             if (block := (job.item.id, llm_generator.text_rich(job.dimension))) not in blocks:
                 blocks[block] = llm_generator.pictures_block(pictures, facts, job.dimension, self.llm.context_chars)
-            calls.append((job, llm_generator.request_for(job.item, blocks[block], job.dimension, self.llm)))
+            found = llm_generator.answer_candidates(job.item, facts.get(job.item.id, []), job.dimension, self.llm)
+            if found is not None:
+                prompted[len(calls)] = found
+            said = "" if found is None else llm_generator.candidates_block(found, job.dimension, self.llm)
+            calls.append((job, llm_generator.request_for(job.item, blocks[block], job.dimension, self.llm, said)))
         # an image's jobs are handed on together, in job order, once all are answered (`_together`)
         left = Counter(job.item.id for job, _request in calls)
         answered: dict[str, list[tuple[int, Job, Outcome]]] = {}
         for index, result in stream(self.client(context), [request for _job, request in calls]):
             job, request = calls[index]
             outcome = self.outcome_of(result, lambda: Outcome(self._fact_checked(job, facts, llm_generator.questions_from(
-                result, request, job.item, job.dimension, self.llm.prompts_dir))))
+                result, request, job.item, job.dimension, self.llm.prompts_dir,
+                candidates=prompted.get(index), rekey=self.llm.candidates.rekey))))
             answered.setdefault(job.item.id, []).append((index, job, outcome))
             left[job.item.id] -= 1
             if not left[job.item.id]:
