@@ -14,11 +14,15 @@ RapidOCR), `generate -g textrich`, `filter`; each step timed. Then:
   Wilson 95% interval;
 - how many key fields a single line prints (the rest are never asked).
 Targets: >= 300 kept questions; per dimension >= 99.5% right and <= 0.5% ambiguous; the adversary's upper
-95% bound <= 28%. Results: benchmarks/results/receipts.json.
+95% bound <= 28%. With `--across 1`, the receipts are also built in two halves (by name), each in its own
+workspace, and the boosted adversary trained on one half's kept questions is tested on the other's: what a
+text-only model learns from other receipts, without the cue that cross-fitting inside one collection
+balanced as a whole adds (see `blind_adversary.attack_across`). Results: benchmarks/results/receipts.json.
 
     .venv/bin/python benchmarks/receipts.py                 # the 200 receipts
     .venv/bin/python benchmarks/receipts.py --quick         # the first 24
     .venv/bin/python benchmarks/receipts.py --workspace W   # measure a workspace these commands built
+    .venv/bin/python benchmarks/receipts.py --across 1      # also the adversary across two halves
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.blind_adversary import attack, tabulate  # noqa: E402
+from benchmarks.blind_adversary import attack, attack_across, tabulate  # noqa: E402
 from benchmarks.common import arguments, cli, save, user_env  # noqa: E402
 
 FIELD_OF = {"shop or company": "company", "date": "date", "total amount": "total"}
@@ -158,9 +162,10 @@ def build(folder: Path, receipts: Path) -> dict[str, float]:
     return {step: round(cli(*command, cwd=folder, env=env)[0], 1) for step, command in steps.items()}
 
 
-def sample(source: Path, into: Path, n: int) -> Path:
-    """The first `n` receipts of `source` copied into a folder of the same layout (a scratch copy)."""
-    stems = sorted(p.stem for p in (source / "img").glob("*.jpg"))[:n]
+def sample(source: Path, into: Path, n: int, start: int = 0) -> Path:
+    """`n` receipts of `source` from the `start`-th (by name) copied into a folder of the same layout (a
+    scratch copy)."""
+    stems = sorted(p.stem for p in (source / "img").glob("*.jpg"))[start:start + n]
     for folder, suffix in (("img", ".jpg"), ("box", ".csv"), ("key", ".json")):
         (into / folder).mkdir(parents=True)
         for stem in stems:
@@ -169,7 +174,34 @@ def sample(source: Path, into: Path, n: int) -> Path:
     return into
 
 
-def run(receipts: int = 200, workspace: str = "") -> dict:
+def kept_in(work: Path) -> list:
+    """The text-rich questions the blind filter kept in the workspace `work`."""
+    from benchsmith.settings import load_settings
+    from benchsmith.store import Store
+    from filters.blind import STAGE
+
+    with Store(load_settings(env={"BENCHSMITH_WORKSPACE": str(work)}).db_url) as store:
+        kept = {v.subject_id for v in store.get_verdicts(stage=STAGE, subject_kind="question") if v.passed}
+        return [q for q in store.get_questions() if q.meta.get("generator") == "textrich" and q.id in kept]
+
+
+def across_halves(source: Path, receipts: int, tmp: Path) -> dict:
+    """The receipts in two halves (by name), each built and balanced in its own workspace; the boosted
+    adversary trained on one half's kept questions and tested on the other's (`attack_across`)."""
+    from benchsmith.dimensions import registry
+
+    dimension = {d.id: d.key for d in registry()}
+    halves = []
+    for index, start in enumerate((0, receipts // 2)):
+        folder = tmp / f"half{index}"
+        folder.mkdir()
+        build(folder, sample(source, folder / "receipts", receipts // 2 if index == 0 else receipts - start, start))
+        halves.append(kept_in(folder / "work"))
+    return {f"tested on half {index + 1}": tabulate({"boosted": hits}, [dimension[q.dimension_id] for q in kept])[1]["boosted"]
+            for index, (hits, kept) in enumerate(zip(attack_across(halves), halves))}
+
+
+def run(receipts: int = 200, workspace: str = "", across: bool = False) -> dict:
     from benchsmith.dimensions import registry
     from benchsmith.geometry import unit_box
     from benchsmith.settings import load_settings
@@ -222,6 +254,9 @@ def run(receipts: int = 200, workspace: str = "") -> dict:
                      for name, c in sorted(judged_by.items())}
     names = [dimension[q.dimension_id] for q in kept]
     strongest, tables = tabulate(attack(kept), names) if len(kept) >= 50 else ({}, {})
+    if across:
+        with tempfile.TemporaryDirectory() as tmp:
+            across_table = across_halves(source, receipts, Path(tmp))
 
     fields = Counter()
     for lines, key in files.values():
@@ -242,6 +277,7 @@ def run(receipts: int = 200, workspace: str = "") -> dict:
                             "kept_by_dimension": dict(Counter(dimension[q.dimension_id] for q in kept))},
               "oracle": per_dimension, "oracle_examples": dict(examples),
               "strongest_adversary": strongest, "adversaries": tables,
+              "adversary_across_collections": across_table if across else None,
               "targets": {"kept": 300, "right": 0.995, "ambiguous": 0.005, "adversary_ci95_upper": 0.28}}
     result["meets_targets"] = bool(
         len(kept) >= 300 and per_dimension
@@ -251,5 +287,5 @@ def run(receipts: int = 200, workspace: str = "") -> dict:
 
 
 if __name__ == "__main__":
-    args = arguments(__doc__, quick={"receipts": 24}, receipts=200, workspace="").parse_args()
-    save("receipts", run(args.receipts, args.workspace))
+    args = arguments(__doc__, quick={"receipts": 24}, receipts=200, workspace="", across=0).parse_args()
+    save("receipts", run(args.receipts, args.workspace, bool(args.across)))
