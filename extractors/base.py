@@ -33,11 +33,12 @@ class ExtractorError(BenchsmithError, RuntimeError):
 
 
 @lru_cache(maxsize=4)
-def class_names(path: Path, count: int) -> tuple[str, ...]:
-    """A model's class names, one a line (`#` lines are notes), checked to be the `count` its head has."""
+def class_names(path: Path, count: int | None = None) -> tuple[str, ...]:
+    """A model's class names, one a line (`#` lines are notes), checked to be the `count` its head has
+    (None: any number)."""
     lines = path.read_text(encoding="utf-8").splitlines()
     names = tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
-    if len(names) != count:
+    if count is not None and len(names) != count:
         raise ExtractorError(f"{path}: {len(names)} class names, the model has {count} classes")
     return names
 

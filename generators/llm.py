@@ -43,6 +43,7 @@ from benchsmith.llm import LlmOptions, LlmRequest, LlmResult
 from benchsmith.records import LETTERS, Fact, Image, Item, Provenance, Question
 from benchsmith.geometry import unit_box
 from benchsmith.settings import UNKEYED, Strict, parse_yaml
+from extractors.base import class_names
 from extractors.context import quoted, text_reads, visual_context
 from generators import fact_check
 from generators.base import json_format, json_object
@@ -250,8 +251,7 @@ def label_list(path: Path) -> tuple[str, ...]:
     if not path.exists():
         raise KeyError(f"no label list {path}: set generate.llm.candidates.absent_labels to a file of labels, "
                        "one a line")
-    return tuple(dict.fromkeys(line.strip() for line in path.read_text(encoding="utf-8").splitlines()
-                               if line.strip() and not line.startswith("#")))
+    return tuple(dict.fromkeys(class_names(path)))
 
 
 def _value(dimension_key: str, value: str) -> str:
