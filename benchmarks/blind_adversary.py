@@ -175,6 +175,13 @@ def attack_across(collections: list[list]) -> list[list[bool]]:
     return out
 
 
+def across_table(collections: list[list], names: list[str], group: dict) -> dict[str, dict]:
+    """`attack_across` over `collections`, tabulated per collection (keyed by `names`): overall and by
+    each question's `group` (its dimension name by dimension id)."""
+    return {name: tabulate({"boosted": hits}, [group[q.dimension_id] for q in kept])[1]["boosted"]
+            for name, hits, kept in zip(names, attack_across(collections), collections)}
+
+
 def tabulate(right: dict[str, list[bool]], groups: list[str]) -> tuple[dict, dict]:
     """Each adversary's accuracy (Wilson 95% interval) overall and per group (one name per question: its
     dimension, its family), and the strongest learned adversary overall and in each group."""
@@ -233,8 +240,7 @@ def run(scenes: int = 200, seed: int = 5) -> dict:
     # a second collection of other scenes, balanced on its own: the adversary trained on one, tested on the other
     _drafts, _dropped, others, other_verdicts = build(scenes, seed + 1)
     apart = [kept, [q for q in others if other_verdicts[q.id].passed]]
-    across = {f"tested on seed {s}": tabulate({"boosted": hits}, [name[q.dimension_id] for q in own])[1]["boosted"]
-              for s, hits, own in zip((seed, seed + 1), attack_across(apart), apart)}
+    across = across_table(apart, [f"tested on seed {s}" for s in (seed, seed + 1)], name)
     counting = registry().get("instances_counting").id
     ranks = Counter(sorted(int(o) for o in q.options).index(int(q.options[q.answer]))  # "How many": numbers
                     for q in kept if q.dimension_id == counting and all(o.isdigit() for o in q.options))

@@ -37,7 +37,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.blind_adversary import attack, attack_across, tabulate  # noqa: E402
+from benchmarks.blind_adversary import across_table, attack, tabulate  # noqa: E402
 from benchmarks.common import arguments, cli, save, user_env  # noqa: E402
 from tests.support.shared_data import shared_data_dir  # noqa: E402
 
@@ -396,9 +396,7 @@ def run(built: str = "") -> dict:
                                   "options": q.options, "key": q.options[q.answer]})
     right = attack(kept)
     strongest, tables = tabulate(right, [dimension[q.dimension_id] for q in kept])
-    across = attack_across(apart)
-    across_table = {name: tabulate({"boosted": hits}, [dimension[q.dimension_id] for q in own])[1]["boosted"]
-                    for name, hits, own in zip(sources(data), across, apart)}
+    across = across_table(apart, list(sources(data)), dimension)
     result = {"case": "real_photos", "photos": len(names), "seconds": seconds, "questions": len(questions),
               "kept": len(kept), "extractors": ["supplied"],
               "by_dimension": {key: {"kept": sum(c.values()), **dict(c),
@@ -410,7 +408,7 @@ def run(built: str = "") -> dict:
                                   for (d, r, why), n in generated_drops.most_common()],
               "strongest_adversary": strongest["overall"], "adversaries": {a: t["overall"] for a, t in tables.items()},
               "adversary_across_collections": {f"tested on {name}": {"overall": t["overall"], "by_dimension": t["by_group"]}
-                                               for name, t in across_table.items()},
+                                               for name, t in across.items()},
               "targets": {"right_rate": 0.995, "ambiguous_rate": 0.005, "kept_per_dimension": 150,
                           "overall_ci95_upper": 0.28}}
     result["meets_targets"] = (all(d["right_rate"] >= 0.995 and d["ambiguous_rate"] <= 0.005 and d["kept"] >= 150

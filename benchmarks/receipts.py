@@ -39,7 +39,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.blind_adversary import attack, attack_across, tabulate  # noqa: E402
+from benchmarks.blind_adversary import across_table, attack, tabulate  # noqa: E402
 from benchmarks.common import arguments, cli, save, user_env  # noqa: E402
 
 FIELD_OF = {"shop or company": "company", "date": "date", "total amount": "total"}
@@ -197,8 +197,7 @@ def across_halves(source: Path, receipts: int, tmp: Path) -> dict:
         folder.mkdir()
         build(folder, sample(source, folder / "receipts", receipts // 2 if index == 0 else receipts - start, start))
         halves.append(kept_in(folder / "work"))
-    return {f"tested on half {index + 1}": tabulate({"boosted": hits}, [dimension[q.dimension_id] for q in kept])[1]["boosted"]
-            for index, (hits, kept) in enumerate(zip(attack_across(halves), halves))}
+    return across_table(halves, ["tested on half 1", "tested on half 2"], dimension)
 
 
 def run(receipts: int = 200, workspace: str = "", across: bool = False) -> dict:
@@ -256,7 +255,7 @@ def run(receipts: int = 200, workspace: str = "", across: bool = False) -> dict:
     strongest, tables = tabulate(attack(kept), names) if len(kept) >= 50 else ({}, {})
     if across:
         with tempfile.TemporaryDirectory() as tmp:
-            across_table = across_halves(source, receipts, Path(tmp))
+            halves_adversary = across_halves(source, receipts, Path(tmp))
 
     fields = Counter()
     for lines, key in files.values():
@@ -277,7 +276,7 @@ def run(receipts: int = 200, workspace: str = "", across: bool = False) -> dict:
                             "kept_by_dimension": dict(Counter(dimension[q.dimension_id] for q in kept))},
               "oracle": per_dimension, "oracle_examples": dict(examples),
               "strongest_adversary": strongest, "adversaries": tables,
-              "adversary_across_collections": across_table if across else None,
+              "adversary_across_collections": halves_adversary if across else None,
               "targets": {"kept": 300, "right": 0.995, "ambiguous": 0.005, "adversary_ci95_upper": 0.28}}
     result["meets_targets"] = bool(
         len(kept) >= 300 and per_dimension
