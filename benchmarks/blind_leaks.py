@@ -75,7 +75,8 @@ def oracle_drafts(n_scenes: int, seed: int):
                               quad=((x1, y1), (x2, y1), (x2, y2), (x1, y2)), provenance=supplied))
         items.append((image, facts))
     # widened with the collection's own labels, attributes and words, as the generate stage does
-    vocabulary = load_vocabulary().widened([f for _image, facts in items for f in facts], settings)
+    vocabulary = load_vocabulary().widened([f for _image, facts in items for f in facts], settings,
+                                           {image.id: (image.width, image.height) for image, _facts in items})
     return [question for image, facts in items for key in PROGRAMMATIC_DIMENSIONS
             for question in generate(image, facts, registry().get(key), vocabulary, settings, seed=seed)]
 

@@ -42,7 +42,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable, Iterable, Mapping, NamedTuple
 
 import numpy as np
 from pydantic import Field
@@ -53,7 +53,7 @@ from benchsmith.settings import UNKEYED, Strict, keyed, parse_yaml
 from extractors.context import text_reads
 
 BACKEND = "programmatic"
-VERSION = "programmatic-v7"  # v7: wrong options drawn by how often each is a key; questions over labels; the cap
+VERSION = "programmatic-v8"  # v8: keys tallied at each image's own size (v7: keys drawn by how often; the cap)
 VOCABULARY_FILE = Path(__file__).with_name("vocabulary.yaml")
 DESCRIBING = ("size", "colour")  # attributes that may qualify a label, in the order they are spoken
 
@@ -94,11 +94,14 @@ class Vocabulary:
     absent_weights: dict[str, float] = field(default_factory=dict)  # label -> its weight as the absent one counted
     chances: dict[str, dict[str, float]] = field(default_factory=dict)  # family -> key -> keep chance (`keep_chances`)
 
-    def widened(self, facts: list[Fact], settings: ProgrammaticSettings | None = None) -> Vocabulary:
+    def widened(self, facts: list[Fact], settings: ProgrammaticSettings | None = None,
+                sizes: Mapping[str, tuple[int, int]] | None = None) -> Vocabulary:
         """Attribute values from `facts` added to this vocabulary's; labels and words from `facts`
         replace this vocabulary's when there are enough of them, so distractors come from the
         collection's own label set rather than from unrelated generic ones. The keys the collection
-        could give each balanced template are tallied too (`key_tallies`)."""
+        could give each balanced template are tallied too (`key_tallies`), each item at its size in
+        `sizes` (item id -> width, height), as `generate` sees it: a box's pixels decide whether it is asked
+        about."""
         attributes = {k: list(v) for k, v in self.attributes.items()}
         objects = [f for f in facts if f.kind == "object"]
         for fact in objects:
@@ -115,8 +118,8 @@ class Vocabulary:
                           _unique(words if len(words) >= 8 else [*words, *self.words]), self.groups, observed,
                           synonyms=self.synonyms, names=self.names)
         settings = settings or ProgrammaticSettings()
-        wide = replace(wide, absent_weights=absent_weights(facts, wide, settings))
-        return wide.balanced(key_tallies(facts, wide, settings), settings.per_dimension)
+        wide = replace(wide, absent_weights=absent_weights(facts, wide, settings, sizes))
+        return wide.balanced(key_tallies(facts, wide, settings, sizes), settings.per_dimension)
 
     def noun(self, things: list[Thing]) -> str:
         """What a count over every object calls them: the group all of their labels belong to
@@ -719,7 +722,8 @@ def _balanced(draft: Draft, family: str, key: str, vocabulary: Vocabulary, rng: 
                                   f"template ({family}) that show it; asking it again would make it a guessable prior")
 
 
-def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: ProgrammaticSettings) -> list[Ask]:
+def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: ProgrammaticSettings,
+                sizes: Mapping[str, tuple[int, int]] | None = None) -> list[Ask]:
     """Every question the collection could ask of a balanced family (`Ask`), for `Vocabulary.balanced`:
     counts per family (every object, per label, per colour, one absent label and colour per image) that the
     truth settles exactly, the spatial relations between pairs of objects that could be asked about, the
@@ -728,9 +732,7 @@ def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: Programmati
     is tallied: a key dropped for doubt would otherwise weigh in."""
     asks: list[Ask] = []
     rng = random.Random(0)
-    for item_id, item_facts in _per_item(facts).items():
-        if not (things := things_in(item_facts)):
-            continue
+    for item_id, item_facts, things in _things_per_item(facts, sizes):
         captions = captions_of(item_facts)
         by_counting, by_identity, by_location, by_spatial = ((item_id, d) for d in (
             "instances_counting", "instance_identity", "instance_location", "spatial_relation"))
@@ -752,7 +754,7 @@ def key_tallies(facts: list[Fact], vocabulary: Vocabulary, settings: Programmati
 
 
 def absent_weights(facts: list[Fact], vocabulary: Vocabulary, settings: ProgrammaticSettings,
-                   rounds: int = 30) -> dict[str, float]:
+                   sizes: Mapping[str, tuple[int, int]] | None = None, rounds: int = 30) -> dict[str, float]:
     """How likely each label is picked as the one absent thing an image counts (key 0), so that over the
     collection each label is the absent one in as many count questions, relative to the exact counts
     asked about it where present, as every other label: the label a question names then does not tell a
@@ -761,9 +763,7 @@ def absent_weights(facts: list[Fact], vocabulary: Vocabulary, settings: Programm
     almost everywhere gets what its few absences allow."""
     present: list[set[str]] = []
     exact: Counter = Counter()
-    for item_facts in _per_item(facts).values():
-        if not (things := things_in(item_facts)):
-            continue
+    for _item_id, item_facts, things in _things_per_item(facts, sizes):
         labels = {t.label for t in things}
         present.append(labels)
         captions = captions_of(item_facts)
@@ -798,6 +798,15 @@ def _per_item(facts: list[Fact]) -> dict[str, list[Fact]]:
     for fact in facts:
         per_item[fact.item_id].append(fact)
     return dict(sorted(per_item.items()))
+
+
+def _things_per_item(facts: list[Fact], sizes: Mapping[str, tuple[int, int]] | None):
+    """Each item with objects (`_per_item`), with its facts and its objects at the item's size (the default
+    `things_in` size when `sizes` lacks it)."""
+    for item_id, item_facts in _per_item(facts).items():
+        size = (sizes or {}).get(item_id)
+        if things := (things_in(item_facts, size) if size else things_in(item_facts)):
+            yield item_id, item_facts, things
 
 
 # -- Instance Location ------------------------------------------------------------------------------

@@ -229,9 +229,11 @@ class ProgrammaticStage(QuestionStage):
     def prepare(self, context: runner.StageContext, jobs: Sequence[Job]) -> None:
         """The vocabulary file widened with every label, attribute and OCR word in the store (captions too:
         what they name is never counted as absent, and the key tallies must know it)."""
-        ids = context.store.item_ids(kind="image")
-        facts = [f for fs in context.store.get_facts(ids, kinds=["object", "ocr", "caption"]).values() for f in fs]
-        self.vocabulary = programmatic.load_vocabulary(self.own.vocabulary).widened(facts, self.own)
+        images = context.store.get_items(kind="image")
+        facts = [f for fs in context.store.get_facts([i.id for i in images], kinds=["object", "ocr", "caption"]).values()
+                 for f in fs]
+        sizes = {image.id: (image.width, image.height) for image in images}
+        self.vocabulary = programmatic.load_vocabulary(self.own.vocabulary).widened(facts, self.own, sizes)
 
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         for job, facts in self._with_facts(jobs, context):

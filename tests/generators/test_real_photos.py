@@ -317,3 +317,23 @@ def test_a_label_in_most_photos_is_not_a_likelier_key_than_the_labels_shown_with
     assert shown["person"] >= 60 and abs(keyed["person"] / shown["person"] - 0.25) < 0.08, (keyed, shown)
     rare = [v for v in shown if v != "person" and shown[v] >= 20]
     assert rare and all(abs(keyed[v] / shown[v] - 0.25) < 0.15 for v in rare), (keyed, shown)
+
+
+def test_the_keys_of_a_collection_are_tallied_at_each_photos_own_size():
+    """A kite a fiftieth of the frame across covers 80x60 pixels on a 4000x3000 photo, where it is asked about,
+    and under 13x10 at 640x480, where it is not: the keys the collection is balanced over follow the photos'
+    own sizes, as the questions do."""
+    photos = _photo_collection(60)
+    for i in range(12):
+        image = Image(id=f"large{i}", path=f"large{i}.jpg", width=4000, height=3000)
+        photos.append((image, [Fact(item_id=image.id, kind="object", text="surfboard", box=(0.5, 0.5, 0.52, 0.52),
+                                    provenance=SUPPLIED)]))
+    facts = [f for _image, fs in photos for f in fs]
+    sizes = {image.id: (image.width, image.height) for image, _facts in photos}
+    vocabulary = load_vocabulary().widened(facts, ProgrammaticSettings(), sizes)
+    assert vocabulary.keys["identity"]["surfboard"] == 12
+    assert "surfboard" not in load_vocabulary().widened(facts, ProgrammaticSettings()).keys["identity"]
+    asked_about = [q for image, fs in photos if image.width == 4000
+                   for q in generate(image, fs, registry().get("instance_identity"), vocabulary,
+                                     ProgrammaticSettings(), seed=3) if "dropped" not in q.meta]
+    assert asked_about and all(q.options[q.answer] == "surfboard" for q in asked_about)
