@@ -48,6 +48,8 @@ from generators.base import WAITING_FOR_FACTS, GeneratorStage, Outcome, ledger_e
 from generators.set_grouping import SetGroupingStage
 
 STAGE = "generate"
+# a question in any of these has been, or may be, seen: its options count as used (`caption_uses`)
+SHOWN = ("candidate", "in_review", "accepted", "rejected", "published", "withdrawn")
 
 
 class GenerateError(BenchsmithError, ValueError):
@@ -444,8 +446,19 @@ class ReformStage(QuestionStage):
     def pools(self, context: runner.StageContext) -> reform.Pools:
         """Every reform annotation's answers, classes, captions and texts: the distractor pools (once a run)."""
         if self._pools is None:
-            self._pools = reform.Pools(context.store.iter_items(kind="image"), self.own, seed=self.options.seed)
+            self._pools = reform.Pools(context.store.iter_items(kind="image"), self.own, seed=self.options.seed,
+                                       asked=self._caption_questions(context.store))
         return self._pools
+
+    def _caption_questions(self, store) -> dict[tuple[str, str], list[str]]:
+        """The caption questions already made under these settings, (item id, annotation id) -> options: a
+        collection grown since plans its new ones around the captions these use (`caption_uses`)."""
+        dimensions = {d.id: self._dimension_keys[d.key] for d in self.dimensions if d.key in self._dimension_keys}
+        return {(q.item_id, q.meta["annotation_id"]): q.options
+                for dimension_id, config in dimensions.items()
+                for q in store.get_questions(status=SHOWN, dimension_id=dimension_id)
+                if q.meta.get("generator") == self.generator and q.provenance.params.get("method") == "captions"
+                and q.meta.get("config") == config}
 
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         with _rare_collections():  # the runner's commits run between the yields, under it too

@@ -6,7 +6,7 @@ import itertools
 import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -61,7 +61,10 @@ def _cached(cache: dict, key, make: Callable[[], Any]):
 class Pools:
     """Everything other annotations offer as distractors, built once per run from the store's items."""
 
-    def __init__(self, items: Iterable[Image], settings: ReformSettings, seed: int = 0) -> None:
+    def __init__(self, items: Iterable[Image], settings: ReformSettings, seed: int = 0,
+                 asked: Mapping[tuple[str, str], Sequence[str]] | None = None) -> None:
+        """`asked`: the caption questions already in the store, (item id, annotation id) -> options; a grown
+        collection plans only the others, with what those use counted (`caption_uses`)."""
         import numpy as np
         self.settings, self.seed = settings, seed
         self.kinds = load_tasks(settings.tasks)
@@ -123,6 +126,8 @@ class Pools:
         # under `caption_uses`: each caption question's wrong options, chosen once for the whole collection
         self.caption_plan: dict[tuple[str, str], list[tuple[str, float, str]] | str] = {}
         self._caption_uses: Counter = Counter()   # normalised caption -> questions planned with it
+        self._asked = dict(asked or {})
+        self._caption_uses.update(normalise_text(o) for options in self._asked.values() for o in options)
         # `_next_usable`'s links over `captions`: an index no question may use any more points past itself
         self._spent: list[int] | None = None
         if settings.caption_uses is not None:
@@ -159,7 +164,7 @@ class Pools:
             rounds: Counter = Counter()
             for parsed in self.readings[item_id].parsed.values():
                 for p in parsed:
-                    if p.kind.method == "captions":
+                    if p.kind.method == "captions" and (item_id, p.annotation) not in self._asked:
                         asked.append((rounds[p.accepted], stable_hash(self.seed, item_id, p.key), item_id,
                                       p.annotation, p))
                         rounds[p.accepted] += 1
@@ -171,6 +176,8 @@ class Pools:
         where: dict[str, list[int]] = defaultdict(list)   # normalised caption -> its indices in `captions`
         for i, (caption, _other) in enumerate(self.captions):
             where[normalise_text(caption)].append(i)
+        for i in (i for text, found in where.items() if uses[text] >= limit for i in found):
+            self._spent[i] = i + 1   # used up by questions asked before (`asked`)
 
         def free(text: str) -> bool:
             return uses[text] + held[text] < limit

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections import Counter
 
 import datasets
 import pytest
@@ -32,19 +33,19 @@ REGIONS = {(r, c): "centre" if (r, c) == (1, 1) else f"{('top', 'middle', 'botto
            for r in range(3) for c in range(3)}
 
 
-def sample(tmp_path) -> tuple[dict, dict, str]:
-    """The first PHOTOS photos of coco-mini-train, as their own instances and captions JSON files, and copies
-    of the photos, the first given a GPS position in its EXIF as a phone would."""
+def sample(tmp_path, photos: int = PHOTOS, gps: bool = True) -> tuple[dict, dict, str]:
+    """The first `photos` photos of coco-mini-train, as their own instances and captions JSON files, and copies
+    of the photos, the richest given a GPS position in its EXIF as a phone would (with `gps`)."""
     from PIL import Image as PILImage
 
     root = require_shared_data("coco-mini-train", "annotations")
     instances = json.loads((root / "instances_train2017.json").read_text())
     captions = json.loads((root / "captions_train2017.json").read_text())
-    images = sorted(instances["images"], key=lambda i: i["file_name"])[:PHOTOS]
+    images = sorted(instances["images"], key=lambda i: i["file_name"])[:photos]
     ids = {i["id"] for i in images}
     mine = instances | {"images": images, "annotations": [a for a in instances["annotations"] if a["image_id"] in ids]}
     said = captions | {"images": images, "annotations": [a for a in captions["annotations"] if a["image_id"] in ids]}
-    (tmp_path / "annotations").mkdir()
+    (tmp_path / "annotations").mkdir(exist_ok=True)
     (tmp_path / "annotations" / "instances_train2017.json").write_text(json.dumps(mine))
     (tmp_path / "annotations" / "captions_train2017.json").write_text(json.dumps(said))
     names = {c["id"]: c["name"] for c in instances["categories"]}
@@ -54,18 +55,18 @@ def sample(tmp_path) -> tuple[dict, dict, str]:
         truth[by_id[a["image_id"]]]["boxes"].append((names[a["category_id"]], a["bbox"], a["iscrowd"]))
     for a in said["annotations"]:
         truth[by_id[a["image_id"]]]["captions"].append(a["caption"])
-    photos = tmp_path / "train2017"
-    photos.mkdir()
+    folder = tmp_path / "train2017"
+    folder.mkdir(exist_ok=True)
     located = max(truth, key=lambda name: (len(truth[name]["boxes"]), name))   # rich enough to be asked about
     for image in images:
         source = root.parent / "train2017" / image["file_name"]
-        if image["file_name"] != located:
-            shutil.copyfile(source, photos / image["file_name"])
+        if image["file_name"] != located or not gps:
+            shutil.copyfile(source, folder / image["file_name"])
             continue
         exif = PILImage.Exif()
         exif[0x8825] = GPS
         with PILImage.open(source) as photo:
-            photo.save(photos / image["file_name"], "JPEG", quality=95, exif=exif.tobytes())
+            photo.save(folder / image["file_name"], "JPEG", quality=95, exif=exif.tobytes())
     return truth, names, located
 
 
@@ -191,3 +192,29 @@ def test_coco_photos_in_exact_questions_out_and_a_release_that_loads(tmp_path, l
     assert done.returncode == 0 and len(written) == 1, (done.stdout + done.stderr)[-3000:]
     reported = json.loads(written[0].read_text())["results"][task]
     assert reported["accuracy,none"] == 1.0 and reported["dim_image_text_matching,none"] == 1.0
+
+
+@pytest.mark.slow(seconds=200)
+def test_photos_added_later_never_reuse_a_caption_the_stored_questions_show(tmp_path):
+    """A maintainer grows the benchmark: twelve photos first, twelve more a month later. The new photos'
+    caption questions are planned around the captions the stored ones already show, so each caption is
+    still in one question at most (generate.reform.caption_uses), and the stored questions stay as they are."""
+    def matching(store):
+        return {q.id: q for q in store.get_questions()
+                if q.status not in ("dropped", "superseded") and q.meta.get("task") == "matching"}
+
+    settings = load_settings(env={"BENCHSMITH_WORKSPACE": str(tmp_path / "bench")})
+    for photos in (12, 24):
+        sample(tmp_path, photos, gps=False)
+        for step in (["ingest", "annotations/instances_train2017.json", "--images", "train2017", "--task", "matching"],
+                     ["generate", "-g", "reform"]):
+            done = run(tmp_path, *step)
+            assert done.returncode == 0, f"{step}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+        with Store(settings.db_url) as store:
+            if photos == 12:
+                first = matching(store)
+            else:
+                grown = matching(store)
+    assert first and first.keys() < grown.keys() and len(grown) >= 8
+    texts = Counter(" ".join(o.casefold().split()) for q in grown.values() for o in q.options)
+    assert texts.most_common(1)[0][1] == 1, texts.most_common(3)
