@@ -179,10 +179,11 @@ def kept_in(work: Path) -> list:
     from benchsmith.settings import load_settings
     from benchsmith.store import Store
     from filters.blind import STAGE
+    from generators.stage import SHOWN   # not the superseded questions of a workspace whose were made again
 
     with Store(load_settings(env={"BENCHSMITH_WORKSPACE": str(work)}).db_url) as store:
         kept = {v.subject_id for v in store.get_verdicts(stage=STAGE, subject_kind="question") if v.passed}
-        return [q for q in store.get_questions() if q.meta.get("generator") == "textrich" and q.id in kept]
+        return [q for q in store.get_questions(status=SHOWN) if q.meta.get("generator") == "textrich" and q.id in kept]
 
 
 def across_halves(source: Path, receipts: int, tmp: Path) -> dict:
@@ -206,6 +207,7 @@ def run(receipts: int = 200, workspace: str = "", across: bool = False) -> dict:
     from benchsmith.settings import load_settings
     from benchsmith.store import Store
     from filters.blind import STAGE
+    from generators.stage import SHOWN
     from generators.textrich_receipts import FIELD_QUESTIONS, holds
     from tests.support.shared_data import shared_data_dir
 
@@ -222,7 +224,7 @@ def run(receipts: int = 200, workspace: str = "", across: bool = False) -> dict:
         with Store(load_settings(env={"BENCHSMITH_WORKSPACE": str(work)}).db_url) as store:
             items = {i.id: i for i in store.get_items(kind="image")}
             facts = store.get_facts(sorted(items), kinds=["ocr"])
-            questions = [q for q in store.get_questions() if q.meta.get("generator") == "textrich"]
+            questions = [q for q in store.get_questions(status=(*SHOWN, "dropped")) if q.meta.get("generator") == "textrich"]
             verdicts = store.get_verdicts(stage=STAGE, subject_kind="question")
     kept_ids = {v.subject_id for v in verdicts if v.passed}
     judged_ids = {v.subject_id for v in verdicts}
