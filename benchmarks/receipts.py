@@ -179,7 +179,7 @@ def kept_in(work: Path) -> list:
     from benchsmith.settings import load_settings
     from benchsmith.store import Store
     from filters.blind import STAGE
-    from generators.stage import SHOWN   # not the superseded questions of a workspace whose were made again
+    from generators.stage import SHOWN   # a workspace generated again keeps its superseded questions
 
     with Store(load_settings(env={"BENCHSMITH_WORKSPACE": str(work)}).db_url) as store:
         kept = {v.subject_id for v in store.get_verdicts(stage=STAGE, subject_kind="question") if v.passed}

@@ -56,6 +56,7 @@ BACKEND = "programmatic"
 VERSION = "programmatic-v8"  # v8: keys tallied at each image's own size (v7: keys drawn by how often; the cap)
 VOCABULARY_FILE = Path(__file__).with_name("vocabulary.yaml")
 DESCRIBING = ("size", "colour")  # attributes that may qualify a label, in the order they are spoken
+DEFAULT_SIZE = (640, 480)  # an image's size in pixels where its own is not given
 
 
 class ProgrammaticSettings(Strict):
@@ -337,7 +338,7 @@ class Thing:
     box: tuple[float, float, float, float]
     attributes: dict[str, str]
     crowd: bool = False  # a region holding many instances of its label, none of them boxed
-    size: tuple[int, int] = (640, 480)  # the image's, in pixels
+    size: tuple[int, int] = DEFAULT_SIZE  # the image's, in pixels
 
     @property
     def pixels(self) -> float:
@@ -351,7 +352,7 @@ class Thing:
         return (self.box[0] + self.box[2]) / 2, (self.box[1] + self.box[3]) / 2
 
 
-def things_in(facts: list[Fact], size: tuple[int, int] = (640, 480)) -> list[Thing]:
+def things_in(facts: list[Fact], size: tuple[int, int] = DEFAULT_SIZE) -> list[Thing]:
     """The objects, each once: an extractor's facts stay when its parameters change (the supplied
     annotations once more, say), and the same label, box and attributes twice are one object."""
     things = [Thing(" ".join(f.text.split()).lower(), f.box,
@@ -804,8 +805,7 @@ def _things_per_item(facts: list[Fact], sizes: Mapping[str, tuple[int, int]] | N
     """Each item with objects (`_per_item`), with its facts and its objects at the item's size (the default
     `things_in` size when `sizes` lacks it)."""
     for item_id, item_facts in _per_item(facts).items():
-        size = (sizes or {}).get(item_id)
-        if things := (things_in(item_facts, size) if size else things_in(item_facts)):
+        if things := things_in(item_facts, (sizes or {}).get(item_id, DEFAULT_SIZE)):
             yield item_id, item_facts, things
 
 

@@ -453,12 +453,10 @@ class ReformStage(QuestionStage):
     def _caption_questions(self, store) -> dict[tuple[str, str], list[str]]:
         """The caption questions already made under these settings, (item id, annotation id) -> options: a
         collection grown since plans its new ones around the captions these use (`caption_uses`)."""
-        dimensions = {d.id: self._dimension_keys[d.key] for d in self.dimensions if d.key in self._dimension_keys}
         return {(q.item_id, q.meta["annotation_id"]): q.options
-                for dimension_id, config in dimensions.items()
-                for q in store.get_questions(status=SHOWN, dimension_id=dimension_id)
+                for d in self.dimensions for q in store.get_questions(status=SHOWN, dimension_id=d.id)
                 if q.meta.get("generator") == self.generator and q.provenance.params.get("method") == "captions"
-                and q.meta.get("config") == config}
+                and q.meta.get("config") == self._dimension_keys[d.key]}
 
     def process(self, jobs: Sequence[Job], context: runner.StageContext) -> Iterator[tuple[Job, Outcome]]:
         with _rare_collections():  # the runner's commits run between the yields, under it too
